@@ -1,0 +1,314 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+func parse(t *testing.T, text string) (*Config, error) {
+	t.Helper()
+	return Parse(text, "/etc/lifecycled/config.toml", noEnv)
+}
+
+func problems(t *testing.T, err error) []Problem {
+	t.Helper()
+	var ce *Error
+	require.ErrorAs(t, err, &ce)
+	return ce.Problems
+}
+
+func TestRepoConfigLoadsAndUsesEmbeddedDefaults(t *testing.T) {
+	cfg, err := Load("../../../config.toml")
+	require.NoError(t, err)
+	kind, dsn, err := cfg.StateDSN()
+	require.NoError(t, err)
+	require.Equal(t, StateSQLite, kind)
+	abs, _ := filepath.Abs("../../../var/lifecycled.db")
+	require.Equal(t, abs, dsn)
+	sock, err := cfg.SocketPath()
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(sock, "/var/lifecycled.sock"), sock)
+	require.Empty(t, cfg.Deleters, "the embedded default must not need any store")
+	require.Empty(t, cfg.DLQSources)
+	require.Equal(t, 30*time.Second, cfg.Daemon.ShutdownTimeout.Duration)
+	require.Equal(t, 72*time.Hour, cfg.Idempotency.TTL.Duration)
+}
+
+func TestPackagedDefaultAndExamplesValidate(t *testing.T) {
+	_, err := Parse(DefaultTOML(), "/etc/lifecycled/config.toml", noEnv)
+	require.NoError(t, err)
+
+	files, err := filepath.Glob("../../../deploy/examples/*.toml")
+	require.NoError(t, err)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			text, err := os.ReadFile(f)
+			require.NoError(t, err)
+			env := func(k string) (string, bool) {
+				if k == "CREDENTIALS_DIRECTORY" {
+					return t.TempDir(), true
+				}
+				return "", false
+			}
+			_, err = Parse(string(text), f, env)
+			// Examples name secret files that only exist on a real host.
+			if err != nil {
+				for _, p := range problems(t, err) {
+					require.Contains(t, p.Msg, "cannot read secret file", p.String())
+				}
+			}
+		})
+	}
+}
+
+func TestProblemsNameKeyAndLine(t *testing.T) {
+	tests := map[string]struct {
+		text    string
+		wantKey string
+		line    int
+		msg     string
+	}{
+		"unknown top-level key": {
+			text: "version = 1\nbogus = 3\n", wantKey: "bogus", line: 2, msg: "unknown key",
+		},
+		"unknown key in table": {
+			text: "version = 1\n[daemon]\nstate = \"sqlite://x.db\"\nplugin_dri = \"./bin\"\n", wantKey: "daemon.plugin_dri", line: 4, msg: "unknown key",
+		},
+		"bad duration": {
+			text: "version = 1\n[daemon]\nshutdown_timeout = \"30x\"\n", wantKey: "daemon.shutdown_timeout", line: 3, msg: "invalid duration",
+		},
+		"negative duration": {
+			text: "version = 1\n[retry]\ninitial_delay = \"-1s\"\n", wantKey: "retry.initial_delay", line: 3, msg: "positive",
+		},
+		"bad jitter": {
+			text: "version = 1\n\n[retry]\njitter = \"some\"\n", wantKey: "retry.jitter", line: 4, msg: "none",
+		},
+		"wrong version": {
+			text: "version = 2\n", wantKey: "version", line: 1, msg: "unsupported version 2",
+		},
+		"tcp admin listener": {
+			text: "version = 1\n[admin]\nlisten = \"tcp://0.0.0.0:80\"\n", wantKey: "admin.listen", line: 3, msg: "unix://",
+		},
+		"world-accessible socket": {
+			text: "version = 1\n[admin]\nsocket_mode = \"0666\"\n", wantKey: "admin.socket_mode", line: 3, msg: "others",
+		},
+		"public metrics listener": {
+			text: "version = 1\n[admin]\nmetrics_listen = \"0.0.0.0:9464\"\n", wantKey: "admin.metrics_listen", line: 3, msg: "loopback",
+		},
+		"bad state scheme": {
+			text: "version = 1\n[daemon]\nstate = \"mysql://x\"\n", wantKey: "daemon.state", line: 3, msg: "sqlite://",
+		},
+		"unanchored tenant regexp": {
+			text: "version = 1\n[daemon]\ntenant_id_format = \"[a-z]+\"\n", wantKey: "daemon.tenant_id_format", line: 3, msg: "anchored",
+		},
+		"duplicate deleter name": {
+			text: "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\n",
+			wantKey: "deleter.1.name", line: 6, msg: "duplicate name",
+		},
+		"unknown key in deleter": {
+			text: "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\nsha = \"x\"\n", wantKey: "deleter.sha", line: 5, msg: "unknown key",
+		},
+		"bad sha256": {
+			text: "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\nsha256 = \"abc\"\n", wantKey: "deleter.0.sha256", line: 5, msg: "64 hex",
+		},
+		"unset variable": {
+			text: "version = 1\n[daemon]\nstate = \"postgres://${PGUSER_UNSET}@h/db\"\n", wantKey: "daemon.state", line: 3, msg: "PGUSER_UNSET is not set",
+		},
+		"missing version": {
+			text: "[daemon]\n", wantKey: "version", line: 0, msg: "missing",
+		},
+		"toml syntax": {
+			text: "version = 1\nstate = = 2\n", wantKey: "state", line: 2, msg: "expected value",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, tc.text)
+			require.Error(t, err)
+			ps := problems(t, err)
+			var found bool
+			for _, p := range ps {
+				if p.Key == tc.wantKey && p.Line == tc.line && strings.Contains(p.Msg, tc.msg) {
+					found = true
+				}
+			}
+			require.True(t, found, "want problem at line %d key %q containing %q; got:\n%v", tc.line, tc.wantKey, tc.msg, err)
+			require.Contains(t, err.Error(), "/etc/lifecycled/config.toml", "messages name the file")
+		})
+	}
+}
+
+func TestAllProblemsReportedAtOnce(t *testing.T) {
+	text := `version = 1
+[daemon]
+shutdown_timeout = "soon"
+unknown_thing = 1
+[retry]
+jitter = "wobbly"
+multiplier = 0.5
+`
+	_, err := parse(t, text)
+	ps := problems(t, err)
+	require.Len(t, ps, 4, "%v", err)
+	lines := []int{ps[0].Line, ps[1].Line, ps[2].Line, ps[3].Line}
+	require.Equal(t, []int{3, 4, 6, 7}, lines, "problems sorted by line")
+}
+
+func TestInterpolation(t *testing.T) {
+	env := map[string]string{"PGHOST": "db.internal", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := map[string]struct {
+		in, want string
+		wantErr  string
+	}{
+		"plain":               {in: "abc", want: "abc"},
+		"set":                 {in: "postgres://app@${PGHOST}/app", want: "postgres://app@db.internal/app"},
+		"default used":        {in: "${NOPE:-fallback}", want: "fallback"},
+		"default not used":    {in: "${PGHOST:-fallback}", want: "db.internal"},
+		"empty with default":  {in: "${EMPTY:-x}", want: "x"},
+		"empty no default":    {in: "a${EMPTY}b", want: "ab"},
+		"empty default":       {in: "${NOPE:-}", want: ""},
+		"escaped":             {in: "$${PGHOST}", want: "${PGHOST}"},
+		"unset":               {in: "${NOPE}", wantErr: "NOPE is not set"},
+		"malformed":           {in: "${not closed", wantErr: "malformed"},
+		"two vars":            {in: "${PGHOST}:${NOPE:-5432}", want: "db.internal:5432"},
+		"dollar without brace": {in: "$PGHOST", want: "$PGHOST"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := Interpolate(tc.in, lookup)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestInterpolationReachesPluginConfigAndDurations(t *testing.T) {
+	text := `version = 1
+[daemon]
+shutdown_timeout = "${STOP:-45s}"
+[[deleter]]
+name = "redis:sessions"
+plugin = "redis"
+[deleter.config]
+addr = "${REDIS_ADDR}"
+patterns = ["session:{tenant}:${SUFFIX:-*}"]
+`
+	lookup := func(k string) (string, bool) {
+		if k == "REDIS_ADDR" {
+			return "10.0.0.5:6379", true
+		}
+		return "", false
+	}
+	cfg, err := Parse(text, "/x/config.toml", lookup)
+	require.NoError(t, err)
+	require.Equal(t, 45*time.Second, cfg.Daemon.ShutdownTimeout.Duration)
+	pc := cfg.Deleters[0].PluginConfig()
+	require.Equal(t, "10.0.0.5:6379", pc["addr"])
+	require.Equal(t, []any{"session:{tenant}:*"}, pc["patterns"])
+}
+
+func TestSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pg"), []byte("s3cr3t-state\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "redis"), []byte("s3cr3t-redis"), 0o600))
+	text := `version = 1
+[daemon]
+state = "postgres://lifecycled@db/lifecycled"
+state_password_file = "pg"
+[[deleter]]
+name = "redis:sessions"
+plugin = "redis"
+[deleter.config]
+addr = "127.0.0.1:6379"
+password_file = "redis"
+token = "inline-token"
+`
+	cfg, err := Parse(text, filepath.Join(dir, "config.toml"), noEnv)
+	require.NoError(t, err)
+	kind, dsn, err := cfg.StateDSN()
+	require.NoError(t, err)
+	require.Equal(t, StatePostgres, kind)
+	require.Equal(t, "postgres://lifecycled:s3cr3t-state@db/lifecycled", dsn)
+	pc := cfg.Deleters[0].PluginConfig()
+	require.Equal(t, "s3cr3t-redis", pc["password"], "plugins get the secret, not the path")
+	require.NotContains(t, pc, "password_file")
+
+	dump, err := Dump(cfg)
+	require.NoError(t, err)
+	for _, secret := range []string{"s3cr3t-state", "s3cr3t-redis", "inline-token"} {
+		require.NotContains(t, dump, secret)
+	}
+	require.Contains(t, dump, Redacted)
+	require.Contains(t, dump, `password_file = "redis"`, "paths are not secrets")
+
+	// The dump is itself a valid config.
+	_, err = Parse(dump, filepath.Join(dir, "config.toml"), noEnv)
+	require.NoError(t, err)
+}
+
+func TestMissingSecretFileIsAProblem(t *testing.T) {
+	text := "version = 1\n[daemon]\nstate = \"postgres://u@h/d\"\nstate_password_file = \"/nonexistent/pw\"\n"
+	_, err := parse(t, text)
+	ps := problems(t, err)
+	require.Equal(t, "daemon.state_password_file", ps[0].Key)
+	require.Equal(t, 4, ps[0].Line)
+}
+
+func TestDumpRedactsURLPasswords(t *testing.T) {
+	text := "version = 1\n[daemon]\nstate = \"postgres://u:hunter2@h/d\"\n[[dlq_source]]\nname=\"k\"\nplugin=\"kafka\"\n[dlq_source.config]\nurl = \"http://a:hunter3@x\"\nsasl_password = \"hunter4\"\n"
+	cfg, err := parse(t, text)
+	require.NoError(t, err)
+	dump, err := Dump(cfg)
+	require.NoError(t, err)
+	require.NotContains(t, dump, "hunter")
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.toml"))
+	require.True(t, errors.Is(err, ErrNotFound))
+}
+
+func TestIsSecretKey(t *testing.T) {
+	for k, want := range map[string]bool{
+		"password": true, "sasl_password": true, "secret_access_key": true, "access_key_id": true,
+		"token": true, "password_file": false, "partition_key": false, "tenant_column": false,
+		"dsn": false, "addr": false,
+	} {
+		require.Equal(t, want, IsSecretKey(k), k)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(DefaultTOML())
+	f.Add("version = 1\n[daemon]\nstate = \"${X:-sqlite://a}\"\n")
+	f.Add("version = 1\n[[deleter]]\nname=\"a\"\nplugin=\"b\"\n[deleter.config]\nx_file=\"/dev/null\"\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		cfg, err := Parse(text, "/fuzz/config.toml", noEnv)
+		if err == nil {
+			// A valid config always dumps and re-parses.
+			dump, derr := Dump(cfg)
+			if derr != nil {
+				t.Fatalf("dump of valid config failed: %v", derr)
+			}
+			_ = dump
+		} else {
+			var ce *Error
+			if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+				t.Fatalf("error without problems: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,21 @@
+// Package derrors holds the error sentinels that carry meaning across the
+// daemon's packages. Stores and plugin clients translate driver and gRPC
+// errors into these at their edge; the admin API maps them to HTTP statuses
+// and SYS_* codes in one table (adminapi.errorTable). Wrap them with %w to add
+// context.
+package derrors
+
+import "errors"
+
+var (
+	// ErrNotFound: the thing asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid: the request is malformed; nothing was changed.
+	ErrInvalid = errors.New("invalid input")
+	// ErrConflict: the request is well-formed but conflicts with the current state.
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: a dependency (plugin, broker, store) cannot serve now; try later.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrLeaseLost: another daemon took over work this one had claimed.
+	ErrLeaseLost = errors.New("lease lost")
+)

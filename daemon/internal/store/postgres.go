@@ -1,0 +1,804 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for migrations
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
+	"github.com/lifecycled/lifecycled/migrations"
+)
+
+// Postgres is the PostgreSQL state store.
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+var _ Store = (*Postgres)(nil)
+
+// OpenPostgres connects, migrates and returns the store.
+func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	if _, err := MigrateUp(ctx, migrations.Postgres, dsn); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse state store DSN: %w", redactPGError(err))
+	}
+	if cfg.MaxConns < 8 {
+		cfg.MaxConns = 8
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "lifecycled"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to state store: %w", redactPGError(err))
+	}
+	return &Postgres{pool: pool}, nil
+}
+
+// Pool exposes the pool to tests and benchmarks in this module.
+func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }
+
+// Dialect implements Store.
+func (p *Postgres) Dialect() migrations.Dialect { return migrations.Postgres }
+
+// Ping implements Store.
+func (p *Postgres) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+
+// Close implements Store.
+func (p *Postgres) Close() error { p.pool.Close(); return nil }
+
+// redactPGError keeps passwords out of connection errors.
+func redactPGError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		return errors.New("invalid connection string")
+	}
+	return err
+}
+
+// inTx runs fn in a transaction, retrying on deadlock and serialization
+// failures, which concurrent daemons can cause and which are safe to retry.
+func (p *Postgres) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginFunc(ctx, p.pool, fn)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") && attempt < 5 {
+			continue
+		}
+		return err
+	}
+}
+
+const pgDLQColumns = `id, original_topic, error_message, retry_count, max_retries, status, created_at, updated_at,
+	last_retry_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload,
+	produced_at, next_retry_at`
+
+func scanPGMessage(row pgx.Row) (*dlq.Message, error) {
+	var (
+		m       dlq.Message
+		status  string
+		headers []byte
+	)
+	err := row.Scan(&m.ID, &m.OriginalTopic, &m.ErrorMessage, &m.RetryCount, &m.MaxRetries, &status,
+		&m.CreatedAt, &m.UpdatedAt, &m.LastRetryAt, &m.Position.Source, &m.Position.Topic,
+		&m.Position.Partition, &m.Position.Offset, &m.Key, &headers, &m.Payload, &m.ProducedAt, &m.NextRetryAt)
+	if err != nil {
+		return nil, err
+	}
+	m.Status = dlq.Status(status)
+	if len(headers) > 0 {
+		if err := json.Unmarshal(headers, &m.Headers); err != nil {
+			return nil, fmt.Errorf("decode headers of %s: %w", m.ID, err)
+		}
+	}
+	return &m, nil
+}
+
+func collectPGMessages(rows pgx.Rows) ([]dlq.Message, error) {
+	defer rows.Close()
+	var out []dlq.Message
+	for rows.Next() {
+		m, err := scanPGMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *m)
+	}
+	return out, rows.Err()
+}
+
+// pgSafeJSON reports whether PostgreSQL's jsonb accepts payload: it rejects
+// \u0000 and unpaired surrogates that encoding/json lets through. Such a
+// payload is still stored byte for byte in raw_payload.
+func pgSafeJSON(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	s := string(b)
+	for i := strings.Index(s, `\u`); i >= 0; i = strings.Index(s, `\u`) {
+		if len(s) >= i+6 {
+			code := strings.ToLower(s[i+2 : i+6])
+			if code == "0000" || (code[0] == 'd' && code[1] >= '8') {
+				return false
+			}
+		}
+		s = s[i+2:]
+	}
+	return true
+}
+
+// IngestDLQ implements dlq.Store. New messages go in as one INSERT over
+// arrays (one round trip); returning replays are applied in the same
+// transaction.
+func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
+	var res dlq.IngestResult
+	if len(batch) == 0 {
+		return res, nil
+	}
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		res = dlq.IngestResult{}
+		fresh, err := p.applyFeedback(ctx, tx, batch, opts, &res)
+		if err != nil {
+			return err
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		n := len(fresh)
+		var (
+			ids        = make([]uuid.UUID, n)
+			origTopics = make([]string, n)
+			errMsgs    = make([]string, n)
+			payloads   = make([]*string, n)
+			raws       = make([][]byte, n)
+			sources    = make([]string, n)
+			topics     = make([]string, n)
+			parts      = make([]int32, n)
+			offsets    = make([]int64, n)
+			keys       = make([][]byte, n)
+			headers    = make([]string, n)
+			produced   = make([]*time.Time, n)
+		)
+		for i, in := range fresh {
+			ids[i] = newID()
+			origTopics[i] = in.OriginalTopic
+			errMsgs[i] = in.ErrorMessage
+			if pgSafeJSON(in.Payload) {
+				s := string(in.Payload)
+				payloads[i] = &s
+			}
+			raws[i] = nonNil(in.Payload)
+			sources[i] = in.Position.Source
+			topics[i] = in.Position.Topic
+			parts[i] = in.Position.Partition
+			offsets[i] = in.Position.Offset
+			keys[i] = in.Key
+			headers[i] = headersJSON(in.Headers)
+			produced[i] = in.ProducedAt
+		}
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload,
+				status, created_at, updated_at, source, dlq_topic, source_partition, source_offset, message_key,
+				headers, raw_payload, produced_at, next_retry_at)
+			SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, 'PENDING', $14, $14, u.src, u.dt, u.pt, u.off, u.k,
+				u.h::jsonb, u.raw, u.prod, $15
+			FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
+				$8::int[], $9::bigint[], $10::bytea[], $11::text[], $12::timestamptz[])
+				AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod)
+			ORDER BY u.id
+			ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING`,
+			ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets, keys, headers, produced,
+			opts.MaxRetries, opts.Now, opts.NextRetryAt)
+		if err != nil {
+			return fmt.Errorf("insert dead letters: %w", err)
+		}
+		res.Inserted = int(tag.RowsAffected())
+		res.Duplicates = n - res.Inserted
+		return nil
+	})
+	return res, err
+}
+
+func (p *Postgres) applyFeedback(ctx context.Context, tx pgx.Tx, batch []dlq.Incoming, opts dlq.IngestOptions, res *dlq.IngestResult) ([]dlq.Incoming, error) {
+	var ids []uuid.UUID
+	for _, in := range batch {
+		if in.FeedbackOf != nil {
+			ids = append(ids, *in.FeedbackOf)
+		}
+	}
+	if len(ids) == 0 {
+		return batch, nil
+	}
+	type rec struct {
+		retryCount, maxRetries int
+		lastFeedback           *string
+	}
+	known := map[uuid.UUID]*rec{}
+	rows, err := tx.Query(ctx, `SELECT id, retry_count, max_retries, last_feedback FROM dlq.dlq_messages
+		WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read replayed dead letters: %w", err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		r := &rec{}
+		if err := rows.Scan(&id, &r.retryCount, &r.maxRetries, &r.lastFeedback); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		known[id] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var fresh []dlq.Incoming
+	for _, in := range batch {
+		if in.FeedbackOf == nil || known[*in.FeedbackOf] == nil {
+			fresh = append(fresh, in)
+			continue
+		}
+		r := known[*in.FeedbackOf]
+		pos := in.Position.String()
+		if r.lastFeedback != nil && *r.lastFeedback == pos {
+			res.Duplicates++ // this very return was applied before
+			continue
+		}
+		status, count := dlq.AfterFailedAttempt(r.retryCount, r.maxRetries)
+		var next *time.Time
+		if status == dlq.StatusPending && opts.FeedbackRetryAt != nil {
+			next = opts.FeedbackRetryAt(count)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE dlq.dlq_messages SET status = $2, retry_count = $3, error_message = $4,
+				next_retry_at = $5, last_feedback = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
+			WHERE id = $1`, *in.FeedbackOf, string(status), count, in.ErrorMessage, next, pos, opts.Now); err != nil {
+			return nil, fmt.Errorf("update replayed dead letter: %w", err)
+		}
+		r.retryCount, r.lastFeedback = count, &pos
+		res.Feedback++
+		if status == dlq.StatusDead {
+			res.Dead++
+		}
+	}
+	return fresh, nil
+}
+
+// GetDLQ implements dlq.Store.
+func (p *Postgres) GetDLQ(ctx context.Context, id uuid.UUID) (*dlq.Message, error) {
+	m, err := scanPGMessage(p.pool.QueryRow(ctx, `SELECT `+pgDLQColumns+` FROM dlq.dlq_messages WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("dlq message %s: %w", id, derrors.ErrNotFound)
+	}
+	return m, err
+}
+
+// ListDLQ implements dlq.Store. Each topic column has its own ordered index;
+// the union of two index scans keeps page 1 cheap on a million-row topic, and
+// total_count comes from the counter table.
+func (p *Postgres) ListDLQ(ctx context.Context, f dlq.ListFilter) ([]dlq.Message, int64, error) {
+	offset := (f.Page - 1) * f.PageSize
+	statusCond := ""
+	args := []any{f.Topic, f.PageSize, offset, offset + f.PageSize}
+	if f.Status != "" {
+		statusCond = " AND status = $5"
+		args = append(args, string(f.Status))
+	}
+	q := `SELECT ` + pgDLQColumns + ` FROM (
+			(SELECT ` + pgDLQColumns + ` FROM dlq.dlq_messages WHERE dlq_topic = $1` + statusCond + `
+			 ORDER BY created_at DESC, id DESC LIMIT $4)
+			UNION ALL
+			(SELECT ` + pgDLQColumns + ` FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1` + statusCond + `
+			 ORDER BY created_at DESC, id DESC LIMIT $4)
+		) t ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`
+	rows, err := p.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list dead letters: %w", err)
+	}
+	msgs, err := collectPGMessages(rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	cq := `SELECT COALESCE(sum(n), 0)::bigint FROM dlq.dlq_topic_counts
+		WHERE (dlq_topic = $1 OR (original_topic = $1 AND dlq_topic <> $1))`
+	cargs := []any{f.Topic}
+	if f.Status != "" {
+		cq += ` AND status = $2`
+		cargs = append(cargs, string(f.Status))
+	}
+	var total int64
+	if err := p.pool.QueryRow(ctx, cq, cargs...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	return msgs, total, nil
+}
+
+// DeleteDLQ implements dlq.Store.
+func (p *Postgres) DeleteDLQ(ctx context.Context, id uuid.UUID) error {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM dlq.dlq_messages WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete dead letter: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("dlq message %s: %w", id, derrors.ErrNotFound)
+	}
+	return nil
+}
+
+// DLQTopics implements dlq.Store.
+func (p *Postgres) DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error) {
+	rows, err := p.pool.Query(ctx, `
+		SELECT c.dlq_topic, c.status, c.n,
+			(SELECT min(m.created_at) FROM dlq.dlq_messages m WHERE m.dlq_topic = c.dlq_topic AND m.status = 'PENDING')
+		FROM (SELECT dlq_topic, status, sum(n)::bigint AS n FROM dlq.dlq_topic_counts GROUP BY 1, 2 HAVING sum(n) > 0) c
+		ORDER BY c.dlq_topic`)
+	if err != nil {
+		return nil, fmt.Errorf("summarise topics: %w", err)
+	}
+	defer rows.Close()
+	return collectTopicSummaries(func(yield func(topic, status string, n int64, oldest *time.Time)) error {
+		for rows.Next() {
+			var (
+				topic, status string
+				n             int64
+				oldest        *time.Time
+			)
+			if err := rows.Scan(&topic, &status, &n, &oldest); err != nil {
+				return err
+			}
+			yield(topic, status, n, oldest)
+		}
+		return rows.Err()
+	})
+}
+
+// ClaimDLQ implements dlq.Store.
+func (p *Postgres) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
+	m, err := scanPGMessage(p.pool.QueryRow(ctx, `
+		UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3, lease_expires_at = $4
+		WHERE id = $1 AND retry_count < max_retries
+			AND (status = 'PENDING' OR (status = 'RETRYING' AND lease_expires_at < $2))
+		RETURNING `+pgDLQColumns, id, c.Now, c.Owner, c.LeaseUntil))
+	if err == nil {
+		return m, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("claim dead letter: %w", err)
+	}
+	cur, err := p.GetDLQ(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return nil, notRetryable(cur, c.Now)
+}
+
+func notRetryable(m *dlq.Message, now time.Time) error {
+	if m.Status == dlq.StatusRetrying && m.RetryCount < m.MaxRetries {
+		return &dlq.NotRetryableError{Message: m, Reason: fmt.Sprintf("message is being retried: status=%s, retry_count=%d/%d", m.Status, m.RetryCount, m.MaxRetries)}
+	}
+	return &dlq.NotRetryableError{Message: m, Reason: m.NotRetryableReason()}
+}
+
+// ClaimDLQTopic implements dlq.Store.
+func (p *Postgres) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.Cursor, limit int, c dlq.Claim) ([]dlq.Message, error) {
+	afterT, afterID := time.Time{}, uuid.Nil
+	if after != nil {
+		afterT, afterID = after.CreatedAt, after.ID
+	}
+	rows, err := p.pool.Query(ctx, `
+		WITH cand AS (
+			(SELECT id FROM dlq.dlq_messages WHERE dlq_topic = $1 AND status = 'PENDING'
+				AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4)
+			UNION ALL
+			(SELECT id FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1 AND status = 'PENDING'
+				AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4)
+		), pick AS (
+			SELECT m.id FROM dlq.dlq_messages m JOIN cand USING (id)
+			WHERE m.status = 'PENDING' AND m.retry_count < m.max_retries
+			ORDER BY m.created_at, m.id LIMIT $4
+			FOR UPDATE OF m SKIP LOCKED
+		)
+		UPDATE dlq.dlq_messages m SET status = 'RETRYING', last_retry_at = $5, lease_owner = $6, lease_expires_at = $7
+		FROM pick WHERE m.id = pick.id
+		RETURNING `+prefixed("m", pgDLQColumns), topic, afterT, afterID, limit, c.Now, c.Owner, c.LeaseUntil)
+	if err != nil {
+		return nil, fmt.Errorf("claim topic: %w", err)
+	}
+	msgs, err := collectPGMessages(rows)
+	sortByCreation(msgs)
+	return msgs, err
+}
+
+// ClaimDueDLQ implements dlq.Store.
+func (p *Postgres) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
+	rows, err := p.pool.Query(ctx, `
+		WITH due AS (
+			SELECT id FROM dlq.dlq_messages
+			WHERE status = 'PENDING' AND next_retry_at <= $1 AND retry_count < max_retries
+			ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED
+		)
+		UPDATE dlq.dlq_messages m SET status = 'RETRYING', last_retry_at = $1, lease_owner = $3, lease_expires_at = $4
+		FROM due WHERE m.id = due.id
+		RETURNING `+prefixed("m", pgDLQColumns), c.Now, limit, c.Owner, c.LeaseUntil)
+	if err != nil {
+		return nil, fmt.Errorf("claim due retries: %w", err)
+	}
+	return collectPGMessages(rows)
+}
+
+// FinishDLQ implements dlq.Store.
+func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, _ int, outcomes []dlq.Outcome) error {
+	var acked, counted, released []uuid.UUID
+	var countedNext, releasedNext []*time.Time
+	for _, o := range outcomes {
+		switch {
+		case o.Acked:
+			acked = append(acked, o.ID)
+		case o.Counted:
+			counted = append(counted, o.ID)
+			countedNext = append(countedNext, o.NextRetryAt)
+		default:
+			released = append(released, o.ID)
+			releasedNext = append(releasedNext, o.NextRetryAt)
+		}
+	}
+	return p.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		if len(acked) > 0 {
+			b.Queue(`UPDATE dlq.dlq_messages SET status = 'RESOLVED', lease_owner = NULL, lease_expires_at = NULL,
+				next_retry_at = NULL, updated_at = $3
+				WHERE id = ANY($1) AND status = 'RETRYING' AND lease_owner = $2`, acked, owner, now)
+		}
+		if len(counted) > 0 {
+			b.Queue(`UPDATE dlq.dlq_messages m SET retry_count = m.retry_count + 1,
+					status = CASE WHEN m.retry_count + 1 >= m.max_retries THEN 'DEAD' ELSE 'PENDING' END,
+					next_retry_at = CASE WHEN m.retry_count + 1 >= m.max_retries THEN NULL ELSE u.next END,
+					lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+				FROM unnest($1::uuid[], $4::timestamptz[]) AS u(id, next)
+				WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, counted, owner, now, countedNext)
+		}
+		if len(released) > 0 {
+			b.Queue(`UPDATE dlq.dlq_messages m SET status = 'PENDING', next_retry_at = u.next,
+					lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+				FROM unnest($1::uuid[], $4::timestamptz[]) AS u(id, next)
+				WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, released, owner, now, releasedNext)
+		}
+		if b.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// ReleaseExpiredDLQLeases implements dlq.Store.
+func (p *Postgres) ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := p.pool.Exec(ctx, `UPDATE dlq.dlq_messages SET status = 'PENDING', lease_owner = NULL,
+			lease_expires_at = NULL, next_retry_at = $1
+		WHERE status = 'RETRYING' AND lease_expires_at < $1`, now)
+	if err != nil {
+		return 0, fmt.Errorf("release expired leases: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// --- deletion jobs ---
+
+const pgJobColumns = `id, tenant_id, status, attempts, verified, COALESCE(last_error, ''), created_at, updated_at,
+	finished_at, next_attempt_at`
+
+func scanPGJob(row pgx.Row) (*deletion.Job, error) {
+	var j deletion.Job
+	var status string
+	if err := row.Scan(&j.ID, &j.TenantID, &status, &j.Attempts, &j.Verified, &j.LastError, &j.CreatedAt,
+		&j.UpdatedAt, &j.FinishedAt, &j.NextAttemptAt); err != nil {
+		return nil, err
+	}
+	j.Status = deletion.JobStatus(status)
+	return &j, nil
+}
+
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func (p *Postgres) loadDeleters(ctx context.Context, q pgQuerier, j *deletion.Job) error {
+	rows, err := q.Query(ctx, `SELECT deleter, status, deleted_count, attempts, COALESCE(error, ''), updated_at
+		FROM lifecycle.deletion_job_deleters WHERE job_id = $1 ORDER BY deleter`, j.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	j.Deleters = nil
+	for rows.Next() {
+		var d deletion.DeleterState
+		var st string
+		if err := rows.Scan(&d.Name, &st, &d.DeletedCount, &d.Attempts, &d.Error, &d.UpdatedAt); err != nil {
+			return err
+		}
+		d.Status = deletion.DeleterStatus(st)
+		j.Deleters = append(j.Deleters, d)
+	}
+	return rows.Err()
+}
+
+// CreateDeletionJob implements deletion.JobStore.
+func (p *Postgres) CreateDeletionJob(ctx context.Context, tenant string, deleters []string, now time.Time) (*deletion.Job, bool, error) {
+	var (
+		job     *deletion.Job
+		created bool
+	)
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		id := newID()
+		tag, err := tx.Exec(ctx, `INSERT INTO lifecycle.deletion_jobs (id, tenant_id, status, created_at, updated_at, next_attempt_at)
+			VALUES ($1, $2, 'PENDING', $3, $3, $3) ON CONFLICT (tenant_id) WHERE status <> 'COMPLETED' DO NOTHING`, id, tenant, now)
+		if err != nil {
+			return fmt.Errorf("create deletion job: %w", err)
+		}
+		created = tag.RowsAffected() == 1
+		if created {
+			for _, d := range deleters {
+				if _, err := tx.Exec(ctx, `INSERT INTO lifecycle.deletion_job_deleters (job_id, deleter, status, updated_at)
+					VALUES ($1, $2, 'PENDING', $3)`, id, d, now); err != nil {
+					return err
+				}
+			}
+		}
+		job, err = scanPGJob(tx.QueryRow(ctx, `SELECT `+pgJobColumns+` FROM lifecycle.deletion_jobs
+			WHERE tenant_id = $1 AND status <> 'COMPLETED'`, tenant))
+		if err != nil {
+			return err
+		}
+		return p.loadDeleters(ctx, tx, job)
+	})
+	return job, created, err
+}
+
+// LatestDeletionJob implements deletion.JobStore.
+func (p *Postgres) LatestDeletionJob(ctx context.Context, tenant string) (*deletion.Job, error) {
+	j, err := scanPGJob(p.pool.QueryRow(ctx, `SELECT `+pgJobColumns+` FROM lifecycle.deletion_jobs
+		WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1`, tenant))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("deletion job for tenant %q: %w", tenant, derrors.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return j, p.loadDeleters(ctx, p.pool, j)
+}
+
+// ClaimDeletionJob implements deletion.JobStore.
+func (p *Postgres) ClaimDeletionJob(ctx context.Context, owner string, now, leaseUntil time.Time) (*deletion.Job, error) {
+	j, err := scanPGJob(p.pool.QueryRow(ctx, `
+		WITH due AS (
+			SELECT id FROM lifecycle.deletion_jobs
+			WHERE (status IN ('PENDING', 'PARTIAL') AND next_attempt_at <= $1)
+				OR (status = 'RUNNING' AND lease_expires_at < $1)
+			ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT 1 FOR UPDATE SKIP LOCKED
+		)
+		UPDATE lifecycle.deletion_jobs j SET status = 'RUNNING', attempts = j.attempts + 1, lease_owner = $2,
+			lease_expires_at = $3, updated_at = $1
+		FROM due WHERE j.id = due.id
+		RETURNING `+prefixed("j", pgJobColumns), now, owner, leaseUntil))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim deletion job: %w", err)
+	}
+	return j, p.loadDeleters(ctx, p.pool, j)
+}
+
+// RenewDeletionLease implements deletion.JobStore.
+func (p *Postgres) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner string, leaseUntil time.Time) error {
+	tag, err := p.pool.Exec(ctx, `UPDATE lifecycle.deletion_jobs SET lease_expires_at = $3
+		WHERE id = $1 AND lease_owner = $2 AND status = 'RUNNING'`, id, owner, leaseUntil)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("deletion job %s: %w", id, derrors.ErrLeaseLost)
+	}
+	return nil
+}
+
+// SetDeleterState implements deletion.JobStore.
+func (p *Postgres) SetDeleterState(ctx context.Context, id uuid.UUID, owner string, st deletion.DeleterState) error {
+	tag, err := p.pool.Exec(ctx, `
+		INSERT INTO lifecycle.deletion_job_deleters AS d (job_id, deleter, status, deleted_count, attempts, error, updated_at)
+		SELECT $1, $3, $4, $5, $6, NULLIF($7, ''), $8
+		FROM lifecycle.deletion_jobs j WHERE j.id = $1 AND j.lease_owner = $2 AND j.status = 'RUNNING'
+		ON CONFLICT (job_id, deleter) DO UPDATE SET status = EXCLUDED.status, deleted_count = EXCLUDED.deleted_count,
+			attempts = EXCLUDED.attempts, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`,
+		id, owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts, st.Error, st.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("store deleter progress: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("deletion job %s: %w", id, derrors.ErrLeaseLost)
+	}
+	return nil
+}
+
+// FinishDeletionAttempt implements deletion.JobStore.
+func (p *Postgres) FinishDeletionAttempt(ctx context.Context, id uuid.UUID, owner string, u deletion.JobUpdate) error {
+	var finished *time.Time
+	if u.Status == deletion.JobCompleted {
+		finished = &u.Now
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE lifecycle.deletion_jobs SET status = $3, verified = $4, last_error = NULLIF($5, ''),
+			next_attempt_at = $6, finished_at = $7, updated_at = $8, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = $1 AND lease_owner = $2 AND status = 'RUNNING'`,
+		id, owner, string(u.Status), u.Verified, u.LastError, u.NextAttemptAt, finished, u.Now)
+	if err != nil {
+		return fmt.Errorf("finish deletion attempt: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("deletion job %s: %w", id, derrors.ErrLeaseLost)
+	}
+	return nil
+}
+
+// --- idempotency ---
+
+// ReserveIdempotencyKey implements idempotency.Store.
+func (p *Postgres) ReserveIdempotencyKey(ctx context.Context, rec idempotency.Record, now, staleBefore time.Time) (*idempotency.Record, error) {
+	var holder *idempotency.Record
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		holder = nil
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO lifecycle.idempotency_keys AS k (caller_uid, key, route, request_hash, state, created_at, locked_at, expires_at)
+			VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, $5, $6)
+			ON CONFLICT (caller_uid, key) DO UPDATE SET route = EXCLUDED.route, request_hash = EXCLUDED.request_hash,
+				state = 'IN_FLIGHT', response_status = NULL, response_body = NULL, created_at = EXCLUDED.created_at,
+				locked_at = EXCLUDED.locked_at, expires_at = EXCLUDED.expires_at
+			WHERE k.expires_at <= $5 OR (k.state = 'IN_FLIGHT' AND k.locked_at < $7)`,
+			int64(rec.CallerUID), rec.Key, rec.Route, rec.RequestHash, now, rec.ExpiresAt, staleBefore)
+		if err != nil {
+			return fmt.Errorf("reserve idempotency key: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		h := idempotency.Record{CallerUID: rec.CallerUID, Key: rec.Key}
+		var status *int
+		var state string
+		if err := tx.QueryRow(ctx, `SELECT route, request_hash, state, response_status, response_body, created_at, locked_at, expires_at
+			FROM lifecycle.idempotency_keys WHERE caller_uid = $1 AND key = $2`, int64(rec.CallerUID), rec.Key).
+			Scan(&h.Route, &h.RequestHash, &state, &status, &h.ResponseBody, &h.CreatedAt, &h.LockedAt, &h.ExpiresAt); err != nil {
+			return fmt.Errorf("read idempotency key: %w", err)
+		}
+		h.State = idempotency.State(state)
+		if status != nil {
+			h.ResponseStatus = *status
+		}
+		holder = &h
+		return nil
+	})
+	return holder, err
+}
+
+// CompleteIdempotencyKey implements idempotency.Store.
+func (p *Postgres) CompleteIdempotencyKey(ctx context.Context, uid uint32, key, hash string, status int, body []byte, expiresAt time.Time) error {
+	_, err := p.pool.Exec(ctx, `UPDATE lifecycle.idempotency_keys SET state = 'DONE', response_status = $4,
+			response_body = $5, expires_at = $6
+		WHERE caller_uid = $1 AND key = $2 AND request_hash = $3 AND state = 'IN_FLIGHT'`,
+		int64(uid), key, hash, status, nonNil(body), expiresAt)
+	return err
+}
+
+// ReleaseIdempotencyKey implements idempotency.Store.
+func (p *Postgres) ReleaseIdempotencyKey(ctx context.Context, uid uint32, key, hash string) error {
+	_, err := p.pool.Exec(ctx, `DELETE FROM lifecycle.idempotency_keys
+		WHERE caller_uid = $1 AND key = $2 AND request_hash = $3 AND state = 'IN_FLIGHT'`, int64(uid), key, hash)
+	return err
+}
+
+// --- retention ---
+
+// ArchiveDLQBatch implements RetentionStore: one statement deletes the rows
+// and inserts exactly those rows into the archive.
+func (p *Postgres) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	var n int64
+	err := p.pool.QueryRow(ctx, `
+		WITH to_archive AS (
+			SELECT id FROM dlq.dlq_messages
+			WHERE status IN ('RESOLVED', 'DEAD') AND updated_at < $1
+			ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED
+		), moved AS (
+			DELETE FROM dlq.dlq_messages m USING to_archive t WHERE m.id = t.id RETURNING m.*
+		), archived AS (
+			INSERT INTO dlq.dlq_messages_archive SELECT * FROM moved RETURNING 1
+		)
+		SELECT count(*) FROM archived`, cutoff, limit).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("archive dead letters: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeDLQArchiveBatch implements RetentionStore.
+func (p *Postgres) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM dlq.dlq_messages_archive WHERE id IN (
+		SELECT id FROM dlq.dlq_messages_archive WHERE updated_at < $1 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge archive: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// PurgeExpiredIdempotencyKeys implements RetentionStore.
+func (p *Postgres) PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM lifecycle.idempotency_keys WHERE (caller_uid, key) IN (
+		SELECT caller_uid, key FROM lifecycle.idempotency_keys WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		now, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// retentionLockKey is the advisory lock that serialises retention passes
+// across daemons sharing this database.
+const retentionLockKey = 0x6c63642d726574 // "lcd-ret"
+
+// TryRetentionLock implements RetentionStore with a session advisory lock
+// held on one pooled connection until unlock.
+func (p *Postgres) TryRetentionLock(ctx context.Context) (func(), bool, error) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(retentionLockKey)).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, err
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(retentionLockKey)); err != nil {
+			// A connection whose unlock failed may still hold the lock; close
+			// it instead of returning it to the pool.
+			_ = conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}, true, nil
+}
+
+// prefixed qualifies a column list with a table alias.
+func prefixed(alias, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		c = strings.TrimSpace(c)
+		if strings.HasPrefix(c, "COALESCE(") {
+			parts[i] = "COALESCE(" + alias + "." + strings.TrimPrefix(c, "COALESCE(")
+			continue
+		}
+		if strings.HasPrefix(c, "'") || strings.HasSuffix(c, ")") {
+			parts[i] = c
+			continue
+		}
+		parts[i] = alias + "." + c
+	}
+	return strings.Join(parts, ", ")
+}

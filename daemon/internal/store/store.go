@@ -1,0 +1,108 @@
+// Package store is lifecycled's state store: dead letters, deletion jobs,
+// Idempotency-Keys and the retention archive, behind one interface with two
+// implementations that pass one contract suite (store_test.go):
+//
+//   - PostgreSQL (pgx/v5), for one or many daemons sharing the work: claims
+//     use FOR UPDATE SKIP LOCKED leases and retention runs under an advisory
+//     lock.
+//   - SQLite (modernc.org/sqlite, pure Go), the embedded default for one
+//     daemon on one VM.
+//
+// The SQL of each implementation lives in its own file. Driver errors are
+// translated to derrors sentinels here, at the edge.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
+	"github.com/lifecycled/lifecycled/migrations"
+)
+
+// Store is the whole state store.
+type Store interface {
+	dlq.Store
+	deletion.JobStore
+	idempotency.Store
+	RetentionStore
+
+	// Dialect names the implementation.
+	Dialect() migrations.Dialect
+	// Ping checks that the store answers.
+	Ping(ctx context.Context) error
+	// Close releases connections.
+	Close() error
+}
+
+// RetentionStore is what the retention scheduler needs.
+type RetentionStore interface {
+	// ArchiveDLQBatch moves up to limit RESOLVED and DEAD messages last
+	// updated before cutoff into the archive, deleting exactly the rows it
+	// inserted.
+	ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+	// PurgeDLQArchiveBatch drops up to limit archived messages last updated before cutoff.
+	PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+	// PurgeExpiredIdempotencyKeys drops up to limit keys that expired before now.
+	PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error)
+	// TryRetentionLock takes the lock that lets one daemon at a time run a
+	// retention pass. ok is false when another daemon holds it.
+	TryRetentionLock(ctx context.Context) (unlock func(), ok bool, err error)
+}
+
+// Open connects to the store named by dialect and dsn and brings its schema
+// up to date (refusing a schema newer than this binary).
+func Open(ctx context.Context, dialect migrations.Dialect, dsn string) (Store, error) {
+	switch dialect {
+	case migrations.Postgres:
+		return OpenPostgres(ctx, dsn)
+	case migrations.SQLite:
+		return OpenSQLite(ctx, dsn)
+	default:
+		return nil, fmt.Errorf("unknown state store %q", dialect)
+	}
+}
+
+// MigrationStatus reports the schema state without changing anything.
+func MigrationStatus(ctx context.Context, dialect migrations.Dialect, dsn string) (migrations.Status, error) {
+	db, err := openSQL(dialect, dsn)
+	if err != nil {
+		return migrations.Status{}, err
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return migrations.Status{}, fmt.Errorf("connect to state store: %w", err)
+	}
+	return migrations.GetStatus(dialect, db)
+}
+
+// MigrateUp applies pending migrations and reports the result.
+func MigrateUp(ctx context.Context, dialect migrations.Dialect, dsn string) (migrations.Status, error) {
+	db, err := openSQL(dialect, dsn)
+	if err != nil {
+		return migrations.Status{}, err
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return migrations.Status{}, fmt.Errorf("connect to state store: %w", err)
+	}
+	return migrations.Up(dialect, db)
+}
+
+func openSQL(dialect migrations.Dialect, dsn string) (*sql.DB, error) {
+	switch dialect {
+	case migrations.Postgres:
+		return sql.Open("pgx", dsn)
+	case migrations.SQLite:
+		if err := ensureDir(dsn); err != nil {
+			return nil, err
+		}
+		return sql.Open("sqlite", sqliteDSN(dsn))
+	default:
+		return nil, fmt.Errorf("unknown state store %q", dialect)
+	}
+}

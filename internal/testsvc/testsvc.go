@@ -1,0 +1,230 @@
+// Package testsvc gives tests real servers: a fresh PostgreSQL database, a
+// throwaway redis-server, a dynalite (DynamoDB API) server, an in-process
+// Kafka broker (kfake), and the project's binaries built for the test run.
+// Everything is created per test (or per package, where said) and removed
+// in t.Cleanup, so no test depends on what another run left behind.
+//
+// A missing server program fails the test with what to install; `make test`
+// installs them first (see docs/development.md).
+package testsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Context returns a context that ends with the test or after d.
+func Context(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// RepoRoot finds the module root (the directory holding go.mod).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate testsvc source")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ShortTempDir returns a temporary directory with a short path, for Unix
+// sockets (sun_path allows about 107 bytes; t.TempDir paths can be longer).
+func ShortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "lcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// --- PostgreSQL ---
+
+// PGAdminDSN is the server tests create databases on: LIFECYCLED_TEST_PG, or
+// the local server with trust auth.
+func PGAdminDSN() string {
+	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
+		return v
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// PGDatabase creates an empty database for this test and drops it afterwards.
+// It returns the DSN of the new database.
+func PGDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := PGAdminDSN()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("PostgreSQL is needed at %s (set LIFECYCLED_TEST_PG, or run `make test` which starts it): %v", redact(admin), err)
+	}
+	defer conn.Close(ctx)
+	name := "lcd_test_" + randomSuffix()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Logf("drop database %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("LIFECYCLED_TEST_PG must be a postgres:// URL: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func redact(dsn string) string {
+	if i := strings.Index(dsn, "@"); i > 0 {
+		if j := strings.Index(dsn, "://"); j > 0 && strings.Contains(dsn[j+3:i], ":") {
+			return dsn[:j+3] + "***" + dsn[i:]
+		}
+	}
+	return dsn
+}
+
+// --- Redis ---
+
+// RedisServer is a throwaway redis-server.
+type RedisServer struct {
+	Addr string
+	t    testing.TB
+	port int
+	dir  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+}
+
+// Redis starts a redis-server on a free port, stopped at cleanup.
+func Redis(t testing.TB) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server is needed (Debian: apt-get install redis-server; `make test` installs it)")
+	}
+	port := FreePort(t)
+	r := &RedisServer{t: t, port: port, dir: t.TempDir(), Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	r.Start()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Start starts the server (again) on its port.
+func (r *RedisServer) Start() {
+	r.t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd != nil {
+		return
+	}
+	cmd := exec.Command("redis-server", "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--protected-mode", "no")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		r.t.Fatalf("start redis-server: %v", err)
+	}
+	r.cmd = cmd
+	waitTCP(r.t, r.Addr, 10*time.Second)
+}
+
+// Stop kills the server; data is lost (it keeps nothing on disk).
+func (r *RedisServer) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+func waitTCP(t testing.TB, addr string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s did not start listening within %s", addr, d)
+}
+
+// --- dynalite (DynamoDB API) ---
+
+// Dynalite starts a dynalite server (in memory) and returns its endpoint URL.
+func Dynalite(t testing.TB) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is needed to run dynalite (Debian: apt-get install nodejs npm)")
+	}
+	cli := filepath.Join(RepoRoot(t), "test", "dynalite", "node_modules", "dynalite", "cli.js")
+	if _, err := os.Stat(cli); err != nil {
+		t.Fatalf("dynalite is not installed: run `npm ci --prefix test/dynalite` (make test does): %v", err)
+	}
+	port := FreePort(t)
+	cmd := exec.Command(node, cli, "--port", fmt.Sprint(port), "--host", "127.0.0.1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dynalite: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitTCP(t, addr, 20*time.Second)
+	return "http://" + addr
+}

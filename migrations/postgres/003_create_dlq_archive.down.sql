@@ -1,0 +1,2 @@
+DROP PROCEDURE IF EXISTS dlq.archive_old_dlq_messages(INT, INT);
+DROP TABLE IF EXISTS dlq.dlq_messages_archive;
