@@ -110,7 +110,7 @@ func TestProblemsNameKeyAndLine(t *testing.T) {
 			text: "version = 1\n[daemon]\ntenant_id_format = \"[a-z]+\"\n", wantKey: "daemon.tenant_id_format", line: 3, msg: "anchored",
 		},
 		"duplicate deleter name": {
-			text: "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\n",
+			text:    "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\n",
 			wantKey: "deleter.1.name", line: 6, msg: "duplicate name",
 		},
 		"unknown key in deleter": {
@@ -169,17 +169,17 @@ func TestInterpolation(t *testing.T) {
 		in, want string
 		wantErr  string
 	}{
-		"plain":               {in: "abc", want: "abc"},
-		"set":                 {in: "postgres://app@${PGHOST}/app", want: "postgres://app@db.internal/app"},
-		"default used":        {in: "${NOPE:-fallback}", want: "fallback"},
-		"default not used":    {in: "${PGHOST:-fallback}", want: "db.internal"},
-		"empty with default":  {in: "${EMPTY:-x}", want: "x"},
-		"empty no default":    {in: "a${EMPTY}b", want: "ab"},
-		"empty default":       {in: "${NOPE:-}", want: ""},
-		"escaped":             {in: "$${PGHOST}", want: "${PGHOST}"},
-		"unset":               {in: "${NOPE}", wantErr: "NOPE is not set"},
-		"malformed":           {in: "${not closed", wantErr: "malformed"},
-		"two vars":            {in: "${PGHOST}:${NOPE:-5432}", want: "db.internal:5432"},
+		"plain":                {in: "abc", want: "abc"},
+		"set":                  {in: "postgres://app@${PGHOST}/app", want: "postgres://app@db.internal/app"},
+		"default used":         {in: "${NOPE:-fallback}", want: "fallback"},
+		"default not used":     {in: "${PGHOST:-fallback}", want: "db.internal"},
+		"empty with default":   {in: "${EMPTY:-x}", want: "x"},
+		"empty no default":     {in: "a${EMPTY}b", want: "ab"},
+		"empty default":        {in: "${NOPE:-}", want: ""},
+		"escaped":              {in: "$${PGHOST}", want: "${PGHOST}"},
+		"unset":                {in: "${NOPE}", wantErr: "NOPE is not set"},
+		"malformed":            {in: "${not closed", wantErr: "malformed"},
+		"two vars":             {in: "${PGHOST}:${NOPE:-5432}", want: "db.internal:5432"},
 		"dollar without brace": {in: "$PGHOST", want: "$PGHOST"},
 	}
 	for name, tc := range tests {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 
 	"sync"
 	"time"
@@ -45,6 +46,13 @@ func sqliteDSN(path string) string {
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if _, err := MigrateUp(ctx, migrations.SQLite, path); err != nil {
 		return nil, err
+	}
+	// Dead letters hold other systems' payloads: only the daemon's user
+	// reads the file (SQLite gives -wal and -shm the same mode).
+	if path != ":memory:" {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return nil, fmt.Errorf("restrict state store permissions: %w", err)
+		}
 	}
 	db, err := sql.Open("sqlite", sqliteDSN(path))
 	if err != nil {

@@ -1,0 +1,148 @@
+package adminapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// Scope selects the SYS_<SCOPE>_ prefix of error codes for a route family.
+type Scope string
+
+// Scopes.
+const (
+	ScopeNone   Scope = ""
+	ScopeDLQ    Scope = "DLQ"
+	ScopeTenant Scope = "TENANT"
+)
+
+// scopeOf picks the scope from the path, for errors raised before a route
+// matched (unknown routes, bad paths, body limits).
+func scopeOf(path string) Scope {
+	switch {
+	case strings.HasPrefix(path, "/api/v1/dlq"):
+		return ScopeDLQ
+	case strings.HasPrefix(path, "/api/v1/tenants"):
+		return ScopeTenant
+	default:
+		return ScopeNone
+	}
+}
+
+// ErrorBody is the envelope of every non-2xx answer.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of the envelope.
+type ErrorDetail struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+	Details   []any  `json:"details"`
+}
+
+// FieldProblem is one entry of details for a validation error.
+type FieldProblem struct {
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
+}
+
+// apiError is an error that already knows its HTTP status and code.
+type apiError struct {
+	status  int
+	kind    string // NOT_FOUND, VALIDATION_ERROR, ...
+	code    string // full code when it is not SYS_<scope>_<kind>
+	message string
+	details []any
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func invalid(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, kind: "VALIDATION_ERROR", message: fmt.Sprintf(format, args...)}
+}
+
+func invalidField(field, format string, args ...any) *apiError {
+	msg := fmt.Sprintf(format, args...)
+	return &apiError{status: http.StatusBadRequest, kind: "VALIDATION_ERROR", message: fmt.Sprintf("invalid %s: %s", field, msg),
+		details: []any{FieldProblem{Field: field, Problem: msg}}}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusNotFound, kind: "NOT_FOUND", message: fmt.Sprintf(format, args...)}
+}
+
+// errorTable is the one place where meaning becomes an HTTP status and a code:
+// derrors sentinel -> status and SYS_<scope>_<kind>.
+func classify(err error, scope Scope) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var nre *dlq.NotRetryableError
+	switch {
+	case errors.As(err, &nre):
+		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: nre.Reason}
+	case errors.Is(err, derrors.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, kind: "NOT_FOUND", message: err.Error()}
+	case errors.Is(err, derrors.ErrInvalid):
+		return &apiError{status: http.StatusBadRequest, kind: "VALIDATION_ERROR", message: err.Error()}
+	case errors.Is(err, derrors.ErrConflict):
+		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: err.Error()}
+	case errors.Is(err, derrors.ErrUnavailable):
+		kind := "UNAVAILABLE"
+		if scope == ScopeDLQ {
+			kind = "SOURCE_UNAVAILABLE"
+		}
+		return &apiError{status: http.StatusServiceUnavailable, kind: kind, message: err.Error()}
+	default:
+		return &apiError{status: http.StatusInternalServerError, kind: "INTERNAL_ERROR", message: "internal error: " + err.Error()}
+	}
+}
+
+func (e *apiError) fullCode(scope Scope) string {
+	if e.code != "" {
+		return e.code
+	}
+	if scope == ScopeNone {
+		return "SYS_" + e.kind
+	}
+	return "SYS_" + string(scope) + "_" + e.kind
+}
+
+// writeError answers err in the envelope.
+func writeError(w http.ResponseWriter, r *http.Request, scope Scope, err error) {
+	ae := classify(err, scope)
+	details := ae.details
+	if details == nil {
+		details = []any{}
+	}
+	if ae.status >= 500 {
+		if l := loggerFrom(r); l != nil {
+			l.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "error", err)
+		}
+	}
+	writeJSON(w, ae.status, ErrorBody{Error: ErrorDetail{
+		Code:      ae.fullCode(scope),
+		Message:   ae.message,
+		RequestID: requestID(r),
+		Details:   details,
+	}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"SYS_INTERNAL_ERROR","message":"cannot encode response","request_id":"","details":[]}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,69 @@
+package adminapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+type checkResult struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	Took   string `json:"took"`
+}
+
+type healthBody struct {
+	Status string        `json:"status"`
+	Checks []checkResult `json:"checks,omitempty"`
+}
+
+// handleHealthz is liveness: the process serves requests. It never looks at
+// stores or plugins, so a dependency outage never gets the daemon restarted.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, healthBody{Status: "ok"})
+}
+
+// handleReadyz is readiness: the state store and every plugin answer, and
+// the daemon is not draining. ?verbose lists each check.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	_, verbose := r.URL.Query()["verbose"]
+	var checks []Check
+	if s.opts.Checks != nil {
+		checks = s.opts.Checks()
+	}
+	results := make([]checkResult, len(checks))
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			res := checkResult{Name: c.Name, Status: "ok"}
+			if err := c.Fn(ctx); err != nil {
+				res.Status, res.Error = "failing", err.Error()
+			}
+			res.Took = time.Since(start).Round(time.Microsecond).String()
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	body := healthBody{Status: "ok"}
+	status := http.StatusOK
+	for _, res := range results {
+		if res.Status != "ok" {
+			body.Status, status = "unavailable", http.StatusServiceUnavailable
+		}
+	}
+	if s.draining.Load() {
+		body.Status, status = "draining", http.StatusServiceUnavailable
+		results = append(results, checkResult{Name: "daemon", Status: "failing", Error: "draining: shutting down"})
+	}
+	if verbose || status != http.StatusOK {
+		body.Checks = results
+	}
+	writeJSON(w, status, body)
+}

@@ -1,0 +1,124 @@
+package adminapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+)
+
+// StatusStore is what the status route needs from the state store.
+type StatusStore interface {
+	Ping(ctx context.Context) error
+	DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error)
+}
+
+// Plugins is what the plugin routes need from the plugin host.
+type Plugins interface {
+	Status() []pluginhost.Info
+}
+
+// StatusBody is GET /api/v1/status: one look at the daemon for operators.
+type StatusBody struct {
+	Version       buildinfo.Info   `json:"version"`
+	StartedAt     string           `json:"started_at"`
+	UptimeSeconds int64            `json:"uptime_seconds"`
+	Ready         bool             `json:"ready"`
+	Degraded      []string         `json:"degraded"`
+	StateStore    StoreStatus      `json:"state_store"`
+	Plugins       []PluginSummary  `json:"plugins"`
+	DLQ           DLQStatusSummary `json:"dlq"`
+}
+
+// StoreStatus is the state store's part of the status.
+type StoreStatus struct {
+	Dialect string `json:"dialect"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error,omitempty"`
+}
+
+// PluginSummary is a plugin's part of the status.
+type PluginSummary struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	State     string `json:"state"`
+	Restarts  int    `json:"restarts"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// DLQStatusSummary totals the dead-letter queues.
+type DLQStatusSummary struct {
+	Topics          int              `json:"topics"`
+	Counts          map[string]int64 `json:"counts"`
+	OldestPendingAt *string          `json:"oldest_pending_at"`
+}
+
+// StatusRoutes serves /api/v1/status, /api/v1/version and /api/v1/plugins.
+func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.Time, draining func() bool) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/v1/version", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, buildinfo.Get())
+		})
+		mux.HandleFunc("GET /api/v1/plugins", func(w http.ResponseWriter, r *http.Request) {
+			list := plugins.Status()
+			for i := range list {
+				if list[i].StderrTail == nil {
+					list[i].StderrTail = []string{}
+				}
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"plugins": list})
+		})
+		mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			body := StatusBody{
+				Version:       buildinfo.Get(),
+				StartedAt:     started.UTC().Format(time.RFC3339),
+				UptimeSeconds: int64(time.Since(started).Seconds()),
+				Degraded:      []string{},
+				StateStore:    StoreStatus{Dialect: dialect, OK: true},
+				Plugins:       []PluginSummary{},
+				DLQ:           DLQStatusSummary{Counts: map[string]int64{}},
+			}
+			for _, s := range dlq.Statuses {
+				body.DLQ.Counts[string(s)] = 0
+			}
+			if err := st.Ping(ctx); err != nil {
+				body.StateStore.OK, body.StateStore.Error = false, err.Error()
+				body.Degraded = append(body.Degraded, "state store: "+err.Error())
+			} else if topics, err := st.DLQTopics(ctx); err != nil {
+				body.Degraded = append(body.Degraded, "dlq summary: "+err.Error())
+			} else {
+				body.DLQ.Topics = len(topics)
+				var oldest *time.Time
+				for _, t := range topics {
+					for s, n := range t.Counts {
+						body.DLQ.Counts[string(s)] += n
+					}
+					if t.OldestPendingAt != nil && (oldest == nil || t.OldestPendingAt.Before(*oldest)) {
+						oldest = t.OldestPendingAt
+					}
+				}
+				if oldest != nil {
+					s := oldest.UTC().Format(dlq.TimeFormat)
+					body.DLQ.OldestPendingAt = &s
+				}
+			}
+			for _, p := range plugins.Status() {
+				body.Plugins = append(body.Plugins, PluginSummary{Name: p.Name, Kind: p.Kind, State: string(p.State), Restarts: p.Restarts, LastError: p.LastError})
+				if p.State != pluginhost.StateRunning {
+					body.Degraded = append(body.Degraded, fmt.Sprintf("plugin %s is %s", p.Name, p.State))
+				}
+			}
+			if draining() {
+				body.Degraded = append(body.Degraded, "draining: shutting down")
+			}
+			body.Ready = len(body.Degraded) == 0
+			writeJSON(w, http.StatusOK, body)
+		})
+	}
+}

@@ -1,0 +1,184 @@
+// Package adminapi serves lifecycled's admin HTTP API on a Unix socket (and
+// /metrics, /healthz, /readyz on an optional loopback TCP listener): the
+// routes of DESIGN.md, the error envelope, the socket's hygiene and access
+// control from peer credentials, the audit log of every mutating request,
+// and Idempotency-Key on the POST routes.
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check is one readiness check.
+type Check struct {
+	Name string
+	Fn   func(ctx context.Context) error
+}
+
+// Options configures a Server.
+type Options struct {
+	Logger        hclog.Logger
+	Socket        SocketOptions
+	MetricsListen string // "" for none
+	Policy        func() AccessPolicy
+	Registry      *prometheus.Registry
+	Gatherer      prometheus.Gatherer
+	// Checks returns the readiness checks; it is called per request so that
+	// plugins added by a reload are included.
+	Checks func() []Check
+	// Routes adds the API routes to the socket's mux.
+	Routes []func(mux *http.ServeMux)
+}
+
+// Server is the admin API.
+type Server struct {
+	opts     Options
+	log      hclog.Logger
+	mw       *middleware
+	unix     *http.Server
+	tcp      *http.Server
+	unixL    *net.UnixListener
+	tcpL     net.Listener
+	inode    uint64
+	draining atomic.Bool
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New builds the server; Start listens.
+func New(o Options) *Server {
+	s := &Server{opts: o, log: o.Logger.Named("adminapi")}
+	s.mw = &middleware{
+		log:    s.log,
+		policy: o.Policy,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_admin_requests_total",
+			Help: "Admin API requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lifecycled_admin_request_duration_seconds",
+			Help:    "Admin API request latency by route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+	}
+	if o.Registry != nil {
+		o.Registry.MustRegister(s.mw.requests, s.mw.latency)
+	}
+	return s
+}
+
+func (s *Server) commonRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("GET /readyz", s.handleReadyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, scopeOf(r.URL.Path), notFound("no route for %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// Handler returns the socket's full handler (for tests over httptest too).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.commonRoutes(mux)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	for _, add := range s.opts.Routes {
+		add(mux)
+	}
+	return s.mw.wrap(mux, true)
+}
+
+// metricsHandler serves only /metrics, /healthz and /readyz.
+func (s *Server) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.commonRoutes(mux)
+	return s.mw.wrap(mux, false)
+}
+
+// Start listens on the socket (and the metrics port) and serves in the
+// background. It returns once the listeners are open.
+func (s *Server) Start(context.Context) error {
+	l, err := listenUnix(s.opts.Socket)
+	if err != nil {
+		return err
+	}
+	s.unixL = l
+	s.inode = inodeOf(s.opts.Socket.Path)
+	s.unix = &http.Server{
+		Handler:           s.Handler(),
+		ConnContext:       connContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	if s.opts.MetricsListen != "" {
+		tl, err := net.Listen("tcp", s.opts.MetricsListen)
+		if err != nil {
+			s.unixL.Close()
+			removeSocket(s.opts.Socket.Path, s.inode)
+			return fmt.Errorf("listen on metrics_listen %s: %w", s.opts.MetricsListen, err)
+		}
+		s.tcpL = tl
+		s.tcp = &http.Server{Handler: s.metricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+	}
+	s.serve(s.unix, s.unixL)
+	if s.tcp != nil {
+		s.serve(s.tcp, s.tcpL)
+	}
+	s.log.Info("admin API listening", "socket", s.opts.Socket.Path, "metrics_listen", s.opts.MetricsListen)
+	return nil
+}
+
+func (s *Server) serve(srv *http.Server, l net.Listener) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin API stopped serving", "error", err)
+		}
+	}()
+}
+
+// Drain makes /readyz answer 503 so that nothing new is routed here.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Stop drains in-flight requests until ctx ends, then closes the listeners
+// and removes the socket. It is safe to call twice.
+func (s *Server) Stop(ctx context.Context) error {
+	var err error
+	s.stopOnce.Do(func() {
+		s.Drain()
+		for _, srv := range []*http.Server{s.unix, s.tcp} {
+			if srv == nil {
+				continue
+			}
+			if e := srv.Shutdown(ctx); e != nil {
+				err = errors.Join(err, e)
+				_ = srv.Close()
+			}
+		}
+		s.wg.Wait()
+		if s.unixL != nil {
+			removeSocket(s.opts.Socket.Path, s.inode)
+		}
+	})
+	return err
+}
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool { return s.draining.Load() }

@@ -1,0 +1,172 @@
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrSocketInUse means another process serves the admin socket.
+var ErrSocketInUse = errors.New("admin socket is in use by another process")
+
+// ErrNotASocket means something other than a socket sits at the socket path.
+var ErrNotASocket = errors.New("admin socket path exists and is not a socket")
+
+// SocketOptions are the access settings of the admin socket.
+type SocketOptions struct {
+	Path  string
+	Mode  os.FileMode
+	Group string // name or numeric gid; "" keeps the daemon's group
+}
+
+// listenUnix opens the admin socket with the hygiene operators expect:
+// a live socket at the path means another instance runs (refuse); a stale
+// one is replaced; anything that is not a socket is never unlinked. The
+// socket is created under a temporary name, given its mode and group, and
+// renamed into place, so it is never reachable with looser permissions.
+func listenUnix(o SocketOptions) (*net.UnixListener, error) {
+	dir := filepath.Dir(o.Path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("create socket directory: %w", err)
+		}
+	}
+	if fi, err := os.Lstat(o.Path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%w: %s is a %s; remove it or set admin.listen to another path", ErrNotASocket, o.Path, describeMode(fi.Mode()))
+		}
+		c, err := net.DialTimeout("unix", o.Path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: %s answers connections; is lifecycled already running? (systemctl status lifecycled)", ErrSocketInUse, o.Path)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("check existing socket %s: %w", o.Path, err)
+		}
+		// Stale: a previous daemon died without removing it.
+		if err := os.Remove(o.Path); err != nil {
+			return nil, fmt.Errorf("remove stale socket %s: %w", o.Path, err)
+		}
+	}
+
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d.tmp", filepath.Base(o.Path), os.Getpid()))
+	_ = os.Remove(tmp)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", o.Path, err)
+	}
+	l.SetUnlinkOnClose(false)
+	fail := func(err error) (*net.UnixListener, error) {
+		l.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Chmod(tmp, o.Mode); err != nil {
+		return fail(fmt.Errorf("chmod admin socket: %w", err))
+	}
+	if o.Group != "" {
+		gid, err := lookupGID(o.Group)
+		if err != nil {
+			return fail(err)
+		}
+		if err := os.Lchown(tmp, -1, gid); err != nil {
+			return fail(fmt.Errorf("chgrp admin socket to %s: %w", o.Group, err))
+		}
+	}
+	if err := os.Rename(tmp, o.Path); err != nil {
+		return fail(fmt.Errorf("move admin socket into place: %w", err))
+	}
+	return l, nil
+}
+
+// removeSocket removes the socket at path if it is still the one we created
+// (same inode), so that a newer daemon's socket is never removed by an old one.
+func removeSocket(path string, ino uint64) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Ino == ino {
+		_ = os.Remove(path)
+	}
+}
+
+func inodeOf(path string) uint64 {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+func lookupGID(group string) (int, error) {
+	if n, err := strconv.Atoi(group); err == nil {
+		return n, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return 0, fmt.Errorf("admin.socket_group %q: %w", group, err)
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+func describeMode(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m.IsRegular():
+		return "regular file"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	default:
+		return "non-socket file (" + m.String() + ")"
+	}
+}
+
+// PeerCred is who is on the other end of a Unix socket connection.
+type PeerCred struct {
+	UID, GID uint32
+	PID      int32
+	Known    bool // false on TCP (the metrics listener)
+}
+
+type peerKey struct{}
+
+// connContext records the peer credentials of each accepted connection.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return context.WithValue(ctx, peerKey{}, PeerCred{})
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return context.WithValue(ctx, peerKey{}, PeerCred{})
+	}
+	var cred *unix.Ucred
+	var credErr error
+	_ = raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if credErr != nil || cred == nil {
+		return context.WithValue(ctx, peerKey{}, PeerCred{})
+	}
+	return context.WithValue(ctx, peerKey{}, PeerCred{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Known: true})
+}
+
+// Peer returns the credentials of the request's caller.
+func Peer(ctx context.Context) PeerCred {
+	p, _ := ctx.Value(peerKey{}).(PeerCred)
+	return p
+}

@@ -1,0 +1,301 @@
+// Package app wires the daemon together with go.uber.org/fx and runs it
+// under systemd's rules: READY=1 once config, state store, plugins and the
+// admin socket are up; SIGHUP reloads the config (an invalid one is refused
+// and the old one keeps running); SIGTERM and SIGINT drain within
+// shutdown_timeout and exit 0. It is the only package that imports fx; every
+// component it wires has a plain constructor and Start/Stop.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/logging"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+	"github.com/lifecycled/lifecycled/daemon/internal/sdnotify"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/migrations"
+)
+
+// ExitConfig is the exit status for an invalid config (EX_CONFIG); the unit
+// file lists it in RestartPreventExitStatus so systemd does not loop.
+const ExitConfig = 78
+
+// ConfigError marks a failure the operator must fix in config.toml.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Options for Run.
+type Options struct {
+	ConfigPath string
+	Stderr     io.Writer
+	// Signals replaces the OS signals (tests); nil means os/signal.
+	Signals chan os.Signal
+}
+
+// daemonID names this process in leases, so that several daemons sharing a
+// PostgreSQL state store can tell their claims apart.
+type daemonID string
+
+// Run loads the config and runs the daemon until SIGTERM or SIGINT.
+func Run(ctx context.Context, o Options) error {
+	cfg, err := config.Load(o.ConfigPath)
+	if err != nil {
+		return &ConfigError{Err: err}
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	log := logging.New("lifecycled", cfg.Daemon.LogLevel, cfg.Daemon.LogFormat, o.Stderr)
+	holder := config.NewHolder(cfg)
+	notifier := sdnotify.Notifier{}
+	host, _ := os.Hostname()
+	id := daemonID(fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]))
+
+	var (
+		admin   *adminapi.Server
+		plugins *pluginhost.Host
+		st      store.Store
+	)
+	fxApp := fx.New(
+		fx.WithLogger(func() fxevent.Logger { return fxLogger{l: log.Named("fx")} }),
+		fx.StartTimeout(startTimeout(cfg)),
+		fx.StopTimeout(cfg.Daemon.ShutdownTimeout.Duration+cfg.Plugins.ShutdownTimeout.Duration+5*time.Second),
+		fx.Supply(holder, fx.Annotate(log, fx.As(new(hclog.Logger))), id),
+		fx.Provide(
+			newRegistry,
+			newStore,
+			newPluginHost,
+			newAdminServer,
+		),
+		modules(),
+		fx.Populate(&admin, &plugins, &st),
+	)
+	if err := fxApp.Err(); err != nil {
+		return startupError(err)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout(cfg))
+	err = fxApp.Start(startCtx)
+	cancel()
+	if err != nil {
+		return startupError(err)
+	}
+	log.Info("lifecycled ready", "version", buildinfo.Version, "state", st.Dialect(), "plugins", len(cfg.Instances()), "daemon_id", string(id))
+	_ = notifier.Ready(statusLine(plugins, "ready"))
+
+	sigs := o.Signals
+	if sigs == nil {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+	}
+	var watchdog <-chan time.Time
+	if iv := sdnotify.WatchdogInterval(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	statusTick := time.NewTicker(30 * time.Second)
+	defer statusTick.Stop()
+
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-watchdog:
+			_ = notifier.Watchdog()
+		case <-statusTick.C:
+			_ = notifier.Status(statusLine(plugins, "ready"))
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				reload(ctx, o.ConfigPath, holder, plugins, log, notifier)
+				continue
+			}
+			log.Info("signal received; draining", "signal", sig.String(), "shutdown_timeout", holder.Get().Daemon.ShutdownTimeout.String())
+			break loop
+		}
+	}
+
+	_ = notifier.Stopping("draining")
+	admin.Drain()
+	stopCtx, cancel := context.WithTimeout(context.Background(), holder.Get().Daemon.ShutdownTimeout.Duration)
+	defer cancel()
+	stopErr := fxApp.Stop(stopCtx)
+	plugin.CleanupClients()
+	if stopErr != nil {
+		log.Error("shutdown finished with errors", "error", stopErr)
+		return stopErr
+	}
+	log.Info("lifecycled stopped")
+	return nil
+}
+
+func startTimeout(cfg *config.Config) time.Duration {
+	n := time.Duration(len(cfg.Instances()) + 1)
+	return 30*time.Second + n*cfg.Plugins.StartTimeout.Duration
+}
+
+// startupError unwraps fx's wrapping and keeps config problems recognisable.
+func startupError(err error) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return &ConfigError{Err: ce}
+	}
+	return err
+}
+
+func statusLine(h *pluginhost.Host, state string) string {
+	infos := h.Status()
+	up := 0
+	for _, i := range infos {
+		if i.State == pluginhost.StateRunning {
+			up++
+		}
+	}
+	return fmt.Sprintf("%s; %d/%d plugins running", state, up, len(infos))
+}
+
+// reload validates the new config; when valid it replaces the old one and
+// reconciles plugins, otherwise the old one keeps running.
+func reload(ctx context.Context, path string, holder *config.Holder, plugins *pluginhost.Host, log hclog.Logger, n sdnotify.Notifier) {
+	_ = n.Reloading()
+	defer func() { _ = n.Ready(statusLine(plugins, "ready")) }()
+	next, err := config.Load(path)
+	if err != nil {
+		log.Error("reload refused: the new config is invalid; keeping the running one", "error", err)
+		return
+	}
+	prev := holder.Get()
+	if restartOnly := restartOnlyChanges(prev, next); len(restartOnly) > 0 {
+		log.Warn("reload: some settings only take effect after a restart", "settings", restartOnly)
+	}
+	holder.Set(next)
+	if l, ok := log.(interface{ SetLevel(hclog.Level) }); ok {
+		l.SetLevel(hclog.LevelFromString(next.Daemon.LogLevel))
+	}
+	plugins.Reconcile(ctx, next)
+	log.Info("config reloaded", "path", path)
+}
+
+func restartOnlyChanges(a, b *config.Config) []string {
+	var out []string
+	if a.Daemon.State != b.Daemon.State || a.Daemon.StatePasswordFile != b.Daemon.StatePasswordFile {
+		out = append(out, "daemon.state")
+	}
+	if a.Admin.Listen != b.Admin.Listen || a.Admin.SocketMode != b.Admin.SocketMode || a.Admin.SocketGroup != b.Admin.SocketGroup {
+		out = append(out, "admin.listen/socket_mode/socket_group")
+	}
+	if a.Admin.MetricsListen != b.Admin.MetricsListen {
+		out = append(out, "admin.metrics_listen")
+	}
+	if a.Daemon.LogFormat != b.Daemon.LogFormat {
+		out = append(out, "daemon.log_format")
+	}
+	return out
+}
+
+func newRegistry() (*prometheus.Registry, prometheus.Registerer) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	bi := buildinfo.Get()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "lifecycled_build_info",
+		Help:        "Build information of the running lifecycled; always 1.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "goversion": bi.GoVersion, "plugin_protocol": fmt.Sprint(bi.PluginProtocol)},
+	})
+	g.Set(1)
+	reg.MustRegister(g)
+	return reg, reg
+}
+
+func newStore(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger) (store.Store, error) {
+	cfg := holder.Get()
+	kind, dsn, err := cfg.StateDSN()
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, migrations.Dialect(kind), dsn)
+	if err != nil {
+		return nil, fmt.Errorf("state store (%s): %w", kind, err)
+	}
+	log.Named("store").Info("state store open", "dialect", kind, "location", config.RedactURL(dsn))
+	lc.Append(fx.StopHook(st.Close))
+	return st, nil
+}
+
+func newPluginHost(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer) *pluginhost.Host {
+	h := pluginhost.New(holder.Get(), log, reg)
+	lc.Append(fx.Hook{OnStart: h.Start, OnStop: h.Stop})
+	return h
+}
+
+// adminRoutes collects the route sets other modules contribute.
+type adminRoutes struct {
+	fx.In
+	Routes []func(*http.ServeMux) `group:"admin_routes"`
+	Checks []adminapi.Check       `group:"ready_checks"`
+}
+
+func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg *prometheus.Registry,
+	st store.Store, plugins *pluginhost.Host, extra adminRoutes) (*adminapi.Server, error) {
+	cfg := holder.Get()
+	path, err := cfg.SocketPath()
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	mode, err := cfg.SocketFileMode()
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	started := time.Now()
+	var srv *adminapi.Server
+	routes := []func(*http.ServeMux){
+		adminapi.StatusRoutes(st, string(st.Dialect()), plugins, started, func() bool { return srv.Draining() }),
+	}
+	routes = append(routes, extra.Routes...)
+	srv = adminapi.New(adminapi.Options{
+		Logger:        log,
+		Socket:        adminapi.SocketOptions{Path: path, Mode: os.FileMode(mode), Group: cfg.Admin.SocketGroup},
+		MetricsListen: cfg.Admin.MetricsListen,
+		Policy: func() adminapi.AccessPolicy {
+			a := holder.Get().Admin
+			return adminapi.AccessPolicy{AllowUIDs: a.AllowUIDs, AllowGIDs: a.AllowGIDs, ReadOnlyUIDs: a.ReadOnlyUIDs, ReadOnlyGIDs: a.ReadOnlyGIDs}
+		},
+		Registry: reg,
+		Gatherer: reg,
+		Checks: func() []adminapi.Check {
+			checks := []adminapi.Check{{Name: "state_store", Fn: st.Ping}}
+			for _, info := range plugins.Status() {
+				name := info.Name
+				checks = append(checks, adminapi.Check{Name: "plugin:" + name, Fn: func(context.Context) error { return plugins.Check(name) }})
+			}
+			return append(checks, extra.Checks...)
+		},
+		Routes: routes,
+	})
+	lc.Append(fx.Hook{OnStart: srv.Start, OnStop: srv.Stop})
+	return srv, nil
+}

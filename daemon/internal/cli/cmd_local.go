@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/app"
+	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/migrations"
+)
+
+func runCmd(g *globals) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon",
+		Long: `Run the daemon in the foreground (systemd Type=notify). SIGHUP reloads the
+config; SIGTERM and SIGINT drain within daemon.shutdown_timeout and exit 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				path = defaultConfigPath()
+			}
+			// Signals are handled by app.Run; the context only ends on a
+			// second interrupt, which forces the exit.
+			err := app.Run(context.Background(), app.Options{ConfigPath: path, Stderr: g.stderr})
+			var ce *app.ConfigError
+			if errors.As(err, &ce) {
+				return &exitError{code: app.ExitConfig, err: fmt.Errorf("%v", ce.Err)}
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "config file (default ./config.toml if present, else /etc/lifecycled/config.toml)")
+	return cmd
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		path = defaultConfigPath()
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, &exitError{code: ExitLocal, err: err}
+	}
+	return cfg, nil
+}
+
+func configCmd(g *globals) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{Use: "config", Short: "Check, print or dump the config"}
+	cmd.PersistentFlags().StringVar(&path, "config", "", "config file (default ./config.toml if present, else /etc/lifecycled/config.toml)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "validate",
+		Short: "Check the config; print every problem with its file, line and key",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "%s: valid (%d deleters, %d dlq sources)\n", cfg.Path, len(cfg.Deleters), len(cfg.DLQSources))
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "default",
+		Short: "Print the default config for a packaged install",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprint(g.stdout, config.DefaultTOML())
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "dump",
+		Short: "Print the effective config (defaults and ${VAR} applied) with secrets redacted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			out, err := config.Dump(cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(g.stdout, out)
+			return nil
+		},
+	})
+	return cmd
+}
+
+func migrateCmd(g *globals) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{Use: "migrate", Short: "Apply or show state-store migrations (run also applies them)"}
+	cmd.PersistentFlags().StringVar(&path, "config", "", "config file (default ./config.toml if present, else /etc/lifecycled/config.toml)")
+	show := func(st migrations.Status, d config.StateKind) error {
+		if g.json() {
+			return g.printValue(map[string]any{"dialect": d, "current": st.Current, "latest": st.Latest, "dirty": st.Dirty, "pending": nonNilStrings(st.Pending)})
+		}
+		fmt.Fprintf(g.stdout, "state store: %s\ncurrent version: %d\nlatest known: %d\ndirty: %v\n", d, st.Current, st.Latest, st.Dirty)
+		if len(st.Pending) == 0 {
+			fmt.Fprintln(g.stdout, "pending: none")
+		}
+		for _, p := range st.Pending {
+			fmt.Fprintln(g.stdout, "pending:", p)
+		}
+		return nil
+	}
+	run := func(up bool) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			kind, dsn, err := cfg.StateDSN()
+			if err != nil {
+				return localErrorf("%v", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			var st migrations.Status
+			if up {
+				st, err = store.MigrateUp(ctx, migrations.Dialect(kind), dsn)
+			} else {
+				st, err = store.MigrationStatus(ctx, migrations.Dialect(kind), dsn)
+				if err == nil && st.Current > st.Latest {
+					err = fmt.Errorf("%w: database is at version %d, this binary knows up to %d", migrations.ErrSchemaNewer, st.Current, st.Latest)
+				}
+			}
+			if err != nil {
+				return localErrorf("%v", err)
+			}
+			return show(st, kind)
+		}
+	}
+	cmd.AddCommand(
+		&cobra.Command{Use: "up", Short: "Apply pending migrations", Args: cobra.NoArgs, RunE: run(true)},
+		&cobra.Command{Use: "status", Short: "Show the schema version and pending migrations", Args: cobra.NoArgs, RunE: run(false)},
+	)
+	return cmd
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func versionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this binary",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bi := buildinfo.Get()
+			if g.json() {
+				return g.printValue(bi)
+			}
+			fmt.Fprintf(g.stdout, "lifecycled %s (commit %s, %s, plugin protocol %d)\n", bi.Version, bi.Commit, bi.GoVersion, bi.PluginProtocol)
+			return nil
+		},
+	}
+}
+
+// interruptible returns a context cancelled by SIGINT/SIGTERM, for long
+// client commands (tenant delete --wait).
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+)
+
+func statusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the daemon, its plugins, state store and queue depths (exit 3 when degraded)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(15 * time.Second)
+			defer cancel()
+			var st adminapi.StatusBody
+			raw, err := c.getJSON(ctx, "/api/v1/status", &st)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+			} else {
+				printStatus(g, &st)
+			}
+			if !st.Ready {
+				return &exitError{code: ExitDegraded, err: fmt.Errorf("degraded: %s", strings.Join(st.Degraded, "; ")), silent: g.json()}
+			}
+			return nil
+		},
+	}
+}
+
+func printStatus(g *globals, st *adminapi.StatusBody) {
+	state := "ready"
+	if !st.Ready {
+		state = "DEGRADED"
+	}
+	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintf(w, "lifecycled\t%s (%s)\n", state, st.Version.Version)
+	fmt.Fprintf(w, "uptime\t%s\n", (time.Duration(st.UptimeSeconds) * time.Second).String())
+	store := "ok"
+	if !st.StateStore.OK {
+		store = "FAILING: " + st.StateStore.Error
+	}
+	fmt.Fprintf(w, "state store\t%s (%s)\n", store, st.StateStore.Dialect)
+	fmt.Fprintf(w, "dead letters\tPENDING %d  RETRYING %d  RESOLVED %d  DEAD %d  in %d topics\n",
+		st.DLQ.Counts["PENDING"], st.DLQ.Counts["RETRYING"], st.DLQ.Counts["RESOLVED"], st.DLQ.Counts["DEAD"], st.DLQ.Topics)
+	if st.DLQ.OldestPendingAt != nil {
+		fmt.Fprintf(w, "oldest pending\t%s\n", *st.DLQ.OldestPendingAt)
+	}
+	w.Flush()
+	if len(st.Plugins) > 0 {
+		fmt.Fprintln(g.stdout)
+		w = tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(w, "PLUGIN\tKIND\tSTATE\tRESTARTS\tLAST ERROR")
+		for _, p := range st.Plugins {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", p.Name, p.Kind, p.State, p.Restarts, oneLine(p.LastError))
+		}
+		w.Flush()
+	}
+	for _, d := range st.Degraded {
+		fmt.Fprintln(g.stderr, "degraded:", d)
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
+
+func pluginsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "plugins", Short: "List plugins or print a plugin binary's checksum"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List configured plugins with state, restarts, version and last stderr lines",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(15 * time.Second)
+			defer cancel()
+			var body struct {
+				Plugins []pluginhost.Info `json:"plugins"`
+			}
+			raw, err := c.getJSON(ctx, "/api/v1/plugins", &body)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			if len(body.Plugins) == 0 {
+				fmt.Fprintln(g.stdout, "no plugins configured (add [[deleter]] or [[dlq_source]] blocks to config.toml)")
+				return nil
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tKIND\tPLUGIN\tSTATE\tRESTARTS\tVERSION\tSHA256\tLAST ERROR")
+			for _, p := range body.Plugins {
+				sum := p.SHA256
+				if len(sum) > 12 {
+					sum = sum[:12]
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", p.Name, p.Kind, p.Plugin, p.State, p.Restarts, p.Version, sum, oneLine(p.LastError))
+			}
+			w.Flush()
+			for _, p := range body.Plugins {
+				if len(p.StderrTail) > 0 && p.State != pluginhost.StateRunning {
+					fmt.Fprintf(g.stdout, "\n%s: last stderr lines\n", p.Name)
+					for _, l := range p.StderrTail {
+						fmt.Fprintln(g.stdout, "  "+oneLine(l))
+					}
+				}
+			}
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "checksum PATH",
+		Short: "Print the SHA-256 of a plugin binary, for sha256 = \"...\" in config.toml",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sum, err := pluginhost.FileSHA256(args[0])
+			if err != nil {
+				return localErrorf("%v", err)
+			}
+			if g.json() {
+				return g.printValue(map[string]string{"path": args[0], "sha256": sum})
+			}
+			fmt.Fprintf(g.stdout, "%s  %s\n", sum, args[0])
+			return nil
+		},
+	})
+	return cmd
+}

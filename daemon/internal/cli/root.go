@@ -1,0 +1,164 @@
+// Package cli is the lifecycled command line: `lifecycled run` starts the
+// daemon; every other subcommand is a client of the admin API on the Unix
+// socket, or works on local files (config, migrate, plugins checksum).
+//
+// Exit codes: 0 ok, 1 local error (usage, socket unreachable), 2 the daemon
+// answered with an error, 3 `status` found the daemon degraded, 78 the
+// daemon's config is invalid.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/app"
+)
+
+// Exit codes.
+const (
+	ExitOK       = 0
+	ExitLocal    = 1
+	ExitServer   = 2
+	ExitDegraded = 3
+)
+
+type exitError struct {
+	code   int
+	err    error
+	silent bool // already reported
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+func localErrorf(format string, args ...any) error {
+	return &exitError{code: ExitLocal, err: fmt.Errorf(format, args...)}
+}
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: ExitLocal, err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error from Execute to the process exit status.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var se *serverError
+	if errors.As(err, &se) {
+		return ExitServer
+	}
+	var ce *app.ConfigError
+	if errors.As(err, &ce) {
+		return app.ExitConfig
+	}
+	return ExitLocal
+}
+
+type globals struct {
+	addr   string
+	format string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func (g *globals) client() (*client, error) {
+	return newClient(resolveAddr(g.addr))
+}
+
+func (g *globals) json() bool { return g.format == "json" }
+
+// printJSON prints an API body unchanged (json format).
+func (g *globals) printRaw(body []byte) {
+	_, _ = g.stdout.Write(body)
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		fmt.Fprintln(g.stdout)
+	}
+}
+
+func (g *globals) printValue(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(g.stdout, string(b))
+	return nil
+}
+
+// Execute runs the command line. Errors are printed to stderr here; the
+// caller only turns them into an exit status with ExitCode.
+func Execute(args []string, stdout, stderr io.Writer) error {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "lifecycled",
+		Short: "Data-lifecycle daemon: tenant erasure, dead-letter management, retention",
+		Long: `lifecycled erases departed tenants' data from every store, keeps dead-lettered
+messages until they are safely replayed, and retires old records on schedule.
+
+'lifecycled run' is the daemon. Every other command talks to a running daemon
+over its admin socket (--addr, LIFECYCLED_ADDR, the socket of ./config.toml,
+or ` + DefaultAddr + `), or works on local files.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if g.format != "table" && g.format != "json" {
+				return usageErrorf("--format must be table or json; got %q", g.format)
+			}
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.addr, "addr", "", "admin socket, unix:///path (env LIFECYCLED_ADDR)")
+	root.PersistentFlags().StringVar(&g.format, "format", "table", "output format: table or json (json prints the API body unchanged)")
+	root.AddCommand(
+		runCmd(g),
+		configCmd(g),
+		migrateCmd(g),
+		versionCmd(g),
+		statusCmd(g),
+		pluginsCmd(g),
+	)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) && ee.silent {
+			return err
+		}
+		fmt.Fprintln(stderr, "lifecycled:", err)
+		var se *serverError
+		if !errors.As(err, &se) && !errors.As(err, &ee) && !isConfigErr(err) {
+			// cobra's own usage errors (unknown flag, wrong args).
+			return &exitError{code: ExitLocal, err: err, silent: true}
+		}
+	}
+	return err
+}
+
+func isConfigErr(err error) bool {
+	var ce *app.ConfigError
+	return errors.As(err, &ce)
+}
+
+// defaultConfigPath: ./config.toml if present, else /etc/lifecycled/config.toml.
+func defaultConfigPath() string {
+	if _, err := os.Stat("config.toml"); err == nil {
+		return "config.toml"
+	}
+	return "/etc/lifecycled/config.toml"
+}

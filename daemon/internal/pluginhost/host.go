@@ -1,0 +1,260 @@
+// Package pluginhost launches, verifies, supervises and dispenses the
+// daemon's plugins. Each [[deleter]] and [[dlq_source]] block becomes one
+// plugin process (lifecycled-plugin-<plugin> from plugin_dir, or path),
+// started through hashicorp/go-plugin with protocol version 1, gRPC only,
+// AutoMTLS, an optional SHA-256 check, no inherited environment, and
+// Pdeathsig so that no plugin outlives the daemon.
+//
+// go-plugin never restarts a plugin and a dead client cannot be started
+// again, so each instance has a supervisor that builds a new client after a
+// crash, with capped exponential backoff, and counts the restarts. Callers
+// get handles (sdk.TenantDeleter, sdk.DLQSource) that always route to the
+// current process and answer a retryable error while it is down: a plugin
+// crash never takes the daemon down.
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// ErrUnknownPlugin means no configured block has the name asked for.
+var ErrUnknownPlugin = errors.New("no such plugin")
+
+// Host owns every plugin instance.
+type Host struct {
+	log     hclog.Logger
+	metrics *metrics
+
+	mu        sync.Mutex
+	cfg       *config.Config
+	instances map[string]*instance
+	order     []string
+	stopped   bool
+}
+
+// New returns a host for cfg; Start launches the plugins.
+func New(cfg *config.Config, log hclog.Logger, reg prometheus.Registerer) *Host {
+	h := &Host{log: log.Named("plugin"), metrics: newMetrics(reg), cfg: cfg, instances: map[string]*instance{}}
+	return h
+}
+
+// Start launches every configured plugin and waits until each finished its
+// first attempt (handshake and Configure), successful or not. A plugin that
+// failed is retried in the background; Start itself only fails when ctx ends.
+func (h *Host) Start(ctx context.Context) error {
+	h.mu.Lock()
+	var started []*instance
+	for _, ic := range h.cfg.Instances() {
+		in := h.newInstance(h.cfg, ic)
+		h.instances[ic.Name] = in
+		h.order = append(h.order, ic.Name)
+		started = append(started, in)
+	}
+	h.mu.Unlock()
+	for _, in := range started {
+		go in.supervise()
+	}
+	for _, in := range started {
+		select {
+		case <-in.firstAttempt:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for plugin %s: %w", in.cfg.Name, ctx.Err())
+		}
+	}
+	return nil
+}
+
+func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
+	path := ic.Path
+	if path == "" {
+		path = filepath.Join(cfg.ResolvePath(cfg.Daemon.PluginDir), "lifecycled-plugin-"+ic.Plugin)
+	} else {
+		path = cfg.ResolvePath(path)
+	}
+	pick := func(own, def config.Duration) config.Duration {
+		if own.Duration > 0 {
+			return own
+		}
+		return def
+	}
+	return newInstance(instanceConfig{
+		Instance:        ic,
+		Path:            path,
+		StartTimeout:    pick(ic.StartTimeout, cfg.Plugins.StartTimeout).Duration,
+		CallTimeout:     pick(ic.CallTimeout, cfg.Plugins.CallTimeout).Duration,
+		DeleteTimeout:   pick(ic.DeleteTimeout, cfg.Plugins.DeleteTimeout).Duration,
+		ShutdownTimeout: cfg.Plugins.ShutdownTimeout.Duration,
+		RestartInitial:  cfg.Plugins.RestartInitialDelay.Duration,
+		RestartMax:      cfg.Plugins.RestartMaxDelay.Duration,
+		Env:             cfg.Plugins.Env,
+	}, h.log.Named(ic.Name), h.metrics)
+}
+
+// Stop stops every plugin, each within its shutdown timeout. Safe to call twice.
+func (h *Host) Stop(ctx context.Context) error {
+	h.mu.Lock()
+	h.stopped = true
+	all := make([]*instance, 0, len(h.instances))
+	for _, in := range h.instances {
+		all = append(all, in)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, in := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in.stop(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Reconcile applies a reloaded config: plugins that were removed stop, new
+// ones start, and changed ones (binary, checksum, timeouts or config) are
+// restarted. Unchanged plugins keep running untouched.
+func (h *Host) Reconcile(ctx context.Context, cfg *config.Config) {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
+	want := map[string]config.Instance{}
+	var order []string
+	for _, ic := range cfg.Instances() {
+		want[ic.Name] = ic
+		order = append(order, ic.Name)
+	}
+	var toStop, toStart []*instance
+	for name, in := range h.instances {
+		ic, keep := want[name]
+		if keep && !h.changed(in, cfg, ic) {
+			continue
+		}
+		toStop = append(toStop, in)
+		delete(h.instances, name)
+	}
+	for _, name := range order {
+		if _, ok := h.instances[name]; ok {
+			continue
+		}
+		in := h.newInstance(cfg, want[name])
+		h.instances[name] = in
+		toStart = append(toStart, in)
+	}
+	h.order, h.cfg = order, cfg
+	h.mu.Unlock()
+
+	for _, in := range toStop {
+		h.log.Info("stopping plugin removed or changed by reload", "name", in.cfg.Name)
+		in.stop(ctx)
+	}
+	for _, in := range toStart {
+		h.log.Info("starting plugin added or changed by reload", "name", in.cfg.Name)
+		go in.supervise()
+	}
+}
+
+func (h *Host) changed(in *instance, cfg *config.Config, ic config.Instance) bool {
+	next := h.newInstance(cfg, ic)
+	a, b := in.cfg, next.cfg
+	return a.Kind != b.Kind || a.Path != b.Path || a.SHA256 != b.SHA256 ||
+		a.StartTimeout != b.StartTimeout || a.CallTimeout != b.CallTimeout || a.DeleteTimeout != b.DeleteTimeout ||
+		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env)
+}
+
+func (h *Host) get(name string, kind config.Kind) (*instance, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	in, ok := h.instances[name]
+	if !ok || in.cfg.Kind != kind {
+		return nil, fmt.Errorf("%w: %s %q", ErrUnknownPlugin, kind, name)
+	}
+	return in, nil
+}
+
+// Deleter returns a handle to the named deleter plugin.
+func (h *Host) Deleter(name string) (sdk.TenantDeleter, error) {
+	in, err := h.get(name, config.KindDeleter)
+	if err != nil {
+		return nil, err
+	}
+	return &deleterHandle{in: in}, nil
+}
+
+// Source returns a handle to the named DLQ source plugin.
+func (h *Host) Source(name string) (sdk.DLQSource, error) {
+	in, err := h.get(name, config.KindDLQSource)
+	if err != nil {
+		return nil, err
+	}
+	return &sourceHandle{in: in}, nil
+}
+
+// Names returns the configured plugin names of a kind, in config order.
+func (h *Host) Names(kind config.Kind) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, name := range h.order {
+		if in := h.instances[name]; in != nil && in.cfg.Kind == kind {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Running reports whether the named plugin is up now.
+func (h *Host) Running(name string) bool {
+	h.mu.Lock()
+	in := h.instances[name]
+	h.mu.Unlock()
+	return in != nil && in.status().State == StateRunning
+}
+
+// Status describes every plugin, in config order.
+func (h *Host) Status() []Info {
+	h.mu.Lock()
+	all := make([]*instance, 0, len(h.order))
+	for _, name := range h.order {
+		if in := h.instances[name]; in != nil {
+			all = append(all, in)
+		}
+	}
+	h.mu.Unlock()
+	out := make([]Info, 0, len(all))
+	for _, in := range all {
+		out = append(out, in.status())
+	}
+	return out
+}
+
+// Check reports an error naming every plugin that is not running.
+func (h *Host) Check(name string) error {
+	h.mu.Lock()
+	in := h.instances[name]
+	h.mu.Unlock()
+	if in == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownPlugin, name)
+	}
+	st := in.status()
+	if st.State != StateRunning {
+		if st.LastError != "" {
+			return fmt.Errorf("%s: %s", st.State, st.LastError)
+		}
+		return errors.New(string(st.State))
+	}
+	return nil
+}

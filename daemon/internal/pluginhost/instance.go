@@ -1,0 +1,409 @@
+package pluginhost
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/retry"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// State of a plugin instance.
+type State string
+
+// States.
+const (
+	StateStarting   State = "starting"
+	StateRunning    State = "running"
+	StateRestarting State = "restarting" // crashed; waiting to be started again
+	StateFailed     State = "failed"     // could not be started; retried with backoff
+	StateStopped    State = "stopped"
+)
+
+// Info is what GET /api/v1/plugins shows of one plugin.
+type Info struct {
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"`
+	Plugin     string     `json:"plugin"`
+	Path       string     `json:"path"`
+	SHA256     string     `json:"sha256"`
+	Version    string     `json:"version"`
+	State      State      `json:"state"`
+	Restarts   int        `json:"restarts"`
+	LastError  string     `json:"last_error"`
+	StderrTail []string   `json:"stderr_tail"`
+	PID        int        `json:"pid,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	Warnings   []string   `json:"warnings,omitempty"`
+}
+
+type instanceConfig struct {
+	config.Instance
+	Path            string
+	StartTimeout    time.Duration
+	CallTimeout     time.Duration
+	DeleteTimeout   time.Duration
+	ShutdownTimeout time.Duration
+	RestartInitial  time.Duration
+	RestartMax      time.Duration
+	Env             []string
+}
+
+// stableAfter is how long a plugin must run before a later crash starts the
+// restart backoff from the beginning again.
+const stableAfter = time.Minute
+
+type instance struct {
+	cfg     instanceConfig
+	log     hclog.Logger
+	metrics *metrics
+	stderr  *tailBuffer
+
+	mu        sync.Mutex
+	client    *plugin.Client
+	cmd       *exec.Cmd
+	deleter   sdk.TenantDeleter
+	source    sdk.DLQSource
+	state     State
+	restarts  int
+	lastErr   string
+	version   string
+	warnings  []string
+	sum       string
+	startedAt *time.Time
+
+	kick         chan struct{}
+	stopCh       chan struct{}
+	stopOnce     sync.Once
+	done         chan struct{}
+	firstAttempt chan struct{}
+}
+
+func newInstance(cfg instanceConfig, log hclog.Logger, m *metrics) *instance {
+	return &instance{
+		cfg: cfg, log: log, metrics: m, stderr: newTailBuffer(20),
+		state: StateStarting, kick: make(chan struct{}, 1), stopCh: make(chan struct{}),
+		done: make(chan struct{}), firstAttempt: make(chan struct{}),
+	}
+}
+
+func (in *instance) status() Info {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	info := Info{
+		Name: in.cfg.Name, Kind: string(in.cfg.Kind), Plugin: in.cfg.Plugin, Path: in.cfg.Path, SHA256: in.sum,
+		Version: in.version, State: in.state, Restarts: in.restarts, LastError: in.lastErr,
+		StderrTail: in.stderr.Lines(), StartedAt: in.startedAt, Warnings: in.warnings,
+	}
+	if in.cmd != nil && in.cmd.Process != nil && in.state == StateRunning {
+		info.PID = in.cmd.Process.Pid
+	}
+	return info
+}
+
+func (in *instance) setState(s State, errMsg string) {
+	in.mu.Lock()
+	in.state = s
+	if errMsg != "" {
+		in.lastErr = errMsg
+	}
+	in.mu.Unlock()
+	up := 0.0
+	if s == StateRunning {
+		up = 1
+	}
+	in.metrics.up.WithLabelValues(in.cfg.Name, string(in.cfg.Kind)).Set(up)
+}
+
+// notifyFailure tells the supervisor a call failed at the transport level,
+// so that it checks the process now rather than at its next poll.
+func (in *instance) notifyFailure() {
+	select {
+	case in.kick <- struct{}{}:
+	default:
+	}
+}
+
+// supervise runs the instance until stop: launch, watch, relaunch.
+func (in *instance) supervise() {
+	defer close(in.done)
+	policy := retry.Policy{Initial: in.cfg.RestartInitial, Multiplier: 2, Max: in.cfg.RestartMax, Jitter: retry.JitterEqual}
+	attempt := 0
+	first := true
+	for {
+		err := in.launch()
+		if first {
+			close(in.firstAttempt)
+			first = false
+		}
+		if err != nil {
+			in.log.Error("plugin failed to start", "error", err, "path", in.cfg.Path)
+			in.setState(StateFailed, err.Error())
+		} else {
+			since := time.Now()
+			reason := in.watch()
+			in.teardown()
+			if reason == "" { // stopped
+				in.setState(StateStopped, "")
+				return
+			}
+			in.log.Error("plugin stopped unexpectedly; restarting", "reason", reason, "stderr_tail", in.stderr.Tail(5))
+			in.setState(StateRestarting, reason)
+			if time.Since(since) > stableAfter {
+				attempt = 0
+			}
+		}
+		delay := policy.Delay(attempt)
+		attempt++
+		select {
+		case <-in.stopCh:
+			in.setState(StateStopped, "")
+			return
+		case <-time.After(delay):
+		}
+		in.mu.Lock()
+		in.restarts++
+		in.mu.Unlock()
+		in.metrics.restarts.WithLabelValues(in.cfg.Name).Inc()
+	}
+}
+
+// watch waits until the plugin process exits (reason) or stop ("").
+func (in *instance) watch() string {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ping := false
+		select {
+		case <-in.stopCh:
+			return ""
+		case <-tick.C:
+		case <-in.kick:
+			ping = true // a call failed at the transport level
+		}
+		in.mu.Lock()
+		c := in.client
+		in.mu.Unlock()
+		if c.Exited() {
+			return "plugin process exited" + exitDetail(in.cmd)
+		}
+		if ping {
+			if proto, err := c.Client(); err != nil || proto.Ping() != nil {
+				return "plugin stopped answering"
+			}
+		}
+	}
+}
+
+func exitDetail(cmd *exec.Cmd) string {
+	if cmd == nil || cmd.ProcessState == nil {
+		return ""
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return " (killed by signal " + ws.Signal().String() + ")"
+	}
+	return fmt.Sprintf(" (exit status %d)", cmd.ProcessState.ExitCode())
+}
+
+// stop ends the supervisor and the process, waiting up to the shutdown
+// timeout for a clean exit before killing it.
+func (in *instance) stop(ctx context.Context) {
+	in.stopOnce.Do(func() { close(in.stopCh) })
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		in.hardKill()
+	}
+}
+
+func (in *instance) teardown() {
+	in.mu.Lock()
+	c, cmd := in.client, in.cmd
+	in.client, in.deleter, in.source = nil, nil, nil
+	in.mu.Unlock()
+	if c == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		c.Kill() // asks the plugin to exit, then kills it
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(in.cfg.ShutdownTimeout):
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		<-done
+	}
+}
+
+func (in *instance) hardKill() {
+	in.mu.Lock()
+	cmd := in.cmd
+	in.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}
+
+var protoMismatchRE = regexp.MustCompile(`Plugin version: (\d+), Client versions: \[([\d ]*)\]`)
+
+// launch starts the process, completes the handshake, dispenses the plugin
+// and configures it.
+func (in *instance) launch() error {
+	in.setState(StateStarting, "")
+	sum, err := fileSHA256(in.cfg.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("plugin binary %s not found (is plugin_dir right? `make build` puts plugins in ./bin)", in.cfg.Path)
+		}
+		return fmt.Errorf("read plugin binary: %w", err)
+	}
+	in.mu.Lock()
+	in.sum = sum
+	in.mu.Unlock()
+
+	cmd := exec.Command(in.cfg.Path)
+	cmd.Env = allowedEnv(in.cfg.Env)
+	// Linux kills the plugin when the daemon dies, even by SIGKILL.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cc := &plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.HostPluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Managed:          true,
+		SkipHostEnv:      true,
+		StartTimeout:     in.cfg.StartTimeout,
+		Logger:           in.log,
+		Stderr:           in.stderr,
+	}
+	if want := in.cfg.SHA256; want != "" {
+		wantBytes, _ := hex.DecodeString(want)
+		cc.SecureConfig = &plugin.SecureConfig{Checksum: wantBytes, Hash: sha256.New()}
+	}
+	client := plugin.NewClient(cc)
+	in.mu.Lock()
+	in.client, in.cmd = client, cmd
+	in.mu.Unlock()
+	fail := func(err error) error {
+		client.Kill()
+		in.mu.Lock()
+		in.client = nil
+		in.mu.Unlock()
+		return err
+	}
+
+	proto, err := client.Client()
+	if err != nil {
+		return fail(in.explainStartError(err, sum))
+	}
+	kindName := sdk.KindTenantDeleter
+	if in.cfg.Kind == config.KindDLQSource {
+		kindName = sdk.KindDLQSource
+	}
+	raw, err := proto.Dispense(kindName)
+	if err != nil {
+		return fail(fmt.Errorf("plugin %s does not serve a %s: %w", in.cfg.Path, kindName, err))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CallTimeout)
+	defer cancel()
+	req := &sdk.ConfigureRequest{Name: in.cfg.Name, Config: in.cfg.PluginConfig()}
+	var resp *sdk.ConfigureResponse
+	switch p := raw.(type) {
+	case sdk.TenantDeleter:
+		resp, err = p.Configure(ctx, req)
+		in.mu.Lock()
+		in.deleter = p
+		in.mu.Unlock()
+	case sdk.DLQSource:
+		resp, err = p.Configure(ctx, req)
+		in.mu.Lock()
+		in.source = p
+		in.mu.Unlock()
+	default:
+		return fail(fmt.Errorf("plugin dispensed an unexpected %T", raw))
+	}
+	if err != nil {
+		return fail(fmt.Errorf("configure: %w", err))
+	}
+	now := time.Now().UTC()
+	in.mu.Lock()
+	in.version, in.warnings, in.startedAt = resp.PluginVersion, resp.Warnings, &now
+	in.mu.Unlock()
+	for _, w := range resp.Warnings {
+		in.log.Warn("plugin warning", "warning", w)
+	}
+	in.setState(StateRunning, "")
+	in.log.Info("plugin running", "version", resp.PluginVersion, "pid", cmd.Process.Pid, "protocol", client.NegotiatedVersion())
+	return nil
+}
+
+func (in *instance) explainStartError(err error, actual string) error {
+	switch {
+	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
+		return fmt.Errorf("checksum mismatch for %s: config sha256 = %s, file sha256 = %s; not started (replace the binary or update sha256)",
+			in.cfg.Path, in.cfg.SHA256, actual)
+	case protoMismatchRE.MatchString(err.Error()):
+		m := protoMismatchRE.FindStringSubmatch(err.Error())
+		theirs, _ := strconv.Atoi(m[1])
+		advice := "rebuild the plugin against lifecycled's sdk"
+		if theirs > sdk.ProtocolVersion {
+			advice = "upgrade lifecycled to a version that speaks protocol " + m[1]
+		}
+		return fmt.Errorf("plugin protocol mismatch: %s speaks protocol %d, this lifecycled speaks [%s]; %s",
+			in.cfg.Path, theirs, m[2], advice)
+	case errors.Is(err, plugin.ErrProcessNotFound):
+		return fmt.Errorf("plugin process exited during start: %w; last stderr: %v", err, in.stderr.Tail(3))
+	default:
+		msg := err.Error()
+		if tail := in.stderr.Tail(3); len(tail) > 0 {
+			msg += fmt.Sprintf("; last stderr: %q", tail)
+		}
+		return fmt.Errorf("start plugin %s: %s", in.cfg.Path, msg)
+	}
+}
+
+func allowedEnv(names []string) []string {
+	var env []string
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			env = append(env, n+"="+v)
+		}
+	}
+	return env
+}
+
+// FileSHA256 returns the hex SHA-256 of a file (`lifecycled plugins checksum`).
+func FileSHA256(path string) (string, error) { return fileSHA256(path) }
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,110 @@
+package sdk
+
+import (
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Redacted replaces secrets in errors and logs.
+const Redacted = "REDACTED"
+
+var secretKeyRE = regexp.MustCompile(`(?i)(password|passwd|secret|token|credential|api_?key|private_key|access_key|session_key|sasl_pass)`)
+
+// IsSecretKey reports whether a config key names a secret. Values of such
+// keys are scrubbed from everything a plugin returns or logs.
+func IsSecretKey(k string) bool {
+	if strings.HasSuffix(k, "_file") {
+		return false // a path, not the secret
+	}
+	return secretKeyRE.MatchString(k)
+}
+
+var (
+	// scheme://user:password@host
+	urlPasswordRE = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']*):([^@\s"']*)@`)
+	// password=..., token: ..., in key/value DSNs and messages
+	kvSecretRE = regexp.MustCompile(`(?i)\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|sasl[_-]?password)\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&"']+)`)
+)
+
+// Scrubber removes secrets from text.
+type Scrubber struct {
+	mu      sync.RWMutex
+	secrets []string
+}
+
+// Add registers a secret value to remove wherever it appears. Values
+// shorter than 4 bytes are ignored: scrubbing them would mangle ordinary text.
+func (s *Scrubber) Add(secret string) {
+	if len(secret) < 4 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.secrets {
+		if v == secret {
+			return
+		}
+	}
+	s.secrets = append(s.secrets, secret)
+	// Longest first, so that a secret containing another is removed whole.
+	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
+}
+
+// AddFromConfig registers the values of secret-named keys, recursively.
+func (s *Scrubber) AddFromConfig(cfg map[string]any) {
+	for k, v := range cfg {
+		switch x := v.(type) {
+		case string:
+			if IsSecretKey(k) {
+				s.Add(x)
+			}
+		case map[string]any:
+			s.AddFromConfig(x)
+		}
+	}
+}
+
+// Scrub returns text without registered secrets, URL passwords or
+// password=... pairs.
+func (s *Scrubber) Scrub(text string) string {
+	s.mu.RLock()
+	for _, v := range s.secrets {
+		text = strings.ReplaceAll(text, v, Redacted)
+	}
+	s.mu.RUnlock()
+	text = urlPasswordRE.ReplaceAllString(text, "${1}:"+Redacted+"@")
+	return kvSecretRE.ReplaceAllString(text, "${1}"+Redacted)
+}
+
+// ScrubError returns err with its message scrubbed (class and details kept).
+func (s *Scrubber) ScrubError(err error) error {
+	if err == nil {
+		return nil
+	}
+	e := asError(err)
+	e.Message = s.Scrub(e.Message)
+	for i := range e.Fields {
+		e.Fields[i].Problem = s.Scrub(e.Fields[i].Problem)
+	}
+	e.cause = nil
+	return e
+}
+
+// Writer returns a writer that scrubs each write before passing it on.
+// hclog writes one log line per Write, so secrets are never split.
+func (s *Scrubber) Writer(w io.Writer) io.Writer { return &scrubWriter{s: s, w: w} }
+
+type scrubWriter struct {
+	s *Scrubber
+	w io.Writer
+}
+
+func (sw *scrubWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(sw.w, sw.s.Scrub(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

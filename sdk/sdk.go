@@ -1,0 +1,200 @@
+// Package sdk is what a lifecycled plugin is written against. A plugin is a
+// separate executable that lifecycled starts and talks to over gRPC (through
+// hashicorp/go-plugin, protocol version 1, mutual TLS). It implements one of
+// two interfaces:
+//
+//   - TenantDeleter: counts and deletes one tenant's data in one store.
+//   - DLQSource: reads dead letters from a broker, commits them once the
+//     daemon stored them, and republishes them to their original topic.
+//
+// and its main function is one call:
+//
+//	func main() { sdk.ServeTenantDeleter(&myDeleter{}) }
+//
+// Errors carry a class (retryable or permanent) and survive the gRPC hop; see
+// Retryable, Permanent, InvalidConfig and PartialDeletion. Anything a plugin
+// returns or logs is scrubbed of passwords and tokens before it leaves the
+// process. sdk/plugintest is the conformance kit to run against a plugin.
+//
+// This package imports nothing from the daemon, so that it can become its own
+// module for outside plugin authors.
+package sdk
+
+import (
+	"context"
+	"time"
+)
+
+// ProtocolVersion is the plugin protocol this SDK speaks.
+const ProtocolVersion = 1
+
+// ConfigureRequest carries a plugin's config block.
+type ConfigureRequest struct {
+	// Name of the config block, as reports show it ("postgres:workflows").
+	Name string
+	// Config is the block's [*.config] table decoded from JSON: strings,
+	// float64 numbers, bools, []any and map[string]any. Keys ending in _file
+	// were replaced by the daemon with the file's content under the key
+	// without the suffix (password_file -> password).
+	Config map[string]any
+}
+
+// ConfigureResponse is what Configure reports back.
+type ConfigureResponse struct {
+	PluginVersion string
+	// Warnings are logged by the daemon (an unindexed tenant column, ...).
+	Warnings []string
+}
+
+// CountRequest asks how much data a tenant has.
+type CountRequest struct {
+	TenantID string
+}
+
+// CountResponse is a count of items (rows, keys, ...).
+type CountResponse struct {
+	Count int64
+	// Breakdown by table, key pattern, ...; optional.
+	Breakdown map[string]int64
+}
+
+// DeleteRequest asks to delete a tenant's data.
+type DeleteRequest struct {
+	TenantID string
+}
+
+// DeleteResponse is the result of a successful Delete.
+type DeleteResponse struct {
+	DeletedCount int64
+	Breakdown    map[string]int64
+}
+
+// Progress receives the number of items deleted so far. Calls may be
+// throttled; the last call need not equal the final count.
+type Progress func(deletedSoFar int64)
+
+// TenantDeleter deletes one tenant's data from one store.
+//
+// The tenant id is data, never syntax: a plugin must quote, escape or bind
+// it so that glob characters, quotes, "..", spaces or any other bytes in an
+// id delete nothing of another tenant. The daemon validates ids against its
+// configured format before calling, but a plugin must not rely on that.
+type TenantDeleter interface {
+	// Configure validates and applies the plugin's config. It is called once
+	// after every start of the plugin process, before any other method.
+	// Invalid config is reported with InvalidConfig and field problems. It
+	// should check that the store is reachable and return a Retryable error
+	// when it is not.
+	Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error)
+
+	// Count returns how many items Delete would delete now. It must not
+	// modify anything.
+	Count(ctx context.Context, req *CountRequest) (*CountResponse, error)
+
+	// Delete deletes every item of the tenant and returns how many it
+	// deleted. It must be idempotent: a second call deletes 0 and succeeds.
+	// It should delete in batches so that no transaction or lock is held for
+	// long, and report progress after each batch.
+	//
+	// On failure it returns PartialDeletion(deletedSoFar, err) with err
+	// classed Retryable (store unreachable, timeout, throttling: the daemon
+	// retries later and only this deleter) or Permanent. When ctx is
+	// cancelled it must stop promptly (within one batch) and return ctx.Err()
+	// wrapped in PartialDeletion.
+	Delete(ctx context.Context, req *DeleteRequest, progress Progress) (*DeleteResponse, error)
+}
+
+// Position is where a dead letter sits in its source.
+type Position struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Header is one message header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// DeadLetter is one message read from a dead-letter topic.
+type DeadLetter struct {
+	Position  Position
+	Key       []byte // nil when the message has no key
+	Headers   []Header
+	Value     []byte
+	Timestamp time.Time
+}
+
+// FetchRequest asks for dead letters.
+type FetchRequest struct {
+	// Max is the most messages to return.
+	Max int
+	// Wait is how long to wait for the first message when none is ready.
+	Wait time.Duration
+}
+
+// FetchResponse is a batch of dead letters, possibly empty.
+type FetchResponse struct {
+	Messages []DeadLetter
+}
+
+// CommitRequest marks positions as stored by the daemon.
+type CommitRequest struct {
+	Positions []Position
+}
+
+// CommitResponse is empty.
+type CommitResponse struct{}
+
+// RepublishMessage is a dead letter to send back to its original topic.
+type RepublishMessage struct {
+	// ID is the daemon's id of the dead letter; sources add it as the
+	// x-dlq-id header so that a message that fails again can be matched.
+	ID      string
+	Topic   string
+	Key     []byte
+	Headers []Header
+	Value   []byte
+}
+
+// RepublishResult is the outcome for one message.
+type RepublishResult struct {
+	ID    string
+	Acked bool
+	// Err is set when Acked is false; its class says whether the failure was
+	// the broker's (retryable) or the message's (permanent: too large, topic
+	// rejected, ...).
+	Err error
+}
+
+// RepublishRequest is a batch to republish.
+type RepublishRequest struct {
+	Messages []RepublishMessage
+}
+
+// RepublishResponse has one result per message, in order.
+type RepublishResponse struct {
+	Results []RepublishResult
+}
+
+// DLQSource reads dead letters from a broker and republishes them.
+type DLQSource interface {
+	// Configure validates and applies the config; see TenantDeleter.Configure.
+	Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error)
+
+	// Fetch returns up to Max dead letters, waiting up to Wait for the first.
+	// Messages not committed are fetched again after a restart of the plugin
+	// (at-least-once); the daemon drops duplicates by position.
+	Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error)
+
+	// Commit records that the daemon durably stored the messages at these
+	// positions, so they are not fetched again.
+	Commit(ctx context.Context, req *CommitRequest) (*CommitResponse, error)
+
+	// Republish sends each message to its topic and returns only after the
+	// broker acknowledged it (acks=all) or refused it. A message reported
+	// Acked must be durably in the broker. The call as a whole fails only
+	// when no message could be attempted (broker unreachable).
+	Republish(ctx context.Context, req *RepublishRequest) (*RepublishResponse, error)
+}
