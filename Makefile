@@ -1,0 +1,68 @@
+# lifecycled: `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := ./bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/lifecycled/lifecycled/daemon/internal/buildinfo.Version=$(VERSION)
+PLUGINS := postgres dynamodb redis kafka
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+TOOLS := $(CURDIR)/.tools/bin
+TEST_BIN := bin/test-race
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: help build run test test-deps test-bins lint proto proto-check fuzz bench demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build the daemon and every plugin into ./bin
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled ./daemon
+	@for p in $(PLUGINS); do $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+
+run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
+	$(BIN)/lifecycled run --config config.toml
+
+test-deps: ## install and start what the tests need (PostgreSQL, redis-server, node+dynalite, kcat, promtool, protoc)
+	./scripts/test-deps.sh
+
+test-bins: ## build the binaries the tests start, with -race, once for all packages
+	$(GO) build -race -o $(TEST_BIN)/lifecycled ./daemon
+	@for p in $(PLUGINS); do $(GO) build -race -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+
+test: test-deps lint proto-check test-bins ## run every test against real servers, with the race detector
+	LIFECYCLED_TEST_BIN=$(TEST_BIN) $(GO) test $(GOTEST_FLAGS) ./...
+
+lint: ## go vet, gofmt and promtool on the alert rules
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@if command -v promtool >/dev/null; then promtool check rules deploy/prometheus/alerts.yml && promtool test rules deploy/prometheus/alerts_test.yml; else echo "promtool missing: run make test-deps"; exit 1; fi
+
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc ## regenerate sdk/proto Go code with the pinned generators
+	PATH=$(TOOLS):$$PATH protoc -I sdk/proto --go_out=sdk/proto --go_opt=paths=source_relative \
+		--go-grpc_out=sdk/proto --go-grpc_opt=paths=source_relative sdk/proto/lifecycled/plugin/v1/plugin.proto
+
+proto-check: proto ## fail when the committed generated code is stale
+	@git diff --exit-code -- sdk/proto >/dev/null || { echo "sdk/proto is stale: run make proto and commit"; git diff --stat -- sdk/proto; exit 1; }
+
+FUZZTIME ?= 30s
+fuzz: ## run every fuzz target for FUZZTIME each
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./daemon/internal/config
+	$(GO) test -run '^$$' -fuzz '^FuzzScrubNeverLeaksRegisteredSecret$$' -fuzztime $(FUZZTIME) ./sdk
+	$(GO) test -run '^$$' -fuzz '^FuzzRouteParams$$' -fuzztime $(FUZZTIME) ./daemon/internal/adminapi
+	$(GO) test -run '^$$' -fuzz '^FuzzHeaders$$' -fuzztime $(FUZZTIME) ./daemon/internal/dlq
+
+bench: build test-deps ## run the benchmarks under bench/ (baselines in the same run); see bench/README.md
+	./bench/run.sh
+
+demo: build test-deps ## start a daemon with real PostgreSQL, Redis, dynalite and a Kafka broker, and erase a tenant
+	./scripts/demo.sh
+
+clean: ## remove build output and local state
+	rm -rf $(BIN) var .tools

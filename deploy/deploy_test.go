@@ -1,0 +1,48 @@
+// Package deploy holds the files operators install (systemd unit, example
+// configs, Prometheus alert rules); its tests check them with the tools that
+// consume them.
+package deploy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+func TestAlertRulesPassPromtool(t *testing.T) {
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Fatal("promtool is needed (Debian package prometheus; make test-deps installs it)")
+	}
+	out, err := exec.Command("promtool", "check", "rules", "prometheus/alerts.yml").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command("promtool", "test", "rules", "prometheus/alerts_test.yml").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+func TestSystemdUnitVerifies(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not installed")
+	}
+	unit, err := os.ReadFile("systemd/lifecycled.service")
+	require.NoError(t, err)
+	text := string(unit)
+	for _, want := range []string{"Type=notify", "KillMode=mixed", "NoNewPrivileges=yes", "ProtectSystem=strict",
+		"CapabilityBoundingSet=\n", "PrivateTmp=yes", "StateDirectory=lifecycled", "RuntimeDirectory=lifecycled",
+		"RestartPreventExitStatus=78", "WatchdogSec=", "ExecReload=/bin/kill -HUP $MAINPID"} {
+		require.Contains(t, text, want)
+	}
+	// verify needs the ExecStart binary to exist; point it at a real build.
+	bin := filepath.Join(testsvc.Binaries(t), "lifecycled")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lifecycled.service")
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(text, "/usr/bin/lifecycled", bin)), 0o644))
+	out, err := exec.Command("systemd-analyze", "verify", path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Empty(t, strings.TrimSpace(string(out)), "systemd-analyze verify warnings")
+}

@@ -1,0 +1,322 @@
+package testsvc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Daemon is a lifecycled process started by a test.
+type Daemon struct {
+	t          testing.TB
+	Bin        string // directory with lifecycled and the plugins
+	Dir        string // config and state
+	ConfigPath string
+	Socket     string
+	Env        []string
+	cmd        *exec.Cmd
+	stderr     *SyncBuffer
+	exited     chan struct{}
+	exitErr    error
+	http       *http.Client
+}
+
+// SyncBuffer is a goroutine-safe bytes.Buffer for process output.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// DaemonOptions shape the config of a test daemon.
+type DaemonOptions struct {
+	// State is daemon.state; default a SQLite file in the daemon's dir.
+	State string
+	// Extra is appended to the config (more tables, [[deleter]] blocks).
+	Extra string
+	// Daemon adds lines to the [daemon] table.
+	Daemon string
+	// Admin adds lines to the [admin] table.
+	Admin string
+	// Socket overrides the socket path.
+	Socket string
+	// Dir reuses a directory (restart of a killed daemon with its state).
+	Dir string
+	// Env adds environment variables (NOTIFY_SOCKET, ...).
+	Env []string
+	// NoWait returns as soon as the process started, without waiting for
+	// the socket.
+	NoWait bool
+}
+
+// NewDaemon writes a config and returns a daemon ready to Start.
+func NewDaemon(t testing.TB, o DaemonOptions) *Daemon {
+	t.Helper()
+	bin := Binaries(t)
+	dir := o.Dir
+	if dir == "" {
+		dir = ShortTempDir(t)
+	}
+	sock := o.Socket
+	if sock == "" {
+		sock = filepath.Join(dir, "admin.sock")
+	}
+	state := o.State
+	if state == "" {
+		state = "sqlite://" + filepath.Join(dir, "state.db")
+	}
+	cfg := fmt.Sprintf(`version = 1
+
+[daemon]
+state = %q
+plugin_dir = %q
+shutdown_timeout = "10s"
+log_level = "debug"
+%s
+
+[admin]
+listen = "unix://%s"
+socket_mode = "0660"
+%s
+
+[plugins]
+start_timeout = "20s"
+restart_initial_delay = "200ms"
+restart_max_delay = "2s"
+shutdown_timeout = "3s"
+
+%s
+`, state, bin, o.Daemon, sock, o.Admin, o.Extra)
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{t: t, Bin: bin, Dir: dir, ConfigPath: path, Socket: sock, Env: o.Env}
+	d.http = &http.Client{
+		Timeout: 60 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var dd net.Dialer
+			return dd.DialContext(ctx, "unix", sock)
+		}},
+	}
+	return d
+}
+
+// StartDaemon writes a config, starts the daemon and waits until /readyz
+// answers (200 or 503).
+func StartDaemon(t testing.TB, o DaemonOptions) *Daemon {
+	t.Helper()
+	d := NewDaemon(t, o)
+	d.Start()
+	if !o.NoWait {
+		d.WaitServing(60 * time.Second)
+	}
+	return d
+}
+
+// Start starts the process (again, after a kill).
+func (d *Daemon) Start() {
+	d.t.Helper()
+	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), "run", "--config", d.ConfigPath)
+	cmd.Dir = d.Dir
+	cmd.Env = append(os.Environ(), d.Env...)
+	d.stderr = &SyncBuffer{}
+	cmd.Stderr = d.stderr
+	cmd.Stdout = d.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		d.t.Fatalf("start daemon: %v", err)
+	}
+	d.cmd = cmd
+	d.exited = make(chan struct{})
+	go func() {
+		d.exitErr = cmd.Wait()
+		close(d.exited)
+	}()
+	d.t.Cleanup(func() {
+		if d.Running() {
+			_ = cmd.Process.Kill()
+			<-d.exited
+		}
+		if d.t.Failed() {
+			d.t.Logf("daemon log (%s):\n%s", d.Dir, tail(d.stderr.String(), 150))
+		}
+	})
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Running reports whether the process has not exited.
+func (d *Daemon) Running() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// PID of the daemon process.
+func (d *Daemon) PID() int { return d.cmd.Process.Pid }
+
+// Logs returns everything the daemon wrote so far.
+func (d *Daemon) Logs() string { return d.stderr.String() }
+
+// WaitServing waits until /healthz answers.
+func (d *Daemon) WaitServing(timeout time.Duration) {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if !d.Running() {
+			d.t.Fatalf("daemon exited during start: %v\n%s", d.exitErr, tail(d.Logs(), 80))
+		}
+		if code, _ := d.Do("GET", "/healthz", nil, nil); code == 200 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.t.Fatalf("daemon did not serve within %s\n%s", timeout, tail(d.Logs(), 80))
+}
+
+// Signal sends sig to the daemon.
+func (d *Daemon) Signal(sig os.Signal) {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		d.t.Fatalf("signal daemon: %v", err)
+	}
+}
+
+// Kill9 kills the daemon with SIGKILL and waits for it.
+func (d *Daemon) Kill9() {
+	d.t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+}
+
+// Wait waits for the daemon to exit and returns its exit code (-1 if killed
+// by a signal).
+func (d *Daemon) Wait(timeout time.Duration) int {
+	d.t.Helper()
+	select {
+	case <-d.exited:
+	case <-time.After(timeout):
+		d.t.Fatalf("daemon did not exit within %s\n%s", timeout, tail(d.Logs(), 80))
+	}
+	var ee *exec.ExitError
+	if errors.As(d.exitErr, &ee) {
+		return ee.ExitCode()
+	}
+	if d.exitErr != nil {
+		return -1
+	}
+	return 0
+}
+
+// Do sends a request over the admin socket and returns status and body.
+func (d *Daemon) Do(method, path string, body []byte, headers map[string]string) (int, []byte) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://localhost"+path, rd)
+	if err != nil {
+		d.t.Fatalf("build request: %v", err)
+	}
+	for k, v := range headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// JSON sends a request and decodes a JSON answer into out, failing the test
+// unless the status is want.
+func (d *Daemon) JSON(method, path string, body any, want int, out any) []byte {
+	d.t.Helper()
+	var raw []byte
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	code, b := d.Do(method, path, raw, nil)
+	if code != want {
+		d.t.Fatalf("%s %s: status %d, want %d: %s", method, path, code, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			d.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+	return b
+}
+
+// CLI runs the lifecycled binary as a client of this daemon.
+func (d *Daemon) CLI(args ...string) (stdout, stderr string, code int) {
+	d.t.Helper()
+	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), append([]string{"--addr", "unix://" + d.Socket}, args...)...)
+	cmd.Dir = d.Dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("run cli: %v", err)
+	}
+	return o.String(), e.String(), code
+}
+
+// Eventually polls cond until it holds or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("condition not met within %s: "+format, append([]any{timeout}, args...)...)
+}

@@ -1,0 +1,103 @@
+// Command filestore is the example lifecycled plugin: a TenantDeleter for a
+// directory tree that keeps each tenant's files under <root>/t-<tenant>/.
+// It is the starting point of docs/plugin-authoring.md and passes the
+// conformance kit (main_test.go).
+//
+//	[[deleter]]
+//	name = "files:uploads"
+//	path = "/usr/lib/lifecycled/plugins/lifecycled-plugin-filestore"
+//	[deleter.config]
+//	root = "/srv/uploads"
+package main
+
+import (
+	"context"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+func main() { sdk.ServeTenantDeleter(&deleter{}) }
+
+type deleter struct{ root string }
+
+// Configure checks the config and that the root is a readable directory.
+func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
+	root, _ := req.Config["root"].(string)
+	if root == "" || !filepath.IsAbs(root) {
+		return nil, sdk.InvalidConfig(sdk.FieldError{Field: "root", Problem: "must be an absolute directory path"})
+	}
+	for k := range req.Config {
+		if k != "root" {
+			return nil, sdk.InvalidConfig(sdk.FieldError{Field: k, Problem: "unknown key"})
+		}
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return nil, sdk.Retryable(&sdk.Error{Code: sdk.CodeUnavailable, Message: "root is not a directory: " + root}, 0)
+	}
+	d.root = root
+	return &sdk.ConfigureResponse{PluginVersion: "0.1.0"}, nil
+}
+
+// tenantDir treats the tenant id as data: it is escaped into one path
+// element, so "..", "/" or "*" can never name another directory.
+func (d *deleter) tenantDir(tenant string) string {
+	return filepath.Join(d.root, "t-"+url.PathEscape(tenant))
+}
+
+// files lists a tenant's regular files.
+func (d *deleter) files(tenant string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(d.tenantDir(tenant), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		if !e.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Count returns the number of the tenant's files.
+func (d *deleter) Count(_ context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
+	files, err := d.files(req.TenantID)
+	if err != nil {
+		return nil, sdk.Retryable(err, 0)
+	}
+	return &sdk.CountResponse{Count: int64(len(files))}, nil
+}
+
+// Delete removes the tenant's files in batches, reporting progress after
+// each, stopping promptly on cancellation, then removes the directories.
+func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
+	files, err := d.files(req.TenantID)
+	if err != nil {
+		return nil, sdk.Retryable(err, 0)
+	}
+	var deleted int64
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, sdk.PartialDeletion(deleted, err)
+		}
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			return nil, sdk.PartialDeletion(deleted, sdk.Retryable(err, 0))
+		}
+		deleted++
+		if i%100 == 99 || i == len(files)-1 {
+			progress(deleted)
+		}
+	}
+	if err := os.RemoveAll(d.tenantDir(req.TenantID)); err != nil {
+		return nil, sdk.PartialDeletion(deleted, sdk.Retryable(err, 0))
+	}
+	return &sdk.DeleteResponse{DeletedCount: deleted}, nil
+}
+

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/lifecycled/lifecycled/sdk/plugintest"
+)
+
+// fixture seeds tenants as files under a temporary root and counts them
+// with the file system, not with the plugin.
+type fixture struct{ root string }
+
+func (f *fixture) Config(testing.TB) map[string]any { return map[string]any{"root": f.root} }
+
+func (f *fixture) dir(tenant string) string {
+	return filepath.Join(f.root, "t-"+url.PathEscape(tenant))
+}
+
+func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
+	for i := 0; i < n; i++ {
+		sub := filepath.Join(f.dir(tenant), fmt.Sprintf("batch-%d", i%10))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("file-%d", i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return int64(n)
+}
+
+func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
+	var n int64
+	_ = filepath.WalkDir(f.dir(tenant), func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+func TestConformance(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lifecycled-plugin-filestore")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
+		Binary:  bin,
+		Fixture: &fixture{root: t.TempDir()},
+		BadConfigs: map[string]map[string]any{
+			"missing root":  {},
+			"relative root": {"root": "uploads"},
+			"unknown key":   {"root": "/tmp", "rooot": "/x"},
+		},
+		CancelSeed: 30000,
+	})
+}
