@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Binary names built by Binaries, by the package that builds them.
+// Binary names and the packages that build them.
 var binaries = map[string]string{
 	"lifecycled":                 "./daemon",
 	"lifecycled-plugin-postgres": "./plugins/postgres",
@@ -18,48 +18,70 @@ var binaries = map[string]string{
 }
 
 var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-	buildOut  []byte
+	buildMu   sync.Mutex
+	built     = map[string]bool{}
+	buildErrs = map[string]string{}
 )
 
-// Binaries returns a directory holding the daemon and every plugin, built
-// from this checkout once per test process (with -race when the tests run
-// with it). LIFECYCLED_TEST_BIN names a directory built beforehand instead
-// (the Makefile sets it, so that packages share one build).
-func Binaries(t testing.TB) string {
-	t.Helper()
+// binDir is where this checkout's test builds go: bin/test, or
+// bin/test-race when the tests run with the race detector.
+func binDir(t testing.TB) string {
 	if dir := os.Getenv("LIFECYCLED_TEST_BIN"); dir != "" {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(RepoRoot(t), dir)
 		}
 		return dir
 	}
-	buildOnce.Do(func() {
-		root := RepoRoot(t)
-		buildDir = filepath.Join(root, "bin", "test")
-		if RaceEnabled {
-			buildDir = filepath.Join(root, "bin", "test-race")
-		}
-		for name, pkg := range binaries {
-			args := []string{"build"}
-			if RaceEnabled {
-				args = append(args, "-race")
-			}
-			args = append(args, "-o", filepath.Join(buildDir, name), pkg)
-			cmd := exec.Command("go", args...)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr, buildOut = err, out
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build binaries: %v\n%s", buildErr, buildOut)
+	if RaceEnabled {
+		return filepath.Join(RepoRoot(t), "bin", "test-race")
 	}
-	return buildDir
+	return filepath.Join(RepoRoot(t), "bin", "test")
+}
+
+// Binary returns the path of one of the project's binaries (lifecycled or
+// lifecycled-plugin-*), built from this checkout once per test process,
+// with -race when the tests run with it. When LIFECYCLED_TEST_BIN names a
+// directory built beforehand (the Makefile does), it is used as is.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	dir := binDir(t)
+	if os.Getenv("LIFECYCLED_TEST_BIN") != "" {
+		return filepath.Join(dir, name)
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if msg, failed := buildErrs[name]; failed {
+		t.Fatalf("build %s: %s", name, msg)
+	}
+	if !built[name] {
+		pkg, ok := binaries[name]
+		if !ok {
+			t.Fatalf("unknown binary %q", name)
+		}
+		args := []string{"build"}
+		if RaceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "-o", filepath.Join(dir, name), pkg)
+		cmd := exec.Command("go", args...)
+		cmd.Dir = RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErrs[name] = err.Error() + "\n" + string(out)
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+		built[name] = true
+	}
+	return filepath.Join(dir, name)
+}
+
+// Binaries returns a directory holding the daemon and every plugin (the
+// daemon's plugin_dir in tests), building them as Binary does.
+func Binaries(t testing.TB) string {
+	t.Helper()
+	for name := range binaries {
+		Binary(t, name)
+	}
+	return binDir(t)
 }
 
 // BuildPackage builds one main package of this module into dir/name, for

@@ -6,7 +6,6 @@ package retry
 
 import (
 	"errors"
-	"math"
 	"math/rand/v2"
 	"net"
 	"time"
@@ -35,18 +34,7 @@ type Policy struct {
 // Backoff is the delay before retry number attempt (0-based), without
 // jitter: min(Initial * Multiplier^attempt, Max).
 func (p Policy) Backoff(attempt int) time.Duration {
-	if attempt < 0 {
-		attempt = 0
-	}
-	m := p.Multiplier
-	if m < 1 {
-		m = 1
-	}
-	d := float64(p.Initial) * math.Pow(m, float64(attempt))
-	if p.Max > 0 && (d > float64(p.Max) || math.IsInf(d, 0) || math.IsNaN(d)) {
-		return p.Max
-	}
-	return time.Duration(d)
+	return sdk.Backoff(attempt, p.Initial, p.Multiplier, p.Max)
 }
 
 // Delay is Backoff with the policy's jitter applied.

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/plugintest"
+)
+
+// schema is seed 001's shape: steps -> instances -> definitions.
+const schema = `
+CREATE TABLE workflow_definitions (id bigserial PRIMARY KEY, tenant_id %[1]s NOT NULL, name text);
+CREATE INDEX ON workflow_definitions (tenant_id);
+CREATE TABLE workflow_instances (id bigserial PRIMARY KEY, tenant_id %[1]s NOT NULL,
+	definition_id bigint NOT NULL REFERENCES workflow_definitions (id));
+CREATE INDEX ON workflow_instances (tenant_id);
+CREATE INDEX ON workflow_instances (definition_id);
+CREATE TABLE workflow_steps (id bigserial PRIMARY KEY, tenant_id %[1]s NOT NULL,
+	instance_id bigint NOT NULL REFERENCES workflow_instances (id));
+CREATE INDEX ON workflow_steps (tenant_id);
+CREATE INDEX ON workflow_steps (instance_id);
+`
+
+func setupDB(t testing.TB, tenantType string) (string, *pgxpool.Pool) {
+	dsn := testsvc.PGDatabase(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(ctx, fmt.Sprintf(schema, tenantType))
+	require.NoError(t, err)
+	return dsn, pool
+}
+
+type fixture struct {
+	dsn  string
+	pool *pgxpool.Pool
+}
+
+func (f *fixture) Config(testing.TB) map[string]any {
+	return map[string]any{"dsn": f.dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 1000}
+}
+
+// Seed creates n instances, n steps and one definition per 10 instances.
+func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
+	ctx := context.Background()
+	defs := (n + 9) / 10
+	_, err := f.pool.Exec(ctx, `
+		WITH d AS (INSERT INTO workflow_definitions (tenant_id, name) SELECT $1, 'def' FROM generate_series(1, $3) RETURNING id),
+		     dn AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS rn FROM d),
+		     i AS (INSERT INTO workflow_instances (tenant_id, definition_id)
+		           SELECT $1, dn.id FROM generate_series(1, $2) g JOIN dn ON dn.rn = g % $3 RETURNING id)
+		INSERT INTO workflow_steps (tenant_id, instance_id) SELECT $1, id FROM i`, tenant, n, defs)
+	require.NoError(t, err)
+	return int64(2*n + defs)
+}
+
+func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
+	var n int64
+	err := f.pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM workflow_steps WHERE tenant_id = $1) +
+		(SELECT count(*) FROM workflow_instances WHERE tenant_id = $1) +
+		(SELECT count(*) FROM workflow_definitions WHERE tenant_id = $1)`, tenant).Scan(&n)
+	require.NoError(t, err)
+	return n
+}
+
+func binary(t testing.TB) string { return testsvc.Binary(t, "lifecycled-plugin-postgres") }
+
+func TestConformance(t *testing.T) {
+	dsn, pool := setupDB(t, "text")
+	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
+		Binary:  binary(t),
+		Fixture: &fixture{dsn: dsn, pool: pool},
+		BadConfigs: map[string]map[string]any{
+			"missing dsn":        {"tables": []any{"workflow_steps"}},
+			"no tables":          {"dsn": dsn},
+			"tables and discover": {"dsn": dsn, "tables": []any{"workflow_steps"}, "discover": true},
+			"unknown table":      {"dsn": dsn, "tables": []any{"nope"}},
+			"parent first":       {"dsn": dsn, "tables": []any{"workflow_definitions", "workflow_instances", "workflow_steps"}},
+			"missing column":     {"dsn": dsn, "tables": []any{"workflow_steps"}, "tenant_column": "org_id"},
+			"bad batch":          {"dsn": dsn, "tables": []any{"workflow_steps"}, "batch_size": 0},
+			"unknown key":        {"dsn": dsn, "tables": []any{"workflow_steps"}, "tabels": []any{}},
+		},
+		CancelSeed: 60000,
+	})
+}
+
+func TestDiscoverOrdersChildFirstAndUUIDColumns(t *testing.T) {
+	dsn, pool := setupDB(t, "uuid")
+	f := &fixture{dsn: dsn, pool: pool}
+	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
+	d := p.Deleter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "postgres:workflows", Config: map[string]any{"dsn": dsn, "discover": true, "batch_size": 7}})
+	require.NoError(t, err)
+	require.Empty(t, resp.Warnings, "every tenant column and FK column is indexed")
+
+	a, b := "1b4e28ba-2ca1-11d2-a6b8-000000000001", "1b4e28ba-2ca1-11d2-a6b8-000000000002"
+	na, nb := f.Seed(t, a, 40), f.Seed(t, b, 40)
+	c, err := d.Count(ctx, &sdk.CountRequest{TenantID: a})
+	require.NoError(t, err)
+	require.Equal(t, na, c.Count)
+	require.Equal(t, map[string]int64{"public.workflow_steps": 40, "public.workflow_instances": 40, "public.workflow_definitions": 4}, c.Breakdown)
+
+	del, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: a}, func(int64) {})
+	require.NoError(t, err, "discovered order deletes children first, in batches of 7")
+	require.Equal(t, na, del.DeletedCount)
+	require.Zero(t, f.Remaining(t, a))
+	require.Equal(t, nb, f.Remaining(t, b))
+
+	// A tenant id that is not a UUID cannot match a uuid column: a permanent error, nothing deleted.
+	_, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: "' OR '1'='1"}, func(int64) {})
+	require.Error(t, err)
+	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err))
+	require.Equal(t, nb, f.Remaining(t, b))
+}
+
+func TestDiscoverRejectsCyclesAndWarnsAboutMissingIndexes(t *testing.T) {
+	dsn := testsvc.PGDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dsn)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = pool.Exec(ctx, `
+		CREATE TABLE a (id int PRIMARY KEY, tenant_id text, b_id int);
+		CREATE TABLE b (id int PRIMARY KEY, tenant_id text, a_id int REFERENCES a (id));
+		ALTER TABLE a ADD FOREIGN KEY (b_id) REFERENCES b (id);
+		CREATE TABLE loose (id int PRIMARY KEY, tenant_id text);
+		CREATE TABLE orphan_refs (id int PRIMARY KEY, loose_id int REFERENCES loose (id));`)
+	require.NoError(t, err)
+	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
+	d := p.Deleter(t)
+
+	_, err = d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "discover": true}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "cycle")
+	require.Contains(t, err.Error(), "public.a")
+	require.Contains(t, err.Error(), "public.b")
+
+	resp, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"loose"}}})
+	require.NoError(t, err)
+	joined := strings.Join(resp.Warnings, "\n")
+	require.Contains(t, joined, "has no index leading with tenant_id")
+	require.Contains(t, joined, "orphan_refs references public.loose")
+}
+
+func TestPasswordFromConfigAndScrubbed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgxpool.New(ctx, testsvc.PGAdminDSN())
+	require.NoError(t, err)
+	defer admin.Close()
+	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
+	d := p.Deleter(t)
+	port := testsvc.FreePort(t) // nothing listens: a retryable connect error
+	_, err = d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{
+		"dsn": fmt.Sprintf("postgres://app:dsn-pa55word@127.0.0.1:%d/app", port), "password": "s3cr3t-from-file", "tables": []any{"t"}}})
+	require.Error(t, err)
+	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
+	require.NotContains(t, err.Error(), "dsn-pa55word")
+	require.NotContains(t, err.Error(), "s3cr3t-from-file")
+}
+
+func TestStoreDownMidDeleteIsPartialAndRetryable(t *testing.T) {
+	dsn, pool := setupDB(t, "text")
+	f := &fixture{dsn: dsn, pool: pool}
+	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
+	d := p.Deleter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 100}})
+	require.NoError(t, err)
+	seeded := f.Seed(t, "victim", 20000)
+
+	// Terminate the plugin's connections after its first batches.
+	killed := make(chan struct{})
+	_, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(n int64) {
+		select {
+		case <-killed:
+		default:
+			close(killed)
+			_, _ = pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE application_name = 'lifecycled-plugin-postgres' AND datname = current_database()`)
+		}
+	})
+	if err == nil {
+		t.Skip("delete finished before the connections were terminated")
+	}
+	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
+	deleted, ok := sdk.DeletedBefore(err)
+	require.True(t, ok)
+	remaining := f.Remaining(t, "victim")
+	require.Equal(t, seeded, deleted+remaining, "the partial count is exact")
+
+	// The next attempt finishes the job.
+	resp, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(int64) {})
+	require.NoError(t, err)
+	require.Equal(t, remaining, resp.DeletedCount)
+	require.Zero(t, f.Remaining(t, "victim"))
+	_ = errors.New
+}

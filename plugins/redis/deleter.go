@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+const version = "1.0.0"
+
+type config struct {
+	Addr      string   `json:"addr"`
+	Username  string   `json:"username"`
+	Password  string   `json:"password"`
+	DB        int      `json:"db"`
+	TLS       bool     `json:"tls"`
+	Patterns  []string `json:"patterns"`
+	ScanCount int      `json:"scan_count"`
+	BatchSize int      `json:"batch_size"`
+	Workers   int      `json:"workers"`
+}
+
+type deleter struct {
+	mu     sync.Mutex
+	cfg    config
+	client *redis.Client
+}
+
+func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
+	cfg := config{ScanCount: 1000, BatchSize: 500, Workers: 4}
+	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
+		return nil, err
+	}
+	var problems []sdk.FieldError
+	if cfg.Addr == "" {
+		problems = append(problems, sdk.FieldError{Field: "addr", Problem: "required (host:port)"})
+	} else if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		problems = append(problems, sdk.FieldError{Field: "addr", Problem: "must be host:port"})
+	}
+	if len(cfg.Patterns) == 0 {
+		problems = append(problems, sdk.FieldError{Field: "patterns", Problem: `required, e.g. ["session:{tenant}:*"]`})
+	}
+	for i, p := range cfg.Patterns {
+		if strings.Count(p, "{tenant}") != 1 {
+			problems = append(problems, sdk.FieldError{Field: fmt.Sprintf("patterns[%d]", i), Problem: "must contain {tenant} exactly once"})
+		}
+	}
+	if cfg.DB < 0 || cfg.DB > 1000 {
+		problems = append(problems, sdk.FieldError{Field: "db", Problem: "must be between 0 and 1000"})
+	}
+	if cfg.ScanCount < 1 || cfg.ScanCount > 100000 {
+		problems = append(problems, sdk.FieldError{Field: "scan_count", Problem: "must be between 1 and 100000"})
+	}
+	if cfg.BatchSize < 1 || cfg.BatchSize > 10000 {
+		problems = append(problems, sdk.FieldError{Field: "batch_size", Problem: "must be between 1 and 10000"})
+	}
+	if cfg.Workers < 1 || cfg.Workers > 64 {
+		problems = append(problems, sdk.FieldError{Field: "workers", Problem: "must be between 1 and 64"})
+	}
+	if len(problems) > 0 {
+		return nil, sdk.InvalidConfig(problems...)
+	}
+	opts := &redis.Options{
+		Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
+		PoolSize: cfg.Workers + len(cfg.Patterns) + 2, MaxRetries: 2,
+		DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+	}
+	if cfg.TLS {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	client := redis.NewClient(opts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		return nil, classify(fmt.Errorf("connect to redis at %s: %w", cfg.Addr, err))
+	}
+	d.mu.Lock()
+	if d.client != nil {
+		d.client.Close()
+	}
+	d.cfg, d.client = cfg, client
+	d.mu.Unlock()
+	return &sdk.ConfigureResponse{PluginVersion: version}, nil
+}
+
+func (d *deleter) current() (config, *redis.Client, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.client == nil {
+		return config{}, nil, sdk.Unavailable(errors.New("not configured"))
+	}
+	return d.cfg, d.client, nil
+}
+
+// globEscape makes the tenant id match only itself in a SCAN MATCH pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func patternsFor(cfg config, tenant string) []string {
+	out := make([]string, len(cfg.Patterns))
+	for i, p := range cfg.Patterns {
+		out[i] = strings.Replace(p, "{tenant}", globEscape(tenant), 1)
+	}
+	return out
+}
+
+// classify marks connection failures retryable and everything else permanent.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &ne), errors.Is(err, redis.ErrClosed), strings.Contains(err.Error(), "connection refused"),
+		strings.HasPrefix(err.Error(), "LOADING"), strings.HasPrefix(err.Error(), "BUSY"), strings.HasPrefix(err.Error(), "TRYAGAIN"),
+		strings.HasPrefix(err.Error(), "CLUSTERDOWN"), strings.Contains(err.Error(), "EOF"):
+		return sdk.Retryable(err, 0)
+	default:
+		return sdk.Permanent(err)
+	}
+}
+
+// scan streams the keys matching pattern into out until done.
+func scan(ctx context.Context, c *redis.Client, pattern string, count int, out chan<- []string) error {
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, pattern, int64(count)).Result()
+		if err != nil {
+			return classify(fmt.Errorf("scan %q: %w", pattern, err))
+		}
+		if len(keys) > 0 {
+			select {
+			case out <- keys:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
+	cfg, c, err := d.current()
+	if err != nil {
+		return nil, err
+	}
+	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}
+	// SCAN may return a key more than once (rehashing); count distinct keys.
+	for i, p := range patternsFor(cfg, req.TenantID) {
+		seen := map[string]struct{}{}
+		keys := make(chan []string, 16)
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { defer close(keys); return scan(gctx, c, p, cfg.ScanCount, keys) })
+		for batch := range keys {
+			for _, k := range batch {
+				seen[k] = struct{}{}
+			}
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		resp.Breakdown[cfg.Patterns[i]] = int64(len(seen))
+		resp.Count += int64(len(seen))
+	}
+	return resp, nil
+}
+
+// Delete scans every pattern concurrently and UNLINKs the keys in pipelined
+// batches on several connections. The count is the sum of UNLINK replies:
+// keys Redis actually removed, so a key removed by someone else meanwhile (or
+// seen twice by SCAN) is not counted.
+func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
+	cfg, c, err := d.current()
+	if err != nil {
+		return nil, err
+	}
+	var deleted atomic.Int64
+	keys := make(chan []string, 64)
+	g, gctx := errgroup.WithContext(ctx)
+	var scanners sync.WaitGroup
+	for _, p := range patternsFor(cfg, req.TenantID) {
+		scanners.Add(1)
+		g.Go(func() error { defer scanners.Done(); return scan(gctx, c, p, cfg.ScanCount, keys) })
+	}
+	go func() { scanners.Wait(); close(keys) }()
+	for w := 0; w < cfg.Workers; w++ {
+		g.Go(func() error {
+			var pending []string
+			flush := func() error {
+				if len(pending) == 0 {
+					return nil
+				}
+				pipe := c.Pipeline()
+				var cmds []*redis.IntCmd
+				for start := 0; start < len(pending); start += 100 {
+					end := min(start+100, len(pending))
+					cmds = append(cmds, pipe.Unlink(gctx, pending[start:end]...))
+				}
+				_, err := pipe.Exec(gctx)
+				for _, cmd := range cmds {
+					deleted.Add(cmd.Val())
+				}
+				pending = pending[:0]
+				if err != nil {
+					return classify(fmt.Errorf("unlink: %w", err))
+				}
+				progress(deleted.Load())
+				return nil
+			}
+			for batch := range keys {
+				pending = append(pending, batch...)
+				if len(pending) >= cfg.BatchSize {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			return flush()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		// Drain so the closing goroutine ends.
+		for range keys {
+		}
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, sdk.PartialDeletion(deleted.Load(), err)
+	}
+	return &sdk.DeleteResponse{DeletedCount: deleted.Load()}, nil
+}
