@@ -215,7 +215,9 @@ func Dynalite(t testing.TB) string {
 		t.Fatalf("dynalite is not installed: run `npm ci --prefix test/dynalite` (make test does): %v", err)
 	}
 	port := FreePort(t)
-	cmd := exec.Command(node, cli, "--port", fmt.Sprint(port), "--host", "127.0.0.1")
+	// Tables become ACTIVE at once: SDK waiters would otherwise sleep 20 s.
+	cmd := exec.Command(node, cli, "--port", fmt.Sprint(port), "--host", "127.0.0.1",
+		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start dynalite: %v", err)

@@ -225,7 +225,9 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		if took > 5*time.Second {
 			t.Errorf("Delete returned %s after cancellation, want promptly", took)
 		}
-		remaining := o.Fixture.Remaining(t, c)
+		// Requests the plugin had in flight when it was cancelled may still
+		// land in the store: wait for the count to settle.
+		remaining := settled(t, func() int64 { return o.Fixture.Remaining(t, c) })
 		if err == nil && remaining != 0 {
 			t.Errorf("Delete succeeded after cancellation but %d items remain", remaining)
 		}
@@ -254,4 +256,18 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 			t.Errorf("tenant B has %d items, want %d", got, seededB)
 		}
 	})
+}
+
+// settled polls count until two readings 300 ms apart agree (up to 15 s).
+func settled(t testing.TB, count func() int64) int64 {
+	prev := count()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		cur := count()
+		if cur == prev {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
 }
