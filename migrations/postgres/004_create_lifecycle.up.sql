@@ -26,6 +26,9 @@ CREATE TABLE IF NOT EXISTS lifecycle.deletion_job_deleters (
     deleter       TEXT        NOT NULL,
     status        VARCHAR(20) NOT NULL,
     deleted_count BIGINT      NOT NULL DEFAULT 0,
+    -- What Count found before the first attempt: the progress bar's total,
+    -- and the base for an exact count after an interrupted attempt.
+    initial_count BIGINT,
     attempts      INT         NOT NULL DEFAULT 0,
     error         TEXT,
     updated_at    TIMESTAMPTZ NOT NULL,

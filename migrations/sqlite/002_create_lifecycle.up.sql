@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS deletion_job_deleters (
     deleter       TEXT    NOT NULL,
     status        TEXT    NOT NULL,
     deleted_count INTEGER NOT NULL DEFAULT 0,
+    initial_count INTEGER,
     attempts      INTEGER NOT NULL DEFAULT 0,
     error         TEXT,
     updated_at    INTEGER NOT NULL,

@@ -51,9 +51,11 @@ type DeleterState struct {
 	Name         string
 	Status       DeleterStatus
 	DeletedCount int64 // over all attempts
-	Attempts     int
-	Error        string
-	UpdatedAt    time.Time
+	// Total is what Count found before the first attempt; -1 when unknown.
+	Total     int64
+	Attempts  int
+	Error     string
+	UpdatedAt time.Time
 }
 
 // JobUpdate ends one attempt of a job.

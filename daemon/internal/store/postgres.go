@@ -517,7 +517,8 @@ type pgQuerier interface {
 }
 
 func (p *Postgres) loadDeleters(ctx context.Context, q pgQuerier, j *deletion.Job) error {
-	rows, err := q.Query(ctx, `SELECT deleter, status, deleted_count, attempts, COALESCE(error, ''), updated_at
+	rows, err := q.Query(ctx, `SELECT deleter, status, deleted_count, COALESCE(initial_count, -1), attempts,
+		COALESCE(error, ''), updated_at
 		FROM lifecycle.deletion_job_deleters WHERE job_id = $1 ORDER BY deleter`, j.ID)
 	if err != nil {
 		return err
@@ -527,7 +528,7 @@ func (p *Postgres) loadDeleters(ctx context.Context, q pgQuerier, j *deletion.Jo
 	for rows.Next() {
 		var d deletion.DeleterState
 		var st string
-		if err := rows.Scan(&d.Name, &st, &d.DeletedCount, &d.Attempts, &d.Error, &d.UpdatedAt); err != nil {
+		if err := rows.Scan(&d.Name, &st, &d.DeletedCount, &d.Total, &d.Attempts, &d.Error, &d.UpdatedAt); err != nil {
 			return err
 		}
 		d.Status = deletion.DeleterStatus(st)
@@ -619,12 +620,13 @@ func (p *Postgres) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner s
 // SetDeleterState implements deletion.JobStore.
 func (p *Postgres) SetDeleterState(ctx context.Context, id uuid.UUID, owner string, st deletion.DeleterState) error {
 	tag, err := p.pool.Exec(ctx, `
-		INSERT INTO lifecycle.deletion_job_deleters AS d (job_id, deleter, status, deleted_count, attempts, error, updated_at)
-		SELECT $1, $3, $4, $5, $6, NULLIF($7, ''), $8
+		INSERT INTO lifecycle.deletion_job_deleters AS d (job_id, deleter, status, deleted_count, initial_count, attempts, error, updated_at)
+		SELECT $1, $3, $4, $5, NULLIF($9, -1), $6, NULLIF($7, ''), $8
 		FROM lifecycle.deletion_jobs j WHERE j.id = $1 AND j.lease_owner = $2 AND j.status = 'RUNNING'
 		ON CONFLICT (job_id, deleter) DO UPDATE SET status = EXCLUDED.status, deleted_count = EXCLUDED.deleted_count,
-			attempts = EXCLUDED.attempts, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`,
-		id, owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts, st.Error, st.UpdatedAt)
+			initial_count = EXCLUDED.initial_count, attempts = EXCLUDED.attempts, error = EXCLUDED.error,
+			updated_at = EXCLUDED.updated_at`,
+		id, owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts, st.Error, st.UpdatedAt, st.Total)
 	if err != nil {
 		return fmt.Errorf("store deleter progress: %w", err)
 	}

@@ -492,8 +492,8 @@ func TestDeletionJobs(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, none, "a leased job is not claimed twice")
 
-		require.NoError(t, s.SetDeleterState(ctx(t), job.ID, "d1", deletion.DeleterState{Name: "redis:sessions", Status: deletion.DeleterSucceeded, DeletedCount: 42, Attempts: 1, UpdatedAt: t0}))
-		require.NoError(t, s.SetDeleterState(ctx(t), job.ID, "d1", deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterFailed, DeletedCount: 5, Attempts: 1, Error: "connection refused", UpdatedAt: t0}))
+		require.NoError(t, s.SetDeleterState(ctx(t), job.ID, "d1", deletion.DeleterState{Name: "redis:sessions", Status: deletion.DeleterSucceeded, DeletedCount: 42, Total: 42, Attempts: 1, UpdatedAt: t0}))
+		require.NoError(t, s.SetDeleterState(ctx(t), job.ID, "d1", deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterFailed, DeletedCount: 5, Total: -1, Attempts: 1, Error: "connection refused", UpdatedAt: t0}))
 		require.ErrorIs(t, s.SetDeleterState(ctx(t), job.ID, "d2", deletion.DeleterState{Name: "x", Status: deletion.DeleterFailed, UpdatedAt: t0}), derrors.ErrLeaseLost)
 		require.ErrorIs(t, s.RenewDeletionLease(ctx(t), job.ID, "d2", t0.Add(time.Hour)), derrors.ErrLeaseLost)
 		require.NoError(t, s.RenewDeletionLease(ctx(t), job.ID, "d1", t0.Add(time.Minute)))
@@ -507,6 +507,8 @@ func TestDeletionJobs(t *testing.T) {
 		require.Equal(t, deletion.DeleterFailed, latest.Deleters[0].Status)
 		require.Equal(t, "connection refused", latest.Deleters[0].Error)
 		require.EqualValues(t, 42, latest.Deleters[1].DeletedCount)
+		require.EqualValues(t, 42, latest.Deleters[1].Total)
+		require.EqualValues(t, -1, latest.Deleters[0].Total, "unknown total")
 
 		// Not due yet.
 		none, err = s.ClaimDeletionJob(ctx(t), "d2", t0.Add(30*time.Second), t0.Add(time.Hour))

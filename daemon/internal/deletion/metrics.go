@@ -1,0 +1,42 @@
+package deletion
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	deleted     *prometheus.CounterVec
+	failures    *prometheus.CounterVec
+	jobs        *prometheus.CounterVec
+	lastSuccess prometheus.Gauge
+	interval    prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_deletion_items_deleted_total",
+			Help: "Items (rows, keys, ...) deleted by tenant deletion jobs, by deleter.",
+		}, []string{"deleter"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_deletion_failures_total",
+			Help: "Deleter attempts that failed, by deleter.",
+		}, []string{"deleter"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_deletion_attempts_total",
+			Help: "Finished deletion job attempts by resulting job status.",
+		}, []string{"status"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "lifecycled_periodic_last_success_timestamp_seconds",
+			Help:        "When a periodic job last completed a pass without error.",
+			ConstLabels: prometheus.Labels{"job": "deletion"},
+		}),
+		interval: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "lifecycled_periodic_interval_seconds",
+			Help:        "How often a periodic job runs.",
+			ConstLabels: prometheus.Labels{"job": "deletion"},
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.deleted, m.failures, m.jobs, m.lastSuccess, m.interval)
+	}
+	return m
+}
