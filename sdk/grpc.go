@@ -306,6 +306,7 @@ func (s *sourceServer) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.Fet
 			out.Messages[i] = &pb.DeadLetter{
 				Position: positionToPB(m.Position), Key: m.Key, KeyNull: m.Key == nil,
 				Headers: headersToPB(m.Headers), Value: m.Value, TimestampUnixMs: m.Timestamp.UnixMilli(),
+				OriginalTopic: m.OriginalTopic,
 			}
 		}
 		return nil
@@ -390,7 +391,7 @@ func (c *sourceClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResp
 		}
 		out.Messages[i] = DeadLetter{
 			Position: positionFromPB(m.GetPosition()), Key: key, Headers: headersFromPB(m.GetHeaders()),
-			Value: m.GetValue(), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(),
+			Value: m.GetValue(), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(), OriginalTopic: m.GetOriginalTopic(),
 		}
 	}
 	return out, nil

@@ -124,6 +124,10 @@ type DeadLetter struct {
 	Headers   []Header
 	Value     []byte
 	Timestamp time.Time
+	// OriginalTopic is the source's mapping of the dead-letter topic to the
+	// topic the message failed on ("orders.dlq.v1" -> "orders.events.v1").
+	// The daemon uses it when no header names the original topic.
+	OriginalTopic string
 }
 
 // FetchRequest asks for dead letters.
@@ -148,9 +152,11 @@ type CommitRequest struct {
 type CommitResponse struct{}
 
 // RepublishMessage is a dead letter to send back to its original topic.
+// Headers are to be sent exactly as given: the daemon has already added
+// x-dlq-id and x-dlq-retry-count, which let it recognise the message if it
+// fails again and comes back to a DLQ topic.
 type RepublishMessage struct {
-	// ID is the daemon's id of the dead letter; sources add it as the
-	// x-dlq-id header so that a message that fails again can be matched.
+	// ID is the daemon's id of the dead letter, for matching results.
 	ID      string
 	Topic   string
 	Key     []byte

@@ -2,6 +2,7 @@ package testsvc
 
 import (
 	"fmt"
+	"time"
 	"sync"
 	"testing"
 
@@ -49,6 +50,8 @@ func (k *KafkaBroker) Start() {
 		kfake.DefaultNumPartitions(k.parts),
 		kfake.DataDir(k.dataDir),
 		kfake.SyncWrites(),
+		// Tests kill consumers; let their sessions end quickly.
+		kfake.GroupMinSessionTimeout(time.Second),
 	)
 	if err != nil {
 		k.t.Fatalf("start kfake broker: %v", err)

@@ -132,6 +132,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		versionCmd(g),
 		statusCmd(g),
 		pluginsCmd(g),
+		tenantCmd(g),
 	)
 	root.SetArgs(args)
 	err := root.Execute()

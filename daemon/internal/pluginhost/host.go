@@ -258,3 +258,9 @@ func (h *Host) Check(name string) error {
 	}
 	return nil
 }
+
+// DeleterNames lists the configured deleters in config order.
+func (h *Host) DeleterNames() []string { return h.Names(config.KindDeleter) }
+
+// SourceNames lists the configured DLQ sources in config order.
+func (h *Host) SourceNames() []string { return h.Names(config.KindDLQSource) }

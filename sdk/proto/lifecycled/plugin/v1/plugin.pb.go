@@ -785,8 +785,11 @@ type DeadLetter struct {
 	Headers         []*Header              `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
 	Value           []byte                 `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
 	TimestampUnixMs int64                  `protobuf:"varint,6,opt,name=timestamp_unix_ms,json=timestampUnixMs,proto3" json:"timestamp_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The source's own idea of the original topic (from its configured
+	// mapping); the daemon prefers what the message's headers say.
+	OriginalTopic string `protobuf:"bytes,7,opt,name=original_topic,json=originalTopic,proto3" json:"original_topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeadLetter) Reset() {
@@ -859,6 +862,13 @@ func (x *DeadLetter) GetTimestampUnixMs() int64 {
 		return x.TimestampUnixMs
 	}
 	return 0
+}
+
+func (x *DeadLetter) GetOriginalTopic() string {
+	if x != nil {
+		return x.OriginalTopic
+	}
+	return ""
 }
 
 type CommitRequest struct {
@@ -1366,7 +1376,7 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"0\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xef\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\x96\x02\n" +
 	"\n" +
 	"DeadLetter\x12:\n" +
 	"\bposition\x18\x01 \x01(\v2\x1e.lifecycled.plugin.v1.PositionR\bposition\x12\x10\n" +
@@ -1374,7 +1384,8 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bkey_null\x18\x03 \x01(\bR\akeyNull\x126\n" +
 	"\aheaders\x18\x04 \x03(\v2\x1c.lifecycled.plugin.v1.HeaderR\aheaders\x12\x14\n" +
 	"\x05value\x18\x05 \x01(\fR\x05value\x12*\n" +
-	"\x11timestamp_unix_ms\x18\x06 \x01(\x03R\x0ftimestampUnixMs\"`\n" +
+	"\x11timestamp_unix_ms\x18\x06 \x01(\x03R\x0ftimestampUnixMs\x12%\n" +
+	"\x0eoriginal_topic\x18\a \x01(\tR\roriginalTopic\"`\n" +
 	"\rCommitRequest\x12<\n" +
 	"\tpositions\x18\x02 \x03(\v2\x1e.lifecycled.plugin.v1.PositionR\tpositionsJ\x04\b\x01\x10\x02R\vinstance_id\"\x10\n" +
 	"\x0eCommitResponse\"\xb3\x01\n" +

@@ -1,0 +1,299 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+func tenantCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "tenant", Short: "Count, delete and inspect a tenant's data"}
+	cmd.AddCommand(tenantCountCmd(g), tenantDeleteCmd(g), tenantStatusCmd(g))
+	return cmd
+}
+
+func tenantCountCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "count TENANT",
+		Short: "Show what a deletion would delete, per deleter (a dry run)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(5 * time.Minute)
+			defer cancel()
+			var body adminapi.CountsBody
+			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/counts", &body)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			printCounts(g, &body)
+			return nil
+		},
+	}
+}
+
+func printCounts(g *globals, body *adminapi.CountsBody) {
+	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(w, "DELETER\tITEMS")
+	names := make([]string, 0, len(body.Counts))
+	for n := range body.Counts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "%s\t%d\n", n, body.Counts[n])
+	}
+	for _, f := range body.Failed {
+		fmt.Fprintf(w, "%s\tFAILED: %s\n", f.Deleter, oneLine(f.Error))
+	}
+	fmt.Fprintf(w, "total\t%d\n", body.Total)
+	w.Flush()
+}
+
+func isTTY(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+func tenantDeleteCmd(g *globals) *cobra.Command {
+	var (
+		yes     bool
+		wait    bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "delete TENANT",
+		Short: "Start a durable deletion job for every configured store (asks first on a terminal)",
+		Long: `Start a deletion job: every configured deleter deletes the tenant's data; failed
+deleters are retried with backoff until a count afterwards finds nothing left
+(COMPLETED, verified). The job survives daemon restarts. A second request while
+a job is active returns that job.
+
+On a terminal the command shows what will be deleted and asks for the tenant id
+as confirmation, unless --yes. Without a terminal --yes is required.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tenant := args[0]
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			if !yes {
+				if !isTTY(os.Stdin) {
+					return usageErrorf("refusing to delete tenant %s without --yes: stdin is not a terminal to confirm on", tenant)
+				}
+				ctx, cancel := withTimeout(5 * time.Minute)
+				var body adminapi.CountsBody
+				_, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(tenant)+"/counts", &body)
+				cancel()
+				if err != nil {
+					return err
+				}
+				printCounts(&globals{stdout: g.stderr}, &body)
+				fmt.Fprintf(g.stderr, "\nThis deletes every item above, in every store, for good.\nType the tenant id to confirm: ")
+				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+				if strings.TrimSpace(line) != tenant {
+					return localErrorf("not confirmed; nothing was deleted")
+				}
+			}
+			ctx, cancel := withTimeout(time.Minute)
+			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(tenant)+"/deletion", nil,
+				map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
+			cancel()
+			if err != nil {
+				return err
+			}
+			var job deletion.JobJSON
+			if err := json.Unmarshal(raw, &job); err != nil {
+				return err
+			}
+			if !wait {
+				if g.json() {
+					g.printRaw(raw)
+				} else {
+					fmt.Fprintf(g.stdout, "deletion job %s for tenant %s: %s\nfollow it with: lifecycled tenant status %s\n", job.ID, tenant, job.Status, tenant)
+				}
+				return nil
+			}
+			return waitForJob(g, c, tenant, timeout)
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job is COMPLETED, showing progress per deleter")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long (the job goes on)")
+	return cmd
+}
+
+// waitForJob polls the job until COMPLETED, showing progress: a bar on a
+// terminal, one line per change otherwise.
+func waitForJob(g *globals, c *client, tenant string, timeout time.Duration) error {
+	ctx, stop := interruptible()
+	defer stop()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	tty := isTTY(g.stderr)
+	var bar *progressbar.ProgressBar
+	lastLine := map[string]string{}
+poll:
+	for {
+		var job deletion.JobJSON
+		reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := c.getJSON(reqCtx, "/api/v1/tenants/"+escape(tenant)+"/deletion", &job)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				break poll
+			}
+			return err
+		}
+		var done, total int64
+		for _, d := range job.Deleters {
+			done += d.DeletedCount
+			if d.Total != nil {
+				total += *d.Total
+			}
+		}
+		if tty {
+			if bar == nil && total > 0 {
+				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(g.stderr), progressbar.OptionShowCount(),
+					progressbar.OptionSetDescription("deleting "+tenant), progressbar.OptionSetWidth(30),
+					progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			}
+			if bar != nil {
+				if total > bar.GetMax64() {
+					bar.ChangeMax64(total)
+				}
+				_ = bar.Set64(min(done, bar.GetMax64()))
+				bar.Describe(fmt.Sprintf("%s %s", job.Status, summarize(job.Deleters)))
+			}
+		} else {
+			for _, d := range job.Deleters {
+				line := fmt.Sprintf("%s %s %d", d.Name, d.Status, d.DeletedCount)
+				if d.Total != nil {
+					line += fmt.Sprintf("/%d", *d.Total)
+				}
+				if d.Error != "" {
+					line += " error: " + oneLine(d.Error)
+				}
+				if lastLine[d.Name] != line {
+					fmt.Fprintln(g.stderr, line)
+					lastLine[d.Name] = line
+				}
+			}
+		}
+		if job.Status == deletion.JobCompleted {
+			if bar != nil {
+				_ = bar.Finish()
+			}
+			printJob(g, &job)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			break poll
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if bar != nil {
+		_ = bar.Exit()
+	}
+	fmt.Fprintf(g.stderr, "stopped waiting; the job goes on: lifecycled tenant status %s\n", tenant)
+	return &exitError{code: ExitLocal, err: errors.New("stopped waiting"), silent: true}
+}
+
+func summarize(ds []deletion.DeleterJSON) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%s:%s", d.Name, strings.ToLower(string(d.Status))))
+	}
+	return strings.Join(parts, " ")
+}
+
+func printJob(g *globals, job *deletion.JobJSON) {
+	if g.json() {
+		_ = g.printValue(job)
+		return
+	}
+	out := g.stdout
+	w := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	fmt.Fprintf(w, "job\t%s\n", job.ID)
+	fmt.Fprintf(w, "tenant\t%s\n", job.TenantID)
+	fmt.Fprintf(w, "status\t%s\n", job.Status)
+	fmt.Fprintf(w, "verified\t%v\n", job.Verified)
+	fmt.Fprintf(w, "attempts\t%d\n", job.Attempts)
+	fmt.Fprintf(w, "created\t%s\n", job.CreatedAt)
+	if job.FinishedAt != nil {
+		fmt.Fprintf(w, "finished\t%s\n", *job.FinishedAt)
+	}
+	if job.NextAttemptAt != nil && job.Status == deletion.JobPartial {
+		fmt.Fprintf(w, "next attempt\t%s\n", *job.NextAttemptAt)
+	}
+	if job.LastError != "" {
+		fmt.Fprintf(w, "last error\t%s\n", oneLine(job.LastError))
+	}
+	w.Flush()
+	fmt.Fprintln(out)
+	w = tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(w, "DELETER\tSTATUS\tDELETED\tTOTAL\tATTEMPTS\tERROR")
+	for _, d := range job.Deleters {
+		total := "-"
+		if d.Total != nil {
+			total = fmt.Sprint(*d.Total)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\n", d.Name, d.Status, d.DeletedCount, total, d.Attempts, oneLine(d.Error))
+	}
+	w.Flush()
+}
+
+func tenantStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status TENANT",
+		Short: "Show the tenant's latest deletion job and its report",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(30 * time.Second)
+			defer cancel()
+			var job deletion.JobJSON
+			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/deletion", &job)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			printJob(g, &job)
+			return nil
+		},
+	}
+}
+

@@ -1,0 +1,216 @@
+package plugintest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// Produced is a message the fixture writes to a dead-letter topic.
+type Produced struct {
+	Key     []byte
+	Value   []byte
+	Headers []sdk.Header
+}
+
+// SourceFixture drives the real broker behind a DLQSource with the broker's
+// own client.
+type SourceFixture interface {
+	// Config is the plugin config block pointing at the test broker.
+	Config(t testing.TB) map[string]any
+	// DLQTopic is a dead-letter topic the plugin consumes.
+	DLQTopic() string
+	// RepublishTopic is an existing topic Republish may write to.
+	RepublishTopic() string
+	// Produce writes messages to the DLQ topic.
+	Produce(t testing.TB, msgs []Produced)
+	// Consume reads n messages from topic, from the beginning.
+	Consume(t testing.TB, topic string, n int) []Produced
+}
+
+// SourceOptions configure RunDLQSource.
+type SourceOptions struct {
+	Binary     string
+	Env        []string
+	Fixture    SourceFixture
+	BadConfigs map[string]map[string]any
+}
+
+func fetchN(t testing.TB, s sdk.DLQSource, n int, within time.Duration) []sdk.DeadLetter {
+	t.Helper()
+	var out []sdk.DeadLetter
+	deadline := time.Now().Add(within)
+	for len(out) < n && time.Now().Before(deadline) {
+		resp, err := s.Fetch(ctxFor(t, time.Minute), &sdk.FetchRequest{Max: n - len(out), Wait: time.Second})
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		out = append(out, resp.Messages...)
+	}
+	return out
+}
+
+func positions(ms []sdk.DeadLetter) []sdk.Position {
+	out := make([]sdk.Position, len(ms))
+	for i, m := range ms {
+		out[i] = m.Position
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		return a.Offset < b.Offset
+	})
+	return out
+}
+
+func configure(t testing.TB, s sdk.DLQSource, cfg map[string]any) {
+	t.Helper()
+	if _, err := s.Configure(ctxFor(t, time.Minute), &sdk.ConfigureRequest{Name: "conformance", Config: cfg}); err != nil {
+		t.Fatalf("Configure with the fixture's config: %v", err)
+	}
+}
+
+// RunDLQSource runs the DLQSource conformance checks.
+func RunDLQSource(t *testing.T, o SourceOptions) {
+	f := o.Fixture
+	p := Launch(t, o.Binary, sdk.KindDLQSource, o.Env...)
+	s := p.Source(t)
+	// Processes belong to the whole run, not to the subtest that restarts them.
+	restart := func() {
+		p.Kill()
+		p = Launch(t, o.Binary, sdk.KindDLQSource, o.Env...)
+		s = p.Source(t)
+		configure(t, s, f.Config(t))
+	}
+
+	t.Run("Configure rejects bad config with field errors", func(t *testing.T) {
+		if len(o.BadConfigs) == 0 {
+			t.Skip("no BadConfigs given")
+		}
+		for name, cfg := range o.BadConfigs {
+			_, err := s.Configure(ctxFor(t, time.Minute), &sdk.ConfigureRequest{Name: "conformance", Config: cfg})
+			var e *sdk.Error
+			if err == nil || sdk.ClassOf(err) != sdk.ClassPermanent || !asError(err, &e) || len(e.Fields) == 0 {
+				t.Errorf("%s: Configure error = %v, want invalid config with field problems", name, err)
+			}
+		}
+	})
+	configure(t, s, f.Config(t))
+
+	var sent []Produced
+	for i := 0; i < 20; i++ {
+		sent = append(sent, Produced{
+			Key:     []byte(fmt.Sprintf("key-%d", i)),
+			Value:   []byte(fmt.Sprintf(`{"n":%d}`, i)),
+			Headers: []sdk.Header{{Key: "error", Value: []byte(fmt.Sprintf("failure %d", i))}},
+		})
+	}
+	f.Produce(t, sent)
+
+	var first []sdk.DeadLetter
+	t.Run("fetched messages carry positions, keys, headers and values", func(t *testing.T) {
+		first = fetchN(t, s, len(sent), time.Minute)
+		if len(first) != len(sent) {
+			t.Fatalf("fetched %d messages, want %d", len(first), len(sent))
+		}
+		seen := map[sdk.Position]bool{}
+		byKey := map[string]sdk.DeadLetter{}
+		for _, m := range first {
+			if m.Position.Topic != f.DLQTopic() {
+				t.Errorf("position topic %q, want %q", m.Position.Topic, f.DLQTopic())
+			}
+			if seen[m.Position] {
+				t.Errorf("position %+v delivered twice in one pass", m.Position)
+			}
+			seen[m.Position] = true
+			byKey[string(m.Key)] = m
+		}
+		for _, want := range sent {
+			got, ok := byKey[string(want.Key)]
+			if !ok {
+				t.Errorf("message with key %s missing", want.Key)
+				continue
+			}
+			if !bytes.Equal(got.Value, want.Value) {
+				t.Errorf("value %q, want %q", got.Value, want.Value)
+			}
+			if len(got.Headers) == 0 || got.Headers[0].Key != "error" || !bytes.Equal(got.Headers[0].Value, want.Headers[0].Value) {
+				t.Errorf("headers %v, want %v", got.Headers, want.Headers)
+			}
+		}
+	})
+
+	t.Run("uncommitted messages are fetched again after a restart", func(t *testing.T) {
+		restart()
+		again := fetchN(t, s, len(sent), time.Minute)
+		if fmt.Sprint(positions(again)) != fmt.Sprint(positions(first)) {
+			t.Fatalf("after restart fetched %v, want the same uncommitted positions %v", positions(again), positions(first))
+		}
+		if _, err := s.Commit(ctxFor(t, time.Minute), &sdk.CommitRequest{Positions: positions(again)}); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+	})
+
+	t.Run("committed messages are not fetched again", func(t *testing.T) {
+		restart()
+		f.Produce(t, []Produced{{Key: []byte("late"), Value: []byte("after the commit")}})
+		got := fetchN(t, s, 1, time.Minute)
+		extra := fetchN(t, s, 1, 3*time.Second)
+		if len(got) != 1 || string(got[0].Key) != "late" || len(extra) != 0 {
+			t.Fatalf("after commit and restart fetched %d+%d messages (first key %q), want only the new one", len(got), len(extra), keyOf(got))
+		}
+		_, _ = s.Commit(ctxFor(t, time.Minute), &sdk.CommitRequest{Positions: positions(got)})
+	})
+
+	t.Run("Republish reports per-message acknowledgement", func(t *testing.T) {
+		msgs := []sdk.RepublishMessage{
+			{ID: "m1", Topic: f.RepublishTopic(), Key: []byte("k1"), Value: []byte(`{"a":1}`), Headers: []sdk.Header{{Key: "x-dlq-id", Value: []byte("m1")}}},
+			{ID: "m2", Topic: f.RepublishTopic(), Key: nil, Value: []byte("raw \x00 bytes"), Headers: []sdk.Header{{Key: "x-dlq-id", Value: []byte("m2")}}},
+			{ID: "bad", Topic: "not a valid topic!", Value: []byte("x")},
+		}
+		resp, err := s.Republish(ctxFor(t, time.Minute), &sdk.RepublishRequest{Messages: msgs})
+		if err != nil {
+			t.Fatalf("Republish: %v", err)
+		}
+		if len(resp.Results) != 3 {
+			t.Fatalf("%d results, want 3", len(resp.Results))
+		}
+		for i, want := range []bool{true, true, false} {
+			r := resp.Results[i]
+			if r.ID != msgs[i].ID || r.Acked != want {
+				t.Errorf("result %d = %+v, want id %s acked=%v", i, r, msgs[i].ID, want)
+			}
+			if !want && r.Err == nil {
+				t.Errorf("result %d not acked but without an error", i)
+			}
+		}
+		got := f.Consume(t, f.RepublishTopic(), 2)
+		if len(got) != 2 {
+			t.Fatalf("consumed %d republished messages, want 2", len(got))
+		}
+		for i, m := range got {
+			if !bytes.Equal(m.Value, msgs[i].Value) || !bytes.Equal(m.Key, msgs[i].Key) {
+				t.Errorf("republished %d = %q/%q, want %q/%q", i, m.Key, m.Value, msgs[i].Key, msgs[i].Value)
+			}
+			if len(m.Headers) != 1 || m.Headers[0].Key != "x-dlq-id" || string(m.Headers[0].Value) != msgs[i].ID {
+				t.Errorf("republished %d headers %v, want x-dlq-id=%s", i, m.Headers, msgs[i].ID)
+			}
+		}
+	})
+}
+
+func keyOf(ms []sdk.DeadLetter) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	return string(ms[0].Key)
+}
+
+func asError(err error, target **sdk.Error) bool { return errors.As(err, target) }
