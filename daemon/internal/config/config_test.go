@@ -220,6 +220,15 @@ patterns = ["session:{tenant}:${SUFFIX:-*}"]
 	require.Equal(t, []any{"session:{tenant}:*"}, pc["patterns"])
 }
 
+func TestNestedPluginConfigIsOpaque(t *testing.T) {
+	text := "version = 1\n[[dlq_source]]\nname = \"k\"\nplugin = \"kafka\"\n[dlq_source.config]\nsasl = { mechanism = \"plain\", username = \"u\" }\n[dlq_source.config.tls]\nenabled = true\n"
+	cfg, err := parse(t, text)
+	require.NoError(t, err)
+	pc := cfg.DLQSources[0].PluginConfig()
+	require.Equal(t, map[string]any{"mechanism": "plain", "username": "u"}, pc["sasl"])
+	require.Equal(t, map[string]any{"enabled": true}, pc["tls"])
+}
+
 func TestSecretFiles(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "pg"), []byte("s3cr3t-state\n"), 0o600))

@@ -92,6 +92,9 @@ func Parse(text, file string, lookupEnv func(string) (string, bool)) (*Config, e
 		return nil, report.err()
 	}
 	for _, k := range md.Undecoded() {
+		if len(k) > 2 && (k[0] == "deleter" || k[0] == "dlq_source") && k[1] == "config" {
+			continue // plugin config is opaque to the daemon; the plugin validates it
+		}
 		key := k.String()
 		report.add(report.line(key), key, "unknown key")
 	}

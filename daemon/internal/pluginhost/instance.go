@@ -85,6 +85,7 @@ type instance struct {
 	version   string
 	warnings  []string
 	sum       string
+	pid       int
 	startedAt *time.Time
 
 	kick         chan struct{}
@@ -110,8 +111,8 @@ func (in *instance) status() Info {
 		Version: in.version, State: in.state, Restarts: in.restarts, LastError: in.lastErr,
 		StderrTail: in.stderr.Lines(), StartedAt: in.startedAt, Warnings: in.warnings,
 	}
-	if in.cmd != nil && in.cmd.Process != nil && in.state == StateRunning {
-		info.PID = in.cmd.Process.Pid
+	if in.state == StateRunning {
+		info.PID = in.pid
 	}
 	return info
 }
@@ -147,14 +148,15 @@ func (in *instance) supervise() {
 	first := true
 	for {
 		err := in.launch()
+		if err != nil {
+			in.log.Error("plugin failed to start", "error", err, "path", in.cfg.Path)
+			in.setState(StateFailed, err.Error())
+		}
 		if first {
 			close(in.firstAttempt)
 			first = false
 		}
-		if err != nil {
-			in.log.Error("plugin failed to start", "error", err, "path", in.cfg.Path)
-			in.setState(StateFailed, err.Error())
-		} else {
+		if err == nil {
 			since := time.Now()
 			reason := in.watch()
 			in.teardown()
@@ -200,7 +202,7 @@ func (in *instance) watch() string {
 		c := in.client
 		in.mu.Unlock()
 		if c.Exited() {
-			return "plugin process exited" + exitDetail(in.cmd)
+			return "plugin process exited"
 		}
 		if ping {
 			if proto, err := c.Client(); err != nil || proto.Ping() != nil {
@@ -208,16 +210,6 @@ func (in *instance) watch() string {
 			}
 		}
 	}
-}
-
-func exitDetail(cmd *exec.Cmd) string {
-	if cmd == nil || cmd.ProcessState == nil {
-		return ""
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return " (killed by signal " + ws.Signal().String() + ")"
-	}
-	return fmt.Sprintf(" (exit status %d)", cmd.ProcessState.ExitCode())
 }
 
 // stop ends the supervisor and the process, waiting up to the shutdown
@@ -346,14 +338,18 @@ func (in *instance) launch() error {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
 	now := time.Now().UTC()
+	pid := 0
+	if rc := client.ReattachConfig(); rc != nil {
+		pid = rc.Pid
+	}
 	in.mu.Lock()
-	in.version, in.warnings, in.startedAt = resp.PluginVersion, resp.Warnings, &now
+	in.version, in.warnings, in.startedAt, in.pid = resp.PluginVersion, resp.Warnings, &now, pid
 	in.mu.Unlock()
 	for _, w := range resp.Warnings {
 		in.log.Warn("plugin warning", "warning", w)
 	}
 	in.setState(StateRunning, "")
-	in.log.Info("plugin running", "version", resp.PluginVersion, "pid", cmd.Process.Pid, "protocol", client.NegotiatedVersion())
+	in.log.Info("plugin running", "version", resp.PluginVersion, "pid", pid, "protocol", client.NegotiatedVersion())
 	return nil
 }
 

@@ -1,0 +1,317 @@
+package pluginhost_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+)
+
+func misbehave(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "misbehave")
+		require.NoError(t, err)
+		binPath = testsvc.BuildPackage(t, "./internal/testplugins/misbehave", dir, "lifecycled-plugin-misbehave")
+	})
+	return binPath
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// newHost starts a host over the given [[deleter]] blocks; logs go to the
+// returned buffer.
+func newHost(t *testing.T, mode string, blocks string) (*pluginhost.Host, *syncBuf) {
+	t.Setenv("TESTPLUGIN_MODE", mode)
+	text := fmt.Sprintf(`version = 1
+[daemon]
+plugin_dir = %q
+[plugins]
+start_timeout = "5s"
+call_timeout = "10s"
+restart_initial_delay = "100ms"
+restart_max_delay = "500ms"
+shutdown_timeout = "2s"
+env = ["TESTPLUGIN_MODE"]
+%s`, filepath.Dir(misbehave(t)), blocks)
+	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
+	require.NoError(t, err)
+	logs := &syncBuf{}
+	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace, JSONFormat: true})
+	h := pluginhost.New(cfg, log, prometheus.NewRegistry())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, h.Start(ctx))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	return h, logs
+}
+
+const basic = `
+[[deleter]]
+name = "test:a"
+plugin = "misbehave"
+[deleter.config]
+seed = { t1 = 42 }
+`
+
+func status(t *testing.T, h *pluginhost.Host, name string) pluginhost.Info {
+	for _, i := range h.Status() {
+		if i.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no plugin %s", name)
+	return pluginhost.Info{}
+}
+
+func count(t *testing.T, h *pluginhost.Host, name, tenant string) (int64, error) {
+	d, err := h.Deleter(name)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	resp, err := d.Count(ctx, &sdk.CountRequest{TenantID: tenant})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Count, nil
+}
+
+func TestStartCallAndStatus(t *testing.T) {
+	h, _ := newHost(t, "", basic+`
+[[deleter]]
+name = "test:b"
+plugin = "misbehave"
+[deleter.config]
+seed = { t1 = 7 }
+`)
+	n, err := count(t, h, "test:a", "t1")
+	require.NoError(t, err)
+	require.EqualValues(t, 42, n)
+	n, err = count(t, h, "test:b", "t1")
+	require.NoError(t, err)
+	require.EqualValues(t, 7, n)
+
+	info := status(t, h, "test:a")
+	require.Equal(t, pluginhost.StateRunning, info.State)
+	require.Equal(t, "test-1", info.Version)
+	require.Equal(t, "deleter", info.Kind)
+	require.Positive(t, info.PID)
+	sum, err := pluginhost.FileSHA256(misbehave(t))
+	require.NoError(t, err)
+	require.Equal(t, sum, info.SHA256)
+	require.NoError(t, h.Check("test:a"))
+	require.Equal(t, []string{"test:a", "test:b"}, h.DeleterNames())
+	_, err = h.Deleter("nope")
+	require.ErrorIs(t, err, pluginhost.ErrUnknownPlugin)
+	_, err = h.Source("test:a")
+	require.ErrorIs(t, err, pluginhost.ErrUnknownPlugin, "a deleter is not a source")
+}
+
+func TestChecksum(t *testing.T) {
+	sum, err := pluginhost.FileSHA256(misbehave(t))
+	require.NoError(t, err)
+	wrong := strings.Repeat("0", 64)
+	h, _ := newHost(t, "", fmt.Sprintf(`
+[[deleter]]
+name = "good"
+plugin = "misbehave"
+sha256 = %q
+[[deleter]]
+name = "tampered"
+plugin = "misbehave"
+sha256 = %q
+`, sum, wrong))
+	require.NoError(t, h.Check("good"))
+	err = h.Check("tampered")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "checksum mismatch")
+	require.Contains(t, err.Error(), wrong, "names the configured sum")
+	require.Contains(t, err.Error(), sum, "names the file's sum")
+	info := status(t, h, "tampered")
+	require.NotEqual(t, pluginhost.StateRunning, info.State, "retried with backoff, never running")
+	require.Contains(t, info.LastError, "checksum mismatch")
+	require.Zero(t, info.PID, "never started")
+	_, err = count(t, h, "tampered", "t1")
+	require.Error(t, err)
+	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err))
+}
+
+func TestStartTimeout(t *testing.T) {
+	start := time.Now()
+	h, _ := newHost(t, "slow-start", basic)
+	require.Less(t, time.Since(start), 20*time.Second, "start gave up at start_timeout")
+	err := h.Check("test:a")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "timeout")
+}
+
+func TestProtocolMismatchNamesBothVersions(t *testing.T) {
+	h, _ := newHost(t, "protocol-2", basic)
+	err := h.Check("test:a")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "speaks protocol 2")
+	require.Contains(t, err.Error(), "[1]")
+	require.Contains(t, err.Error(), "upgrade lifecycled")
+}
+
+func TestInvalidPluginConfigIsReported(t *testing.T) {
+	h, _ := newHost(t, "bad-config", basic)
+	err := h.Check("test:a")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "dsn: required")
+}
+
+func TestKill9MidCallRestartsPlugin(t *testing.T) {
+	h, logs := newHost(t, "", basic)
+	before := status(t, h, "test:a")
+	d, err := h.Deleter("test:a")
+	require.NoError(t, err)
+	progressed := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Delete(context.Background(), &sdk.DeleteRequest{TenantID: "t1"}, func(int64) { once.Do(func() { close(progressed) }) })
+		done <- err
+	}()
+	<-progressed
+	require.NoError(t, syscall.Kill(before.PID, syscall.SIGKILL))
+	err = <-done
+	require.Error(t, err)
+	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "a crashed plugin's call is retryable: %v", err)
+	deleted, ok := sdk.DeletedBefore(err)
+	require.True(t, ok, "the last progress is kept")
+	require.Positive(t, deleted)
+
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		i := status(t, h, "test:a")
+		return i.State == pluginhost.StateRunning && i.Restarts >= 1 && i.PID != before.PID
+	}, "plugin restarted")
+	n, err := count(t, h, "test:a", "t1")
+	require.NoError(t, err, "the next call succeeds")
+	require.EqualValues(t, 42, n, "a restarted plugin is configured again")
+	require.Contains(t, logs.String(), "plugin stopped unexpectedly")
+}
+
+func TestPanicInHandlerDoesNotKillThePlugin(t *testing.T) {
+	h, _ := newHost(t, "panic-count", basic)
+	pid := status(t, h, "test:a").PID
+	_, err := count(t, h, "test:a", "t1")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "plugin panicked in Count")
+	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err))
+	time.Sleep(500 * time.Millisecond)
+	info := status(t, h, "test:a")
+	require.Equal(t, pluginhost.StateRunning, info.State)
+	require.Equal(t, pid, info.PID)
+	require.Zero(t, info.Restarts)
+}
+
+func TestCrashOutsideAHandlerIsRestartedWithStderrKept(t *testing.T) {
+	h, _ := newHost(t, "crash-count", basic)
+	_, err := count(t, h, "test:a", "t1")
+	require.Error(t, err)
+	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
+	testsvc.Eventually(t, 30*time.Second, func() bool { return status(t, h, "test:a").Restarts >= 1 }, "restart counted")
+	info := status(t, h, "test:a")
+	require.Contains(t, strings.Join(info.StderrTail, "\n"), "a goroutine panicked outside any handler")
+}
+
+func TestSecretsNeverReachLogsOrErrors(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "pw")
+	require.NoError(t, os.WriteFile(secretFile, []byte("s3cr3t-pa55word\n"), 0o600))
+	h, logs := newHost(t, "leak-secret", fmt.Sprintf(`
+[[deleter]]
+name = "test:a"
+plugin = "misbehave"
+[deleter.config]
+password_file = %q
+`, secretFile))
+	err := h.Check("test:a")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "login failed")
+	info := status(t, h, "test:a")
+	for _, text := range []string{err.Error(), info.LastError, strings.Join(info.StderrTail, "\n"), logs.String()} {
+		require.NotContains(t, text, "s3cr3t-pa55word")
+	}
+	require.Contains(t, logs.String(), "cannot log in with password REDACTED", "the plugin's log line arrives, scrubbed")
+}
+
+func TestHostEnvironmentIsNotInherited(t *testing.T) {
+	t.Setenv("LIFECYCLED_TEST_HOST_SECRET", "do-not-pass")
+	h, _ := newHost(t, "env-version", basic)
+	v := status(t, h, "test:a").Version
+	require.Contains(t, v, "TESTPLUGIN_MODE", "allow-listed variables pass")
+	require.NotContains(t, v, "LIFECYCLED_TEST_HOST_SECRET")
+	require.NotContains(t, v, "PATH")
+}
+
+func TestReconcileAddsRemovesAndRestartsChangedPlugins(t *testing.T) {
+	h, _ := newHost(t, "", basic+`
+[[deleter]]
+name = "test:b"
+plugin = "misbehave"
+`)
+	pidA := status(t, h, "test:a").PID
+	pidB := status(t, h, "test:b").PID
+	text := fmt.Sprintf(`version = 1
+[daemon]
+plugin_dir = %q
+[plugins]
+start_timeout = "5s"
+call_timeout = "10s"
+restart_initial_delay = "100ms"
+restart_max_delay = "500ms"
+shutdown_timeout = "2s"
+env = ["TESTPLUGIN_MODE"]
+[[deleter]]
+name = "test:a"
+plugin = "misbehave"
+[deleter.config]
+seed = { t1 = 42 }
+[[deleter]]
+name = "test:c"
+plugin = "misbehave"
+[deleter.config]
+seed = { t1 = 1 }
+`, filepath.Dir(misbehave(t)))
+	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "c.toml"), os.LookupEnv)
+	require.NoError(t, err)
+	h.Reconcile(context.Background(), cfg)
+	testsvc.Eventually(t, 30*time.Second, func() bool { return h.Check("test:c") == nil }, "test:c started")
+	require.Equal(t, []string{"test:a", "test:c"}, h.DeleterNames())
+	require.Equal(t, pidA, status(t, h, "test:a").PID, "unchanged plugin kept running")
+	require.Error(t, syscall.Kill(pidB, 0), "removed plugin's process is gone")
+}
+
+func TestStopLeavesNoProcess(t *testing.T) {
+	h, _ := newHost(t, "", basic)
+	pid := status(t, h, "test:a").PID
+	require.NoError(t, h.Stop(context.Background()))
+	require.Error(t, syscall.Kill(pid, 0), "plugin process ended")
+	require.Equal(t, pluginhost.StateStopped, status(t, h, "test:a").State)
+}

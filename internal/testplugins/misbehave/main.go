@@ -1,0 +1,121 @@
+// Command misbehave is a TenantDeleter plugin for the daemon's own tests: it
+// keeps counts in memory and misbehaves on request (TESTPLUGIN_MODE, passed
+// through [plugins] env), so that the plugin host's handling of slow starts,
+// protocol mismatches, panics, crashes and secret leaks can be tested against
+// a real process.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+type deleter struct {
+	mu       sync.Mutex
+	items    map[string]int64
+	password string
+}
+
+func (d *deleter) mode(m string) bool {
+	for _, x := range strings.Split(os.Getenv("TESTPLUGIN_MODE"), ",") {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.items = map[string]int64{}
+	if seed, ok := req.Config["seed"].(map[string]any); ok {
+		for k, v := range seed {
+			n, _ := v.(float64)
+			d.items[k] = int64(n)
+		}
+	}
+	d.password, _ = req.Config["password"].(string)
+	sdk.Logger().Info("configured", "name", req.Name)
+	if d.mode("leak-secret") {
+		sdk.Logger().Error("cannot log in with password " + d.password)
+		return nil, sdk.Retryable(fmt.Errorf("login failed for user app with password %s at postgres://app:%s@db/app", d.password, d.password), 0)
+	}
+	if d.mode("bad-config") {
+		return nil, sdk.InvalidConfig(sdk.FieldError{Field: "dsn", Problem: "required"})
+	}
+	if d.mode("env-version") {
+		// Report which environment variables the plugin can see.
+		var names []string
+		for _, kv := range os.Environ() {
+			name, _, _ := strings.Cut(kv, "=")
+			if !strings.HasPrefix(name, "PLUGIN_") && name != sdk.Handshake.MagicCookieKey {
+				names = append(names, name)
+			}
+		}
+		return &sdk.ConfigureResponse{PluginVersion: strings.Join(names, ",")}, nil
+	}
+	return &sdk.ConfigureResponse{PluginVersion: "test-1"}, nil
+}
+
+func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
+	switch {
+	case d.mode("panic-count"):
+		panic("count exploded for " + req.TenantID)
+	case d.mode("crash-count"):
+		go func() { panic("a goroutine panicked outside any handler") }()
+		time.Sleep(time.Second)
+	case d.mode("exit-count"):
+		os.Exit(3)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return &sdk.CountResponse{Count: d.items[req.TenantID]}, nil
+}
+
+// Delete removes one item every 50 ms, so tests can act in the middle.
+func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
+	var deleted int64
+	for {
+		d.mu.Lock()
+		left := d.items[req.TenantID]
+		if left > 0 {
+			d.items[req.TenantID] = left - 1
+			deleted++
+		}
+		d.mu.Unlock()
+		if left == 0 {
+			return &sdk.DeleteResponse{DeletedCount: deleted}, nil
+		}
+		progress(deleted)
+		select {
+		case <-ctx.Done():
+			return nil, sdk.PartialDeletion(deleted, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func main() {
+	d := &deleter{}
+	if d.mode("slow-start") {
+		time.Sleep(30 * time.Second)
+	}
+	if d.mode("protocol-2") {
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  sdk.Handshake,
+			VersionedPlugins: map[int]plugin.PluginSet{2: {sdk.KindTenantDeleter: &sdk.TenantDeleterPlugin{Impl: d}}},
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+		return
+	}
+	sdk.ServeTenantDeleter(d)
+}
