@@ -164,7 +164,9 @@ func (m *middleware) wrap(next http.Handler, localOnly bool) http.Handler {
 				message: "requests with an Origin header are refused: the admin API is not for browsers"})
 			return
 		}
-		if localOnly {
+		// Health and metrics say nothing secret and are also served on the
+		// TCP listener without credentials; the policy guards the API.
+		if localOnly && !isHealthPath(r.URL.Path) {
 			if ok, why := m.policy().allows(Peer(r.Context()), r.Method); !ok {
 				writeError(rec, r, scopeOf(r.URL.Path), &apiError{status: http.StatusForbidden, kind: "FORBIDDEN", message: why})
 				return
@@ -184,6 +186,10 @@ func (m *middleware) wrap(next http.Handler, localOnly bool) http.Handler {
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 		next.ServeHTTP(rec, r)
 	})
+}
+
+func isHealthPath(p string) bool {
+	return p == "/healthz" || p == "/readyz" || p == "/metrics"
 }
 
 func validHost(host string) bool {

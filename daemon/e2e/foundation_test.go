@@ -1,0 +1,360 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+type envelope struct {
+	Error struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id"`
+		Details   []any  `json:"details"`
+	} `json:"error"`
+}
+
+func decodeEnvelope(t *testing.T, body []byte) envelope {
+	t.Helper()
+	var e envelope
+	require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+	require.NotEmpty(t, e.Error.Code, "%s", body)
+	require.NotNil(t, e.Error.Details)
+	return e
+}
+
+func TestRepoConfigServesAndStopsCleanly(t *testing.T) {
+	// The repository's config.toml, as `make run` uses it, in a scratch
+	// directory (its relative paths are anchored at the file).
+	dir := testsvc.ShortTempDir(t)
+	repoCfg, err := os.ReadFile(filepath.Join(testsvc.RepoRoot(t), "config.toml"))
+	require.NoError(t, err)
+	cfgPath := filepath.Join(dir, "config.toml")
+	require.NoError(t, os.WriteFile(cfgPath, repoCfg, 0o600))
+	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{Dir: dir, Socket: filepath.Join(dir, "var", "lifecycled.sock")})
+	d.ConfigPath = cfgPath
+	d.Start()
+	d.WaitServing(30 * time.Second)
+
+	code, body := d.Do("GET", "/healthz", nil, nil)
+	require.Equal(t, 200, code, "%s", body)
+	code, body = d.Do("GET", "/readyz", nil, nil)
+	require.Equal(t, 200, code, "%s", body)
+	code, body = d.Do("GET", "/readyz?verbose", nil, nil)
+	require.Equal(t, 200, code)
+	require.Contains(t, string(body), `"state_store"`)
+	code, body = d.Do("GET", "/metrics", nil, nil)
+	require.Equal(t, 200, code)
+	require.Contains(t, string(body), "lifecycled_build_info{")
+
+	out, errOut, exit := d.CLI("status")
+	require.Equal(t, 0, exit, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out, "ready")
+	out, _, exit = d.CLI("--format", "json", "status")
+	require.Equal(t, 0, exit)
+	var st map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &st), "json prints the API body")
+	require.Equal(t, true, st["ready"])
+
+	fi, err := os.Stat(d.Socket)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o660), fi.Mode().Perm())
+	require.NotZero(t, fi.Mode()&os.ModeSocket)
+	dfi, err := os.Stat(filepath.Join(dir, "var"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o750), dfi.Mode().Perm(), "socket directory is 0750")
+
+	// The daemon's idle memory, for the record.
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.PID())); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmRSS") {
+				t.Logf("idle daemon %s", line)
+			}
+		}
+	}
+
+	d.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, d.Wait(30*time.Second), "SIGTERM drains and exits 0")
+	_, err = os.Lstat(d.Socket)
+	require.True(t, os.IsNotExist(err), "socket removed on exit")
+}
+
+func TestSecondDaemonOnTheSameSocketIsRefused(t *testing.T) {
+	a := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
+	b := testsvc.NewDaemon(t, testsvc.DaemonOptions{Socket: a.Socket})
+	b.Start()
+	require.NotEqual(t, 0, b.Wait(30*time.Second))
+	require.Contains(t, b.Logs(), "is lifecycled already running")
+	code, _ := a.Do("GET", "/healthz", nil, nil)
+	require.Equal(t, 200, code, "the first daemon keeps serving")
+	_, err := os.Lstat(a.Socket)
+	require.NoError(t, err, "the refused daemon did not remove the live socket")
+}
+
+func TestStaleSocketIsReplaced(t *testing.T) {
+	dir := testsvc.ShortTempDir(t)
+	sock := filepath.Join(dir, "admin.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	require.NoError(t, err)
+	l.SetUnlinkOnClose(false)
+	require.NoError(t, l.Close()) // a daemon that died: the file stays, nobody listens
+	_, err = os.Lstat(sock)
+	require.NoError(t, err)
+
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Dir: dir, Socket: sock})
+	code, _ := d.Do("GET", "/healthz", nil, nil)
+	require.Equal(t, 200, code)
+}
+
+func TestRegularFileAtSocketPathIsLeftAlone(t *testing.T) {
+	dir := testsvc.ShortTempDir(t)
+	sock := filepath.Join(dir, "admin.sock")
+	require.NoError(t, os.WriteFile(sock, []byte("important data"), 0o600))
+	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{Dir: dir, Socket: sock})
+	d.Start()
+	require.NotEqual(t, 0, d.Wait(30*time.Second))
+	require.Contains(t, d.Logs(), "is a regular file")
+	data, err := os.ReadFile(sock)
+	require.NoError(t, err)
+	require.Equal(t, "important data", string(data), "never unlinked")
+}
+
+func TestAuditLineNamesTheCaller(t *testing.T) {
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
+	code, body := d.Do("POST", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/deletion", nil, map[string]string{"X-Request-Id": "req_audit_test"})
+	require.Equal(t, 409, code, "no deleters configured: %s", body)
+	testsvc.Eventually(t, 5*time.Second, func() bool { return strings.Contains(d.Logs(), "req_audit_test") }, "audit line written")
+	var audit map[string]any
+	for _, line := range strings.Split(d.Logs(), "\n") {
+		if strings.Contains(line, `"audit"`) && strings.Contains(line, "req_audit_test") {
+			require.NoError(t, json.Unmarshal([]byte(line), &audit))
+		}
+	}
+	require.NotNil(t, audit, "audit line")
+	require.EqualValues(t, os.Getuid(), audit["uid"])
+	require.EqualValues(t, os.Getgid(), audit["gid"])
+	require.EqualValues(t, os.Getpid(), audit["pid"])
+	require.Equal(t, "POST", audit["method"])
+	require.EqualValues(t, 409, audit["status"])
+}
+
+func TestHostOriginAndEnvelope(t *testing.T) {
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
+	code, body := d.Do("GET", "/healthz", nil, map[string]string{"Host": "evil.example.com"})
+	require.Equal(t, 400, code)
+	require.Equal(t, "SYS_VALIDATION_ERROR", decodeEnvelope(t, body).Error.Code)
+
+	code, body = d.Do("GET", "/api/v1/status", nil, map[string]string{"Origin": "https://evil.example.com"})
+	require.Equal(t, 403, code)
+	require.Equal(t, "SYS_FORBIDDEN", decodeEnvelope(t, body).Error.Code)
+
+	// An empty Host (HTTP/1.1 allows it on a Unix socket) is accepted.
+	c, err := net.Dial("unix", d.Socket)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")
+	require.NoError(t, err)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "200")
+
+	// Unknown routes answer in the envelope, with the request id of the header.
+	code, body = d.Do("GET", "/api/v1/nothing-here", nil, map[string]string{"X-Request-Id": "req_mine_123"})
+	require.Equal(t, 404, code)
+	e := decodeEnvelope(t, body)
+	require.Equal(t, "SYS_NOT_FOUND", e.Error.Code)
+	require.Equal(t, "req_mine_123", e.Error.RequestID)
+
+	// Bodies are capped at 1 MiB.
+	big := make([]byte, 1<<20+1)
+	code, body = d.Do("POST", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/deletion", big, nil)
+	require.Equal(t, 413, code, "%s", body)
+	require.Equal(t, "SYS_TENANT_VALIDATION_ERROR", decodeEnvelope(t, body).Error.Code)
+}
+
+func TestAccessPolicyFromPeerCredentials(t *testing.T) {
+	uid := os.Getuid()
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("allow_uids = [%d]\nread_only_uids = [%d]", uid+4242, uid)})
+	code, body := d.Do("GET", "/api/v1/status", nil, nil)
+	require.Equal(t, 200, code, "read-only callers may GET: %s", body)
+	code, body = d.Do("POST", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/deletion", nil, nil)
+	require.Equal(t, 403, code)
+	e := decodeEnvelope(t, body)
+	require.Equal(t, "SYS_TENANT_FORBIDDEN", e.Error.Code)
+	require.Contains(t, e.Error.Message, "read-only")
+
+	other := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("allow_uids = [%d]", uid+4242)})
+	code, body = other.Do("GET", "/api/v1/status", nil, nil)
+	require.Equal(t, 403, code, "%s", body)
+	require.Contains(t, decodeEnvelope(t, body).Error.Message, "not in admin.allow_uids")
+}
+
+func TestMetricsListenerServesOnlyMetricsAndHealth(t *testing.T) {
+	port := testsvc.FreePort(t)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port)})
+	get := func(path string) int {
+		resp, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+		require.NoError(t, err)
+		return resp
+	}
+	require.Equal(t, 200, get("/metrics"))
+	require.Equal(t, 200, get("/healthz"))
+	require.Equal(t, 200, get("/readyz"))
+	require.Equal(t, 404, get("/api/v1/status"), "the API is only on the socket")
+	require.Equal(t, 404, get("/debug/pprof/"), "pprof is only on the socket")
+	code, _ := d.Do("GET", "/debug/pprof/", nil, nil)
+	require.Equal(t, 200, code)
+}
+
+func TestSdNotifyReadyReloadAndStopping(t *testing.T) {
+	dir := testsvc.ShortTempDir(t)
+	notify := filepath.Join(dir, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
+	require.NoError(t, err)
+	defer conn.Close()
+	msgs := make(chan string, 32)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, _, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	next := func(want string) string {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case m, ok := <-msgs:
+				require.True(t, ok)
+				if strings.Contains(m, want) {
+					return m
+				}
+			case <-timeout:
+				t.Fatalf("no %s notification", want)
+			}
+		}
+	}
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Dir: dir, Env: []string{"NOTIFY_SOCKET=" + notify}})
+	ready := next("READY=1")
+	require.Contains(t, ready, "STATUS=ready; 0/0 plugins running")
+
+	// Break the config and reload: refused, the old config keeps serving.
+	good, err := os.ReadFile(d.ConfigPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(d.ConfigPath, append(good, []byte("\nbogus_key = 1\n")...), 0o600))
+	d.Signal(syscall.SIGHUP)
+	reloading := next("RELOADING=1")
+	require.Contains(t, reloading, "MONOTONIC_USEC=")
+	next("READY=1")
+	testsvc.Eventually(t, 10*time.Second, func() bool { return strings.Contains(d.Logs(), "reload refused") }, "reload refused logged")
+	require.Contains(t, d.Logs(), "bogus_key")
+	code, _ := d.Do("GET", "/readyz", nil, nil)
+	require.Equal(t, 200, code, "still serving with the old config")
+
+	d.Signal(syscall.SIGTERM)
+	next("STOPPING=1")
+	require.Equal(t, 0, d.Wait(30*time.Second))
+}
+
+func TestInvalidConfigExitsWithExConfig(t *testing.T) {
+	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{Daemon: `shutdown_timeout = "soon"`})
+	d.Start()
+	require.Equal(t, 78, d.Wait(30*time.Second))
+	require.Contains(t, d.Logs(), "daemon.shutdown_timeout")
+	require.Contains(t, d.Logs(), "config.toml:")
+}
+
+func TestDaemonOnPostgresStateStore(t *testing.T) {
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: testsvc.PGDatabase(t)})
+	var st map[string]any
+	d.JSON("GET", "/api/v1/status", nil, 200, &st)
+	require.Equal(t, "postgres", st["state_store"].(map[string]any)["dialect"])
+}
+
+func runCLI(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testsvc.Binaries(t), "lifecycled"), args...)
+	cmd.Dir = dir
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestCLIConfigMigrateAndExitCodes(t *testing.T) {
+	dir := testsvc.ShortTempDir(t)
+	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{Dir: dir, Extra: "[[dlq_source]]\nname = \"kafka\"\nplugin = \"kafka\"\n[dlq_source.config]\nbrokers = [\"127.0.0.1:1\"]\nsasl_password = \"hunter2-secret\"\n"})
+
+	out, errOut, code := runCLI(t, dir, "config", "validate", "--config", d.ConfigPath)
+	require.Equal(t, 0, code, "%s %s", out, errOut)
+	out, _, code = runCLI(t, dir, "config", "dump", "--config", d.ConfigPath)
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, "hunter2-secret")
+	require.Contains(t, out, "REDACTED")
+	out, _, code = runCLI(t, dir, "config", "default")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "version = 1")
+
+	bad := filepath.Join(dir, "bad.toml")
+	require.NoError(t, os.WriteFile(bad, []byte("version = 1\n[retry]\njitter = \"lots\"\n"), 0o600))
+	_, errOut, code = runCLI(t, dir, "config", "validate", "--config", bad)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "bad.toml:3: retry.jitter")
+
+	out, _, code = runCLI(t, dir, "migrate", "status", "--config", d.ConfigPath)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "current version: 0")
+	out, _, code = runCLI(t, dir, "migrate", "up", "--config", d.ConfigPath)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "pending: none")
+
+	// Client exit codes: no daemon -> 1 with a hint; a server error -> 2.
+	_, errOut, code = runCLI(t, dir, "--addr", "unix://"+filepath.Join(dir, "nobody.sock"), "status")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "Is the daemon running?")
+	live := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
+	_, errOut, code = live.CLI("tenant", "count", "not-a-uuid")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "SYS_TENANT_VALIDATION_ERROR")
+	_, errOut, code = live.CLI("tenant", "delete", "550e8400-e29b-41d4-a716-446655440000")
+	require.Equal(t, 1, code, "no --yes and no terminal")
+	require.Contains(t, errOut, "--yes")
+	out, _, code = live.CLI("plugins", "checksum", filepath.Join(live.Bin, "lifecycled-plugin-redis"))
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^[0-9a-f]{64}  `, out)
+}
+
+func TestNewerSchemaStopsTheDaemon(t *testing.T) {
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
+	d.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, d.Wait(30*time.Second))
+	require.NoError(t, bumpSQLiteSchema(filepath.Join(d.Dir, "state.db"), 999))
+	d.Start()
+	require.NotEqual(t, 0, d.Wait(30*time.Second))
+	require.Contains(t, d.Logs(), "newer than this lifecycled binary")
+	require.Contains(t, d.Logs(), "version 999")
+}
