@@ -90,6 +90,9 @@ func classify(err error, scope Scope) *apiError {
 	switch {
 	case errors.As(err, &nre):
 		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: nre.Reason}
+	case errors.Is(err, dlq.ErrRepublishFailed):
+		// The broker refused the message: an upstream failure, not ours.
+		return &apiError{status: http.StatusBadGateway, kind: "REPUBLISH_FAILED", message: err.Error()}
 	case errors.Is(err, derrors.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, kind: "NOT_FOUND", message: err.Error()}
 	case errors.Is(err, derrors.ErrInvalid):

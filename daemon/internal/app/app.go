@@ -28,6 +28,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/logging"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/sdnotify"
@@ -76,6 +77,7 @@ func Run(ctx context.Context, o Options) error {
 		admin   *adminapi.Server
 		plugins *pluginhost.Host
 		st      store.Store
+		intake  *dlq.Intake
 	)
 	fxApp := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxLogger{l: log.Named("fx")} }),
@@ -89,7 +91,7 @@ func Run(ctx context.Context, o Options) error {
 			newAdminServer,
 		),
 		modules(),
-		fx.Populate(&admin, &plugins, &st),
+		fx.Populate(&admin, &plugins, &st, &intake),
 	)
 	if err := fxApp.Err(); err != nil {
 		return startupError(err)
@@ -130,6 +132,7 @@ loop:
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
 				reload(ctx, o.ConfigPath, holder, plugins, log, notifier)
+				intake.Sync()
 				continue
 			}
 			log.Info("signal received; draining", "signal", sig.String(), "shutdown_timeout", holder.Get().Daemon.ShutdownTimeout.String())

@@ -2,6 +2,7 @@ package app
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +11,8 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
@@ -22,14 +25,17 @@ import (
 func modules() fx.Option {
 	return fx.Options(
 		fx.Provide(
+			periodic.New,
 			newDeletion,
 			fx.Annotate(tenantRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			newDLQ,
+			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
 		),
 	)
 }
 
 func newDeletion(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
-	st store.Store, host *pluginhost.Host, id daemonID) *deletion.Service {
+	st store.Store, host *pluginhost.Host, id daemonID, pm *periodic.Metrics) *deletion.Service {
 	registry := deletion.NewRegistry(host, func() int { return holder.Get().Deletion.Concurrency })
 	runner := deletion.NewRunner(st, registry, string(id), func() deletion.RunnerConfig {
 		d := holder.Get().Deletion
@@ -39,11 +45,47 @@ func newDeletion(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg p
 			RetryPolicy:  retry.Policy{Initial: d.RetryInitialDelay.Duration, Multiplier: 2, Max: d.RetryMaxDelay.Duration, Jitter: retry.JitterEqual},
 			Verify:       d.Verify,
 		}
-	}, log, reg)
+	}, log, reg, pm)
 	lc.Append(fx.Hook{OnStart: runner.Start, OnStop: runner.Stop})
 	return deletion.NewService(st, registry, runner, func() string { return holder.Get().Daemon.TenantIDFormat })
 }
 
 func tenantRoutes(svc *deletion.Service) func(*http.ServeMux) {
 	return adminapi.TenantRoutes(svc)
+}
+
+func dlqPolicy(holder *config.Holder) func() dlq.Policy {
+	return func() dlq.Policy {
+		r := holder.Get().Retry
+		return dlq.Policy{
+			AutoRetry:  r.Enabled,
+			MaxRetries: r.MaxRetries,
+			Backoff:    retry.Policy{Initial: r.InitialDelay.Duration, Multiplier: r.Multiplier, Max: r.MaxDelay.Duration, Jitter: retry.Jitter(r.Jitter)},
+			Lease:      r.Lease.Duration,
+		}
+	}
+}
+
+// dlqParts are the dead-letter manager's pieces; the intake is reloaded on
+// SIGHUP when sources change.
+type dlqParts struct {
+	fx.Out
+	Service *dlq.Service
+	Intake  *dlq.Intake
+}
+
+func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
+	st store.Store, host *pluginhost.Host, id daemonID, pm *periodic.Metrics) dlqParts {
+	metrics := dlq.NewMetrics(reg, st, pm)
+	policy := dlqPolicy(holder)
+	svc := dlq.NewService(st, host, policy, string(id), log, metrics)
+	intake := dlq.NewIntake(st, host, policy, dlq.IntakeConfig{}, log, metrics)
+	loop := dlq.NewRetryLoop(svc, func() time.Duration { return holder.Get().Retry.PollInterval.Duration })
+	lc.Append(fx.Hook{OnStart: intake.Start, OnStop: intake.Stop})
+	lc.Append(fx.Hook{OnStart: loop.Start, OnStop: loop.Stop})
+	return dlqParts{Service: svc, Intake: intake}
+}
+
+func dlqRoutes(svc *dlq.Service) func(*http.ServeMux) {
+	return adminapi.DLQRoutes(svc)
 }

@@ -296,4 +296,3 @@ func tenantStatusCmd(g *globals) *cobra.Command {
 		},
 	}
 }
-

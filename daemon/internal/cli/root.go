@@ -133,6 +133,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		statusCmd(g),
 		pluginsCmd(g),
 		tenantCmd(g),
+		dlqCmd(g),
 	)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -3,11 +3,9 @@ package deletion
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	deleted     *prometheus.CounterVec
-	failures    *prometheus.CounterVec
-	jobs        *prometheus.CounterVec
-	lastSuccess prometheus.Gauge
-	interval    prometheus.Gauge
+	deleted  *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	jobs     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -24,19 +22,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "lifecycled_deletion_attempts_total",
 			Help: "Finished deletion job attempts by resulting job status.",
 		}, []string{"status"}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name:        "lifecycled_periodic_last_success_timestamp_seconds",
-			Help:        "When a periodic job last completed a pass without error.",
-			ConstLabels: prometheus.Labels{"job": "deletion"},
-		}),
-		interval: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name:        "lifecycled_periodic_interval_seconds",
-			Help:        "How often a periodic job runs.",
-			ConstLabels: prometheus.Labels{"job": "deletion"},
-		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.deleted, m.failures, m.jobs, m.lastSuccess, m.interval)
+		reg.MustRegister(m.deleted, m.failures, m.jobs)
 	}
 	return m
 }

@@ -69,7 +69,7 @@ func (m *memDeleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progres
 }
 
 type memDeleters struct {
-	names []string
+	names  []string
 	byName map[string]*memDeleter
 }
 

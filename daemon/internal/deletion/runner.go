@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 )
 
@@ -29,13 +30,14 @@ type RunnerConfig struct {
 // runners (daemons) may share one PostgreSQL store: a job is leased by one
 // runner at a time, and a dead runner's job is taken over when its lease ends.
 type Runner struct {
-	store   JobStore
-	reg     *Registry
-	owner   string
-	cfg     func() RunnerConfig
-	log     hclog.Logger
-	metrics *metrics
-	now     func() time.Time
+	store    JobStore
+	reg      *Registry
+	owner    string
+	cfg      func() RunnerConfig
+	log      hclog.Logger
+	metrics  *metrics
+	periodic *periodic.Metrics
+	now      func() time.Time
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -44,10 +46,11 @@ type Runner struct {
 }
 
 // NewRunner returns a runner; owner names this daemon in leases.
-func NewRunner(store JobStore, reg *Registry, owner string, cfg func() RunnerConfig, log hclog.Logger, reg2 prometheus.Registerer) *Runner {
+// promReg and p may be nil (no metrics).
+func NewRunner(store JobStore, reg *Registry, owner string, cfg func() RunnerConfig, log hclog.Logger, promReg prometheus.Registerer, p *periodic.Metrics) *Runner {
 	return &Runner{
 		store: store, reg: reg, owner: owner, cfg: cfg, log: log.Named("deletion"),
-		metrics: newMetrics(reg2), now: time.Now, kick: make(chan struct{}, 1),
+		metrics: newMetrics(promReg), periodic: p, now: time.Now, kick: make(chan struct{}, 1),
 	}
 }
 
@@ -90,9 +93,8 @@ func (r *Runner) loop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("deletion pass failed", "error", err)
 		} else if err == nil {
-			r.metrics.lastSuccess.SetToCurrentTime()
+			r.periodic.Success("deletion", r.cfg().PollInterval)
 		}
-		r.metrics.interval.Set(r.cfg().PollInterval.Seconds())
 		if ran {
 			continue // there may be more due work
 		}

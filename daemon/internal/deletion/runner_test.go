@@ -39,7 +39,7 @@ func openSQLite(t *testing.T) store.Store {
 
 func startRunner(t *testing.T, st deletion.JobStore, src deletion.Deleters, owner string) (*deletion.Runner, *deletion.Service) {
 	reg := deletion.NewRegistry(src, func() int { return 4 })
-	r := deletion.NewRunner(st, reg, owner, runnerConfig, hclog.NewNullLogger(), nil)
+	r := deletion.NewRunner(st, reg, owner, runnerConfig, hclog.NewNullLogger(), nil, nil)
 	require.NoError(t, r.Start(context.Background()))
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
 	return r, deletion.NewService(st, reg, r, func() string { return "uuid" })

@@ -1,0 +1,168 @@
+package adminapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/migrations"
+)
+
+// newHandler is the admin API of a daemon with an embedded store and no
+// plugins, served in-process.
+func newHandler(t testing.TB) http.Handler {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, migrations.SQLite, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := config.Defaults()
+	log := hclog.NewNullLogger()
+	host := pluginhost.New(&cfg, log, nil)
+	svc := dlq.NewService(st, host, func() dlq.Policy { return dlq.Policy{MaxRetries: 3, Lease: time.Minute} }, "test", log,
+		dlq.NewMetrics(nil, st, nil))
+	reg := deletion.NewRegistry(host, func() int { return 1 })
+	tenants := deletion.NewService(st, reg, nil, func() string { return "uuid" })
+	srv := adminapi.New(adminapi.Options{
+		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
+		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.TenantRoutes(tenants)},
+	})
+	return srv.Handler()
+}
+
+func do(h http.Handler, method, target string) (int, map[string]any) {
+	req := httptest.NewRequest(method, "http://localhost"+target, nil)
+	if strings.Contains(target, "%") || strings.Contains(target, "..") {
+		// Keep the raw path as a client would send it.
+		req.URL, _ = url.Parse("http://localhost" + target)
+		req.RequestURI = target
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var body map[string]any
+	_ = json.Unmarshal(rec.Body.Bytes(), &body)
+	return rec.Code, body
+}
+
+func code(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func TestDLQBadInputIs400WithTheDocumentedCode(t *testing.T) {
+	h := newHandler(t)
+	long := strings.Repeat("a", 300)
+	cases := map[string]struct{ method, path string }{
+		"non-uuid id":             {"GET", "/api/v1/dlq/messages/not-a-uuid"},
+		"uuid without dashes":     {"GET", "/api/v1/dlq/messages/550e8400e29b41d4a716446655440000"},
+		"retry non-uuid":          {"POST", "/api/v1/dlq/messages/123/retry"},
+		"delete non-uuid":         {"DELETE", "/api/v1/dlq/messages/'%20OR%201=1"},
+		"page 0":                  {"GET", "/api/v1/dlq/orders.dlq.v1?page=0"},
+		"negative page":           {"GET", "/api/v1/dlq/orders.dlq.v1?page=-1"},
+		"page_size 0":             {"GET", "/api/v1/dlq/orders.dlq.v1?page_size=0"},
+		"page_size 1001":          {"GET", "/api/v1/dlq/orders.dlq.v1?page_size=1001"},
+		"non-numeric page":        {"GET", "/api/v1/dlq/orders.dlq.v1?page=two"},
+		"huge page":               {"GET", "/api/v1/dlq/orders.dlq.v1?page=99999999999999999999"},
+		"repeated page":           {"GET", "/api/v1/dlq/orders.dlq.v1?page=1&page=2"},
+		"unknown status":          {"GET", "/api/v1/dlq/orders.dlq.v1?status=LOST"},
+		"topic with slash":        {"GET", "/api/v1/dlq/orders/dlq"},
+		"topic with encoded slash": {"GET", "/api/v1/dlq/orders%2Fdlq"},
+		"topic with percent":      {"GET", "/api/v1/dlq/orders%25dlq"},
+		"topic dot dot":           {"GET", "/api/v1/dlq/.."},
+		"topic encoded dot dot":   {"GET", "/api/v1/dlq/%2e%2e"},
+		"retry-all dot dot":       {"POST", "/api/v1/dlq/../retry-all"},
+		"topic 300 chars":         {"GET", "/api/v1/dlq/" + long},
+		"retry-all 300 chars":     {"POST", "/api/v1/dlq/" + long + "/retry-all"},
+		"retry-all bad topic":     {"POST", "/api/v1/dlq/a%20b/retry-all"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			status, body := do(h, tc.method, tc.path)
+			require.Equal(t, 400, status, "%v", body)
+			require.Equal(t, "SYS_DLQ_VALIDATION_ERROR", code(body), "%v", body)
+			require.NotEmpty(t, body["error"].(map[string]any)["request_id"])
+		})
+	}
+}
+
+func TestTenantBadInputIs400(t *testing.T) {
+	h := newHandler(t)
+	for _, p := range []string{"not-a-uuid", "*", "%27%20OR%20%271%27%3D%271", "550e8400-e29b-41d4-a716-44665544000%3F", strings.Repeat("a", 10*1024)} {
+		for _, r := range []struct{ m, suffix string }{{"GET", "/counts"}, {"POST", "/deletion"}, {"GET", "/deletion"}} {
+			status, body := do(h, r.m, "/api/v1/tenants/"+p+r.suffix)
+			require.Equal(t, 400, status, "%s %s: %v", r.m, p, body)
+			require.Equal(t, "SYS_TENANT_VALIDATION_ERROR", code(body))
+		}
+	}
+}
+
+func TestDLQHappyPathsWithoutSources(t *testing.T) {
+	h := newHandler(t)
+	status, body := do(h, "GET", "/api/v1/dlq/orders.dlq.v1")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"total_count": 0.0, "page": 1.0, "page_size": 20.0, "has_next": false}, body["pagination"])
+	require.Equal(t, []any{}, body["messages"])
+	status, body = do(h, "GET", "/api/v1/dlq/messages/550e8400-e29b-41d4-a716-446655440000")
+	require.Equal(t, 404, status)
+	require.Equal(t, "SYS_DLQ_NOT_FOUND", code(body))
+	require.Equal(t, "dlq message not found: 550e8400-e29b-41d4-a716-446655440000", body["error"].(map[string]any)["message"])
+	status, body = do(h, "POST", "/api/v1/dlq/messages/550e8400-e29b-41d4-a716-446655440000/retry")
+	require.Equal(t, 404, status)
+	require.Equal(t, "SYS_DLQ_NOT_FOUND", code(body))
+	status, body = do(h, "POST", "/api/v1/dlq/orders.dlq.v1/retry-all")
+	require.Equal(t, 200, status)
+	require.Equal(t, 0.0, body["retried"])
+	require.Equal(t, "0 messages retried in topic orders.dlq.v1", body["message"])
+	status, body = do(h, "GET", "/api/v1/dlq")
+	require.Equal(t, 200, status)
+	require.Equal(t, []any{}, body["topics"])
+}
+
+func FuzzRouteParams(f *testing.F) {
+	f.Add("orders.dlq.v1", "page=1&page_size=20&status=PENDING", "550e8400-e29b-41d4-a716-446655440000")
+	f.Add("..", "page=0", "x")
+	f.Add("a%2Fb", "page_size=1001&status=", "%00")
+	h := newHandler(f)
+	f.Fuzz(func(t *testing.T, topic, query, id string) {
+		for _, r := range []struct{ m, p string }{
+			{"GET", "/api/v1/dlq/" + url.PathEscape(topic) + "?" + query},
+			{"POST", "/api/v1/dlq/" + url.PathEscape(topic) + "/retry-all"},
+			{"GET", "/api/v1/dlq/messages/" + url.PathEscape(id)},
+			{"DELETE", "/api/v1/dlq/messages/" + url.PathEscape(id)},
+			{"GET", "/api/v1/tenants/" + url.PathEscape(id) + "/counts"},
+		} {
+			if _, err := url.Parse("http://localhost" + r.p); err != nil {
+				continue
+			}
+			status, body := do(h, r.m, r.p)
+			if status >= 500 {
+				t.Fatalf("%s %s: %d %v", r.m, r.p, status, body)
+			}
+			if status >= 400 && code(body) == "" {
+				t.Fatalf("%s %s: %d without the envelope", r.m, r.p, status)
+			}
+		}
+	})
+	_ = fmt.Sprint
+}

@@ -1,0 +1,101 @@
+package adminapi
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// Route and query parsing for the DLQ routes. Everything that comes from
+// the URL is checked here, before any store or plugin is called, and bad
+// input is a 400 with the field that was wrong.
+
+const (
+	defaultPageSize = 20
+	maxPageSize     = 1000
+	maxPage         = 1_000_000
+)
+
+// parseID accepts only the canonical 36-character UUID form.
+func parseID(s string) (uuid.UUID, error) {
+	if len(s) != 36 {
+		return uuid.Nil, invalidField("id", "invalid message id: %s (want a UUID)", truncate(s))
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, invalidField("id", "invalid message id: %s (want a UUID)", truncate(s))
+	}
+	return id, nil
+}
+
+func parseTopic(s string) (string, error) {
+	if err := dlq.ValidTopic(s); err != nil {
+		return "", invalidField("topic", "%s", strings.TrimPrefix(err.Error(), "invalid input: "))
+	}
+	return s, nil
+}
+
+// listQuery is the parsed query of GET /api/v1/dlq/{topic}.
+type listQuery struct {
+	Page, PageSize int
+	Status         dlq.Status
+}
+
+func parseListQuery(q url.Values) (listQuery, error) {
+	out := listQuery{Page: 1, PageSize: defaultPageSize}
+	one := func(name string) (string, bool, error) {
+		v, ok := q[name]
+		if !ok {
+			return "", false, nil
+		}
+		if len(v) != 1 {
+			return "", false, invalidField(name, "given %d times", len(v))
+		}
+		return v[0], true, nil
+	}
+	num := func(name string, min, max int) (int, bool, error) {
+		v, ok, err := one(name)
+		if err != nil || !ok {
+			return 0, ok, err
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, false, invalidField(name, "%q is not a number", truncate(v))
+		}
+		if n < min || n > max {
+			return 0, false, invalidField(name, "must be between %d and %d; got %d", min, max, n)
+		}
+		return n, true, nil
+	}
+	if n, ok, err := num("page", 1, maxPage); err != nil {
+		return out, err
+	} else if ok {
+		out.Page = n
+	}
+	if n, ok, err := num("page_size", 1, maxPageSize); err != nil {
+		return out, err
+	} else if ok {
+		out.PageSize = n
+	}
+	if v, ok, err := one("status"); err != nil {
+		return out, err
+	} else if ok && v != "" {
+		st, err := dlq.ParseStatus(strings.ToUpper(v))
+		if err != nil {
+			return out, invalidField("status", "unknown status %q: must be PENDING, RETRYING, RESOLVED or DEAD", truncate(v))
+		}
+		out.Status = st
+	}
+	return out, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}

@@ -1,0 +1,276 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+func dlqCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "dlq", Short: "Inspect, retry and delete dead letters"}
+	cmd.AddCommand(dlqTopicsCmd(g), dlqListCmd(g), dlqGetCmd(g), dlqRetryCmd(g), dlqDeleteCmd(g), dlqRetryAllCmd(g))
+	return cmd
+}
+
+func dlqTopicsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "topics",
+		Short: "List DLQ topics with message counts per status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(30 * time.Second)
+			defer cancel()
+			var body struct {
+				Topics []adminapi.TopicJSON `json:"topics"`
+			}
+			raw, err := c.getJSON(ctx, "/api/v1/dlq", &body)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			if len(body.Topics) == 0 {
+				fmt.Fprintln(g.stdout, "no dead letters")
+				return nil
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(w, "TOPIC\tPENDING\tRETRYING\tRESOLVED\tDEAD\tOLDEST PENDING")
+			for _, t := range body.Topics {
+				oldest := "-"
+				if t.OldestPendingAt != nil {
+					oldest = *t.OldestPendingAt
+				}
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Topic, t.Counts["PENDING"], t.Counts["RETRYING"], t.Counts["RESOLVED"], t.Counts["DEAD"], oldest)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func dlqListCmd(g *globals) *cobra.Command {
+	var (
+		page, pageSize int
+		status         string
+	)
+	cmd := &cobra.Command{
+		Use:   "list TOPIC",
+		Short: "List a topic's dead letters, newest first (TOPIC is the DLQ topic or the original topic)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			q.Set("page", strconv.Itoa(page))
+			q.Set("page_size", strconv.Itoa(pageSize))
+			if status != "" {
+				q.Set("status", status)
+			}
+			ctx, cancel := withTimeout(30 * time.Second)
+			defer cancel()
+			var body adminapi.ListBody
+			raw, err := c.getJSON(ctx, "/api/v1/dlq/"+escape(args[0])+"?"+q.Encode(), &body)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSTATUS\tRETRIES\tORIGINAL TOPIC\tCREATED\tERROR")
+			for _, m := range body.Messages {
+				fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", m.ID, m.Status, m.RetryCount, m.MaxRetries, m.OriginalTopic, m.CreatedAt, oneLine(m.ErrorMessage))
+			}
+			w.Flush()
+			p := body.Pagination
+			more := ""
+			if p.HasNext {
+				more = fmt.Sprintf("; next: --page %d", p.Page+1)
+			}
+			fmt.Fprintf(g.stderr, "page %d (%d per page) of %d messages%s\n", p.Page, p.PageSize, p.TotalCount, more)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&page, "page", 1, "page number, from 1")
+	cmd.Flags().IntVar(&pageSize, "page-size", 20, "messages per page (1-1000)")
+	cmd.Flags().StringVar(&status, "status", "", "only PENDING, RETRYING, RESOLVED or DEAD")
+	return cmd
+}
+
+func parseIDArg(s string) (string, error) {
+	if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
+		return "", usageErrorf("%q is not a message id (a UUID)", s)
+	}
+	return s, nil
+}
+
+func dlqGetCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one dead letter with its payload and headers",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseIDArg(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(30 * time.Second)
+			defer cancel()
+			var m dlq.JSON
+			raw, err := c.getJSON(ctx, "/api/v1/dlq/messages/"+id, &m)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+			fmt.Fprintf(w, "id\t%s\nstatus\t%s\nretries\t%d/%d\ntopic\t%s (partition %d, offset %d, source %s)\noriginal topic\t%s\nerror\t%s\ncreated\t%s\nupdated\t%s\n",
+				m.ID, m.Status, m.RetryCount, m.MaxRetries, m.Topic, m.Partition, m.Offset, m.Source, m.OriginalTopic, m.ErrorMessage, m.CreatedAt, m.UpdatedAt)
+			if m.LastRetryAt != nil {
+				fmt.Fprintf(w, "last retry\t%s\n", *m.LastRetryAt)
+			}
+			if m.NextRetryAt != nil {
+				fmt.Fprintf(w, "next retry\t%s\n", *m.NextRetryAt)
+			}
+			if m.Key != nil {
+				fmt.Fprintf(w, "key\t%s\n", *m.Key)
+			}
+			for _, h := range m.Headers {
+				v := "(binary, base64) "
+				if h.Value != nil {
+					v = *h.Value
+				} else if h.ValueBase64 != nil {
+					v += *h.ValueBase64
+				}
+				fmt.Fprintf(w, "header\t%s: %s\n", h.Key, oneLine(v))
+			}
+			w.Flush()
+			if m.PayloadBase64 != nil {
+				fmt.Fprintf(g.stdout, "payload (not JSON, base64):\n%s\n", *m.PayloadBase64)
+			} else {
+				var pretty any
+				_ = json.Unmarshal(m.Payload, &pretty)
+				b, _ := json.MarshalIndent(pretty, "", "  ")
+				fmt.Fprintf(g.stdout, "payload:\n%s\n", b)
+			}
+			return nil
+		},
+	}
+}
+
+func dlqMutation(g *globals, method, path string) (map[string]any, []byte, error) {
+	c, err := g.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := withTimeout(10 * time.Minute)
+	defer cancel()
+	headers := map[string]string{}
+	if method == "POST" {
+		headers["Idempotency-Key"] = "cli-" + uuid.NewString()
+	}
+	raw, _, err := c.do(ctx, method, path, nil, headers)
+	if err != nil {
+		return nil, raw, err
+	}
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	return body, raw, nil
+}
+
+func dlqRetryCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "retry ID",
+		Short: "Republish one dead letter to its original topic now",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseIDArg(args[0])
+			if err != nil {
+				return err
+			}
+			body, raw, err := dlqMutation(g, "POST", "/api/v1/dlq/messages/"+id+"/retry")
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body["status"], body["message"])
+			return nil
+		},
+	}
+}
+
+func dlqDeleteCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete one dead letter",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseIDArg(args[0])
+			if err != nil {
+				return err
+			}
+			body, raw, err := dlqMutation(g, "DELETE", "/api/v1/dlq/messages/"+id)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			fmt.Fprintln(g.stdout, body["message"])
+			return nil
+		},
+	}
+}
+
+func dlqRetryAllCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "retry-all TOPIC",
+		Short: "Republish every retryable dead letter of a topic",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body, raw, err := dlqMutation(g, "POST", "/api/v1/dlq/"+escape(args[0])+"/retry-all")
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			fmt.Fprintln(g.stdout, body["message"])
+			if f, _ := body["failed"].(float64); f > 0 {
+				fmt.Fprintf(g.stderr, "%v refused by the broker (counted as failed attempts)\n", f)
+			}
+			if u, _ := body["unavailable"].(float64); u > 0 {
+				fmt.Fprintf(g.stderr, "%v not attempted: source unavailable (still PENDING)\n", u)
+			}
+			return nil
+		},
+	}
+}

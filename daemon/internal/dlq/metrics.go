@@ -1,0 +1,109 @@
+package dlq
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+)
+
+type job string
+
+const (
+	jobIntake job = "dlq_intake"
+	jobRetry  job = "dlq_retry"
+)
+
+// Metrics are the dead-letter manager's Prometheus metrics. Depth and age
+// come from the store at scrape time (cached briefly), so they are right on
+// every daemon sharing a store.
+type Metrics struct {
+	ingested   *prometheus.CounterVec
+	duplicates *prometheus.CounterVec
+	returned   *prometheus.CounterVec
+	retries    *prometheus.CounterVec
+	dead       prometheus.Counter
+	periodic   *periodic.Metrics
+	depth      *depthCollector
+}
+
+// NewMetrics registers the metrics; store feeds the depth gauges.
+func NewMetrics(reg prometheus.Registerer, store Store, p *periodic.Metrics) *Metrics {
+	m := &Metrics{
+		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_ingested_total", Help: "Dead letters taken in and stored (new records).",
+		}, []string{"source"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_duplicates_total", Help: "Dead letters delivered again by their source and not stored twice.",
+		}, []string{"source"}),
+		returned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_returned_total", Help: "Replayed messages that failed again and came back (x-dlq-id).",
+		}, []string{"source"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_retries_total", Help: "Republish attempts by outcome (resolved, failed, dead, unavailable) and trigger (manual, retry_all, auto).",
+		}, []string{"outcome", "trigger"}),
+		dead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_dead_by_return_total", Help: "Messages declared DEAD because they came back after their last retry.",
+		}),
+		periodic: p,
+		depth:    &depthCollector{store: store},
+	}
+	m.depth.init()
+	if reg != nil {
+		reg.MustRegister(m.ingested, m.duplicates, m.returned, m.retries, m.dead, m.depth)
+	}
+	for _, o := range []string{"resolved", "failed", "dead", "unavailable"} {
+		for _, t := range []Trigger{TriggerManual, TriggerRetryAll, TriggerAuto} {
+			m.retries.WithLabelValues(o, string(t))
+		}
+	}
+	return m
+}
+
+// markSuccess records a successful pass; the intake "runs" once per fetch wait.
+func (m *Metrics) markSuccess(j job, interval time.Duration) { m.periodic.Success(string(j), interval) }
+
+type depthCollector struct {
+	store  Store
+	mu     sync.Mutex
+	at     time.Time
+	cached []TopicSummary
+	depth  *prometheus.Desc
+	age    *prometheus.Desc
+}
+
+func (d *depthCollector) init() {
+	d.depth = prometheus.NewDesc("lifecycled_dlq_messages", "Dead letters by DLQ topic and status.", []string{"topic", "status"}, nil)
+	d.age = prometheus.NewDesc("lifecycled_dlq_oldest_pending_age_seconds", "Age of the oldest PENDING dead letter per DLQ topic (0 when none).", []string{"topic"}, nil)
+}
+
+func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- d.depth
+	ch <- d.age
+}
+
+func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
+	d.mu.Lock()
+	if time.Since(d.at) > 5*time.Second {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if topics, err := d.store.DLQTopics(ctx); err == nil {
+			d.cached, d.at = topics, time.Now()
+		}
+		cancel()
+	}
+	topics := d.cached
+	d.mu.Unlock()
+	for _, t := range topics {
+		for _, s := range Statuses {
+			ch <- prometheus.MustNewConstMetric(d.depth, prometheus.GaugeValue, float64(t.Counts[s]), t.Topic, string(s))
+		}
+		age := 0.0
+		if t.OldestPendingAt != nil {
+			age = time.Since(*t.OldestPendingAt).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(d.age, prometheus.GaugeValue, age, t.Topic)
+	}
+}

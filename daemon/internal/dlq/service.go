@@ -1,0 +1,322 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/retry"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// Sources is where the manager finds the plugins that took messages in and
+// can republish them (the plugin host).
+type Sources interface {
+	SourceNames() []string
+	Source(name string) (sdk.DLQSource, error)
+	Running(name string) bool
+}
+
+// Policy is the retry policy, read at every use so a reload applies at once.
+type Policy struct {
+	AutoRetry  bool
+	MaxRetries int
+	Backoff    retry.Policy
+	Lease      time.Duration
+}
+
+// Trigger says who asked for a retry, for metrics.
+type Trigger string
+
+// Triggers.
+const (
+	TriggerManual   Trigger = "manual"
+	TriggerRetryAll Trigger = "retry_all"
+	TriggerAuto     Trigger = "auto"
+)
+
+// ErrRepublishFailed means the broker refused the message itself (too large,
+// rejected topic): the attempt counted against max_retries.
+var ErrRepublishFailed = errors.New("republish failed")
+
+// Service is the dead-letter manager's API.
+type Service struct {
+	store   Store
+	sources Sources
+	policy  func() Policy
+	owner   string
+	log     hclog.Logger
+	metrics *Metrics
+	now     func() time.Time
+}
+
+// NewService returns the manager. owner names this daemon in leases.
+func NewService(store Store, sources Sources, policy func() Policy, owner string, log hclog.Logger, m *Metrics) *Service {
+	return &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m, now: time.Now}
+}
+
+// List returns a page of a topic's messages, newest first.
+func (s *Service) List(ctx context.Context, f ListFilter) ([]Message, int64, error) {
+	return s.store.ListDLQ(ctx, f)
+}
+
+// Get returns one message.
+func (s *Service) Get(ctx context.Context, id uuid.UUID) (*Message, error) {
+	return s.store.GetDLQ(ctx, id)
+}
+
+// Delete removes one message.
+func (s *Service) Delete(ctx context.Context, id uuid.UUID) error { return s.store.DeleteDLQ(ctx, id) }
+
+// Topics summarises every DLQ topic.
+func (s *Service) Topics(ctx context.Context) ([]TopicSummary, error) { return s.store.DLQTopics(ctx) }
+
+// Retry republishes one message now. It returns the resolved message; a
+// *NotRetryableError (409); derrors.ErrUnavailable when no source can
+// republish it (the message stays PENDING, nothing counted, 503); or
+// ErrRepublishFailed when the broker refused it (counted).
+func (s *Service) Retry(ctx context.Context, id uuid.UUID) (*Message, error) {
+	cur, err := s.store.GetDLQ(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !cur.IsRetryable() {
+		return nil, &NotRetryableError{Message: cur, Reason: cur.NotRetryableReason()}
+	}
+	// Check the source before claiming, so an unavailable source leaves the
+	// message exactly as it was.
+	if _, err := s.source(cur.Position.Source); err != nil {
+		return nil, err
+	}
+	pol := s.policy()
+	now := s.now()
+	m, err := s.store.ClaimDLQ(ctx, id, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
+	if err != nil {
+		return nil, err
+	}
+	outcomes, err := s.republish(ctx, []Message{*m}, TriggerManual)
+	if err != nil {
+		return nil, err
+	}
+	o := outcomes[0]
+	switch {
+	case o.Acked:
+		m.Status = StatusResolved
+		return m, nil
+	case !o.Counted:
+		return nil, fmt.Errorf("%w: %s; the message stays PENDING", derrors.ErrUnavailable, o.Error)
+	default:
+		after, _ := s.store.GetDLQ(ctx, id)
+		state := ""
+		if after != nil {
+			state = fmt.Sprintf("; now status=%s, retry_count=%d/%d", after.Status, after.RetryCount, after.MaxRetries)
+		}
+		return nil, fmt.Errorf("%w: %s%s", ErrRepublishFailed, o.Error, state)
+	}
+}
+
+// source returns the named source if it can republish now.
+func (s *Service) source(name string) (sdk.DLQSource, error) {
+	src, err := s.sources.Source(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no source can republish: source %q is not configured", derrors.ErrUnavailable, name)
+	}
+	if !s.sources.Running(name) {
+		return nil, fmt.Errorf("%w: no source can republish: source %q is not running", derrors.ErrUnavailable, name)
+	}
+	return src, nil
+}
+
+// republish sends claimed messages through their sources and records the
+// outcomes. A message is RESOLVED only when its source reports the broker's
+// acknowledgement.
+func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger) ([]Outcome, error) {
+	pol := s.policy()
+	outcomes := make([]Outcome, len(msgs))
+	bySource := map[string][]int{}
+	for i, m := range msgs {
+		bySource[m.Position.Source] = append(bySource[m.Position.Source], i)
+	}
+	for name, idx := range bySource {
+		src, err := s.source(name)
+		var resp *sdk.RepublishResponse
+		if err == nil {
+			req := &sdk.RepublishRequest{Messages: make([]sdk.RepublishMessage, len(idx))}
+			for j, i := range idx {
+				m := &msgs[i]
+				req.Messages[j] = sdk.RepublishMessage{ID: m.ID.String(), Topic: m.OriginalTopic, Key: m.Key, Headers: RepublishHeaders(m), Value: m.Payload}
+			}
+			resp, err = src.Republish(ctx, req)
+			if err == nil && len(resp.Results) != len(idx) {
+				err = fmt.Errorf("source %s answered %d results for %d messages", name, len(resp.Results), len(idx))
+			}
+		}
+		for j, i := range idx {
+			m := &msgs[i]
+			o := Outcome{ID: m.ID}
+			switch {
+			case err != nil:
+				// The source could not try: not the message's fault.
+				o.Error = err.Error()
+				o.NextRetryAt = s.nextRetry(pol, m.RetryCount)
+			case resp.Results[j].Acked:
+				o.Acked = true
+			case retry.Classify(resp.Results[j].Err).Retry:
+				o.Error = resp.Results[j].Err.Error()
+				o.NextRetryAt = s.nextRetry(pol, m.RetryCount)
+			default:
+				o.Counted = true
+				o.Error = resp.Results[j].Err.Error()
+				o.NextRetryAt = s.nextRetry(pol, m.RetryCount+1)
+			}
+			outcomes[i] = o
+		}
+	}
+	// Record with a context of its own: a cancelled request must not leave
+	// acknowledged messages looking unresolved until their lease ends.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.store.FinishDLQ(wctx, s.owner, s.now(), pol.MaxRetries, outcomes); err != nil {
+		return nil, fmt.Errorf("record retry outcomes: %w", err)
+	}
+	for i, o := range outcomes {
+		outcome := "resolved"
+		switch {
+		case o.Acked:
+		case o.Counted && msgs[i].RetryCount+1 >= msgs[i].MaxRetries:
+			outcome = "dead"
+		case o.Counted:
+			outcome = "failed"
+		default:
+			outcome = "unavailable"
+		}
+		s.metrics.retries.WithLabelValues(outcome, string(trigger)).Inc()
+		if outcome != "resolved" {
+			s.log.Warn("retry did not resolve", "id", o.ID.String(), "outcome", outcome, "error", o.Error, "trigger", trigger)
+		}
+	}
+	return outcomes, nil
+}
+
+func (s *Service) nextRetry(pol Policy, attempt int) *time.Time {
+	if !pol.AutoRetry {
+		return nil
+	}
+	t := s.now().Add(pol.Backoff.Delay(attempt))
+	return &t
+}
+
+// RetryAllResult is what POST /api/v1/dlq/{topic}/retry-all reports.
+type RetryAllResult struct {
+	Retried     int // acknowledged by the broker: RESOLVED
+	Failed      int // refused by the broker: counted
+	Unavailable int // not attempted: source unavailable; still PENDING
+}
+
+// retryAllPage is the seed's page size; pages are claimed ahead while the
+// previous one is being republished.
+const retryAllPage = 100
+
+// RetryAll walks a topic in creation order, 100 messages at a time, and
+// republishes every retryable one. Messages that are not retryable are
+// skipped; a failed one is not retried again within the same call.
+func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, error) {
+	var res RetryAllResult
+	pol := s.policy()
+	type page struct {
+		msgs []Message
+		err  error
+	}
+	pages := make(chan page, 2)
+	claimCtx, stopClaiming := context.WithCancel(ctx)
+	defer stopClaiming()
+	go func() {
+		defer close(pages)
+		var cursor *Cursor
+		for {
+			now := s.now()
+			msgs, err := s.store.ClaimDLQTopic(claimCtx, topic, cursor, retryAllPage, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
+			if err != nil || len(msgs) == 0 {
+				if err != nil && claimCtx.Err() == nil {
+					pages <- page{err: err}
+				}
+				return
+			}
+			last := msgs[len(msgs)-1]
+			cursor = &Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+			select {
+			case pages <- page{msgs: msgs}:
+			case <-claimCtx.Done():
+				// Claimed but not handed on: give them back at once.
+				s.release(msgs)
+				return
+			}
+		}
+	}()
+	for p := range pages {
+		if p.err != nil {
+			return res, p.err
+		}
+		outcomes, err := s.republish(ctx, p.msgs, TriggerRetryAll)
+		if err != nil {
+			stopClaiming()
+			for p := range pages {
+				s.release(p.msgs)
+			}
+			return res, err
+		}
+		for _, o := range outcomes {
+			switch {
+			case o.Acked:
+				res.Retried++
+			case o.Counted:
+				res.Failed++
+			default:
+				res.Unavailable++
+			}
+		}
+	}
+	if res.Retried == 0 && res.Unavailable > 0 {
+		return res, fmt.Errorf("%w: no source could republish the %d retryable messages of %s; they stay PENDING",
+			derrors.ErrUnavailable, res.Unavailable, topic)
+	}
+	return res, ctx.Err()
+}
+
+// release hands claimed messages back without counting an attempt.
+func (s *Service) release(msgs []Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	outs := make([]Outcome, len(msgs))
+	for i, m := range msgs {
+		outs[i] = Outcome{ID: m.ID, NextRetryAt: s.nextRetry(s.policy(), m.RetryCount)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.store.FinishDLQ(ctx, s.owner, s.now(), 0, outs); err != nil {
+		s.log.Error("release claimed messages", "error", err)
+	}
+}
+
+// ValidTopic reports whether t can be a Kafka topic name (and so a {topic}).
+func ValidTopic(t string) error {
+	if t == "" || t == "." || t == ".." {
+		return fmt.Errorf("%w: topic must not be empty, \".\" or \"..\"", derrors.ErrInvalid)
+	}
+	if len(t) > 249 {
+		return fmt.Errorf("%w: topic is %d characters long (at most 249)", derrors.ErrInvalid, len(t))
+	}
+	if i := strings.IndexFunc(t, func(r rune) bool {
+		return !(r == '.' || r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	}); i >= 0 {
+		return fmt.Errorf("%w: topic %q contains %q; topics use letters, digits, '.', '_' and '-'", derrors.ErrInvalid, t, t[i:i+1])
+	}
+	return nil
+}
