@@ -320,3 +320,12 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format st
 	}
 	t.Fatalf("condition not met within %s: "+format, append([]any{timeout}, args...)...)
 }
+
+// Restarted starts the daemon again with the same config and state (after
+// Kill9 or a clean stop) and waits until it serves.
+func (d *Daemon) Restarted(t testing.TB) *Daemon {
+	t.Helper()
+	d.Start()
+	d.WaitServing(60 * time.Second)
+	return d
+}

@@ -1,12 +1,18 @@
 package testsvc
 
 import (
+	"bytes"
+	"context"
 	"fmt"
-	"time"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // KafkaBroker is an in-process Kafka wire-protocol broker (kfake) on a fixed
@@ -68,4 +74,55 @@ func (k *KafkaBroker) Stop() {
 	}
 	k.cluster.Close()
 	k.cluster = nil
+}
+
+// Kcat runs kcat (a third-party Kafka client) against the broker with the
+// given stdin and returns its stdout.
+func (k *KafkaBroker) Kcat(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Fatal("kcat is needed (Debian package kcat; make test-deps installs it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kcat", append([]string{"-b", k.Addr}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kcat %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.String()
+}
+
+// CreateTopics creates topics with the given partition count.
+func (k *KafkaBroker) CreateTopics(t testing.TB, partitions int32, topics ...string) {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resps, err := kadm.NewClient(c).CreateTopics(ctx, partitions, 1, nil, topics...)
+	if err != nil {
+		t.Fatalf("create topics: %v", err)
+	}
+	for _, r := range resps {
+		if r.Err != nil && !strings.Contains(r.Err.Error(), "TOPIC_ALREADY_EXISTS") {
+			t.Fatalf("create topic %s: %v", r.Topic, r.Err)
+		}
+	}
+}
+
+// Client returns a franz-go client for the broker, closed at cleanup.
+func (k *KafkaBroker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	c, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

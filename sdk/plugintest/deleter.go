@@ -30,7 +30,7 @@ type DeleterOptions struct {
 	// Binary is the built plugin.
 	Binary string
 	// Env is the plugin's environment (it inherits none).
-	Env []string
+	Env     []string
 	Fixture DeleterFixture
 	// BadConfigs are configs Configure must reject with field problems.
 	BadConfigs map[string]map[string]any

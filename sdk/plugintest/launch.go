@@ -128,4 +128,3 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-

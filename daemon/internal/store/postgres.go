@@ -306,14 +306,6 @@ func (p *Postgres) ListDLQ(ctx context.Context, f dlq.ListFilter) ([]dlq.Message
 			(SELECT ` + pgDLQColumns + ` FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1` + statusCond + `
 			 ORDER BY created_at DESC, id DESC LIMIT $4)
 		) t ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`
-	rows, err := p.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list dead letters: %w", err)
-	}
-	msgs, err := collectPGMessages(rows)
-	if err != nil {
-		return nil, 0, err
-	}
 	cq := `SELECT COALESCE(sum(n), 0)::bigint FROM dlq.dlq_topic_counts
 		WHERE (dlq_topic = $1 OR (original_topic = $1 AND dlq_topic <> $1))`
 	cargs := []any{f.Topic}
@@ -321,9 +313,26 @@ func (p *Postgres) ListDLQ(ctx context.Context, f dlq.ListFilter) ([]dlq.Message
 		cq += ` AND status = $2`
 		cargs = append(cargs, string(f.Status))
 	}
-	var total int64
-	if err := p.pool.QueryRow(ctx, cq, cargs...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count dead letters: %w", err)
+	var (
+		msgs  []dlq.Message
+		total int64
+	)
+	// One snapshot for the page and the total, so they agree.
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("list dead letters: %w", err)
+		}
+		if msgs, err = collectPGMessages(rows); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, cq, cargs...).Scan(&total); err != nil {
+			return fmt.Errorf("count dead letters: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return msgs, total, nil
 }

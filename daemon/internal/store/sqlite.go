@@ -277,19 +277,29 @@ func (s *SQLite) ListDLQ(ctx context.Context, f dlq.ListFilter) ([]dlq.Message, 
 			SELECT * FROM (SELECT ` + sqliteDLQColumns + ` FROM dlq_messages WHERE original_topic = ? AND dlq_topic <> ?` + statusCond + `
 				ORDER BY created_at DESC, id DESC LIMIT ?)
 		) ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`
-	msgs, err := collectSQLiteMessages(s.db.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, 0, fmt.Errorf("list dead letters: %w", err)
-	}
 	cq := `SELECT COALESCE(sum(n), 0) FROM dlq_topic_counts WHERE (dlq_topic = ? OR (original_topic = ? AND dlq_topic <> ?))`
 	cargs := []any{f.Topic, f.Topic, f.Topic}
 	if f.Status != "" {
 		cq += ` AND status = ?`
 		cargs = append(cargs, string(f.Status))
 	}
-	var total int64
-	if err := s.db.QueryRowContext(ctx, cq, cargs...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count dead letters: %w", err)
+	var (
+		msgs  []dlq.Message
+		total int64
+	)
+	// One transaction for the page and the total, so they agree.
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if msgs, err = collectSQLiteMessages(tx.QueryContext(ctx, q, args...)); err != nil {
+			return fmt.Errorf("list dead letters: %w", err)
+		}
+		if err := tx.QueryRowContext(ctx, cq, cargs...).Scan(&total); err != nil {
+			return fmt.Errorf("count dead letters: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return msgs, total, nil
 }

@@ -100,4 +100,3 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	}
 	return &sdk.DeleteResponse{DeletedCount: deleted}, nil
 }
-
