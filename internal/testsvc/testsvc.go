@@ -136,12 +136,13 @@ func redact(dsn string) string {
 
 // RedisServer is a throwaway redis-server.
 type RedisServer struct {
-	Addr string
-	t    testing.TB
-	port int
-	dir  string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
+	Addr    string
+	t       testing.TB
+	port    int
+	dir     string
+	persist bool
+	mu      sync.Mutex
+	cmd     *exec.Cmd
 }
 
 // Redis starts a redis-server on a free port, stopped at cleanup.
@@ -157,6 +158,20 @@ func Redis(t testing.TB) *RedisServer {
 	return r
 }
 
+// RedisPersistent is Redis that keeps its data across Stop and Start
+// (append-only file, fsync always), for outage tests.
+func RedisPersistent(t testing.TB) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server is needed (Debian: apt-get install redis-server; `make test` installs it)")
+	}
+	port := FreePort(t)
+	r := &RedisServer{t: t, port: port, dir: t.TempDir(), persist: true, Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	r.Start()
+	t.Cleanup(r.Stop)
+	return r
+}
+
 // Start starts the server (again) on its port.
 func (r *RedisServer) Start() {
 	r.t.Helper()
@@ -165,8 +180,12 @@ func (r *RedisServer) Start() {
 	if r.cmd != nil {
 		return
 	}
+	aof := "no"
+	if r.persist {
+		aof = "yes"
+	}
 	cmd := exec.Command("redis-server", "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir, "--protected-mode", "no")
+		"--save", "", "--appendonly", aof, "--appendfsync", "always", "--dir", r.dir, "--protected-mode", "no")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)

@@ -175,7 +175,7 @@ func (m *middleware) wrap(next http.Handler, localOnly bool) http.Handler {
 		if hasDotSegment(r.URL.Path) {
 			// ServeMux would answer a redirect to the cleaned path; a path
 			// parameter like "..' is bad input, not a different route.
-			writeError(rec, r, scopeOf(r.URL.Path), invalid("path must not contain '.' or '..' segments"))
+			writeError(rec, r, scopeOf(r.URL.Path), invalid("path must not contain empty, '.' or '..' segments"))
 			return
 		}
 		if r.ContentLength > MaxBodyBytes {
@@ -204,9 +204,12 @@ func validHost(host string) bool {
 	return h == "localhost" || h == "127.0.0.1" || h == "::1"
 }
 
+// hasDotSegment reports "." or ".." segments, and empty ones ("//"), all
+// of which ServeMux would answer with a redirect to a cleaned path.
 func hasDotSegment(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "." || seg == ".." {
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || (seg == "" && i > 0 && i < len(segs)-1) {
 			return true
 		}
 	}

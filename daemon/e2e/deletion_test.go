@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+// stores holds the three real stores a tenant's data lives in, and seeds and
+// counts it with each store's own client.
+type stores struct {
+	pgDSN   string
+	pg      *pgxpool.Pool
+	redis   *testsvc.RedisServer
+	rc      *redis.Client
+	dynamo  string
+	dc      *dynamodb.Client
+	pgBatch int
+}
+
+func newStores(t *testing.T, persistentRedis bool) *stores {
+	ctx := context.Background()
+	s := &stores{pgDSN: testsvc.PGDatabase(t), pgBatch: 1000}
+	var err error
+	s.pg, err = pgxpool.New(ctx, s.pgDSN)
+	require.NoError(t, err)
+	t.Cleanup(s.pg.Close)
+	_, err = s.pg.Exec(ctx, `
+		CREATE TABLE workflow_definitions (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, name text);
+		CREATE INDEX ON workflow_definitions (tenant_id);
+		CREATE TABLE workflow_instances (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL,
+			definition_id bigint NOT NULL REFERENCES workflow_definitions (id));
+		CREATE INDEX ON workflow_instances (tenant_id);
+		CREATE INDEX ON workflow_instances (definition_id);
+		CREATE TABLE workflow_steps (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL,
+			instance_id bigint NOT NULL REFERENCES workflow_instances (id));
+		CREATE INDEX ON workflow_steps (tenant_id);
+		CREATE INDEX ON workflow_steps (instance_id);`)
+	require.NoError(t, err)
+	if persistentRedis {
+		s.redis = testsvc.RedisPersistent(t)
+	} else {
+		s.redis = testsvc.Redis(t)
+	}
+	s.rc = redis.NewClient(&redis.Options{Addr: s.redis.Addr, MaxRetries: -1})
+	t.Cleanup(func() { s.rc.Close() })
+	s.dynamo = testsvc.Dynalite(t)
+	s.dc = dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.dynamo),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	_, err = s.dc.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("audit_logs"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("tenant_id"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("log_id"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("tenant_id"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("log_id"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	require.NoError(t, err)
+	return s
+}
+
+// deleters are the [[deleter]] blocks for these stores.
+func (s *stores) deleters() string {
+	return fmt.Sprintf(`
+[deletion]
+concurrency = 3
+retry_initial_delay = "300ms"
+retry_max_delay = "2s"
+poll_interval = "100ms"
+lease = "2s"
+
+[[deleter]]
+name = "postgres:workflows"
+plugin = "postgres"
+[deleter.config]
+dsn = %q
+tables = ["workflow_steps", "workflow_instances", "workflow_definitions"]
+tenant_column = "tenant_id"
+batch_size = %d
+
+[[deleter]]
+name = "redis:sessions"
+plugin = "redis"
+[deleter.config]
+addr = %q
+patterns = ["session:{tenant}:*", "csrf:{tenant}:*"]
+
+[[deleter]]
+name = "dynamodb:audit_logs"
+plugin = "dynamodb"
+[deleter.config]
+table = "audit_logs"
+partition_key = "tenant_id"
+region = "us-east-1"
+endpoint = %q
+access_key_id = "test"
+secret_access_key = "test"
+`, s.pgDSN, s.pgBatch, s.redis.Addr, s.dynamo)
+}
+
+type seeded struct{ pg, redis, dynamo int64 }
+
+// seed gives a tenant n workflow instances and steps (one definition per
+// ten), n sessions and n csrf keys, and n audit log items.
+func (s *stores) seed(t *testing.T, tenant string, n int) seeded {
+	ctx := context.Background()
+	defs := (n + 9) / 10
+	_, err := s.pg.Exec(ctx, `
+		WITH d AS (INSERT INTO workflow_definitions (tenant_id, name) SELECT $1, 'def' FROM generate_series(1, $3) RETURNING id),
+		     dn AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS rn FROM d),
+		     i AS (INSERT INTO workflow_instances (tenant_id, definition_id)
+		           SELECT $1, dn.id FROM generate_series(1, $2) g JOIN dn ON dn.rn = g % $3 RETURNING id)
+		INSERT INTO workflow_steps (tenant_id, instance_id) SELECT $1, id FROM i`, tenant, n, defs)
+	require.NoError(t, err)
+	pipe := s.rc.Pipeline()
+	for i := 0; i < n; i++ {
+		pipe.Set(ctx, fmt.Sprintf("session:%s:%d", tenant, i), "s", 0)
+		pipe.Set(ctx, fmt.Sprintf("csrf:%s:%d", tenant, i), "c", 0)
+	}
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	for start := 0; start < n; start += 25 {
+		var reqs []types.WriteRequest
+		for i := start; i < min(start+25, n); i++ {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"tenant_id": &types.AttributeValueMemberS{Value: tenant},
+				"log_id":    &types.AttributeValueMemberS{Value: fmt.Sprintf("%08d", i)},
+			}}})
+		}
+		_, err := s.dc.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"audit_logs": reqs}})
+		require.NoError(t, err)
+	}
+	return seeded{pg: int64(2*n + defs), redis: int64(2 * n), dynamo: int64(n)}
+}
+
+// remaining counts a tenant's data in each store with the store's own client.
+func (s *stores) remaining(t *testing.T, tenant string) seeded {
+	ctx := context.Background()
+	var out seeded
+	require.NoError(t, s.pg.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM workflow_steps WHERE tenant_id = $1) +
+		(SELECT count(*) FROM workflow_instances WHERE tenant_id = $1) +
+		(SELECT count(*) FROM workflow_definitions WHERE tenant_id = $1)`, tenant).Scan(&out.pg))
+	for _, p := range []string{"session:%s:*", "csrf:%s:*"} {
+		keys, err := s.rc.Keys(ctx, fmt.Sprintf(p, tenant)).Result()
+		require.NoError(t, err)
+		out.redis += int64(len(keys))
+	}
+	q, err := s.dc.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("audit_logs"), KeyConditionExpression: aws.String("tenant_id = :t"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberS{Value: tenant}},
+		Select:                    types.SelectCount, ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	out.dynamo = int64(q.Count)
+	return out
+}
+
+type jobBody struct {
+	ID       string `json:"id"`
+	TenantID string `json:"tenant_id"`
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts"`
+	Verified bool   `json:"verified"`
+	Report   struct {
+		Succeeded map[string]struct {
+			DeletedCount int64 `json:"deleted_count"`
+		} `json:"succeeded"`
+		Failed []struct {
+			Deleter string `json:"deleter"`
+			Error   string `json:"error"`
+		} `json:"failed"`
+	} `json:"report"`
+	Deleters []struct {
+		Name         string `json:"name"`
+		Status       string `json:"status"`
+		DeletedCount int64  `json:"deleted_count"`
+		Total        *int64 `json:"total"`
+		Attempts     int    `json:"attempts"`
+	} `json:"deleters"`
+}
+
+func waitJob(t *testing.T, d *testsvc.Daemon, tenant, status string, within time.Duration) jobBody {
+	t.Helper()
+	var j jobBody
+	testsvc.Eventually(t, within, func() bool {
+		code, body := d.Do("GET", "/api/v1/tenants/"+tenant+"/deletion", nil, nil)
+		if code != 200 {
+			return false
+		}
+		require.NoError(t, json.Unmarshal(body, &j))
+		return j.Status == status
+	}, "job of %s reaches %s (is %s)", tenant, status, j.Status)
+	return j
+}
+
+func startDeletion(t *testing.T, d *testsvc.Daemon, tenant string) jobBody {
+	t.Helper()
+	code, body := d.Do("POST", "/api/v1/tenants/"+tenant+"/deletion", nil, map[string]string{"Idempotency-Key": uuid.NewString()})
+	require.Equal(t, 202, code, "%s", body)
+	var j jobBody
+	require.NoError(t, json.Unmarshal(body, &j))
+	return j
+}
+
+func TestTenantErasureAcrossAllStores(t *testing.T) {
+	s := newStores(t, false)
+	a, b := uuid.NewString(), uuid.NewString()
+	seedA, seedB := s.seed(t, a, 200), s.seed(t, b, 150)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
+	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+
+	var counts struct {
+		Counts map[string]int64 `json:"counts"`
+		Failed []any            `json:"failed"`
+	}
+	d.JSON("GET", "/api/v1/tenants/"+a+"/counts", nil, 200, &counts)
+	require.Equal(t, map[string]int64{"postgres:workflows": seedA.pg, "redis:sessions": seedA.redis, "dynamodb:audit_logs": seedA.dynamo}, counts.Counts)
+	require.Empty(t, counts.Failed)
+
+	job := startDeletion(t, d, a)
+	require.Contains(t, []string{"PENDING", "RUNNING"}, job.Status)
+	done := waitJob(t, d, a, "COMPLETED", 2*time.Minute)
+	require.True(t, done.Verified)
+	require.Empty(t, done.Report.Failed)
+	require.Equal(t, seedA.pg, done.Report.Succeeded["postgres:workflows"].DeletedCount)
+	require.Equal(t, seedA.redis, done.Report.Succeeded["redis:sessions"].DeletedCount)
+	require.Equal(t, seedA.dynamo, done.Report.Succeeded["dynamodb:audit_logs"].DeletedCount)
+	require.Equal(t, seeded{}, s.remaining(t, a), "A is gone from every store")
+	require.Equal(t, seedB, s.remaining(t, b), "B is untouched")
+
+	out, _, code := d.CLI("tenant", "status", a)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "COMPLETED")
+	require.Regexp(t, `verified\s+true`, out)
+
+	out, errOut, code := d.CLI("tenant", "delete", b, "--yes", "--wait")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Contains(t, errOut, "postgres:workflows", "plain progress lines off a terminal")
+	require.Contains(t, out, "COMPLETED")
+	require.Equal(t, seeded{}, s.remaining(t, b))
+
+	metrics := func() string { _, m := d.Do("GET", "/metrics", nil, nil); return string(m) }()
+	require.Contains(t, metrics, fmt.Sprintf(`lifecycled_deletion_items_deleted_total{deleter="redis:sessions"} %d`, seedA.redis+seedB.redis))
+}
+
+func TestPartialFailureRetriesUntilCompleted(t *testing.T) {
+	s := newStores(t, true)
+	a := uuid.NewString()
+	seedA := s.seed(t, a, 100)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
+	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+
+	s.redis.Stop()
+	startDeletion(t, d, a)
+	partial := waitJob(t, d, a, "PARTIAL", time.Minute)
+	require.Len(t, partial.Report.Failed, 1)
+	require.Equal(t, "redis:sessions", partial.Report.Failed[0].Deleter)
+	require.Contains(t, partial.Report.Succeeded, "postgres:workflows")
+	require.Contains(t, partial.Report.Succeeded, "dynamodb:audit_logs")
+	require.Equal(t, seedA.pg, partial.Report.Succeeded["postgres:workflows"].DeletedCount)
+
+	s.redis.Start()
+	done := waitJob(t, d, a, "COMPLETED", 2*time.Minute)
+	require.True(t, done.Verified)
+	require.Greater(t, done.Attempts, 1)
+	require.Equal(t, seedA.redis, done.Report.Succeeded["redis:sessions"].DeletedCount, "Redis kept its data across the outage")
+	for _, dl := range done.Deleters {
+		if dl.Name != "redis:sessions" {
+			require.Equal(t, 1, dl.Attempts, "%s ran once: only failed deleters are retried", dl.Name)
+		}
+	}
+	require.Equal(t, seeded{}, s.remaining(t, a))
+}
+
+func TestKill9MidJobThenRestartFinishesWithRightCounts(t *testing.T) {
+	s := newStores(t, false)
+	s.pgBatch = 200 // many short batches: the job takes a while
+	a, b := uuid.NewString(), uuid.NewString()
+	seedA, seedB := s.seed(t, a, 30000), s.seed(t, b, 100)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
+	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	startDeletion(t, d, a)
+	testsvc.Eventually(t, time.Minute, func() bool {
+		left := s.remaining(t, a)
+		return left.pg < seedA.pg && left.pg > 0
+	}, "deletion under way")
+	d.Kill9()
+	mid := s.remaining(t, a)
+	t.Logf("killed with %+v of %+v left", mid, seedA)
+	require.Positive(t, mid.pg, "killed in the middle")
+
+	d.Restarted(t)
+	done := waitJob(t, d, a, "COMPLETED", 3*time.Minute)
+	require.True(t, done.Verified)
+	require.Equal(t, seedA.pg, done.Report.Succeeded["postgres:workflows"].DeletedCount, "exact count across the crash")
+	require.Equal(t, seedA.redis, done.Report.Succeeded["redis:sessions"].DeletedCount)
+	require.Equal(t, seedA.dynamo, done.Report.Succeeded["dynamodb:audit_logs"].DeletedCount)
+	require.Equal(t, seeded{}, s.remaining(t, a))
+	require.Equal(t, seedB, s.remaining(t, b), "nothing of B touched")
+}
+
+func TestHostileTenantIDsAre400AndDeleteNothing(t *testing.T) {
+	s := newStores(t, false)
+	a := uuid.NewString()
+	seedA := s.seed(t, a, 20)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
+	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	hostile := []string{"*", "?", "[a-f]*", a[:35] + "?", a[:34] + "*", a + "*", "' OR '1'='1", "%", "..", "", strings.Repeat("a", 10*1024), "not-a-uuid", " " + a}
+	for _, id := range hostile {
+		for _, r := range []struct{ m, suffix string }{{"GET", "/counts"}, {"POST", "/deletion"}} {
+			code, body := d.Do(r.m, "/api/v1/tenants/"+url.PathEscape(id)+r.suffix, nil, nil)
+			require.Equal(t, 400, code, "%q: %s", id, body)
+			require.Contains(t, string(body), "SYS_TENANT_VALIDATION_ERROR")
+		}
+	}
+	require.Equal(t, seedA, s.remaining(t, a), "nothing deleted anywhere")
+	code, _ := d.Do("GET", "/api/v1/tenants/"+a+"/deletion", nil, nil)
+	require.Equal(t, 404, code, "no job was created")
+}
+
+func TestTwoDaemonsShareOnePostgresStateStore(t *testing.T) {
+	s := newStores(t, false)
+	state := testsvc.PGDatabase(t)
+	d1 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: s.deleters()})
+	d2 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: s.deleters()})
+	for _, d := range []*testsvc.Daemon{d1, d2} {
+		testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	}
+	tenants := make([]string, 6)
+	seeds := map[string]seeded{}
+	for i := range tenants {
+		tenants[i] = uuid.NewString()
+		seeds[tenants[i]] = s.seed(t, tenants[i], 50)
+	}
+	var wg sync.WaitGroup
+	for i, tenant := range tenants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := []*testsvc.Daemon{d1, d2}[i%2]
+			startDeletion(t, d, tenant)
+			startDeletion(t, []*testsvc.Daemon{d1, d2}[(i+1)%2], tenant) // the other daemon returns the same job
+		}()
+	}
+	wg.Wait()
+	for _, tenant := range tenants {
+		j := waitJob(t, d1, tenant, "COMPLETED", 2*time.Minute)
+		require.Equal(t, 1, j.Attempts, "each job ran once")
+		for _, dl := range j.Deleters {
+			require.Equal(t, 1, dl.Attempts, "%s ran once for %s", dl.Name, tenant)
+		}
+		require.Equal(t, seeds[tenant].pg, j.Report.Succeeded["postgres:workflows"].DeletedCount)
+		require.Equal(t, seeded{}, s.remaining(t, tenant))
+	}
+	// Both daemons took part.
+	require.Contains(t, d1.Logs(), "deletion attempt finished")
+	require.Contains(t, d2.Logs(), "deletion attempt finished")
+}
