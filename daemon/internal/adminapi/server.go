@@ -40,6 +40,8 @@ type Options struct {
 	Checks func() []Check
 	// Routes adds the API routes to the socket's mux.
 	Routes []func(mux *http.ServeMux)
+	// Idempotency enables Idempotency-Key on POST routes; nil disables it.
+	Idempotency *IdempotencyOptions
 }
 
 // Server is the admin API.
@@ -47,6 +49,7 @@ type Server struct {
 	opts     Options
 	log      hclog.Logger
 	mw       *middleware
+	idem     *idempotencyMiddleware
 	unix     *http.Server
 	tcp      *http.Server
 	unixL    *net.UnixListener
@@ -76,6 +79,13 @@ func New(o Options) *Server {
 	if o.Registry != nil {
 		o.Registry.MustRegister(s.mw.requests, s.mw.latency)
 	}
+	if o.Idempotency != nil {
+		var reg prometheus.Registerer
+		if o.Registry != nil {
+			reg = o.Registry
+		}
+		s.idem = newIdempotencyMiddleware(*o.Idempotency, reg)
+	}
 	return s
 }
 
@@ -99,6 +109,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	for _, add := range s.opts.Routes {
 		add(mux)
+	}
+	if s.idem != nil {
+		return s.mw.wrap(s.idem.wrap(mux), true)
 	}
 	return s.mw.wrap(mux, true)
 }

@@ -298,6 +298,12 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 			return append(checks, extra.Checks...)
 		},
 		Routes: routes,
+		Idempotency: &adminapi.IdempotencyOptions{
+			Store:          st,
+			TTL:            func() time.Duration { return holder.Get().Idempotency.TTL.Duration },
+			MismatchStatus: func() int { return holder.Get().Idempotency.MismatchStatus },
+			LockTimeout:    func() time.Duration { return holder.Get().Idempotency.LockTimeout.Duration },
+		},
 	})
 	lc.Append(fx.Hook{OnStart: srv.Start, OnStop: srv.Stop})
 	return srv, nil

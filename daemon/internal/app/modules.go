@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -30,6 +31,8 @@ func modules() fx.Option {
 			fx.Annotate(tenantRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newDLQ,
 			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			newArchive,
+			fx.Annotate(archiveRoutes, fx.ResultTags(`group:"admin_routes"`)),
 		),
 	)
 }
@@ -88,4 +91,19 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 
 func dlqRoutes(svc *dlq.Service) func(*http.ServeMux) {
 	return adminapi.DLQRoutes(svc)
+}
+
+func newArchive(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
+	st store.Store, pm *periodic.Metrics) *archive.Scheduler {
+	s := archive.New(st, func() archive.Config {
+		a := holder.Get().Archive
+		return archive.Config{Enabled: a.Enabled, Interval: a.Interval.Duration, Retention: a.Retention.Duration,
+			ArchiveRetention: a.ArchiveRetention.Duration, BatchSize: a.BatchSize}
+	}, log, reg, pm)
+	lc.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})
+	return s
+}
+
+func archiveRoutes(s *archive.Scheduler) func(*http.ServeMux) {
+	return adminapi.ArchiveRoutes(s)
 }

@@ -134,6 +134,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		pluginsCmd(g),
 		tenantCmd(g),
 		dlqCmd(g),
+		archiveCmd(g),
 	)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -721,7 +721,7 @@ func (p *Postgres) ReleaseIdempotencyKey(ctx context.Context, uid uint32, key, h
 
 // --- retention ---
 
-// ArchiveDLQBatch implements RetentionStore: one statement deletes the rows
+// ArchiveDLQBatch implements archive.Store: one statement deletes the rows
 // and inserts exactly those rows into the archive.
 func (p *Postgres) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	var n int64
@@ -742,7 +742,7 @@ func (p *Postgres) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit 
 	return n, nil
 }
 
-// PurgeDLQArchiveBatch implements RetentionStore.
+// PurgeDLQArchiveBatch implements archive.Store.
 func (p *Postgres) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	tag, err := p.pool.Exec(ctx, `DELETE FROM dlq.dlq_messages_archive WHERE id IN (
 		SELECT id FROM dlq.dlq_messages_archive WHERE updated_at < $1 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
@@ -753,7 +753,7 @@ func (p *Postgres) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, l
 	return tag.RowsAffected(), nil
 }
 
-// PurgeExpiredIdempotencyKeys implements RetentionStore.
+// PurgeExpiredIdempotencyKeys implements archive.Store.
 func (p *Postgres) PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error) {
 	tag, err := p.pool.Exec(ctx, `DELETE FROM lifecycle.idempotency_keys WHERE (caller_uid, key) IN (
 		SELECT caller_uid, key FROM lifecycle.idempotency_keys WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
@@ -768,7 +768,7 @@ func (p *Postgres) PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Tim
 // across daemons sharing this database.
 const retentionLockKey = 0x6c63642d726574 // "lcd-ret"
 
-// TryRetentionLock implements RetentionStore with a session advisory lock
+// TryRetentionLock implements archive.Store with a session advisory lock
 // held on one pooled connection until unlock.
 func (p *Postgres) TryRetentionLock(ctx context.Context) (func(), bool, error) {
 	conn, err := p.pool.Acquire(ctx)

@@ -669,7 +669,7 @@ func (s *SQLite) ReleaseIdempotencyKey(ctx context.Context, uid uint32, key, has
 
 // --- retention ---
 
-// ArchiveDLQBatch implements RetentionStore. SQLite has no data-modifying
+// ArchiveDLQBatch implements archive.Store. SQLite has no data-modifying
 // CTEs, so one transaction copies the chosen ids and deletes the same ids,
 // and rolls back unless both touched the same number of rows.
 func (s *SQLite) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
@@ -709,7 +709,7 @@ func (s *SQLite) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit in
 	return moved, nil
 }
 
-// PurgeDLQArchiveBatch implements RetentionStore.
+// PurgeDLQArchiveBatch implements archive.Store.
 func (s *SQLite) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	r, err := s.db.ExecContext(ctx, `DELETE FROM dlq_messages_archive WHERE id IN (
 		SELECT id FROM dlq_messages_archive WHERE updated_at < ? ORDER BY updated_at LIMIT ?)`, us(cutoff), limit)
@@ -719,7 +719,7 @@ func (s *SQLite) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, lim
 	return r.RowsAffected()
 }
 
-// PurgeExpiredIdempotencyKeys implements RetentionStore.
+// PurgeExpiredIdempotencyKeys implements archive.Store.
 func (s *SQLite) PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error) {
 	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE rowid IN (
 		SELECT rowid FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)`, us(now), limit)
@@ -729,7 +729,7 @@ func (s *SQLite) PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time,
 	return r.RowsAffected()
 }
 
-// TryRetentionLock implements RetentionStore. One daemon owns a SQLite file,
+// TryRetentionLock implements archive.Store. One daemon owns a SQLite file,
 // so an in-process lock is enough.
 func (s *SQLite) TryRetentionLock(context.Context) (func(), bool, error) {
 	if !s.retentionLock.TryLock() {

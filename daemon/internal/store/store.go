@@ -16,8 +16,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
@@ -29,7 +29,7 @@ type Store interface {
 	dlq.Store
 	deletion.JobStore
 	idempotency.Store
-	RetentionStore
+	archive.Store
 
 	// Dialect names the implementation.
 	Dialect() migrations.Dialect
@@ -37,21 +37,6 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Close releases connections.
 	Close() error
-}
-
-// RetentionStore is what the retention scheduler needs.
-type RetentionStore interface {
-	// ArchiveDLQBatch moves up to limit RESOLVED and DEAD messages last
-	// updated before cutoff into the archive, deleting exactly the rows it
-	// inserted.
-	ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error)
-	// PurgeDLQArchiveBatch drops up to limit archived messages last updated before cutoff.
-	PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error)
-	// PurgeExpiredIdempotencyKeys drops up to limit keys that expired before now.
-	PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error)
-	// TryRetentionLock takes the lock that lets one daemon at a time run a
-	// retention pass. ok is false when another daemon holds it.
-	TryRetentionLock(ctx context.Context) (unlock func(), ok bool, err error)
 }
 
 // Open connects to the store named by dialect and dsn and brings its schema

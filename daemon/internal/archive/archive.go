@@ -1,0 +1,220 @@
+// Package archive is the retention scheduler: every interval it moves
+// RESOLVED and DEAD dead letters older than the retention into the archive
+// (each batch deletes exactly the rows it copies, so no row is ever lost),
+// purges archived rows older than the archive retention, and purges expired
+// Idempotency-Keys. With a PostgreSQL state store shared by several daemons,
+// one pass runs at a time under an advisory lock; the others skip.
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+)
+
+// Store is what retention needs from the state store.
+type Store interface {
+	// ArchiveDLQBatch moves up to limit RESOLVED and DEAD messages last
+	// updated before cutoff into the archive, deleting exactly the rows it
+	// inserted.
+	ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+	// PurgeDLQArchiveBatch drops up to limit archived messages last updated before cutoff.
+	PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+	// PurgeExpiredIdempotencyKeys drops up to limit keys that expired before now.
+	PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error)
+	// TryRetentionLock takes the lock that lets one daemon at a time run a
+	// pass. ok is false when another daemon holds it.
+	TryRetentionLock(ctx context.Context) (unlock func(), ok bool, err error)
+}
+
+// Config is read at every pass.
+type Config struct {
+	Enabled          bool
+	Interval         time.Duration
+	Retention        time.Duration // RESOLVED/DEAD older than this are archived
+	ArchiveRetention time.Duration // archived rows older than this are purged
+	BatchSize        int
+}
+
+// Result is what one pass did.
+type Result struct {
+	Archived     int64         `json:"archived"`
+	PurgedDLQ    int64         `json:"purged_archive"`
+	PurgedKeys   int64         `json:"purged_idempotency_keys"`
+	Batches      int           `json:"batches"`
+	LongestBatch time.Duration `json:"-"`
+	Took         time.Duration `json:"-"`
+}
+
+// ErrBusy means another daemon is running a pass right now.
+var ErrBusy = fmt.Errorf("%w: another daemon is running a retention pass", derrors.ErrConflict)
+
+// Scheduler runs retention passes.
+type Scheduler struct {
+	store    Store
+	cfg      func() Config
+	log      hclog.Logger
+	now      func() time.Time
+	periodic *periodic.Metrics
+	archived prometheus.Counter
+	purged   *prometheus.CounterVec
+	batchDur prometheus.Histogram
+
+	runMu  sync.Mutex // one pass at a time in this process
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// New returns a scheduler; reg and p may be nil.
+func New(store Store, cfg func() Config, log hclog.Logger, reg prometheus.Registerer, p *periodic.Metrics) *Scheduler {
+	s := &Scheduler{
+		store: store, cfg: cfg, log: log.Named("archive"), now: time.Now, periodic: p,
+		archived: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lifecycled_archive_archived_total", Help: "Dead letters moved to the archive.",
+		}),
+		purged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_archive_purged_total", Help: "Rows purged by retention: archived dead letters and expired idempotency keys.",
+		}, []string{"kind"}),
+		batchDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "lifecycled_archive_batch_duration_seconds", Help: "Duration of one archive or purge batch (one transaction).",
+			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+	}
+	s.purged.WithLabelValues("dlq_archive")
+	s.purged.WithLabelValues("idempotency_keys")
+	if reg != nil {
+		reg.MustRegister(s.archived, s.purged, s.batchDur)
+	}
+	return s
+}
+
+// Start runs a pass soon after start and then every interval.
+func (s *Scheduler) Start(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go s.loop(ctx)
+	return nil
+}
+
+// Stop ends the loop; a batch in progress finishes (it is one transaction).
+func (s *Scheduler) Stop(ctx context.Context) error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.once.Do(s.cancel)
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Scheduler) loop(ctx context.Context) {
+	defer close(s.done)
+	wait := 10 * time.Second // let the daemon settle before the first pass
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		cfg := s.cfg()
+		wait = cfg.Interval
+		s.periodic.Interval("archive", cfg.Interval)
+		if !cfg.Enabled {
+			continue
+		}
+		res, err := s.RunOnce(ctx)
+		switch {
+		case errors.Is(err, ErrBusy):
+			s.log.Debug("another daemon is running retention; skipping this pass")
+			s.periodic.Success("archive", cfg.Interval) // the work is being done
+		case err != nil && ctx.Err() == nil:
+			s.log.Error("retention pass failed", "error", err)
+		case err == nil:
+			s.periodic.Success("archive", cfg.Interval)
+			if res.Archived+res.PurgedDLQ+res.PurgedKeys > 0 {
+				s.log.Info("retention pass", "archived", res.Archived, "purged_archive", res.PurgedDLQ,
+					"purged_idempotency_keys", res.PurgedKeys, "longest_batch", res.LongestBatch.String(), "took", res.Took.String())
+			}
+		}
+	}
+}
+
+// RunOnce runs one pass now. It returns ErrBusy when another daemon holds
+// the retention lock.
+func (s *Scheduler) RunOnce(ctx context.Context) (Result, error) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	unlock, ok, err := s.store.TryRetentionLock(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("take retention lock: %w", err)
+	}
+	if !ok {
+		return Result{}, ErrBusy
+	}
+	defer unlock()
+	cfg := s.cfg()
+	start := s.now()
+	var res Result
+	batches := func(kind string, fn func() (int64, error), total *int64) error {
+		for ctx.Err() == nil {
+			t := time.Now()
+			n, err := fn()
+			d := time.Since(t)
+			s.batchDur.Observe(d.Seconds())
+			if d > res.LongestBatch {
+				res.LongestBatch = d
+			}
+			res.Batches++
+			if err != nil {
+				return fmt.Errorf("%s: %w", kind, err)
+			}
+			*total += n
+			switch kind {
+			case "archive":
+				s.archived.Add(float64(n))
+			default:
+				s.purged.WithLabelValues(kind).Add(float64(n))
+			}
+			if n < int64(cfg.BatchSize) {
+				return nil
+			}
+		}
+		return ctx.Err()
+	}
+	now := s.now()
+	if err := batches("archive", func() (int64, error) {
+		return s.store.ArchiveDLQBatch(ctx, now.Add(-cfg.Retention), cfg.BatchSize)
+	}, &res.Archived); err != nil {
+		return res, err
+	}
+	if err := batches("dlq_archive", func() (int64, error) {
+		return s.store.PurgeDLQArchiveBatch(ctx, now.Add(-cfg.ArchiveRetention), cfg.BatchSize)
+	}, &res.PurgedDLQ); err != nil {
+		return res, err
+	}
+	if err := batches("idempotency_keys", func() (int64, error) {
+		return s.store.PurgeExpiredIdempotencyKeys(ctx, now, cfg.BatchSize)
+	}, &res.PurgedKeys); err != nil {
+		return res, err
+	}
+	res.Took = s.now().Sub(start)
+	return res, nil
+}
+
+// WithClock replaces the clock, for tests of retention boundaries.
+func (s *Scheduler) WithClock(now func() time.Time) *Scheduler {
+	s.now = now
+	return s
+}

@@ -1,0 +1,274 @@
+package archive_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/archive"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/migrations"
+)
+
+const day = 24 * time.Hour
+
+func open(t *testing.T, d migrations.Dialect, dsn string) store.Store {
+	if dsn == "" {
+		if d == migrations.SQLite {
+			dsn = filepath.Join(t.TempDir(), "s.db")
+		} else {
+			dsn = testsvc.PGDatabase(t)
+		}
+	}
+	s, err := store.Open(testsvc.Context(t, time.Minute), d, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func both(t *testing.T, fn func(t *testing.T, d migrations.Dialect, s store.Store)) {
+	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d, open(t, d, ""))
+		})
+	}
+}
+
+func scheduler(s archive.Store, now time.Time, batch int) *archive.Scheduler {
+	sch := archive.New(s, func() archive.Config {
+		return archive.Config{Enabled: true, Interval: time.Hour, Retention: 30 * day, ArchiveRetention: 365 * day, BatchSize: batch}
+	}, hclog.NewNullLogger(), nil, nil)
+	return sch.WithClock(func() time.Time { return now })
+}
+
+// finished stores n messages that reached status at the given time.
+func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Status, at time.Time) []uuid.UUID {
+	ctx := context.Background()
+	var batch []dlq.Incoming
+	base := int64(time.Now().UnixNano())
+	for i := 0; i < n; i++ {
+		batch = append(batch, dlq.Incoming{Position: dlq.Position{Source: "kafka", Topic: topic, Offset: base + int64(i)},
+			OriginalTopic: "o", ErrorMessage: "e", Payload: []byte("{}")})
+	}
+	_, err := s.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: at, MaxRetries: 1})
+	require.NoError(t, err)
+	claimed, err := s.ClaimDLQTopic(ctx, topic, nil, n, dlq.Claim{Owner: "t", Now: at, LeaseUntil: at.Add(time.Hour)})
+	require.NoError(t, err)
+	var outs []dlq.Outcome
+	var ids []uuid.UUID
+	for _, m := range claimed {
+		ids = append(ids, m.ID)
+		switch status {
+		case dlq.StatusResolved:
+			outs = append(outs, dlq.Outcome{ID: m.ID, Acked: true})
+		case dlq.StatusDead:
+			outs = append(outs, dlq.Outcome{ID: m.ID, Counted: true})
+		case dlq.StatusPending:
+			outs = append(outs, dlq.Outcome{ID: m.ID})
+		case dlq.StatusRetrying:
+			continue
+		}
+	}
+	require.NoError(t, s.FinishDLQ(ctx, "t", at, 1, outs))
+	return ids
+}
+
+func count(t *testing.T, s store.Store, topic string, status dlq.Status) int64 {
+	_, total, err := s.ListDLQ(context.Background(), dlq.ListFilter{Topic: topic, Status: status, Page: 1, PageSize: 1})
+	require.NoError(t, err)
+	return total
+}
+
+func TestArchiveBoundariesAndStatuses(t *testing.T) {
+	both(t, func(t *testing.T, _ migrations.Dialect, s store.Store) {
+		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		cutoff := now.Add(-30 * day)
+		finished(t, s, "older", 3, dlq.StatusResolved, cutoff.Add(-time.Second))
+		finished(t, s, "older", 2, dlq.StatusDead, cutoff.Add(-time.Second))
+		finished(t, s, "younger", 4, dlq.StatusResolved, cutoff.Add(time.Second))
+		finished(t, s, "pending", 2, dlq.StatusPending, cutoff.Add(-300*day))
+		finished(t, s, "retrying", 2, dlq.StatusRetrying, cutoff.Add(-300*day))
+
+		res, err := scheduler(s, now, 2).RunOnce(context.Background())
+		require.NoError(t, err)
+		require.EqualValues(t, 5, res.Archived, "just older than retention: archived")
+		require.GreaterOrEqual(t, res.Batches, 3, "in batches of 2")
+		require.Zero(t, count(t, s, "older", ""))
+		require.EqualValues(t, 4, count(t, s, "younger", ""), "just younger: kept")
+		require.EqualValues(t, 2, count(t, s, "pending", dlq.StatusPending), "PENDING is never archived")
+		require.EqualValues(t, 2, count(t, s, "retrying", dlq.StatusRetrying), "RETRYING is never archived")
+
+		// A year after they finished, archived rows are purged. (By then
+		// the younger ones are archived too, half a second short of purging.)
+		olderAt := cutoff.Add(-time.Second)
+		res, err = scheduler(s, olderAt.Add(365*day-500*time.Millisecond), 100).RunOnce(context.Background())
+		require.NoError(t, err)
+		require.EqualValues(t, 4, res.Archived)
+		require.Zero(t, res.PurgedDLQ, "just younger than archive_retention: kept")
+		res, err = scheduler(s, olderAt.Add(365*day+500*time.Millisecond), 100).RunOnce(context.Background())
+		require.NoError(t, err)
+		require.EqualValues(t, 5, res.PurgedDLQ, "just older: purged")
+	})
+}
+
+func TestExpiredIdempotencyKeysArePurgedLiveOnesKept(t *testing.T) {
+	both(t, func(t *testing.T, _ migrations.Dialect, s store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		for i, exp := range []time.Time{now.Add(-time.Second), now.Add(-72 * time.Hour), now.Add(time.Second), now.Add(72 * time.Hour)} {
+			rec := idempotency.Record{CallerUID: 1, Key: fmt.Sprint("k", i), Route: "POST /x", RequestHash: "h", ExpiresAt: exp}
+			holder, err := s.ReserveIdempotencyKey(ctx, rec, now.Add(-73*time.Hour), now.Add(-74*time.Hour))
+			require.NoError(t, err)
+			require.Nil(t, holder)
+		}
+		res, err := scheduler(s, now, 1).RunOnce(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, res.PurgedKeys)
+		for i, live := range []bool{false, false, true, true} {
+			holder, err := s.ReserveIdempotencyKey(ctx, idempotency.Record{CallerUID: 1, Key: fmt.Sprint("k", i), RequestHash: "other", ExpiresAt: now.Add(time.Hour)}, now, now.Add(-100*time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, live, holder != nil, "key k%d", i)
+		}
+	})
+}
+
+// ids lists every id in the live table and in the archive.
+func ids(t *testing.T, d migrations.Dialect, s store.Store) (live, archived []string) {
+	ctx := context.Background()
+	q := func(table string) []string {
+		var out []string
+		switch x := s.(type) {
+		case *store.SQLite:
+			rows, err := x.DB().QueryContext(ctx, "SELECT id FROM "+table)
+			require.NoError(t, err)
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				require.NoError(t, rows.Scan(&id))
+				out = append(out, id)
+			}
+		case *store.Postgres:
+			rows, err := x.Pool().Query(ctx, "SELECT id::text FROM dlq."+table)
+			require.NoError(t, err)
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				require.NoError(t, rows.Scan(&id))
+				out = append(out, id)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	return q("dlq_messages"), q("dlq_messages_archive")
+}
+
+func TestArchiveNeverLosesARowWhileRowsArrive(t *testing.T) {
+	both(t, func(t *testing.T, d migrations.Dialect, s store.Store) {
+		now := time.Now()
+		old := finished(t, s, "orders.dlq.v1", 1000, dlq.StatusResolved, now.Add(-40*day))
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		inserted := 0
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				finished(t, s, "orders.dlq.v1", 20, dlq.StatusResolved, now.Add(-time.Duration(35+i%10)*day))
+				inserted += 20
+			}
+		}()
+		sch := scheduler(s, now, 100)
+		for i := 0; i < 5; i++ {
+			_, err := sch.RunOnce(context.Background())
+			require.NoError(t, err)
+		}
+		close(stop)
+		wg.Wait()
+		_, err := sch.RunOnce(context.Background())
+		require.NoError(t, err)
+		live, archived := ids(t, d, s)
+		require.Len(t, append(live, archived...), len(old)+inserted, "live + archived = everything ever stored")
+		seen := map[string]bool{}
+		for _, id := range append(live, archived...) {
+			require.False(t, seen[id], "id %s in both tables", id)
+			seen[id] = true
+		}
+		for _, id := range old {
+			require.True(t, seen[id.String()])
+		}
+		require.Empty(t, live, "everything eligible was archived")
+	})
+}
+
+func TestArchiveProcedureKeepsTheInvariant(t *testing.T) {
+	s := open(t, migrations.Postgres, "").(*store.Postgres)
+	now := time.Now()
+	finished(t, s, "a", 250, dlq.StatusResolved, now.Add(-40*day))
+	finished(t, s, "a", 50, dlq.StatusDead, now.Add(-31*day))
+	finished(t, s, "a", 30, dlq.StatusResolved, now.Add(-29*day))
+	finished(t, s, "a", 20, dlq.StatusPending, now.Add(-100*day))
+	liveBefore, _ := ids(t, migrations.Postgres, s)
+	_, err := s.Pool().Exec(context.Background(), "CALL dlq.archive_old_dlq_messages(30, 40)")
+	require.NoError(t, err)
+	live, archived := ids(t, migrations.Postgres, s)
+	require.Len(t, archived, 300)
+	require.Len(t, live, 50)
+	require.ElementsMatch(t, liveBefore, append(live, archived...), "the same set of ids")
+	require.EqualValues(t, 20, count(t, s, "a", dlq.StatusPending))
+}
+
+func TestOnePassAtATimeAcrossDaemons(t *testing.T) {
+	dsn := testsvc.PGDatabase(t)
+	s1 := open(t, migrations.Postgres, dsn)
+	s2 := open(t, migrations.Postgres, dsn)
+	unlock, ok, err := s1.TryRetentionLock(context.Background())
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = scheduler(s2, time.Now(), 10).RunOnce(context.Background())
+	require.True(t, errors.Is(err, archive.ErrBusy), "%v", err)
+	unlock()
+	_, err = scheduler(s2, time.Now(), 10).RunOnce(context.Background())
+	require.NoError(t, err)
+
+	// Concurrent passes from two daemons: exactly the eligible rows move once.
+	finished(t, s1, "x", 500, dlq.StatusResolved, time.Now().Add(-40*day))
+	var wg sync.WaitGroup
+	results := make([]archive.Result, 2)
+	errs := make([]error, 2)
+	for i, s := range []store.Store{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = scheduler(s, time.Now(), 50).RunOnce(context.Background())
+		}()
+	}
+	wg.Wait()
+	var moved int64
+	for i := range errs {
+		if errs[i] == nil {
+			moved += results[i].Archived
+		} else {
+			require.ErrorIs(t, errs[i], archive.ErrBusy)
+		}
+	}
+	require.EqualValues(t, 500, moved)
+}
