@@ -244,6 +244,12 @@ func (d *Daemon) Wait(timeout time.Duration) int {
 
 // Do sends a request over the admin socket and returns status and body.
 func (d *Daemon) Do(method, path string, body []byte, headers map[string]string) (int, []byte) {
+	code, _, b := d.DoResponse(method, path, body, headers)
+	return code, b
+}
+
+// DoResponse is Do that also returns the response headers.
+func (d *Daemon) DoResponse(method, path string, body []byte, headers map[string]string) (int, http.Header, []byte) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -261,11 +267,11 @@ func (d *Daemon) Do(method, path string, body []byte, headers map[string]string)
 	}
 	resp, err := d.http.Do(req)
 	if err != nil {
-		return 0, []byte(err.Error())
+		return 0, nil, []byte(err.Error())
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, resp.Header, b
 }
 
 // JSON sends a request and decodes a JSON answer into out, failing the test
