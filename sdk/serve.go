@@ -2,9 +2,11 @@ package sdk
 
 import (
 	"os"
+	"runtime"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
 
 // One plugin process serves one plugin, so the scrubber and logger are
@@ -41,7 +43,33 @@ func serve(ps plugin.PluginSet) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: ps},
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       grpcServer,
 		Logger:           serverLogger,
 	})
+}
+
+// grpcServer is go-plugin's default server with a fixed pool of stream
+// workers: handing a call to a waiting worker is cheaper than starting a
+// goroutine per call, which matters for the many small Count calls.
+// Fixed flow-control windows also turn off gRPC's bandwidth-delay probing,
+// whose PING frames cost a wake-up on every small response.
+func grpcServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts,
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		grpc.InitialWindowSize(windowSize),
+		grpc.InitialConnWindowSize(windowSize),
+	)...)
+}
+
+// windowSize is the fixed HTTP/2 window of plugin connections; large enough
+// for a fetch batch of dead letters in flight.
+const windowSize = 16 << 20
+
+// DialOptions are the gRPC options the daemon should use for plugin
+// connections, matching the plugin side (go-plugin ClientConfig.GRPCDialOptions).
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithInitialWindowSize(windowSize),
+		grpc.WithInitialConnWindowSize(windowSize),
+	}
 }

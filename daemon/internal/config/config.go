@@ -103,6 +103,10 @@ type PluginDefaults struct {
 	RestartMaxDelay     Duration `toml:"restart_max_delay"`
 	// Env lists host environment variables passed to plugins; nothing else is.
 	Env []string `toml:"env"`
+	// GOMAXPROCS for plugin processes; 0 leaves Go's default (all CPUs).
+	// Plugins wait on their stores, and one scheduler thread saves a
+	// cross-thread wake-up on every call (see docs/operations.md).
+	GOMAXPROCS int `toml:"gomaxprocs"`
 }
 
 // PluginInstance is one [[deleter]] or [[dlq_source]] block.
@@ -232,6 +236,7 @@ func Defaults() Config {
 			ShutdownTimeout:     D(5 * time.Second),
 			RestartInitialDelay: D(time.Second),
 			RestartMaxDelay:     D(time.Minute),
+			GOMAXPROCS:          1,
 		},
 	}
 }

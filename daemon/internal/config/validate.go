@@ -114,6 +114,9 @@ func (c *Config) validate(r *reporter) {
 	positive(r, "plugins.shutdown_timeout", c.Plugins.ShutdownTimeout)
 	positive(r, "plugins.restart_initial_delay", c.Plugins.RestartInitialDelay)
 	positive(r, "plugins.restart_max_delay", c.Plugins.RestartMaxDelay)
+	if c.Plugins.GOMAXPROCS < 0 || c.Plugins.GOMAXPROCS > 1024 {
+		r.at("plugins.gomaxprocs", "must be between 0 (Go's default) and 1024; got %d", c.Plugins.GOMAXPROCS)
+	}
 	for i, e := range c.Plugins.Env {
 		if !envNameRE.MatchString(e) {
 			r.at(fmt.Sprintf("plugins.env.%d", i), "not an environment variable name: %q", e)

@@ -98,6 +98,7 @@ func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
 		RestartInitial:  cfg.Plugins.RestartInitialDelay.Duration,
 		RestartMax:      cfg.Plugins.RestartMaxDelay.Duration,
 		Env:             cfg.Plugins.Env,
+		GOMAXPROCS:      cfg.Plugins.GOMAXPROCS,
 	}, h.log.Named(ic.Name), h.metrics)
 }
 
@@ -172,7 +173,7 @@ func (h *Host) changed(in *instance, cfg *config.Config, ic config.Instance) boo
 	a, b := in.cfg, next.cfg
 	return a.Kind != b.Kind || a.Path != b.Path || a.SHA256 != b.SHA256 ||
 		a.StartTimeout != b.StartTimeout || a.CallTimeout != b.CallTimeout || a.DeleteTimeout != b.DeleteTimeout ||
-		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env)
+		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS
 }
 
 func (h *Host) get(name string, kind config.Kind) (*instance, error) {

@@ -268,6 +268,7 @@ func TestHostEnvironmentIsNotInherited(t *testing.T) {
 	require.Contains(t, v, "TESTPLUGIN_MODE", "allow-listed variables pass")
 	require.NotContains(t, v, "LIFECYCLED_TEST_HOST_SECRET")
 	require.NotContains(t, v, "PATH")
+	require.Contains(t, v, "GOMAXPROCS", "plugins run with [plugins] gomaxprocs")
 }
 
 func TestReconcileAddsRemovesAndRestartsChangedPlugins(t *testing.T) {

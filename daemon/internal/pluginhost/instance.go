@@ -62,6 +62,7 @@ type instanceConfig struct {
 	RestartInitial  time.Duration
 	RestartMax      time.Duration
 	Env             []string
+	GOMAXPROCS      int
 }
 
 // stableAfter is how long a plugin must run before a later crash starts the
@@ -274,6 +275,9 @@ func (in *instance) launch() error {
 
 	cmd := exec.Command(in.cfg.Path)
 	cmd.Env = allowedEnv(in.cfg.Env)
+	if in.cfg.GOMAXPROCS > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(in.cfg.GOMAXPROCS))
+	}
 	// Linux kills the plugin when the daemon dies, even by SIGKILL.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cc := &plugin.ClientConfig{
@@ -287,6 +291,7 @@ func (in *instance) launch() error {
 		StartTimeout:     in.cfg.StartTimeout,
 		Logger:           in.log,
 		Stderr:           in.stderr,
+		GRPCDialOptions:  sdk.DialOptions(),
 	}
 	if want := in.cfg.SHA256; want != "" {
 		wantBytes, _ := hex.DecodeString(want)
