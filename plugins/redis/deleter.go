@@ -38,7 +38,7 @@ type deleter struct {
 }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
-	cfg := config{ScanCount: 1000, BatchSize: 500, Workers: 4}
+	cfg := config{ScanCount: 2000, BatchSize: 500, Workers: 4}
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
 		return nil, err
 	}
@@ -123,6 +123,37 @@ func patternsFor(cfg config, tenant string) []string {
 	return out
 }
 
+// scanPlan says how to find a tenant's keys with one pass over the keyspace.
+// SCAN walks the whole keyspace whatever MATCH says, so with several
+// patterns one scan for "*<tenant>*" (every pattern holds the tenant id)
+// picks out the candidates, and each key is then matched against the
+// configured patterns here, with Redis's own glob rules.
+type scanPlan struct {
+	match   string   // the MATCH of the one SCAN
+	filters []string // patterns a candidate must match; nil when match is exact
+}
+
+func planFor(cfg config, tenant string) scanPlan {
+	pats := patternsFor(cfg, tenant)
+	if len(pats) == 1 {
+		return scanPlan{match: pats[0]}
+	}
+	return scanPlan{match: "*" + globEscape(tenant) + "*", filters: pats}
+}
+
+// which returns the index of the first pattern key matches, or -1.
+func (p scanPlan) which(key string) int {
+	if p.filters == nil {
+		return 0
+	}
+	for i, f := range p.filters {
+		if globMatch(f, key) {
+			return i
+		}
+	}
+	return -1
+}
+
 // classify marks connection failures retryable and everything else permanent.
 func classify(err error) error {
 	if err == nil {
@@ -169,44 +200,47 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 		return nil, err
 	}
 	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}
+	plan := planFor(cfg, req.TenantID)
 	// SCAN may return a key more than once (rehashing); count distinct keys.
-	for i, p := range patternsFor(cfg, req.TenantID) {
-		seen := map[string]struct{}{}
-		keys := make(chan []string, 16)
-		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() error { defer close(keys); return scan(gctx, c, p, cfg.ScanCount, keys) })
-		for batch := range keys {
-			for _, k := range batch {
-				seen[k] = struct{}{}
+	seen := map[string]int{}
+	keys := make(chan []string, 16)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { defer close(keys); return scan(gctx, c, plan.match, cfg.ScanCount, keys) })
+	for batch := range keys {
+		for _, k := range batch {
+			if i := plan.which(k); i >= 0 {
+				seen[k] = i
 			}
 		}
-		if err := g.Wait(); err != nil {
-			return nil, err
-		}
-		resp.Breakdown[cfg.Patterns[i]] = int64(len(seen))
-		resp.Count += int64(len(seen))
 	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, p := range cfg.Patterns {
+		resp.Breakdown[p] = 0
+	}
+	for _, i := range seen {
+		resp.Breakdown[cfg.Patterns[i]]++
+	}
+	resp.Count = int64(len(seen))
 	return resp, nil
 }
 
-// Delete scans every pattern concurrently and UNLINKs the keys in pipelined
-// batches on several connections. The count is the sum of UNLINK replies:
-// keys Redis actually removed, so a key removed by someone else meanwhile (or
-// seen twice by SCAN) is not counted.
+// Delete scans the keyspace once (see scanPlan) and UNLINKs the tenant's
+// keys in pipelined batches on several connections while the scan goes on.
+// The count is the sum of UNLINK replies: keys Redis actually removed, so a
+// key removed by someone else meanwhile (or seen twice by SCAN) is not
+// counted.
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
 	cfg, c, err := d.current()
 	if err != nil {
 		return nil, err
 	}
 	var deleted atomic.Int64
+	plan := planFor(cfg, req.TenantID)
 	keys := make(chan []string, 64)
 	g, gctx := errgroup.WithContext(ctx)
-	var scanners sync.WaitGroup
-	for _, p := range patternsFor(cfg, req.TenantID) {
-		scanners.Add(1)
-		g.Go(func() error { defer scanners.Done(); return scan(gctx, c, p, cfg.ScanCount, keys) })
-	}
-	go func() { scanners.Wait(); close(keys) }()
+	g.Go(func() error { defer close(keys); return scan(gctx, c, plan.match, cfg.ScanCount, keys) })
 	for w := 0; w < cfg.Workers; w++ {
 		g.Go(func() error {
 			var pending []string
@@ -216,8 +250,8 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 				}
 				pipe := c.Pipeline()
 				var cmds []*redis.IntCmd
-				for start := 0; start < len(pending); start += 100 {
-					end := min(start+100, len(pending))
+				for start := 0; start < len(pending); start += unlinkArity {
+					end := min(start+unlinkArity, len(pending))
 					cmds = append(cmds, pipe.Unlink(gctx, pending[start:end]...))
 				}
 				_, err := pipe.Exec(gctx)
@@ -232,7 +266,11 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 				return nil
 			}
 			for batch := range keys {
-				pending = append(pending, batch...)
+				for _, k := range batch {
+					if plan.which(k) >= 0 {
+						pending = append(pending, k)
+					}
+				}
 				if len(pending) >= cfg.BatchSize {
 					if err := flush(); err != nil {
 						return err
@@ -243,9 +281,6 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		})
 	}
 	if err := g.Wait(); err != nil {
-		// Drain so the closing goroutine ends.
-		for range keys {
-		}
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -253,3 +288,8 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	}
 	return &sdk.DeleteResponse{DeletedCount: deleted.Load()}, nil
 }
+
+// unlinkArity is how many keys one UNLINK command carries: large enough to
+// amortise the command's overhead in Redis, small enough that one command
+// does not stall the server.
+const unlinkArity = 500
