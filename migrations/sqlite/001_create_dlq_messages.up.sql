@@ -28,13 +28,11 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     CHECK (retry_count >= 0 AND max_retries >= 0),
     UNIQUE (source, dlq_topic, source_partition, source_offset)
 );
-CREATE INDEX IF NOT EXISTS idx_dlq_messages_original_topic ON dlq_messages (original_topic, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS idx_dlq_messages_dlq_topic ON dlq_messages (dlq_topic, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS idx_dlq_messages_original_topic ON dlq_messages (original_topic, created_at, id);
+CREATE INDEX IF NOT EXISTS idx_dlq_messages_dlq_topic ON dlq_messages (dlq_topic, created_at, id);
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_status ON dlq_messages (status);
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_created_at ON dlq_messages (created_at);
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_due ON dlq_messages (next_retry_at) WHERE status = 'PENDING';
-CREATE INDEX IF NOT EXISTS idx_dlq_messages_pending_dlq_topic ON dlq_messages (dlq_topic, created_at, id) WHERE status = 'PENDING';
-CREATE INDEX IF NOT EXISTS idx_dlq_messages_pending_original_topic ON dlq_messages (original_topic, created_at, id) WHERE status = 'PENDING';
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_leases ON dlq_messages (lease_expires_at) WHERE status = 'RETRYING';
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_finished ON dlq_messages (updated_at) WHERE status IN ('RESOLVED', 'DEAD');
 

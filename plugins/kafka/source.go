@@ -274,7 +274,7 @@ func (s *source) currentReader(ctx context.Context) (*kafka.Reader, error) {
 		MinBytes:              1,
 		MaxBytes:              16 << 20,
 		MaxWait:               250 * time.Millisecond,
-		QueueCapacity:         1000,
+		QueueCapacity:         10000,
 		WatchPartitionChanges: true,
 		HeartbeatInterval:     min(time.Second, s.session/3),
 		SessionTimeout:        s.session,

@@ -65,7 +65,8 @@ func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Statu
 	}
 	_, err := s.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: at, MaxRetries: 1})
 	require.NoError(t, err)
-	claimed, err := s.ClaimDLQTopic(ctx, topic, nil, n, dlq.Claim{Owner: "t", Now: at, LeaseUntil: at.Add(time.Hour)})
+	claimAt := at.Add(-time.Minute) // an UPDATE leaving updated_at unchanged gets the trigger's clock time
+	claimed, err := s.ClaimDLQTopic(ctx, topic, nil, n, dlq.Claim{Owner: "t", Now: claimAt, LeaseUntil: at.Add(time.Hour)})
 	require.NoError(t, err)
 	var outs []dlq.Outcome
 	var ids []uuid.UUID

@@ -40,7 +40,7 @@ type Intake struct {
 // NewIntake returns the intake; Start launches its loops.
 func NewIntake(store Store, sources Sources, policy func() Policy, cfg IntakeConfig, log hclog.Logger, m *Metrics) *Intake {
 	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 500
+		cfg.BatchSize = 1000
 	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = time.Second
@@ -114,53 +114,107 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 var errorBackoff = retry.Policy{Initial: 200 * time.Millisecond, Multiplier: 2, Max: 30 * time.Second, Jitter: retry.JitterEqual}
 
+// fetched is a batch on its way from the source to the store.
+type fetched struct {
+	seq       int
+	batch     []Incoming
+	positions []sdk.Position
+}
+
+// storeWorkers is how many batches are stored at once: PostgreSQL uses one
+// core per transaction, and a batch waits on its commit's WAL flush.
+const storeWorkers = 4
+
+// loop runs one source's intake as a three-stage pipeline: fetch the next
+// batch while the previous one is being stored, and commit stored batches
+// in order. At most one fetched batch waits for the store, and a batch is
+// committed only after it was stored.
 func (in *Intake) loop(ctx context.Context, name string) {
 	log := in.log.With("source", name)
-	failures := 0
-	pause := func(what string, err error) bool {
-		// Log the first failure and then every tenth, not every retry.
-		if failures == 0 || failures%10 == 0 {
-			log.Warn(what, "error", err, "failures", failures+1)
-		}
-		d := errorBackoff.Delay(failures)
-		failures++
-		return sleepCtx(ctx, d)
+	toStore := make(chan fetched, 1)
+	toCommit := make(chan fetched, storeWorkers*2)
+	var stores, commits sync.WaitGroup
+	for i := 0; i < storeWorkers; i++ {
+		stores.Add(1)
+		go func() {
+			defer stores.Done()
+			in.storeStage(ctx, name, log, toStore, toCommit)
+		}()
 	}
+	commits.Add(1)
+	go func() {
+		defer commits.Done()
+		in.commitStage(ctx, name, log, toCommit)
+	}()
+	in.fetchStage(ctx, name, log, toStore)
+	close(toStore)
+	stores.Wait()
+	close(toCommit)
+	commits.Wait()
+}
+
+// backoff pauses after failures: logging the first and every tenth only.
+type backoff struct {
+	log      hclog.Logger
+	failures int
+}
+
+func (b *backoff) pause(ctx context.Context, what string, err error) bool {
+	if b.failures == 0 || b.failures%10 == 0 {
+		b.log.Warn(what, "error", err, "failures", b.failures+1)
+	}
+	d := errorBackoff.Delay(b.failures)
+	b.failures++
+	return sleepCtx(ctx, d)
+}
+
+func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger, out chan<- fetched) {
+	b := &backoff{log: log}
+	seq := 0
 	for ctx.Err() == nil {
 		src, err := in.sources.Source(name)
 		if err != nil || !in.sources.Running(name) {
 			if err == nil {
 				err = errors.New("source plugin is not running")
 			}
-			if !pause("dead-letter source unavailable; intake paused", err) {
+			if !b.pause(ctx, "dead-letter source unavailable; intake paused", err) {
 				return
 			}
 			continue
 		}
 		resp, err := src.Fetch(ctx, &sdk.FetchRequest{Max: in.cfg.BatchSize, Wait: in.cfg.Wait})
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if !pause("fetch dead letters", err) {
+			if ctx.Err() != nil || !b.pause(ctx, "fetch dead letters", err) {
 				return
 			}
 			continue
 		}
+		b.failures = 0
 		if len(resp.Messages) == 0 {
 			in.metrics.markSuccess(jobIntake, in.cfg.Wait)
 			continue
 		}
-		batch := make([]Incoming, len(resp.Messages))
-		positions := make([]sdk.Position, len(resp.Messages))
+		f := fetched{seq: seq, batch: make([]Incoming, len(resp.Messages)), positions: make([]sdk.Position, len(resp.Messages))}
+		seq++
 		for i, m := range resp.Messages {
-			batch[i] = Interpret(name, m)
-			positions[i] = m.Position
+			f.batch[i] = Interpret(name, m)
+			f.positions[i] = m.Position
 		}
-		// Store the batch, however long it takes: fetching on would let a
-		// later commit cover these offsets.
+		select {
+		case out <- f:
+		case <-ctx.Done():
+			return // not stored, not committed: fetched again after the restart
+		}
+	}
+}
+
+// storeStage stores each batch, however long it takes: moving on would let a
+// later commit cover these offsets.
+func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger, batches <-chan fetched, out chan<- fetched) {
+	b := &backoff{log: log}
+	for f := range batches {
 		for {
-			res, err := in.store.IngestDLQ(ctx, batch, in.ingestOptions())
+			res, err := in.store.IngestDLQ(ctx, f.batch, in.ingestOptions())
 			if err == nil {
 				in.metrics.ingested.WithLabelValues(name).Add(float64(res.Inserted))
 				in.metrics.duplicates.WithLabelValues(name).Add(float64(res.Duplicates))
@@ -168,21 +222,51 @@ func (in *Intake) loop(ctx context.Context, name string) {
 				in.metrics.dead.Add(float64(res.Dead))
 				break
 			}
-			if ctx.Err() != nil {
-				return // not committed: fetched again after the restart
-			}
-			if !pause("store dead letters (batch kept, will retry)", err) {
+			if ctx.Err() != nil || !b.pause(ctx, "store dead letters (batch kept, will retry)", err) {
 				return
 			}
 		}
-		failures = 0
-		if _, err := src.Commit(ctx, &sdk.CommitRequest{Positions: positions}); err != nil && ctx.Err() == nil {
-			// Stored but not committed: a later commit covers these offsets,
-			// and a redelivery meanwhile is stored once.
-			log.Warn("commit offsets", "error", err, "messages", len(positions))
+		b.failures = 0
+		select {
+		case out <- f:
+		case <-ctx.Done():
+			return
 		}
-		in.metrics.markSuccess(jobIntake, in.cfg.Wait)
 	}
+}
+
+// commitStage commits stored batches in the order they were fetched: a
+// batch stored early waits for the ones before it, so a commit never covers
+// a batch that is not stored, and a partition's committed offset never moves
+// backwards.
+func (in *Intake) commitStage(ctx context.Context, name string, log hclog.Logger, stored <-chan fetched) {
+	next := 0
+	waiting := map[int][]sdk.Position{}
+	for f := range stored {
+		waiting[f.seq] = f.positions
+		for {
+			positions, ok := waiting[next]
+			if !ok {
+				break
+			}
+			delete(waiting, next)
+			next++
+			in.commit(ctx, name, log, positions)
+		}
+	}
+}
+
+func (in *Intake) commit(ctx context.Context, name string, log hclog.Logger, positions []sdk.Position) {
+	src, err := in.sources.Source(name)
+	if err == nil {
+		_, err = src.Commit(ctx, &sdk.CommitRequest{Positions: positions})
+	}
+	if err != nil && ctx.Err() == nil {
+		// Stored but not committed: a later commit covers these offsets,
+		// and a redelivery meanwhile is stored once.
+		log.Warn("commit offsets", "error", err, "messages", len(positions))
+	}
+	in.metrics.markSuccess(jobIntake, in.cfg.Wait)
 }
 
 func (in *Intake) ingestOptions() IngestOptions {

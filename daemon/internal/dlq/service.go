@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -219,9 +220,12 @@ type RetryAllResult struct {
 	Unavailable int // not attempted: source unavailable; still PENDING
 }
 
-// retryAllPage is the seed's page size; pages are claimed ahead while the
-// previous one is being republished.
-const retryAllPage = 100
+// retryAllPage is the seed's page size; pages are claimed ahead while
+// earlier ones are being republished by retryAllWorkers workers.
+const (
+	retryAllPage    = 100
+	retryAllWorkers = 4
+)
 
 // RetryAll walks a topic in creation order, 100 messages at a time, and
 // republishes every retryable one. Messages that are not retryable are
@@ -233,7 +237,7 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 		msgs []Message
 		err  error
 	}
-	pages := make(chan page, 2)
+	pages := make(chan page, retryAllWorkers)
 	claimCtx, stopClaiming := context.WithCancel(ctx)
 	defer stopClaiming()
 	go func() {
@@ -259,28 +263,60 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 			}
 		}
 	}()
-	for p := range pages {
-		if p.err != nil {
-			return res, p.err
-		}
-		outcomes, err := s.republish(ctx, p.msgs, TriggerRetryAll)
-		if err != nil {
-			stopClaiming()
+	// Several pages are republished at once: each waits on the broker's
+	// acknowledgements and on the store, and neither is busy all the time.
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for w := 0; w < retryAllWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for p := range pages {
-				s.release(p.msgs)
+				mu.Lock()
+				failed := firstErr != nil
+				mu.Unlock()
+				if p.err != nil || failed {
+					if p.err != nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = p.err
+						}
+						mu.Unlock()
+						stopClaiming()
+					}
+					s.release(p.msgs)
+					continue
+				}
+				outcomes, err := s.republish(ctx, p.msgs, TriggerRetryAll)
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					stopClaiming()
+					continue
+				}
+				for _, o := range outcomes {
+					switch {
+					case o.Acked:
+						res.Retried++
+					case o.Counted:
+						res.Failed++
+					default:
+						res.Unavailable++
+					}
+				}
+				mu.Unlock()
 			}
-			return res, err
-		}
-		for _, o := range outcomes {
-			switch {
-			case o.Acked:
-				res.Retried++
-			case o.Counted:
-				res.Failed++
-			default:
-				res.Unavailable++
-			}
-		}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
 	}
 	if res.Retried == 0 && res.Unavailable > 0 {
 		return res, fmt.Errorf("%w: no source could republish the %d retryable messages of %s; they stay PENDING",

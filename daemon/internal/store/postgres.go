@@ -172,7 +172,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			parts      = make([]int32, n)
 			offsets    = make([]int64, n)
 			keys       = make([][]byte, n)
-			headers    = make([]string, n)
+			headers    = make([][]byte, n)
 			produced   = make([]*time.Time, n)
 		)
 		for i, in := range fresh {
@@ -189,26 +189,36 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			parts[i] = in.Position.Partition
 			offsets[i] = in.Position.Offset
 			keys[i] = in.Key
-			headers[i] = headersJSON(in.Headers)
+			headers[i] = []byte(headersJSON(in.Headers))
 			produced[i] = in.ProducedAt
 		}
-		tag, err := tx.Exec(ctx, `
-			INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload,
-				status, created_at, updated_at, source, dlq_topic, source_partition, source_offset, message_key,
-				headers, raw_payload, produced_at, next_retry_at)
-			SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, 'PENDING', $14, $14, u.src, u.dt, u.pt, u.off, u.k,
-				u.h::jsonb, u.raw, u.prod, $15
-			FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
-				$8::int[], $9::bigint[], $10::bytea[], $11::text[], $12::timestamptz[])
-				AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod)
-			ORDER BY u.id
-			ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING`,
+		// One statement: insert what is new, and add it to the counts.
+		var inserted int64
+		err = tx.QueryRow(ctx, `
+			WITH ins AS (
+				INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload,
+					status, created_at, updated_at, source, dlq_topic, source_partition, source_offset, message_key,
+					headers, raw_payload, produced_at, next_retry_at)
+				SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, 'PENDING', $14, $14, u.src, u.dt, u.pt, u.off, u.k,
+					u.h, u.raw, u.prod, $15
+				FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
+					$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[])
+					AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod)
+				ORDER BY u.id
+				ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING
+				RETURNING dlq_topic, original_topic
+			), counted AS (
+				INSERT INTO dlq.dlq_topic_counts AS c (dlq_topic, original_topic, status, n)
+				SELECT dlq_topic, original_topic, 'PENDING', count(*) FROM ins GROUP BY 1, 2 ORDER BY 1, 2
+				ON CONFLICT (dlq_topic, original_topic, status) DO UPDATE SET n = c.n + EXCLUDED.n
+			)
+			SELECT count(*) FROM ins`,
 			ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets, keys, headers, produced,
-			opts.MaxRetries, opts.Now, opts.NextRetryAt)
+			opts.MaxRetries, opts.Now, opts.NextRetryAt).Scan(&inserted)
 		if err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
-		res.Inserted = int(tag.RowsAffected())
+		res.Inserted = int(inserted)
 		res.Duplicates = n - res.Inserted
 		return nil
 	})
@@ -379,7 +389,8 @@ func (p *Postgres) DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error) {
 // ClaimDLQ implements dlq.Store.
 func (p *Postgres) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
 	m, err := scanPGMessage(p.pool.QueryRow(ctx, `
-		UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3, lease_expires_at = $4
+		UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3, lease_expires_at = $4,
+			updated_at = $2
 		WHERE id = $1 AND retry_count < max_retries
 			AND (status = 'PENDING' OR (status = 'RETRYING' AND lease_expires_at < $2))
 		RETURNING `+pgDLQColumns, id, c.Now, c.Owner, c.LeaseUntil))
@@ -408,6 +419,8 @@ func (p *Postgres) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.C
 	afterT, afterID := time.Time{}, uuid.Nil
 	if after != nil {
 		afterT, afterID = after.CreatedAt, after.ID
+	} else {
+		p.refreshStats(ctx)
 	}
 	rows, err := p.pool.Query(ctx, `
 		WITH cand AS (
@@ -422,7 +435,8 @@ func (p *Postgres) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.C
 			ORDER BY m.created_at, m.id LIMIT $4
 			FOR UPDATE OF m SKIP LOCKED
 		)
-		UPDATE dlq.dlq_messages m SET status = 'RETRYING', last_retry_at = $5, lease_owner = $6, lease_expires_at = $7
+		UPDATE dlq.dlq_messages m SET status = 'RETRYING', last_retry_at = $5, lease_owner = $6, lease_expires_at = $7,
+			updated_at = $5
 		FROM pick WHERE m.id = pick.id
 		RETURNING `+prefixed("m", pgDLQColumns), topic, afterT, afterID, limit, c.Now, c.Owner, c.LeaseUntil)
 	if err != nil {
@@ -433,6 +447,20 @@ func (p *Postgres) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.C
 	return msgs, err
 }
 
+// refreshStats analyzes the dead-letter table when a large share of it
+// changed since the last analysis. A retry-all typically follows a burst of
+// new dead letters, before autovacuum noticed it; with the old statistics the
+// planner bitmap-scans and sorts the whole topic for every page of 100
+// instead of walking its ordered index. Failures only cost speed.
+func (p *Postgres) refreshStats(ctx context.Context) {
+	var stale bool
+	err := p.pool.QueryRow(ctx, `SELECT COALESCE(n_mod_since_analyze > GREATEST(10000, 0.1 * n_live_tup), false)
+		FROM pg_stat_user_tables WHERE schemaname = 'dlq' AND relname = 'dlq_messages'`).Scan(&stale)
+	if err == nil && stale {
+		_, _ = p.pool.Exec(ctx, `ANALYZE dlq.dlq_messages`)
+	}
+}
+
 // ClaimDueDLQ implements dlq.Store.
 func (p *Postgres) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
 	rows, err := p.pool.Query(ctx, `
@@ -441,7 +469,8 @@ func (p *Postgres) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]d
 			WHERE status = 'PENDING' AND next_retry_at <= $1 AND retry_count < max_retries
 			ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED
 		)
-		UPDATE dlq.dlq_messages m SET status = 'RETRYING', last_retry_at = $1, lease_owner = $3, lease_expires_at = $4
+		UPDATE dlq.dlq_messages m SET status = 'RETRYING', last_retry_at = $1, lease_owner = $3, lease_expires_at = $4,
+			updated_at = $1
 		FROM due WHERE m.id = due.id
 		RETURNING `+prefixed("m", pgDLQColumns), c.Now, limit, c.Owner, c.LeaseUntil)
 	if err != nil {
@@ -497,7 +526,7 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, _
 // ReleaseExpiredDLQLeases implements dlq.Store.
 func (p *Postgres) ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := p.pool.Exec(ctx, `UPDATE dlq.dlq_messages SET status = 'PENDING', lease_owner = NULL,
-			lease_expires_at = NULL, next_retry_at = $1
+			lease_expires_at = NULL, next_retry_at = $1, updated_at = $1
 		WHERE status = 'RETRYING' AND lease_expires_at < $1`, now)
 	if err != nil {
 		return 0, fmt.Errorf("release expired leases: %w", err)

@@ -346,7 +346,8 @@ func (s *SQLite) DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error) {
 // ClaimDLQ implements dlq.Store.
 func (s *SQLite) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
 	m, err := scanSQLiteMessage(s.db.QueryRowContext(ctx, `
-		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4
+		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4,
+			updated_at = ?2
 		WHERE id = ?1 AND retry_count < max_retries
 			AND (status = 'PENDING' OR (status = 'RETRYING' AND lease_expires_at < ?2))
 		RETURNING `+sqliteDLQColumns, id.String(), us(c.Now), c.Owner, us(c.LeaseUntil)))
@@ -370,7 +371,8 @@ func (s *SQLite) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.Cur
 		afterT, afterID = us(after.CreatedAt), after.ID.String()
 	}
 	msgs, err := collectSQLiteMessages(s.db.QueryContext(ctx, `
-		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?5, lease_owner = ?6, lease_expires_at = ?7
+		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?5, lease_owner = ?6, lease_expires_at = ?7,
+			updated_at = ?5
 		WHERE id IN (
 			SELECT id FROM (
 				SELECT * FROM (SELECT id, created_at FROM dlq_messages WHERE dlq_topic = ?1 AND status = 'PENDING'
@@ -391,7 +393,8 @@ func (s *SQLite) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.Cur
 // ClaimDueDLQ implements dlq.Store.
 func (s *SQLite) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
 	msgs, err := collectSQLiteMessages(s.db.QueryContext(ctx, `
-		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?1, lease_owner = ?3, lease_expires_at = ?4
+		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?1, lease_owner = ?3, lease_expires_at = ?4,
+			updated_at = ?1
 		WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'PENDING' AND next_retry_at <= ?1
 			AND retry_count < max_retries ORDER BY next_retry_at LIMIT ?2)
 		RETURNING `+sqliteDLQColumns, us(c.Now), limit, c.Owner, us(c.LeaseUntil)))

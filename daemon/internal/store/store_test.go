@@ -622,7 +622,10 @@ func TestArchiveAndPurge(t *testing.T) {
 			byOff[m.Position.Offset] = m.ID
 		}
 		finish := func(off int64, o dlq.Outcome, at time.Time) {
-			_, err := s.ClaimDLQ(c, byOff[off], dlq.Claim{Owner: "o", Now: at, LeaseUntil: at.Add(time.Hour)})
+			// Claimed a minute before it finishes, as in life: an UPDATE that
+			// leaves updated_at as it was gets the trigger's clock time.
+			claimAt := at.Add(-time.Minute)
+			_, err := s.ClaimDLQ(c, byOff[off], dlq.Claim{Owner: "o", Now: claimAt, LeaseUntil: at.Add(time.Hour)})
 			require.NoError(t, err)
 			o.ID = byOff[off]
 			require.NoError(t, s.FinishDLQ(c, "o", at, 3, []dlq.Outcome{o}))

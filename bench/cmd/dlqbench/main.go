@@ -1,0 +1,296 @@
+// Command dlqbench measures the dead-letter manager end to end, with the real
+// daemon (./bin/lifecycled), its Kafka plugin, an in-process Kafka broker
+// (kfake) and PostgreSQL as the state store, baselines in the same run:
+//
+//   - intake of 100k dead letters (then up to 1M): messages/s and daemon RSS,
+//     vs `kcat -C -e` reading the same topic to /dev/null;
+//   - retry-all of 100k messages with acks=all, vs `kcat -P` of the same
+//     messages;
+//   - list page 1 (20 rows) of a topic holding 1M messages over the socket:
+//     p50/p99.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+)
+
+func main() {
+	first := flag.Int("n", 100_000, "dead letters for intake and retry-all")
+	total := flag.Int("total", 1_000_000, "messages in the topic for the list benchmark and the RSS check (0: skip)")
+	listCalls := flag.Int("list-calls", 2000, "GET page 1 calls")
+	flag.Parse()
+
+	benchkit.Header(fmt.Sprintf("dead letters: intake %d, retry-all %d, list page 1 at %d", *first, *first, *total))
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(3))
+	benchkit.Must(err, "start kfake")
+	defer broker.Close()
+	addr := broker.ListenAddrs()[0]
+	kc, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxBufferedRecords(200_000), kgo.ProducerBatchMaxBytes(1<<20))
+	benchkit.Must(err, "kafka client")
+	defer kc.Close()
+	ctx := context.Background()
+	_, err = kadm.NewClient(kc).CreateTopics(ctx, 3, 1, nil, "orders.dlq.v1", "orders.events.v1")
+	benchkit.Must(err, "create topics")
+
+	produce(kc, 0, *first)
+
+	// Baseline: kcat reading the topic to /dev/null.
+	kcatRead := benchkit.Time(func() {
+		cmd := exec.Command("sh", "-c", fmt.Sprintf("kcat -C -b %s -t orders.dlq.v1 -o beginning -e -q > /dev/null", addr))
+		out, err := cmd.CombinedOutput()
+		benchkit.Must(err, "kcat -C: "+string(out))
+	})
+
+	d := startDaemon(addr)
+	defer d.stop()
+	intake1, peak1 := d.waitStored(*first)
+	benchkit.Report("baseline: kcat -C -e > /dev/null", "%v (%s)", kcatRead.Round(time.Millisecond), benchkit.Rate(int64(*first), kcatRead))
+	benchkit.Report(fmt.Sprintf("intake %d into PostgreSQL", *first), "%v (%s); ratio to kcat %.2fx",
+		intake1.Round(time.Millisecond), benchkit.Rate(int64(*first), intake1), intake1.Seconds()/kcatRead.Seconds())
+	rate := float64(*first) / intake1.Seconds()
+	benchkit.Report("target >= 30k msgs/s", "%.0f msgs/s %s", rate, verdict(rate >= 30_000))
+	benchkit.Report(fmt.Sprintf("daemon peak RSS during intake of %d", *first), "%d MiB", peak1/1024)
+
+	// Retry-all: republish every message with acks=all.
+	var res struct {
+		Retried int `json:"retried"`
+	}
+	retryAll := benchkit.Time(func() {
+		body := d.post("/api/v1/dlq/orders.dlq.v1/retry-all")
+		benchkit.Must(json.Unmarshal(body, &res), "retry-all answer: "+string(body))
+	})
+	if res.Retried != *first {
+		benchkit.Must(fmt.Errorf("retried %d of %d", res.Retried, *first), "retry-all")
+	}
+	// Baseline: kcat -P of the same messages with acks=all.
+	file := filepath.Join(os.TempDir(), fmt.Sprintf("dlqbench-%d.txt", time.Now().UnixNano()))
+	var buf bytes.Buffer
+	for i := 0; i < *first; i++ {
+		fmt.Fprintf(&buf, `{"order_id":%d,"amount":1250,"currency":"EUR","note":"dead-lettered by the consumer"}`+"\n", i)
+	}
+	benchkit.Must(os.WriteFile(file, buf.Bytes(), 0o600), "write messages")
+	defer os.Remove(file)
+	kcatWrite := benchkit.Time(func() {
+		cmd := exec.Command("kcat", "-P", "-b", addr, "-t", "orders.events.v1", "-X", "acks=all", "-l", file)
+		out, err := cmd.CombinedOutput()
+		benchkit.Must(err, "kcat -P: "+string(out))
+	})
+	benchkit.Report("baseline: kcat -P (acks=all)", "%v (%s)", kcatWrite.Round(time.Millisecond), benchkit.Rate(int64(*first), kcatWrite))
+	benchkit.Report(fmt.Sprintf("retry-all %d (acks=all, each acknowledged)", *first), "%v (%s); ratio to kcat %.2fx",
+		retryAll.Round(time.Millisecond), benchkit.Rate(int64(res.Retried), retryAll), retryAll.Seconds()/kcatWrite.Seconds())
+	rrate := float64(res.Retried) / retryAll.Seconds()
+	benchkit.Report("target >= 10k msgs/s", "%.0f msgs/s %s", rrate, verdict(rrate >= 10_000))
+
+	if *total > *first {
+		produce(kc, *first, *total)
+		intake2, peak2 := d.waitStored(*total)
+		// The daemon took messages in while they were produced; this is the
+		// rest after production ended.
+		benchkit.Report(fmt.Sprintf("intake %d more (to %d)", *total-*first, *total), "%v (%s)", intake2.Round(time.Millisecond), benchkit.Rate(int64(*total-*first), intake2))
+		benchkit.Report(fmt.Sprintf("daemon peak RSS during intake to %d", *total), "%d MiB (vs %d MiB at %d: flat means no growth with volume)", peak2/1024, peak1/1024, *first)
+	}
+
+	// List page 1 of the topic over the socket.
+	lat := make([]time.Duration, *listCalls)
+	for i := range lat {
+		start := time.Now()
+		d.get("/api/v1/dlq/orders.dlq.v1?page=1&page_size=20")
+		lat[i] = time.Since(start)
+	}
+	benchkit.Sort(lat)
+	p99 := benchkit.Percentile(lat, 99)
+	benchkit.Report(fmt.Sprintf("list page 1 of %d messages: p50 / p99", max(*total, *first)), "%v / %v %s (target p99 <= 10ms)",
+		benchkit.Percentile(lat, 50).Round(10*time.Microsecond), p99.Round(10*time.Microsecond), verdict(p99 <= 10*time.Millisecond))
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "meets"
+	}
+	return "MISSES"
+}
+
+// produce writes dead letters [from, to) with Spring-style headers.
+func produce(kc *kgo.Client, from, to int) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := from; i < to; i++ {
+		wg.Add(1)
+		kc.Produce(ctx, &kgo.Record{
+			Topic: "orders.dlq.v1",
+			Key:   []byte(fmt.Sprintf("order-%d", i)),
+			Value: []byte(fmt.Sprintf(`{"order_id":%d,"amount":1250,"currency":"EUR","note":"dead-lettered by the consumer"}`, i)),
+			Headers: []kgo.RecordHeader{
+				{Key: "kafka_dlt-original-topic", Value: []byte("orders.events.v1")},
+				{Key: "kafka_dlt-exception-message", Value: []byte("java.lang.IllegalStateException: payment provider timeout")},
+			},
+		}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	benchkit.Must(firstErr, "produce")
+}
+
+type daemon struct {
+	cmd    *exec.Cmd
+	dir    string
+	sock   string
+	dbName string
+	http   *http.Client
+}
+
+func pgAdmin() string {
+	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
+		return v
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+func startDaemon(broker string) *daemon {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pgAdmin())
+	benchkit.Must(err, "connect to PostgreSQL")
+	defer admin.Close(ctx)
+	d := &daemon{dbName: fmt.Sprintf("lcd_dlqbench_%d", time.Now().UnixNano())}
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+d.dbName)
+	benchkit.Must(err, "create database")
+	u, _ := url.Parse(pgAdmin())
+	u.Path = "/" + d.dbName
+	d.dir, _ = os.MkdirTemp("", "dlqb")
+	d.sock = filepath.Join(d.dir, "admin.sock")
+	cfg := fmt.Sprintf(`version = 1
+[daemon]
+state = %q
+plugin_dir = %q
+log_level = "warn"
+[admin]
+listen = "unix://%s"
+[retry]
+enabled = false
+[archive]
+enabled = false
+[[dlq_source]]
+name = "kafka"
+plugin = "kafka"
+[dlq_source.config]
+brokers = [%q]
+group_id = "dlqbench"
+`, u.String(), benchkit.Bin(), d.sock, broker)
+	path := filepath.Join(d.dir, "config.toml")
+	benchkit.Must(os.WriteFile(path, []byte(cfg), 0o600), "write config")
+	d.cmd = exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", path)
+	d.cmd.Stderr = os.Stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	benchkit.Must(d.cmd.Start(), "start daemon (run make build)")
+	d.http = &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dd net.Dialer
+		return dd.DialContext(ctx, "unix", d.sock)
+	}}}
+	for i := 0; i < 600; i++ {
+		if resp, err := d.http.Get("http://localhost/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return d
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	benchkit.Must(fmt.Errorf("not ready"), "start daemon")
+	return d
+}
+
+func (d *daemon) get(path string) []byte {
+	resp, err := d.http.Get("http://localhost" + path)
+	benchkit.Must(err, "GET "+path)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "GET "+path)
+	}
+	return b
+}
+
+func (d *daemon) post(path string) []byte {
+	resp, err := d.http.Post("http://localhost"+path, "application/json", nil)
+	benchkit.Must(err, "POST "+path)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "POST "+path)
+	}
+	return b
+}
+
+// waitStored returns how long the daemon took to store messages up to n,
+// from the moment the count first moved (so the consumer group's join is not
+// counted), and its peak RSS meanwhile (kB).
+func (d *daemon) waitStored(n int) (time.Duration, int64) {
+	var start time.Time
+	var peak int64
+	var base int64 = -1
+	for {
+		var body struct {
+			Pagination struct {
+				TotalCount int64 `json:"total_count"`
+			} `json:"pagination"`
+		}
+		benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/orders.dlq.v1?page_size=1"), &body), "list")
+		got := body.Pagination.TotalCount
+		if base < 0 {
+			base = got
+		}
+		if got > base && start.IsZero() {
+			start = time.Now()
+			base = got
+		}
+		if rss := benchkit.ProcStatus(d.cmd.Process.Pid, "VmRSS"); rss > peak {
+			peak = rss
+		}
+		if got >= int64(n) {
+			if start.IsZero() {
+				start = time.Now()
+			}
+			return time.Since(start), peak
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Wait()
+	os.RemoveAll(d.dir)
+	if admin, err := pgx.Connect(context.Background(), pgAdmin()); err == nil {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+d.dbName+" WITH (FORCE)")
+		admin.Close(context.Background())
+	}
+}
