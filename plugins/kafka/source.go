@@ -432,7 +432,15 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 			}
 		}
 	default:
-		return nil, classify(fmt.Errorf("republish: %w", err))
+		var kerr kafka.Error
+		if !errors.As(err, &kerr) {
+			return nil, classify(fmt.Errorf("republish: %w", err))
+		}
+		// The broker answered for the whole batch (unknown topic, too
+		// large, ...): each message failed for that reason.
+		for _, i := range index {
+			resp.Results[i] = sdk.RepublishResult{ID: req.Messages[i].ID, Err: classify(fmt.Errorf("republish to %s: %w", msgs[i].Topic, err))}
+		}
 	}
 	return resp, nil
 }

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# An end-to-end demo on real servers: a PostgreSQL database, a redis-server,
+# dynalite and a Kafka broker (kfake), a daemon with all four plugins; erase a
+# tenant and replay a dead letter. Everything lives in a temp dir and stops
+# on exit. Run `make demo` (it builds and installs what is needed first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d /tmp/lcd-demo.XXXX)
+pids=()
+db="lcd_demo_$$"
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "starting PostgreSQL database, Redis, dynalite and a Kafka broker"
+psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $db"
+psql -h 127.0.0.1 -U postgres -d "$db" -q <<'SQL'
+CREATE TABLE workflow_definitions (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, name text);
+CREATE TABLE workflow_instances (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, definition_id bigint NOT NULL REFERENCES workflow_definitions (id));
+CREATE TABLE workflow_steps (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, instance_id bigint NOT NULL REFERENCES workflow_instances (id));
+CREATE INDEX ON workflow_definitions (tenant_id); CREATE INDEX ON workflow_instances (tenant_id);
+CREATE INDEX ON workflow_instances (definition_id); CREATE INDEX ON workflow_steps (tenant_id); CREATE INDEX ON workflow_steps (instance_id);
+SQL
+rport=$(free_port); redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >/dev/null & pids+=($!)
+dport=$(free_port); node test/dynalite/node_modules/dynalite/cli.js --port "$dport" --host 127.0.0.1 --createTableMs 0 >/dev/null & pids+=($!)
+kport=$(free_port); go run ./internal/cmd/kfake -port "$kport" >/dev/null & pids+=($!)
+sleep 3
+
+tenant=8a1f4c2e-5b7d-4e0a-9c3f-2d6e8b1a4f70
+other=3c9e7a1b-2f4d-4b6e-8a0c-5d1f3e7b9a26
+for t in $tenant $other; do
+  psql -h 127.0.0.1 -U postgres -d "$db" -q -c "
+    WITH d AS (INSERT INTO workflow_definitions (tenant_id, name) SELECT '$t', 'd' FROM generate_series(1, 10) RETURNING id),
+         i AS (INSERT INTO workflow_instances (tenant_id, definition_id) SELECT '$t', (SELECT min(id) FROM d) FROM generate_series(1, 100) RETURNING id)
+    INSERT INTO workflow_steps (tenant_id, instance_id) SELECT '$t', id FROM i, generate_series(1, 5)"
+  for i in $(seq 1 50); do echo "SET session:$t:$i x"; echo "SET csrf:$t:$i y"; done | redis-cli -p "$rport" >/dev/null
+done
+AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo go run ./scripts/demo-dynamo -endpoint "http://127.0.0.1:$dport" -tenants "$tenant,$other" -items 40
+
+cat > "$work/config.toml" <<TOML
+version = 1
+[daemon]
+state = "sqlite://$work/state.db"
+plugin_dir = "$PWD/bin"
+[admin]
+listen = "unix://$work/admin.sock"
+[retry]
+enabled = false
+[deletion]
+poll_interval = "200ms"
+[[deleter]]
+name = "postgres:workflows"
+plugin = "postgres"
+[deleter.config]
+dsn = "postgres://postgres@127.0.0.1:5432/$db"
+tables = ["workflow_steps", "workflow_instances", "workflow_definitions"]
+[[deleter]]
+name = "redis:sessions"
+plugin = "redis"
+[deleter.config]
+addr = "127.0.0.1:$rport"
+patterns = ["session:{tenant}:*", "csrf:{tenant}:*"]
+[[deleter]]
+name = "dynamodb:audit_logs"
+plugin = "dynamodb"
+[deleter.config]
+table = "audit_logs"
+partition_key = "tenant_id"
+region = "us-east-1"
+endpoint = "http://127.0.0.1:$dport"
+access_key_id = "demo"
+secret_access_key = "demo"
+[[dlq_source]]
+name = "kafka"
+plugin = "kafka"
+[dlq_source.config]
+brokers = ["127.0.0.1:$kport"]
+TOML
+say "starting lifecycled"
+./bin/lifecycled run --config "$work/config.toml" 2>"$work/daemon.log" & pids+=($!)
+export LIFECYCLED_ADDR="unix://$work/admin.sock"
+for _ in $(seq 1 100); do ./bin/lifecycled status >/dev/null 2>&1 && break; sleep 0.2; done
+./bin/lifecycled status
+./bin/lifecycled plugins list
+
+say "what would be deleted for tenant $tenant"
+./bin/lifecycled tenant count "$tenant"
+say "deleting it"
+./bin/lifecycled tenant delete "$tenant" --yes --wait
+say "the other tenant is untouched"
+./bin/lifecycled tenant count "$other"
+
+say "a consumer reads orders.events.v1 and dead-letters two messages"
+printf '{"order_id":"122"}\n' | kcat -P -b "127.0.0.1:$kport" -t orders.events.v1
+printf '{"order_id":"123"}\n' | kcat -P -b "127.0.0.1:$kport" -t orders.dlq.v1 -k order-123 \
+  -H kafka_dlt-original-topic=orders.events.v1 -H "kafka_dlt-exception-message=payment provider timeout"
+printf 'not json\n' | kcat -P -b "127.0.0.1:$kport" -t orders.dlq.v1 -H "error=cannot parse"
+sleep 4
+./bin/lifecycled dlq topics
+./bin/lifecycled dlq list orders.dlq.v1
+say "retry all of them: republished with acks=all to orders.events.v1"
+./bin/lifecycled dlq retry-all orders.dlq.v1
+kcat -C -b "127.0.0.1:$kport" -t orders.events.v1 -o beginning -e -q -f 'key=%k headers=%h payload=%s\n'
+say "done; daemon log in $work/daemon.log (removed on exit)"
