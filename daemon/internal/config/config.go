@@ -114,13 +114,14 @@ type PluginInstance struct {
 	Name   string `toml:"name"`
 	Plugin string `toml:"plugin"`
 	// Path overrides plugin_dir/lifecycled-plugin-<plugin>.
-	Path          string         `toml:"path"`
-	SHA256        string         `toml:"sha256"`
-	StartTimeout  Duration       `toml:"start_timeout"`
-	CallTimeout   Duration       `toml:"call_timeout"`
-	DeleteTimeout Duration       `toml:"delete_timeout"`
-	Config        map[string]any `toml:"config"`
-	resolved      map[string]any // Config with *_file keys replaced by the secrets they name
+	Path            string         `toml:"path"`
+	SHA256          string         `toml:"sha256"`
+	StartTimeout    Duration       `toml:"start_timeout"`
+	CallTimeout     Duration       `toml:"call_timeout"`
+	DeleteTimeout   Duration       `toml:"delete_timeout"`
+	ShutdownTimeout Duration       `toml:"shutdown_timeout"`
+	Config          map[string]any `toml:"config"`
+	resolved        map[string]any // Config with *_file keys replaced by the secrets they name
 }
 
 // PluginConfig is the config to send to the plugin: the [*.config] table with

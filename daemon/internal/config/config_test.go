@@ -220,6 +220,28 @@ patterns = ["session:{tenant}:${SUFFIX:-*}"]
 	require.Equal(t, []any{"session:{tenant}:*"}, pc["patterns"])
 }
 
+func TestPerInstanceTimeoutsOverrideGlobal(t *testing.T) {
+	text := `version = 1
+[plugins]
+shutdown_timeout = "5s"
+delete_timeout = "1h"
+[[deleter]]
+name = "pg:slow"
+plugin = "postgres"
+shutdown_timeout = "40s"
+delete_timeout = "6h"
+[[deleter]]
+name = "redis:fast"
+plugin = "redis"
+`
+	cfg, err := parse(t, text)
+	require.NoError(t, err)
+	require.Equal(t, 40*time.Second, cfg.Deleters[0].ShutdownTimeout.Duration)
+	require.Equal(t, 6*time.Hour, cfg.Deleters[0].DeleteTimeout.Duration)
+	require.Zero(t, cfg.Deleters[1].ShutdownTimeout.Duration, "unset per-instance value falls back to [plugins]")
+	require.Equal(t, 5*time.Second, cfg.Plugins.ShutdownTimeout.Duration)
+}
+
 func TestNestedPluginConfigIsOpaque(t *testing.T) {
 	text := "version = 1\n[[dlq_source]]\nname = \"k\"\nplugin = \"kafka\"\n[dlq_source.config]\nsasl = { mechanism = \"plain\", username = \"u\" }\n[dlq_source.config.tls]\nenabled = true\n"
 	cfg, err := parse(t, text)

@@ -94,7 +94,7 @@ func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
 		StartTimeout:    pick(ic.StartTimeout, cfg.Plugins.StartTimeout).Duration,
 		CallTimeout:     pick(ic.CallTimeout, cfg.Plugins.CallTimeout).Duration,
 		DeleteTimeout:   pick(ic.DeleteTimeout, cfg.Plugins.DeleteTimeout).Duration,
-		ShutdownTimeout: cfg.Plugins.ShutdownTimeout.Duration,
+		ShutdownTimeout: pick(ic.ShutdownTimeout, cfg.Plugins.ShutdownTimeout).Duration,
 		RestartInitial:  cfg.Plugins.RestartInitialDelay.Duration,
 		RestartMax:      cfg.Plugins.RestartMaxDelay.Duration,
 		Env:             cfg.Plugins.Env,
@@ -173,6 +173,7 @@ func (h *Host) changed(in *instance, cfg *config.Config, ic config.Instance) boo
 	a, b := in.cfg, next.cfg
 	return a.Kind != b.Kind || a.Path != b.Path || a.SHA256 != b.SHA256 ||
 		a.StartTimeout != b.StartTimeout || a.CallTimeout != b.CallTimeout || a.DeleteTimeout != b.DeleteTimeout ||
+		a.ShutdownTimeout != b.ShutdownTimeout ||
 		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS
 }
 
