@@ -137,7 +137,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
 type fixture struct {
@@ -279,7 +279,9 @@ func TestUnavailableSourceChangesNothing(t *testing.T) {
 		require.ErrorContains(t, err, `source "kafka" is not running`)
 
 		// Reachable plugin, unreachable broker: the call fails as a whole.
-		f.broker.set(func(b *broker) { b.running, b.down = true, sdk.Unavailable(errors.New("dial tcp 10.0.0.9:9092: connection refused")) })
+		f.broker.set(func(b *broker) {
+			b.running, b.down = true, sdk.Unavailable(errors.New("dial tcp 10.0.0.9:9092: connection refused"))
+		})
 		_, err = f.svc.Retry(ctx, id)
 		require.ErrorIs(t, err, derrors.ErrUnavailable)
 		require.ErrorContains(t, err, "the message stays PENDING")
