@@ -371,3 +371,28 @@ func TestPluginCrashMidRetryIsRestarted(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "kafka")
 }
+
+func TestAutomaticRetryResolvesThroughTheBroker(t *testing.T) {
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: kafkaSource(k.Addr) + retryBlock(true, "300ms")})
+	k.Kcat(t, `{"order_id":"7"}`+"\n", "-P", "-t", "orders.dlq.v1", "-k", "order-7", "-H", "error=timeout")
+
+	var got map[string]any
+	testsvc.Eventually(t, time.Minute, func() bool {
+		if list(t, d, "orders.dlq.v1", "").Pagination.TotalCount != 1 {
+			return false
+		}
+		got = nil
+		d.JSON("GET", "/api/v1/dlq/messages/"+list(t, d, "orders.dlq.v1", "").Messages[0].ID, nil, 200, &got)
+		return got["status"] == "RESOLVED"
+	}, "the retry loop republishes the message without an operator (%v)", got)
+
+	events := consumeKcat(t, k, "orders.events.v1")
+	require.Len(t, events, 1)
+	require.Equal(t, "order-7", *events[0].Key)
+	id, _ := header(events[0], "x-dlq-id")
+	require.Equal(t, got["id"], id)
+	_, body := d.Do("GET", "/metrics", nil, nil)
+	require.Contains(t, string(body), `lifecycled_dlq_retries_total{outcome="resolved",trigger="auto"} 1`)
+}
