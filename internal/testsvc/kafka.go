@@ -13,6 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // KafkaBroker is an in-process Kafka wire-protocol broker (kfake) on a fixed
@@ -23,6 +26,8 @@ type KafkaBroker struct {
 	port    int
 	dataDir string
 	parts   int
+	extra   []kfake.Opt
+	auth    []kgo.Opt // what a client needs to get in
 	mu      sync.Mutex
 	cluster *kfake.Cluster
 }
@@ -31,10 +36,35 @@ type KafkaBroker struct {
 // with the given number of partitions (at least 1).
 func Kafka(t testing.TB, partitions int) *KafkaBroker {
 	t.Helper()
+	return kafka(t, partitions)
+}
+
+// KafkaSASL starts a single-broker cluster that only lets in clients that
+// authenticate as user with password over mechanism (PLAIN, SCRAM-SHA-256
+// or SCRAM-SHA-512).
+func KafkaSASL(t testing.TB, mechanism, user, password string) *KafkaBroker {
+	t.Helper()
+	var mech sasl.Mechanism
+	switch mechanism {
+	case "PLAIN":
+		mech = plain.Auth{User: user, Pass: password}.AsMechanism()
+	case "SCRAM-SHA-256":
+		mech = scram.Auth{User: user, Pass: password}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		mech = scram.Auth{User: user, Pass: password}.AsSha512Mechanism()
+	default:
+		t.Fatalf("unknown SASL mechanism %q", mechanism)
+	}
+	k := kafka(t, 1, kfake.EnableSASL(), kfake.Superuser(mechanism, user, password))
+	k.auth = []kgo.Opt{kgo.SASL(mech)}
+	return k
+}
+
+func kafka(t testing.TB, partitions int, extra ...kfake.Opt) *KafkaBroker {
 	if partitions < 1 {
 		partitions = 1
 	}
-	k := &KafkaBroker{t: t, port: FreePort(t), dataDir: t.TempDir(), parts: partitions}
+	k := &KafkaBroker{t: t, port: FreePort(t), dataDir: t.TempDir(), parts: partitions, extra: extra}
 	k.Addr = fmt.Sprintf("127.0.0.1:%d", k.port)
 	k.Start()
 	t.Cleanup(k.Stop)
@@ -49,7 +79,7 @@ func (k *KafkaBroker) Start() {
 	if k.cluster != nil {
 		return
 	}
-	c, err := kfake.NewCluster(
+	c, err := kfake.NewCluster(append([]kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.Ports(k.port),
 		kfake.AllowAutoTopicCreation(),
@@ -58,7 +88,7 @@ func (k *KafkaBroker) Start() {
 		kfake.SyncWrites(),
 		// Tests kill consumers; let their sessions end quickly.
 		kfake.GroupMinSessionTimeout(time.Second),
-	)
+	}, k.extra...)...)
 	if err != nil {
 		k.t.Fatalf("start kfake broker: %v", err)
 	}
@@ -98,7 +128,7 @@ func (k *KafkaBroker) Kcat(t testing.TB, stdin string, args ...string) string {
 // CreateTopics creates topics with the given partition count.
 func (k *KafkaBroker) CreateTopics(t testing.TB, partitions int32, topics ...string) {
 	t.Helper()
-	c, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
+	c, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Addr)}, k.auth...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +146,11 @@ func (k *KafkaBroker) CreateTopics(t testing.TB, partitions int32, topics ...str
 	}
 }
 
-// Client returns a franz-go client for the broker, closed at cleanup.
+// Client returns a franz-go client for the broker (authenticated when the
+// broker wants it), closed at cleanup.
 func (k *KafkaBroker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	c, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Addr)}, opts...)...)
+	c, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(k.Addr)}, k.auth...), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

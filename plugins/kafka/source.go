@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"path"
 	"sort"
@@ -212,7 +213,14 @@ func (s *source) matchingTopics(ctx context.Context) ([]string, error) {
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: tr, Timeout: 10 * time.Second}
 	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil {
-		return nil, classify(fmt.Errorf("list topics on %s: %w", strings.Join(cfg.Brokers, ","), err))
+		err = fmt.Errorf("list topics on %s: %w", strings.Join(cfg.Brokers, ","), err)
+		if cfg.SASL != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			// Brokers that refuse credentials may just hang up instead of
+			// answering SASL_AUTHENTICATION_FAILED; say what it likely means.
+			err = fmt.Errorf("%w (the broker closed the connection during SASL %s authentication: check sasl.username, the password and sasl.mechanism)",
+				err, cfg.SASL.Mechanism)
+		}
+		return nil, classify(err)
 	}
 	var out []string
 	for _, t := range meta.Topics {
