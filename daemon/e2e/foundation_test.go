@@ -252,9 +252,11 @@ func TestSdNotifyReadyReloadAndStopping(t *testing.T) {
 			}
 		}
 	}
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Dir: dir, Env: []string{"NOTIFY_SOCKET=" + notify}})
+	// WatchdogSec=400ms as systemd passes it: keep-alives every 200ms.
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Dir: dir, Env: []string{"NOTIFY_SOCKET=" + notify, "WATCHDOG_USEC=400000"}})
 	ready := next("READY=1")
 	require.Contains(t, ready, "STATUS=ready; 0/0 plugins running")
+	next("WATCHDOG=1")
 
 	// Break the config and reload: refused, the old config keeps serving.
 	good, err := os.ReadFile(d.ConfigPath)
