@@ -90,6 +90,11 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	pcfg.ConnConfig.RuntimeParams["lock_timeout"] = fmt.Sprint(lt.Milliseconds())
 	pcfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(st.Milliseconds())
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "lifecycled-plugin-postgres"
+	// A batch's commit does not wait for its WAL flush: a batch lost in a
+	// server crash is deleted again on the retry. Delete ends with a
+	// synchronous barrier, so nothing is reported deleted before it is
+	// durable. Waiting for one flush per batch costs a third of the time.
+	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	pcfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -217,7 +222,23 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 			}
 		}
 	}
+	if err := durable(ctx, pool); err != nil {
+		return nil, sdk.PartialDeletion(resp.DeletedCount, classify(fmt.Errorf("flush deletes to disk: %w", err)))
+	}
 	return resp, nil
+}
+
+// durable waits until every batch committed so far is on disk (and on the
+// synchronous standbys): a transaction with an id commits synchronously,
+// and its commit record comes after theirs in the WAL.
+func durable(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = on`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`)
+		return err
+	})
 }
 
 func quoteTable(name string) string {
