@@ -166,11 +166,15 @@ func (s *stores) remaining(t *testing.T, tenant string) seeded {
 		require.NoError(t, err)
 		out.redis += int64(len(keys))
 	}
-	q, err := s.dc.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("audit_logs"), KeyConditionExpression: aws.String("tenant_id = :t"),
+	// A Query reads at most 1 MB: count every page.
+	pages := dynamodb.NewQueryPaginator(s.dc, &dynamodb.QueryInput{TableName: aws.String("audit_logs"), KeyConditionExpression: aws.String("tenant_id = :t"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberS{Value: tenant}},
 		Select:                    types.SelectCount, ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	out.dynamo = int64(q.Count)
+	for pages.HasMorePages() {
+		q, err := pages.NextPage(ctx)
+		require.NoError(t, err)
+		out.dynamo += int64(q.Count)
+	}
 	return out
 }
 
@@ -293,7 +297,7 @@ func TestPartialFailureRetriesUntilCompleted(t *testing.T) {
 
 func TestKill9MidJobThenRestartFinishesWithRightCounts(t *testing.T) {
 	s := newStores(t, false)
-	s.pgBatch = 200 // many short batches: the job takes a while
+	s.pgBatch = 50 // many short batches: the job takes a while
 	a, b := uuid.NewString(), uuid.NewString()
 	seedA, seedB := s.seed(t, a, 30000), s.seed(t, b, 100)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
