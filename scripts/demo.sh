@@ -28,7 +28,9 @@ CREATE INDEX ON workflow_instances (definition_id); CREATE INDEX ON workflow_ste
 SQL
 rport=$(free_port); redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >/dev/null & pids+=($!)
 dport=$(free_port); node test/dynalite/node_modules/dynalite/cli.js --port "$dport" --host 127.0.0.1 --createTableMs 0 >/dev/null & pids+=($!)
-kport=$(free_port); go run ./internal/cmd/kfake -port "$kport" >/dev/null & pids+=($!)
+# Built, not `go run`: killing `go run` would leave the broker it started behind.
+go build -o "$work/kfake" ./internal/cmd/kfake
+kport=$(free_port); "$work/kfake" -port "$kport" >/dev/null 2>&1 & pids+=($!)
 sleep 3
 
 tenant=8a1f4c2e-5b7d-4e0a-9c3f-2d6e8b1a4f70
@@ -80,6 +82,7 @@ name = "kafka"
 plugin = "kafka"
 [dlq_source.config]
 brokers = ["127.0.0.1:$kport"]
+refresh_interval = "1s" # the DLQ topic is created after the daemon starts
 TOML
 say "starting lifecycled"
 ./bin/lifecycled run --config "$work/config.toml" 2>"$work/daemon.log" & pids+=($!)
@@ -95,12 +98,15 @@ say "deleting it"
 say "the other tenant is untouched"
 ./bin/lifecycled tenant count "$other"
 
-say "a consumer reads orders.events.v1 and dead-letters two messages"
+say "a consumer reads orders.events.v1 and dead-letters two messages (one not even JSON)"
 printf '{"order_id":"122"}\n' | kcat -P -b "127.0.0.1:$kport" -t orders.events.v1
 printf '{"order_id":"123"}\n' | kcat -P -b "127.0.0.1:$kport" -t orders.dlq.v1 -k order-123 \
   -H kafka_dlt-original-topic=orders.events.v1 -H "kafka_dlt-exception-message=payment provider timeout"
 printf 'not json\n' | kcat -P -b "127.0.0.1:$kport" -t orders.dlq.v1 -H "error=cannot parse"
-sleep 4
+for _ in $(seq 1 50); do
+  ./bin/lifecycled dlq list orders.dlq.v1 --format json 2>/dev/null | grep -q '"total_count": *2' && break
+  sleep 0.2
+done
 ./bin/lifecycled dlq topics
 ./bin/lifecycled dlq list orders.dlq.v1
 say "retry all of them: republished with acks=all to orders.events.v1"
