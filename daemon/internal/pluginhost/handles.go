@@ -32,18 +32,30 @@ func (in *instance) observe(method string, start time.Time, err error) {
 	in.metrics.rpc.WithLabelValues(in.cfg.Name, method, outcome).Observe(time.Since(start).Seconds())
 }
 
+// call runs one RPC on the plugin's client of the moment, read under the
+// lock, so a call never reaches a client the supervisor is replacing, with
+// its own deadline and recorded in the metrics.
+func call[C, R any](ctx context.Context, in *instance, method string, timeout time.Duration,
+	client func() C, fn func(context.Context, C) (R, error)) (R, error) {
+	in.mu.Lock()
+	c := client()
+	running := in.state == StateRunning
+	in.mu.Unlock()
+	if any(c) == nil || !running {
+		var zero R
+		return zero, in.unavailable()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := fn(ctx, c)
+	in.observe(method, start, err)
+	return resp, err
+}
+
 type deleterHandle struct{ in *instance }
 
-func (h *deleterHandle) current() (sdk.TenantDeleter, error) {
-	h.in.mu.Lock()
-	d := h.in.deleter
-	running := h.in.state == StateRunning
-	h.in.mu.Unlock()
-	if d == nil || !running {
-		return nil, h.in.unavailable()
-	}
-	return d, nil
-}
+func (h *deleterHandle) client() sdk.TenantDeleter { return h.in.deleter }
 
 // Configure is done by the supervisor after each start; callers may not
 // reconfigure a running plugin behind its back.
@@ -52,84 +64,39 @@ func (h *deleterHandle) Configure(context.Context, *sdk.ConfigureRequest) (*sdk.
 }
 
 func (h *deleterHandle) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
-	d, err := h.current()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, h.in.cfg.CallTimeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := d.Count(ctx, req)
-	h.in.observe("Count", start, err)
-	return resp, err
+	return call(ctx, h.in, "Count", h.in.cfg.CallTimeout, h.client,
+		func(ctx context.Context, d sdk.TenantDeleter) (*sdk.CountResponse, error) { return d.Count(ctx, req) })
 }
 
 func (h *deleterHandle) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
-	d, err := h.current()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, h.in.cfg.DeleteTimeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := d.Delete(ctx, req, progress)
-	h.in.observe("Delete", start, err)
-	return resp, err
+	return call(ctx, h.in, "Delete", h.in.cfg.DeleteTimeout, h.client,
+		func(ctx context.Context, d sdk.TenantDeleter) (*sdk.DeleteResponse, error) {
+			return d.Delete(ctx, req, progress)
+		})
 }
 
 type sourceHandle struct{ in *instance }
 
-func (h *sourceHandle) current() (sdk.DLQSource, error) {
-	h.in.mu.Lock()
-	s := h.in.source
-	running := h.in.state == StateRunning
-	h.in.mu.Unlock()
-	if s == nil || !running {
-		return nil, h.in.unavailable()
-	}
-	return s, nil
-}
+func (h *sourceHandle) client() sdk.DLQSource { return h.in.source }
 
 func (h *sourceHandle) Configure(context.Context, *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
 	return nil, sdk.ErrUnsupported
 }
 
 func (h *sourceHandle) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchResponse, error) {
-	s, err := h.current()
-	if err != nil {
-		return nil, err
-	}
 	// A fetch waits up to req.Wait by design; the call timeout comes on top.
-	ctx, cancel := context.WithTimeout(ctx, h.in.cfg.CallTimeout+req.Wait)
-	defer cancel()
-	start := time.Now()
-	resp, err := s.Fetch(ctx, req)
-	h.in.observe("Fetch", start, err)
-	return resp, err
+	return call(ctx, h.in, "Fetch", h.in.cfg.CallTimeout+req.Wait, h.client,
+		func(ctx context.Context, s sdk.DLQSource) (*sdk.FetchResponse, error) { return s.Fetch(ctx, req) })
 }
 
 func (h *sourceHandle) Commit(ctx context.Context, req *sdk.CommitRequest) (*sdk.CommitResponse, error) {
-	s, err := h.current()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, h.in.cfg.CallTimeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := s.Commit(ctx, req)
-	h.in.observe("Commit", start, err)
-	return resp, err
+	return call(ctx, h.in, "Commit", h.in.cfg.CallTimeout, h.client,
+		func(ctx context.Context, s sdk.DLQSource) (*sdk.CommitResponse, error) { return s.Commit(ctx, req) })
 }
 
 func (h *sourceHandle) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
-	s, err := h.current()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, h.in.cfg.CallTimeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := s.Republish(ctx, req)
-	h.in.observe("Republish", start, err)
-	return resp, err
+	return call(ctx, h.in, "Republish", h.in.cfg.CallTimeout, h.client,
+		func(ctx context.Context, s sdk.DLQSource) (*sdk.RepublishResponse, error) {
+			return s.Republish(ctx, req)
+		})
 }
