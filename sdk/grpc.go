@@ -72,6 +72,25 @@ func (h *handlerBase) configureRequest(req *pb.ConfigureRequest) (*ConfigureRequ
 	return &ConfigureRequest{Name: req.GetName(), Config: cfg}, nil
 }
 
+// configure serves Configure for either plugin kind.
+func (h *handlerBase) configure(ctx context.Context, req *pb.ConfigureRequest,
+	impl func(context.Context, *ConfigureRequest) (*ConfigureResponse, error)) (*pb.ConfigureResponse, error) {
+	var out *pb.ConfigureResponse
+	err := h.guard("Configure", func() error {
+		r, err := h.configureRequest(req)
+		if err != nil {
+			return err
+		}
+		resp, err := impl(ctx, r)
+		if err != nil {
+			return err
+		}
+		out = &pb.ConfigureResponse{PluginVersion: resp.PluginVersion, Warnings: resp.Warnings}
+		return nil
+	})
+	return out, err
+}
+
 func configureRequestPB(req *ConfigureRequest) (*pb.ConfigureRequest, error) {
 	cfg := req.Config
 	if cfg == nil {
@@ -110,20 +129,7 @@ type deleterServer struct {
 }
 
 func (s *deleterServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	var out *pb.ConfigureResponse
-	err := s.guard("Configure", func() error {
-		r, err := s.configureRequest(req)
-		if err != nil {
-			return err
-		}
-		resp, err := s.impl.Configure(ctx, r)
-		if err != nil {
-			return err
-		}
-		out = &pb.ConfigureResponse{PluginVersion: resp.PluginVersion, Warnings: resp.Warnings}
-		return nil
-	})
-	return out, err
+	return s.configure(ctx, req, s.impl.Configure)
 }
 
 func (s *deleterServer) Count(ctx context.Context, req *pb.CountRequest) (*pb.CountResponse, error) {
@@ -251,20 +257,7 @@ type sourceServer struct {
 }
 
 func (s *sourceServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	var out *pb.ConfigureResponse
-	err := s.guard("Configure", func() error {
-		r, err := s.configureRequest(req)
-		if err != nil {
-			return err
-		}
-		resp, err := s.impl.Configure(ctx, r)
-		if err != nil {
-			return err
-		}
-		out = &pb.ConfigureResponse{PluginVersion: resp.PluginVersion, Warnings: resp.Warnings}
-		return nil
-	})
-	return out, err
+	return s.configure(ctx, req, s.impl.Configure)
 }
 
 func headersToPB(hs []Header) []*pb.Header {
