@@ -191,6 +191,11 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 				k.Kcat(t, fmt.Sprintf(`{"n":%d}`, i)+"\n", "-P", "-t", "orders.dlq.v1", "-H", "error=e")
 			}
 			waitTotal(t, d, "orders.dlq.v1", 6, time.Minute)
+			out, _, exit := d.CLI("dlq", "retry-all", "orders.dlq.v1", "--dry-run")
+			require.Equal(t, 0, exit)
+			require.Equal(t, "6 messages would be retried in topic orders.dlq.v1\n", out)
+			require.Equal(t, 6, list(t, d, "orders.dlq.v1", "&status=PENDING").Pagination.TotalCount, "the dry run changed nothing")
+			require.Empty(t, consumeKcat(t, k, "orders.events.v1")[1:], "and republished nothing")
 			var all map[string]any
 			d.JSON("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, 200, &all)
 			require.Equal(t, 6.0, all["retried"])
@@ -199,7 +204,7 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 			require.Equal(t, 6, resolved.Pagination.TotalCount)
 
 			// Topics summary and CLI.
-			out, _, exit := d.CLI("dlq", "topics")
+			out, _, exit = d.CLI("dlq", "topics")
 			require.Equal(t, 0, exit)
 			require.Contains(t, out, "orders.dlq.v1")
 			out, _, exit = d.CLI("--format", "json", "dlq", "list", "payments.dlq.v1")

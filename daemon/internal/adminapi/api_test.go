@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -42,10 +43,13 @@ func newHandler(t testing.TB) http.Handler {
 		dlq.NewMetrics(nil, st, nil))
 	reg := deletion.NewRegistry(host, func() int { return 1 })
 	tenants := deletion.NewService(st, reg, nil, func() string { return "uuid" })
+	retention := archive.New(st, func() archive.Config {
+		return archive.Config{Retention: cfg.Archive.Retention.Duration, ArchiveRetention: cfg.Archive.ArchiveRetention.Duration, BatchSize: 100}
+	}, log, nil, nil)
 	srv := adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
 		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
-		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.TenantRoutes(tenants)},
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.TenantRoutes(tenants), adminapi.ArchiveRoutes(retention)},
 	})
 	return srv.Handler()
 }
@@ -95,6 +99,8 @@ func TestDLQBadInputIs400WithTheDocumentedCode(t *testing.T) {
 		"topic 300 chars":          {"GET", "/api/v1/dlq/" + long},
 		"retry-all 300 chars":      {"POST", "/api/v1/dlq/" + long + "/retry-all"},
 		"retry-all bad topic":      {"POST", "/api/v1/dlq/a%20b/retry-all"},
+		"retry-all dry_run maybe":  {"POST", "/api/v1/dlq/orders.dlq.v1/retry-all?dry_run=maybe"},
+		"retry-all dry_run twice":  {"POST", "/api/v1/dlq/orders.dlq.v1/retry-all?dry_run=true&dry_run=false"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -134,9 +140,30 @@ func TestDLQHappyPathsWithoutSources(t *testing.T) {
 	require.Equal(t, 200, status)
 	require.Equal(t, 0.0, body["retried"])
 	require.Equal(t, "0 messages retried in topic orders.dlq.v1", body["message"])
+	status, body = do(h, "POST", "/api/v1/dlq/orders.dlq.v1/retry-all?dry_run=true")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"retried": 0.0, "failed": 0.0, "unavailable": 0.0, "dry_run": true, "retryable": 0.0,
+		"message": "0 messages would be retried in topic orders.dlq.v1"}, body)
 	status, body = do(h, "GET", "/api/v1/dlq")
 	require.Equal(t, 200, status)
 	require.Equal(t, []any{}, body["topics"])
+}
+
+func TestArchiveRunDryRunAndBadInput(t *testing.T) {
+	h := newHandler(t)
+	status, body := do(h, "POST", "/api/v1/archive/run?dry_run=true")
+	require.Equal(t, 200, status, "%v", body)
+	require.Equal(t, true, body["dry_run"])
+	require.Equal(t, 0.0, body["archived"])
+	status, body = do(h, "POST", "/api/v1/archive/run")
+	require.Equal(t, 200, status, "%v", body)
+	require.Nil(t, body["dry_run"], "a real pass says nothing of dry runs")
+	for _, q := range []string{"dry_run=yes", "dry_run=", "dry_run=1&dry_run=1"} {
+		status, body = do(h, "POST", "/api/v1/archive/run?"+q)
+		require.Equal(t, 400, status, "%s: %v", q, body)
+		require.Equal(t, "SYS_VALIDATION_ERROR", code(body), "%s", q)
+		require.Contains(t, body["error"].(map[string]any)["message"], "dry_run")
+	}
 }
 
 func FuzzRouteParams(f *testing.F) {

@@ -93,6 +93,22 @@ func parseListQuery(q url.Values) (listQuery, error) {
 	return out, nil
 }
 
+// parseDryRun reads ?dry_run= of a destructive POST: absent means false.
+func parseDryRun(q url.Values) (bool, error) {
+	v, ok := q["dry_run"]
+	if !ok {
+		return false, nil
+	}
+	if len(v) != 1 {
+		return false, invalidField("dry_run", "given %d times", len(v))
+	}
+	b, err := strconv.ParseBool(v[0])
+	if err != nil {
+		return false, invalidField("dry_run", "%q is not true or false", truncate(v[0]))
+	}
+	return b, nil
+}
+
 func truncate(s string) string {
 	if len(s) > 80 {
 		return s[:77] + "..."

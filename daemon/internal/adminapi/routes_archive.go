@@ -10,6 +10,7 @@ import (
 // Retention is what the archive route needs.
 type Retention interface {
 	RunOnce(ctx context.Context) (archive.Result, error)
+	DryRun(ctx context.Context) (archive.Result, error)
 }
 
 // ArchiveRunBody is POST /api/v1/archive/run.
@@ -19,11 +20,21 @@ type ArchiveRunBody struct {
 	LongestBatchSeconds float64 `json:"longest_batch_seconds"`
 }
 
-// ArchiveRoutes serves POST /api/v1/archive/run: one retention pass now.
+// ArchiveRoutes serves POST /api/v1/archive/run: one retention pass now, or
+// with ?dry_run=true the counts of what it would move and purge.
 func ArchiveRoutes(r Retention) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("POST /api/v1/archive/run", func(w http.ResponseWriter, req *http.Request) {
-			res, err := r.RunOnce(req.Context())
+			dryRun, err := parseDryRun(req.URL.Query())
+			if err != nil {
+				writeError(w, req, ScopeNone, err)
+				return
+			}
+			run := r.RunOnce
+			if dryRun {
+				run = r.DryRun
+			}
+			res, err := run(req.Context())
 			if err != nil {
 				writeError(w, req, ScopeNone, err)
 				return

@@ -17,6 +17,7 @@ type DLQ interface {
 	Delete(ctx context.Context, id uuid.UUID) error
 	Retry(ctx context.Context, id uuid.UUID) (*dlq.Message, error)
 	RetryAll(ctx context.Context, topic string) (dlq.RetryAllResult, error)
+	CountRetryable(ctx context.Context, topic string) (int64, error)
 	Topics(ctx context.Context) ([]dlq.TopicSummary, error)
 }
 
@@ -47,6 +48,10 @@ type RetryAllBody struct {
 	Failed      int    `json:"failed"`
 	Unavailable int    `json:"unavailable"`
 	Message     string `json:"message"`
+	// With ?dry_run=true: nothing was republished; Retryable is how many
+	// messages a real call would republish now.
+	DryRun    bool   `json:"dry_run,omitempty"`
+	Retryable *int64 `json:"retryable,omitempty"`
 }
 
 // DLQRoutes serves the dead-letter routes of DESIGN.md.
@@ -140,6 +145,21 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			dryRun, err := parseDryRun(r.URL.Query())
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			if dryRun {
+				n, err := svc.CountRetryable(r.Context(), topic)
+				if err != nil {
+					writeError(w, r, ScopeDLQ, err)
+					return
+				}
+				writeJSON(w, http.StatusOK, RetryAllBody{DryRun: true, Retryable: &n,
+					Message: fmt.Sprintf("%d messages would be retried in topic %s", n, topic)})
 				return
 			}
 			res, err := svc.RetryAll(r.Context(), topic)

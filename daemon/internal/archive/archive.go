@@ -30,9 +30,19 @@ type Store interface {
 	PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error)
 	// PurgeExpiredIdempotencyKeys drops up to limit keys that expired before now.
 	PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error)
+	// CountRetentionCandidates counts, without changing anything, what a
+	// pass with these cutoffs would archive and purge. Rows archived by the
+	// pass and already older than purgeCutoff count as purged too, as the
+	// pass would purge them right after moving them.
+	CountRetentionCandidates(ctx context.Context, archiveCutoff, purgeCutoff, now time.Time) (RetentionCounts, error)
 	// TryRetentionLock takes the lock that lets one daemon at a time run a
 	// pass. ok is false when another daemon holds it.
 	TryRetentionLock(ctx context.Context) (unlock func(), ok bool, err error)
+}
+
+// RetentionCounts is what a pass would move and purge.
+type RetentionCounts struct {
+	Archive, PurgeArchive, PurgeKeys int64
 }
 
 // Config is read at every pass.
@@ -50,6 +60,7 @@ type Result struct {
 	PurgedDLQ    int64         `json:"purged_archive"`
 	PurgedKeys   int64         `json:"purged_idempotency_keys"`
 	Batches      int           `json:"batches"`
+	DryRun       bool          `json:"dry_run,omitempty"`
 	LongestBatch time.Duration `json:"-"`
 	Took         time.Duration `json:"-"`
 }
@@ -211,6 +222,19 @@ func (s *Scheduler) RunOnce(ctx context.Context) (Result, error) {
 	}
 	res.Took = s.now().Sub(start)
 	return res, nil
+}
+
+// DryRun counts what RunOnce would archive and purge now, and changes
+// nothing. It takes no lock: a pass running meanwhile makes the counts
+// smaller, never wrong about what is eligible.
+func (s *Scheduler) DryRun(ctx context.Context) (Result, error) {
+	cfg := s.cfg()
+	now := s.now()
+	c, err := s.store.CountRetentionCandidates(ctx, now.Add(-cfg.Retention), now.Add(-cfg.ArchiveRetention), now)
+	if err != nil {
+		return Result{}, fmt.Errorf("count retention candidates: %w", err)
+	}
+	return Result{Archived: c.Archive, PurgedDLQ: c.PurgeArchive, PurgedKeys: c.PurgeKeys, DryRun: true, Took: s.now().Sub(now)}, nil
 }
 
 // WithClock replaces the clock, for tests of retention boundaries.

@@ -146,6 +146,52 @@ func TestExpiredIdempotencyKeysArePurgedLiveOnesKept(t *testing.T) {
 	})
 }
 
+func TestDryRunCountsWhatThePassThenDoesAndChangesNothing(t *testing.T) {
+	both(t, func(t *testing.T, d migrations.Dialect, s store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		// Archived a year ago by an earlier pass: half past the archive
+		// retention now.
+		finished(t, s, "archived", 6, dlq.StatusResolved, now.Add(-400*day))
+		_, err := scheduler(s, now.Add(-300*day), 100).RunOnce(ctx)
+		require.NoError(t, err)
+		finished(t, s, "kept-in-archive", 2, dlq.StatusResolved, now.Add(-100*day))
+		_, err = scheduler(s, now.Add(-40*day), 100).RunOnce(ctx)
+		require.NoError(t, err)
+		// Live: old enough to archive, one group even old enough to purge in
+		// the same pass; too young; never archived.
+		finished(t, s, "old", 3, dlq.StatusDead, now.Add(-31*day))
+		finished(t, s, "ancient", 4, dlq.StatusResolved, now.Add(-366*day))
+		finished(t, s, "young", 5, dlq.StatusResolved, now.Add(-29*day))
+		finished(t, s, "pending", 2, dlq.StatusPending, now.Add(-500*day))
+		for i, exp := range []time.Time{now.Add(-time.Hour), now, now.Add(time.Hour)} {
+			_, err := s.ReserveIdempotencyKey(ctx, idempotency.Record{CallerUID: 1, Key: fmt.Sprint("k", i), Route: "POST /x",
+				RequestHash: "h", ExpiresAt: exp}, now.Add(-73*time.Hour), now.Add(-74*time.Hour))
+			require.NoError(t, err)
+		}
+		liveBefore, archivedBefore := ids(t, d, s)
+
+		sch := scheduler(s, now, 2)
+		dry, err := sch.DryRun(ctx)
+		require.NoError(t, err)
+		require.True(t, dry.DryRun)
+		require.Equal(t, [3]int64{7, 6 + 4, 2}, counts(dry), "archived, purged from the archive, purged keys")
+		liveAfter, archivedAfter := ids(t, d, s)
+		require.Equal(t, liveBefore, liveAfter, "a dry run moves nothing")
+		require.Equal(t, archivedBefore, archivedAfter, "a dry run purges nothing")
+
+		res, err := sch.RunOnce(ctx)
+		require.NoError(t, err)
+		require.False(t, res.DryRun)
+		require.Equal(t, counts(dry), counts(res), "the pass did what the dry run said")
+		again, err := sch.DryRun(ctx)
+		require.NoError(t, err)
+		require.Equal(t, [3]int64{}, counts(again), "nothing left to do after the pass")
+	})
+}
+
+func counts(r archive.Result) [3]int64 { return [3]int64{r.Archived, r.PurgedDLQ, r.PurgedKeys} }
+
 // ids lists every id in the live table and in the archive.
 func ids(t *testing.T, d migrations.Dialect, s store.Store) (live, archived []string) {
 	ctx := context.Background()

@@ -12,7 +12,8 @@ import (
 
 func archiveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "archive", Short: "Retention: archive finished dead letters and purge old data"}
-	cmd.AddCommand(&cobra.Command{
+	var dryRun bool
+	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run one retention pass now and show what it moved and purged",
 		Args:  cobra.NoArgs,
@@ -23,7 +24,11 @@ func archiveCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(time.Hour)
 			defer cancel()
-			raw, _, err := c.do(ctx, "POST", "/api/v1/archive/run", nil, nil)
+			path := "/api/v1/archive/run"
+			if dryRun {
+				path += "?dry_run=true"
+			}
+			raw, _, err := c.do(ctx, "POST", path, nil, nil)
 			if err != nil {
 				return err
 			}
@@ -35,10 +40,17 @@ func archiveCmd(g *globals) *cobra.Command {
 			if err := json.Unmarshal(raw, &body); err != nil {
 				return err
 			}
+			if body.DryRun {
+				fmt.Fprintf(g.stdout, "dry run: would archive %d dead letters, purge %d archived rows and %d expired idempotency keys\n",
+					body.Archived, body.PurgedDLQ, body.PurgedKeys)
+				return nil
+			}
 			fmt.Fprintf(g.stdout, "archived %d dead letters, purged %d archived rows and %d expired idempotency keys in %.2fs (longest batch %.3fs)\n",
 				body.Archived, body.PurgedDLQ, body.PurgedKeys, body.TookSeconds, body.LongestBatchSeconds)
 			return nil
 		},
-	})
+	}
+	run.Flags().BoolVar(&dryRun, "dry-run", false, "count what a pass would archive and purge, and change nothing")
+	cmd.AddCommand(run)
 	return cmd
 }

@@ -250,12 +250,17 @@ func dlqDeleteCmd(g *globals) *cobra.Command {
 }
 
 func dlqRetryAllCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var dryRun bool
+	cmd := &cobra.Command{
 		Use:   "retry-all TOPIC",
 		Short: "Republish every retryable dead letter of a topic",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body, raw, err := dlqMutation(g, "POST", "/api/v1/dlq/"+escape(args[0])+"/retry-all")
+			path := "/api/v1/dlq/" + escape(args[0]) + "/retry-all"
+			if dryRun {
+				path += "?dry_run=true"
+			}
+			body, raw, err := dlqMutation(g, "POST", path)
 			if err != nil {
 				return err
 			}
@@ -273,4 +278,6 @@ func dlqRetryAllCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the messages that would be republished, and change nothing")
+	return cmd
 }

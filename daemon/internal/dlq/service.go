@@ -213,6 +213,12 @@ func (s *Service) nextRetry(pol Policy, attempt int) *time.Time {
 	return &t
 }
 
+// CountRetryable is the dry run of RetryAll: how many messages of the topic
+// it would republish now. Nothing is claimed or changed.
+func (s *Service) CountRetryable(ctx context.Context, topic string) (int64, error) {
+	return s.store.CountRetryableDLQTopic(ctx, topic)
+}
+
 // RetryAllResult is what POST /api/v1/dlq/{topic}/retry-all reports.
 type RetryAllResult struct {
 	Retried     int // acknowledged by the broker: RESOLVED

@@ -312,9 +312,21 @@ func TestRetryAllCountsEveryOutcomeAcrossPages(t *testing.T) {
 				b.refuse[id] = sdk.Permanent(errors.New("INVALID_RECORD"))
 			}
 		})
+		retryable := func(topic string) int64 {
+			n, err := f.svc.CountRetryable(ctx, topic)
+			require.NoError(t, err)
+			return n
+		}
+		require.EqualValues(t, 250, retryable("orders.dlq.v1"), "dry run by DLQ topic")
+		require.EqualValues(t, 250, retryable("orders.events.v1"), "dry run by original topic")
+		require.EqualValues(t, 0, retryable("payments.dlq.v1"))
+		require.Empty(t, f.broker.republishedIDs(), "a dry run republishes nothing")
+		require.Equal(t, dlq.StatusPending, f.get(t, ids[0]).Status, "and claims nothing")
+
 		res, err := f.svc.RetryAll(ctx, "orders.dlq.v1")
 		require.NoError(t, err)
 		require.Equal(t, dlq.RetryAllResult{Retried: 247, Failed: 3}, res)
+		require.EqualValues(t, 3, retryable("orders.dlq.v1"), "the refused ones are still retryable")
 
 		sent := f.broker.republishedIDs()
 		require.Len(t, sent, 247)
@@ -337,6 +349,7 @@ func TestRetryAllCountsEveryOutcomeAcrossPages(t *testing.T) {
 		res, err = f.svc.RetryAll(ctx, "orders.dlq.v1")
 		require.NoError(t, err)
 		require.Equal(t, dlq.RetryAllResult{Retried: 3}, res)
+		require.EqualValues(t, 0, retryable("orders.dlq.v1"))
 	})
 }
 

@@ -93,6 +93,9 @@ type Store interface {
 	// ClaimDLQTopic claims up to limit retryable messages of a topic created
 	// after the cursor, in creation order.
 	ClaimDLQTopic(ctx context.Context, topic string, after *Cursor, limit int, c Claim) ([]Message, error)
+	// CountRetryableDLQTopic counts what ClaimDLQTopic would claim from the
+	// start of the topic: the dry run of retry-all.
+	CountRetryableDLQTopic(ctx context.Context, topic string) (int64, error)
 	// ClaimDueDLQ claims PENDING messages whose next_retry_at has come.
 	ClaimDueDLQ(ctx context.Context, limit int, c Claim) ([]Message, error)
 	// FinishDLQ records the outcome of claimed messages; only rows still

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for migrations
 
+	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -461,6 +462,19 @@ func (p *Postgres) refreshStats(ctx context.Context) {
 	}
 }
 
+// CountRetryableDLQTopic implements dlq.Store with ClaimDLQTopic's predicate.
+func (p *Postgres) CountRetryableDLQTopic(ctx context.Context, topic string) (int64, error) {
+	var n int64
+	err := p.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM dlq.dlq_messages WHERE dlq_topic = $1 AND status = 'PENDING' AND retry_count < max_retries)
+		+ (SELECT count(*) FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1
+			AND status = 'PENDING' AND retry_count < max_retries)`, topic).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count retryable: %w", err)
+	}
+	return n, nil
+}
+
 // ClaimDueDLQ implements dlq.Store.
 func (p *Postgres) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
 	rows, err := p.pool.Query(ctx, `
@@ -769,6 +783,22 @@ func (p *Postgres) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit 
 		return 0, fmt.Errorf("archive dead letters: %w", err)
 	}
 	return n, nil
+}
+
+// CountRetentionCandidates implements archive.Store with the predicates of
+// ArchiveDLQBatch, PurgeDLQArchiveBatch and PurgeExpiredIdempotencyKeys.
+func (p *Postgres) CountRetentionCandidates(ctx context.Context, archiveCutoff, purgeCutoff, now time.Time) (archive.RetentionCounts, error) {
+	var c archive.RetentionCounts
+	err := p.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM dlq.dlq_messages WHERE status IN ('RESOLVED', 'DEAD') AND updated_at < $1),
+		(SELECT count(*) FROM dlq.dlq_messages_archive WHERE updated_at < $2)
+			+ (SELECT count(*) FROM dlq.dlq_messages WHERE status IN ('RESOLVED', 'DEAD') AND updated_at < LEAST($1, $2)),
+		(SELECT count(*) FROM lifecycle.idempotency_keys WHERE expires_at <= $3)`,
+		archiveCutoff, purgeCutoff, now).Scan(&c.Archive, &c.PurgeArchive, &c.PurgeKeys)
+	if err != nil {
+		return c, fmt.Errorf("count retention candidates: %w", err)
+	}
+	return c, nil
 }
 
 // PurgeDLQArchiveBatch implements archive.Store.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
 
+	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -390,6 +391,19 @@ func (s *SQLite) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.Cur
 	return msgs, nil
 }
 
+// CountRetryableDLQTopic implements dlq.Store with ClaimDLQTopic's predicate.
+func (s *SQLite) CountRetryableDLQTopic(ctx context.Context, topic string) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM dlq_messages WHERE dlq_topic = ?1 AND status = 'PENDING' AND retry_count < max_retries)
+		+ (SELECT count(*) FROM dlq_messages WHERE original_topic = ?1 AND dlq_topic <> ?1
+			AND status = 'PENDING' AND retry_count < max_retries)`, topic).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count retryable: %w", err)
+	}
+	return n, nil
+}
+
 // ClaimDueDLQ implements dlq.Store.
 func (s *SQLite) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
 	msgs, err := collectSQLiteMessages(s.db.QueryContext(ctx, `
@@ -710,6 +724,22 @@ func (s *SQLite) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit in
 		return 0, fmt.Errorf("archive dead letters: %w", err)
 	}
 	return moved, nil
+}
+
+// CountRetentionCandidates implements archive.Store with the predicates of
+// ArchiveDLQBatch, PurgeDLQArchiveBatch and PurgeExpiredIdempotencyKeys.
+func (s *SQLite) CountRetentionCandidates(ctx context.Context, archiveCutoff, purgeCutoff, now time.Time) (archive.RetentionCounts, error) {
+	var c archive.RetentionCounts
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM dlq_messages WHERE status IN ('RESOLVED', 'DEAD') AND updated_at < ?1),
+		(SELECT count(*) FROM dlq_messages_archive WHERE updated_at < ?2)
+			+ (SELECT count(*) FROM dlq_messages WHERE status IN ('RESOLVED', 'DEAD') AND updated_at < min(?1, ?2)),
+		(SELECT count(*) FROM idempotency_keys WHERE expires_at <= ?3)`,
+		us(archiveCutoff), us(purgeCutoff), us(now)).Scan(&c.Archive, &c.PurgeArchive, &c.PurgeKeys)
+	if err != nil {
+		return c, fmt.Errorf("count retention candidates: %w", err)
+	}
+	return c, nil
 }
 
 // PurgeDLQArchiveBatch implements archive.Store.
