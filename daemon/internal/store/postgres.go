@@ -76,13 +76,23 @@ func redactPGError(err error) error {
 // inTx runs fn in a transaction, retrying on deadlock and serialization
 // failures, which concurrent daemons can cause and which are safe to retry.
 func (p *Postgres) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	_, err := retryConflicts(func() (struct{}, error) { return struct{}{}, pgx.BeginFunc(ctx, p.pool, fn) })
+	return err
+}
+
+// retryConflicts runs fn again, up to five times, when PostgreSQL rolled it
+// back as a deadlock victim or for a serialization failure: nothing of it
+// took effect, so running it again is safe. Statements that update dead
+// letters can be victims when another daemon's transaction takes the
+// per-topic counter rows in a different order.
+func retryConflicts[T any](fn func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
-		err := pgx.BeginFunc(ctx, p.pool, fn)
+		v, err := fn()
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") && attempt < 5 {
 			continue
 		}
-		return err
+		return v, err
 	}
 }
 
@@ -389,12 +399,14 @@ func (p *Postgres) DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error) {
 
 // ClaimDLQ implements dlq.Store.
 func (p *Postgres) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
-	m, err := scanPGMessage(p.pool.QueryRow(ctx, `
+	m, err := retryConflicts(func() (*dlq.Message, error) {
+		return scanPGMessage(p.pool.QueryRow(ctx, `
 		UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3, lease_expires_at = $4,
 			updated_at = $2
 		WHERE id = $1 AND retry_count < max_retries
 			AND (status = 'PENDING' OR (status = 'RETRYING' AND lease_expires_at < $2))
 		RETURNING `+pgDLQColumns, id, c.Now, c.Owner, c.LeaseUntil))
+	})
 	if err == nil {
 		return m, nil
 	}
@@ -423,6 +435,12 @@ func (p *Postgres) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.C
 	} else {
 		p.refreshStats(ctx)
 	}
+	return retryConflicts(func() ([]dlq.Message, error) {
+		return p.claimDLQTopic(ctx, topic, afterT, afterID, limit, c)
+	})
+}
+
+func (p *Postgres) claimDLQTopic(ctx context.Context, topic string, afterT time.Time, afterID uuid.UUID, limit int, c dlq.Claim) ([]dlq.Message, error) {
 	rows, err := p.pool.Query(ctx, `
 		WITH cand AS (
 			(SELECT id FROM dlq.dlq_messages WHERE dlq_topic = $1 AND status = 'PENDING'
@@ -477,6 +495,10 @@ func (p *Postgres) CountRetryableDLQTopic(ctx context.Context, topic string) (in
 
 // ClaimDueDLQ implements dlq.Store.
 func (p *Postgres) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
+	return retryConflicts(func() ([]dlq.Message, error) { return p.claimDueDLQ(ctx, limit, c) })
+}
+
+func (p *Postgres) claimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
 	rows, err := p.pool.Query(ctx, `
 		WITH due AS (
 			SELECT id FROM dlq.dlq_messages
@@ -493,48 +515,58 @@ func (p *Postgres) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]d
 	return collectPGMessages(rows)
 }
 
-// FinishDLQ implements dlq.Store.
+// Outcome kinds of FinishDLQ's single statement (the numbers its CASEs test).
+const (
+	finishAcked    = 0
+	finishCounted  = 1
+	finishReleased = 2
+)
+
+// FinishDLQ implements dlq.Store in one statement, so that the per-topic
+// counts trigger fires once and takes its counter rows in its sorted order.
+// Separate statements for acked, counted and released messages in one
+// transaction took them in statement order instead, and deadlocked against
+// concurrent claims of the same topic.
 func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, _ int, outcomes []dlq.Outcome) error {
-	var acked, counted, released []uuid.UUID
-	var countedNext, releasedNext []*time.Time
-	for _, o := range outcomes {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(outcomes))
+	kinds := make([]int32, len(outcomes))
+	next := make([]*time.Time, len(outcomes))
+	for i, o := range outcomes {
+		ids[i], next[i] = o.ID, o.NextRetryAt
 		switch {
 		case o.Acked:
-			acked = append(acked, o.ID)
+			kinds[i], next[i] = finishAcked, nil
 		case o.Counted:
-			counted = append(counted, o.ID)
-			countedNext = append(countedNext, o.NextRetryAt)
+			kinds[i] = finishCounted
 		default:
-			released = append(released, o.ID)
-			releasedNext = append(releasedNext, o.NextRetryAt)
+			kinds[i] = finishReleased
 		}
 	}
-	return p.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		if len(acked) > 0 {
-			b.Queue(`UPDATE dlq.dlq_messages SET status = 'RESOLVED', lease_owner = NULL, lease_expires_at = NULL,
-				next_retry_at = NULL, updated_at = $3
-				WHERE id = ANY($1) AND status = 'RETRYING' AND lease_owner = $2`, acked, owner, now)
-		}
-		if len(counted) > 0 {
-			b.Queue(`UPDATE dlq.dlq_messages m SET retry_count = m.retry_count + 1,
-					status = CASE WHEN m.retry_count + 1 >= m.max_retries THEN 'DEAD' ELSE 'PENDING' END,
-					next_retry_at = CASE WHEN m.retry_count + 1 >= m.max_retries THEN NULL ELSE u.next END,
-					lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-				FROM unnest($1::uuid[], $4::timestamptz[]) AS u(id, next)
-				WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, counted, owner, now, countedNext)
-		}
-		if len(released) > 0 {
-			b.Queue(`UPDATE dlq.dlq_messages m SET status = 'PENDING', next_retry_at = u.next,
-					lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-				FROM unnest($1::uuid[], $4::timestamptz[]) AS u(id, next)
-				WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, released, owner, now, releasedNext)
-		}
-		if b.Len() == 0 {
-			return nil
-		}
-		return tx.SendBatch(ctx, b).Close()
+	// SET expressions all read the row as it was, so retry_count + 1 is the
+	// attempt just made in every CASE.
+	_, err := retryConflicts(func() (pgconn.CommandTag, error) {
+		return p.pool.Exec(ctx, `
+		UPDATE dlq.dlq_messages m SET
+			retry_count = m.retry_count + CASE WHEN u.kind = 1 THEN 1 ELSE 0 END,
+			status = CASE
+				WHEN u.kind = 0 THEN 'RESOLVED'
+				WHEN u.kind = 1 AND m.retry_count + 1 >= m.max_retries THEN 'DEAD'
+				ELSE 'PENDING' END,
+			next_retry_at = CASE
+				WHEN u.kind = 0 THEN NULL
+				WHEN u.kind = 1 AND m.retry_count + 1 >= m.max_retries THEN NULL
+				ELSE u.next END,
+			lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+		FROM unnest($1::uuid[], $4::int[], $5::timestamptz[]) AS u(id, kind, next)
+		WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, ids, owner, now, kinds, next)
 	})
+	if err != nil {
+		return fmt.Errorf("record retry outcomes: %w", err)
+	}
+	return nil
 }
 
 // ReleaseExpiredDLQLeases implements dlq.Store.
