@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/internal/seed001"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -41,17 +42,7 @@ func newStores(t *testing.T, persistentRedis bool) *stores {
 	s.pg, err = pgxpool.New(ctx, s.pgDSN)
 	require.NoError(t, err)
 	t.Cleanup(s.pg.Close)
-	_, err = s.pg.Exec(ctx, `
-		CREATE TABLE workflow_definitions (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, name text);
-		CREATE INDEX ON workflow_definitions (tenant_id);
-		CREATE TABLE workflow_instances (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL,
-			definition_id bigint NOT NULL REFERENCES workflow_definitions (id));
-		CREATE INDEX ON workflow_instances (tenant_id);
-		CREATE INDEX ON workflow_instances (definition_id);
-		CREATE TABLE workflow_steps (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL,
-			instance_id bigint NOT NULL REFERENCES workflow_instances (id));
-		CREATE INDEX ON workflow_steps (tenant_id);
-		CREATE INDEX ON workflow_steps (instance_id);`)
+	_, err = s.pg.Exec(ctx, seed001.WorkflowSchema("uuid"))
 	require.NoError(t, err)
 	if persistentRedis {
 		s.redis = testsvc.RedisPersistent(t)
@@ -63,19 +54,7 @@ func newStores(t *testing.T, persistentRedis bool) *stores {
 	s.dynamo = testsvc.Dynalite(t)
 	s.dc = dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.dynamo),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
-	_, err = s.dc.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("audit_logs"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("tenant_id"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("log_id"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("tenant_id"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("log_id"), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	require.NoError(t, err)
+	require.NoError(t, seed001.CreateAuditLogTable(ctx, s.dc, "audit_logs"))
 	return s
 }
 
@@ -124,13 +103,7 @@ type seeded struct{ pg, redis, dynamo int64 }
 // ten), n sessions and n csrf keys, and n audit log items.
 func (s *stores) seed(t *testing.T, tenant string, n int) seeded {
 	ctx := context.Background()
-	defs := (n + 9) / 10
-	_, err := s.pg.Exec(ctx, `
-		WITH d AS (INSERT INTO workflow_definitions (tenant_id, name) SELECT $1, 'def' FROM generate_series(1, $3) RETURNING id),
-		     dn AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS rn FROM d),
-		     i AS (INSERT INTO workflow_instances (tenant_id, definition_id)
-		           SELECT $1, dn.id FROM generate_series(1, $2) g JOIN dn ON dn.rn = g % $3 RETURNING id)
-		INSERT INTO workflow_steps (tenant_id, instance_id) SELECT $1, id FROM i`, tenant, n, defs)
+	pgRows, err := seed001.SeedWorkflows(ctx, s.pg, tenant, n)
 	require.NoError(t, err)
 	pipe := s.rc.Pipeline()
 	for i := 0; i < n; i++ {
@@ -139,18 +112,8 @@ func (s *stores) seed(t *testing.T, tenant string, n int) seeded {
 	}
 	_, err = pipe.Exec(ctx)
 	require.NoError(t, err)
-	for start := 0; start < n; start += 25 {
-		var reqs []types.WriteRequest
-		for i := start; i < min(start+25, n); i++ {
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-				"tenant_id": &types.AttributeValueMemberS{Value: tenant},
-				"log_id":    &types.AttributeValueMemberS{Value: fmt.Sprintf("%08d", i)},
-			}}})
-		}
-		_, err := s.dc.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"audit_logs": reqs}})
-		require.NoError(t, err)
-	}
-	return seeded{pg: int64(2*n + defs), redis: int64(2 * n), dynamo: int64(n)}
+	require.NoError(t, seed001.PutAuditLogs(ctx, s.dc, "audit_logs", tenant, n))
+	return seeded{pg: pgRows, redis: int64(2 * n), dynamo: int64(n)}
 }
 
 // remaining counts a tenant's data in each store with the store's own client.

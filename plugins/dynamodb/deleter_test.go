@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/internal/seed001"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
 	"github.com/lifecycled/lifecycled/sdk/plugintest"
@@ -42,23 +43,7 @@ func newClient(t testing.TB, endpoint string) *dynamodb.Client {
 }
 
 func createTable(t testing.TB, c *dynamodb.Client, name string) {
-	ctx := context.Background()
-	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String(name),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("tenant_id"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("log_id"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("tenant_id"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("log_id"), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	require.NoError(t, err)
-	require.NoError(t, dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay = 50 * time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute))
+	require.NoError(t, seed001.CreateAuditLogTable(context.Background(), c, name))
 }
 
 type fixture struct {
@@ -73,22 +58,7 @@ func (f *fixture) Config(testing.TB) map[string]any {
 }
 
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	ctx := context.Background()
-	for start := 0; start < n; start += 25 {
-		var reqs []types.WriteRequest
-		for i := start; i < min(start+25, n); i++ {
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-				"tenant_id": &types.AttributeValueMemberS{Value: tenant},
-				"log_id":    &types.AttributeValueMemberS{Value: fmt.Sprintf("%08d", i)},
-				"action":    &types.AttributeValueMemberS{Value: "login"},
-			}}})
-		}
-		for len(reqs) > 0 {
-			out, err := f.c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{f.table: reqs}})
-			require.NoError(t, err)
-			reqs = out.UnprocessedItems[f.table]
-		}
-	}
+	require.NoError(t, seed001.PutAuditLogs(context.Background(), f.c, f.table, tenant, n))
 	return int64(n)
 }
 

@@ -11,24 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/internal/seed001"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
 	"github.com/lifecycled/lifecycled/sdk/plugintest"
 )
-
-// schema is seed 001's shape: steps -> instances -> definitions.
-const schema = `
-CREATE TABLE workflow_definitions (id bigserial PRIMARY KEY, tenant_id %[1]s NOT NULL, name text);
-CREATE INDEX ON workflow_definitions (tenant_id);
-CREATE TABLE workflow_instances (id bigserial PRIMARY KEY, tenant_id %[1]s NOT NULL,
-	definition_id bigint NOT NULL REFERENCES workflow_definitions (id));
-CREATE INDEX ON workflow_instances (tenant_id);
-CREATE INDEX ON workflow_instances (definition_id);
-CREATE TABLE workflow_steps (id bigserial PRIMARY KEY, tenant_id %[1]s NOT NULL,
-	instance_id bigint NOT NULL REFERENCES workflow_instances (id));
-CREATE INDEX ON workflow_steps (tenant_id);
-CREATE INDEX ON workflow_steps (instance_id);
-`
 
 func setupDB(t testing.TB, tenantType string) (string, *pgxpool.Pool) {
 	dsn := testsvc.PGDatabase(t)
@@ -36,7 +23,7 @@ func setupDB(t testing.TB, tenantType string) (string, *pgxpool.Pool) {
 	pool, err := pgxpool.New(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = pool.Exec(ctx, fmt.Sprintf(schema, tenantType))
+	_, err = pool.Exec(ctx, seed001.WorkflowSchema(tenantType))
 	require.NoError(t, err)
 	return dsn, pool
 }
@@ -52,16 +39,9 @@ func (f *fixture) Config(testing.TB) map[string]any {
 
 // Seed creates n instances, n steps and one definition per 10 instances.
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	ctx := context.Background()
-	defs := (n + 9) / 10
-	_, err := f.pool.Exec(ctx, `
-		WITH d AS (INSERT INTO workflow_definitions (tenant_id, name) SELECT $1, 'def' FROM generate_series(1, $3) RETURNING id),
-		     dn AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS rn FROM d),
-		     i AS (INSERT INTO workflow_instances (tenant_id, definition_id)
-		           SELECT $1, dn.id FROM generate_series(1, $2) g JOIN dn ON dn.rn = g % $3 RETURNING id)
-		INSERT INTO workflow_steps (tenant_id, instance_id) SELECT $1, id FROM i`, tenant, n, defs)
+	rows, err := seed001.SeedWorkflows(context.Background(), f.pool, tenant, n)
 	require.NoError(t, err)
-	return int64(2*n + defs)
+	return rows
 }
 
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {

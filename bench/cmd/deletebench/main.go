@@ -36,6 +36,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+	"github.com/lifecycled/lifecycled/internal/seed001"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -399,17 +400,7 @@ func dynamoBench(items int, rtt time.Duration) {
 	ctx := context.Background()
 	c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("bench", "bench", "")})
-	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("audit_logs"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("tenant_id"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("log_id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("tenant_id"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("log_id"), KeyType: types.KeyTypeRange}},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	benchkit.Must(err, "create table")
+	benchkit.Must(seed001.CreateAuditLogTable(ctx, c, "audit_logs"), "create table")
 	seed := func(tenant string, n int) {
 		sem := make(chan struct{}, 8)
 		var wg sync.WaitGroup
