@@ -83,7 +83,7 @@ func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Statu
 			continue
 		}
 	}
-	require.NoError(t, s.FinishDLQ(ctx, "t", at, 1, outs))
+	require.NoError(t, s.FinishDLQ(ctx, "t", at, outs))
 	return ids
 }
 

@@ -183,7 +183,7 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	// acknowledged messages looking unresolved until their lease ends.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := s.store.FinishDLQ(wctx, s.owner, s.now(), pol.MaxRetries, outcomes); err != nil {
+	if err := s.store.FinishDLQ(wctx, s.owner, s.now(), outcomes); err != nil {
 		return nil, fmt.Errorf("record retry outcomes: %w", err)
 	}
 	for i, o := range outcomes {
@@ -342,7 +342,7 @@ func (s *Service) release(msgs []Message) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.store.FinishDLQ(ctx, s.owner, s.now(), 0, outs); err != nil {
+	if err := s.store.FinishDLQ(ctx, s.owner, s.now(), outs); err != nil {
 		s.log.Error("release claimed messages", "error", err)
 	}
 }

@@ -100,7 +100,7 @@ type Store interface {
 	ClaimDueDLQ(ctx context.Context, limit int, c Claim) ([]Message, error)
 	// FinishDLQ records the outcome of claimed messages; only rows still
 	// leased by owner change.
-	FinishDLQ(ctx context.Context, owner string, now time.Time, maxRetriesDefault int, outcomes []Outcome) error
+	FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []Outcome) error
 	// ReleaseExpiredDLQLeases returns RETRYING messages whose lease ended to
 	// PENDING, due now, without counting an attempt.
 	ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error)

@@ -527,7 +527,7 @@ const (
 // Separate statements for acked, counted and released messages in one
 // transaction took them in statement order instead, and deadlocked against
 // concurrent claims of the same topic.
-func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, _ int, outcomes []dlq.Outcome) error {
+func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) error {
 	if len(outcomes) == 0 {
 		return nil
 	}

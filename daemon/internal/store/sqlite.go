@@ -419,7 +419,7 @@ func (s *SQLite) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq
 }
 
 // FinishDLQ implements dlq.Store.
-func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, _ int, outcomes []dlq.Outcome) error {
+func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, o := range outcomes {
 			var err error

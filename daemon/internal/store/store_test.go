@@ -243,13 +243,13 @@ func TestClaimFinishStateMachine(t *testing.T) {
 		require.Contains(t, nre.Reason, "being retried")
 
 		// Only the lease owner can finish it.
-		require.NoError(t, s.FinishDLQ(ctx(t), "daemon-2", t0, 3, []dlq.Outcome{{ID: m.ID, Acked: true}}))
+		require.NoError(t, s.FinishDLQ(ctx(t), "daemon-2", t0, []dlq.Outcome{{ID: m.ID, Acked: true}}))
 		cur, _ := s.GetDLQ(ctx(t), m.ID)
 		require.Equal(t, dlq.StatusRetrying, cur.Status)
 
 		// A failed attempt counts and goes back to PENDING with its next retry.
 		next := t0.Add(2 * time.Minute)
-		require.NoError(t, s.FinishDLQ(ctx(t), "daemon-1", t0, 3, []dlq.Outcome{{ID: m.ID, Counted: true, NextRetryAt: &next}}))
+		require.NoError(t, s.FinishDLQ(ctx(t), "daemon-1", t0, []dlq.Outcome{{ID: m.ID, Counted: true, NextRetryAt: &next}}))
 		cur, _ = s.GetDLQ(ctx(t), m.ID)
 		require.Equal(t, dlq.StatusPending, cur.Status)
 		require.Equal(t, 1, cur.RetryCount)
@@ -258,7 +258,7 @@ func TestClaimFinishStateMachine(t *testing.T) {
 		// Source unavailable: back to PENDING, not counted.
 		_, err = s.ClaimDLQ(ctx(t), m.ID, claim)
 		require.NoError(t, err)
-		require.NoError(t, s.FinishDLQ(ctx(t), "daemon-1", t0, 3, []dlq.Outcome{{ID: m.ID, Counted: false}}))
+		require.NoError(t, s.FinishDLQ(ctx(t), "daemon-1", t0, []dlq.Outcome{{ID: m.ID, Counted: false}}))
 		cur, _ = s.GetDLQ(ctx(t), m.ID)
 		require.Equal(t, dlq.StatusPending, cur.Status)
 		require.Equal(t, 1, cur.RetryCount)
@@ -267,7 +267,7 @@ func TestClaimFinishStateMachine(t *testing.T) {
 		for i := 0; i < 2; i++ {
 			_, err = s.ClaimDLQ(ctx(t), m.ID, claim)
 			require.NoError(t, err)
-			require.NoError(t, s.FinishDLQ(ctx(t), "daemon-1", t0, 3, []dlq.Outcome{{ID: m.ID, Counted: true}}))
+			require.NoError(t, s.FinishDLQ(ctx(t), "daemon-1", t0, []dlq.Outcome{{ID: m.ID, Counted: true}}))
 		}
 		cur, _ = s.GetDLQ(ctx(t), m.ID)
 		require.Equal(t, dlq.StatusDead, cur.Status)
@@ -285,7 +285,7 @@ func TestClaimAckResolves(t *testing.T) {
 		claim := dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)}
 		_, err := s.ClaimDLQ(ctx(t), m.ID, claim)
 		require.NoError(t, err)
-		require.NoError(t, s.FinishDLQ(ctx(t), "d", t0, 3, []dlq.Outcome{{ID: m.ID, Acked: true}}))
+		require.NoError(t, s.FinishDLQ(ctx(t), "d", t0, []dlq.Outcome{{ID: m.ID, Acked: true}}))
 		cur, _ := s.GetDLQ(ctx(t), m.ID)
 		require.Equal(t, dlq.StatusResolved, cur.Status)
 		_, err = s.ClaimDLQ(ctx(t), m.ID, claim)
@@ -362,7 +362,7 @@ func TestConcurrentClaimsAndMixedOutcomesNeverFail(t *testing.T) {
 					for i, m := range page {
 						outs[i] = dlq.Outcome{ID: m.ID, Acked: i%3 != 0, Counted: i%3 == 0}
 					}
-					if err := s.FinishDLQ(ctx(t), "d", t0.Add(time.Second), 3, outs); err != nil {
+					if err := s.FinishDLQ(ctx(t), "d", t0.Add(time.Second), outs); err != nil {
 						errs <- err
 					}
 				}
@@ -406,7 +406,7 @@ func TestExpiredLeasesReleased(t *testing.T) {
 		cur, _ = s.GetDLQ(ctx(t), msgs[1].ID)
 		require.Equal(t, dlq.StatusRetrying, cur.Status)
 		// The dead daemon's late finish changes nothing.
-		require.NoError(t, s.FinishDLQ(ctx(t), "dead-daemon", t0, 3, []dlq.Outcome{{ID: msgs[0].ID, Acked: true}}))
+		require.NoError(t, s.FinishDLQ(ctx(t), "dead-daemon", t0, []dlq.Outcome{{ID: msgs[0].ID, Acked: true}}))
 		cur, _ = s.GetDLQ(ctx(t), msgs[0].ID)
 		require.Equal(t, dlq.StatusPending, cur.Status)
 	})
@@ -427,7 +427,7 @@ func TestClaimTopicWalksInOrderAndSkips(t *testing.T) {
 		}
 		_, err := s.ClaimDLQ(ctx(t), third, dlq.Claim{Owner: "x", Now: t0, LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
-		require.NoError(t, s.FinishDLQ(ctx(t), "x", t0, 3, []dlq.Outcome{{ID: third, Acked: true}}))
+		require.NoError(t, s.FinishDLQ(ctx(t), "x", t0, []dlq.Outcome{{ID: third, Acked: true}}))
 
 		claim := dlq.Claim{Owner: "all", Now: t0, LeaseUntil: t0.Add(time.Minute)}
 		var got []int64
@@ -449,7 +449,7 @@ func TestClaimTopicWalksInOrderAndSkips(t *testing.T) {
 			for _, m := range page {
 				outs = append(outs, dlq.Outcome{ID: m.ID, Counted: true})
 			}
-			require.NoError(t, s.FinishDLQ(ctx(t), "all", t0, 3, outs))
+			require.NoError(t, s.FinishDLQ(ctx(t), "all", t0, outs))
 		}
 		require.Equal(t, []int64{0, 1, 2, 4, 5, 6}, got)
 		// By original topic too.
@@ -486,7 +486,7 @@ func TestFeedbackUpdatesTheSameRecord(t *testing.T) {
 		m := onlyMessage(t, s, "a.dlq.v1")
 		_, err := s.ClaimDLQ(ctx(t), m.ID, dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
-		require.NoError(t, s.FinishDLQ(ctx(t), "d", t0, 3, []dlq.Outcome{{ID: m.ID, Acked: true}}))
+		require.NoError(t, s.FinishDLQ(ctx(t), "d", t0, []dlq.Outcome{{ID: m.ID, Acked: true}}))
 
 		back := incoming("a.dlq.v1", 10, `{}`)
 		back.ErrorMessage = "failed again"
@@ -694,7 +694,7 @@ func TestArchiveAndPurge(t *testing.T) {
 			_, err := s.ClaimDLQ(c, byOff[off], dlq.Claim{Owner: "o", Now: claimAt, LeaseUntil: at.Add(time.Hour)})
 			require.NoError(t, err)
 			o.ID = byOff[off]
-			require.NoError(t, s.FinishDLQ(c, "o", at, 3, []dlq.Outcome{o}))
+			require.NoError(t, s.FinishDLQ(c, "o", at, []dlq.Outcome{o}))
 		}
 		old := t0.Add(-31 * 24 * time.Hour)
 		finish(0, dlq.Outcome{Acked: true}, old)
