@@ -515,13 +515,6 @@ func (p *Postgres) claimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]d
 	return collectPGMessages(rows)
 }
 
-// Outcome kinds of FinishDLQ's single statement (the numbers its CASEs test).
-const (
-	finishAcked    = 0
-	finishCounted  = 1
-	finishReleased = 2
-)
-
 // FinishDLQ implements dlq.Store in one statement, so that the per-topic
 // counts trigger fires once and takes its counter rows in its sorted order.
 // Separate statements for acked, counted and released messages in one
@@ -532,17 +525,17 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 		return nil
 	}
 	ids := make([]uuid.UUID, len(outcomes))
-	kinds := make([]int32, len(outcomes))
+	kinds := make([]string, len(outcomes))
 	next := make([]*time.Time, len(outcomes))
 	for i, o := range outcomes {
 		ids[i], next[i] = o.ID, o.NextRetryAt
 		switch {
 		case o.Acked:
-			kinds[i], next[i] = finishAcked, nil
+			kinds[i], next[i] = "acked", nil
 		case o.Counted:
-			kinds[i] = finishCounted
+			kinds[i] = "counted"
 		default:
-			kinds[i] = finishReleased
+			kinds[i] = "released"
 		}
 	}
 	// SET expressions all read the row as it was, so retry_count + 1 is the
@@ -550,17 +543,17 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 	_, err := retryConflicts(func() (pgconn.CommandTag, error) {
 		return p.pool.Exec(ctx, `
 		UPDATE dlq.dlq_messages m SET
-			retry_count = m.retry_count + CASE WHEN u.kind = 1 THEN 1 ELSE 0 END,
+			retry_count = m.retry_count + CASE WHEN u.kind = 'counted' THEN 1 ELSE 0 END,
 			status = CASE
-				WHEN u.kind = 0 THEN 'RESOLVED'
-				WHEN u.kind = 1 AND m.retry_count + 1 >= m.max_retries THEN 'DEAD'
+				WHEN u.kind = 'acked' THEN 'RESOLVED'
+				WHEN u.kind = 'counted' AND m.retry_count + 1 >= m.max_retries THEN 'DEAD'
 				ELSE 'PENDING' END,
 			next_retry_at = CASE
-				WHEN u.kind = 0 THEN NULL
-				WHEN u.kind = 1 AND m.retry_count + 1 >= m.max_retries THEN NULL
+				WHEN u.kind = 'acked' THEN NULL
+				WHEN u.kind = 'counted' AND m.retry_count + 1 >= m.max_retries THEN NULL
 				ELSE u.next END,
 			lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-		FROM unnest($1::uuid[], $4::int[], $5::timestamptz[]) AS u(id, kind, next)
+		FROM unnest($1::uuid[], $4::text[], $5::timestamptz[]) AS u(id, kind, next)
 		WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, ids, owner, now, kinds, next)
 	})
 	if err != nil {
