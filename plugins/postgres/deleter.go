@@ -4,44 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-const version = "1.0.0"
+const version = "1.1.0"
 
 type config struct {
-	DSN              string   `json:"dsn"`
-	Password         string   `json:"password"`
-	TenantColumn     string   `json:"tenant_column"`
-	Tables           []string `json:"tables"`
-	Discover         bool     `json:"discover"`
-	Schemas          []string `json:"schemas"`
-	BatchSize        int      `json:"batch_size"`
-	LockTimeout      string   `json:"lock_timeout"`
-	StatementTimeout string   `json:"statement_timeout"`
+	DSN          string `json:"dsn"`
+	Password     string `json:"password"`
+	TenantColumn string `json:"tenant_column"`
+	// TenantColumns overrides the tenant column per table ("companies" =
+	// "id" when the tenants table is keyed by its own id).
+	TenantColumns    map[string]string `json:"tenant_columns"`
+	Tables           []string          `json:"tables"`
+	Discover         bool              `json:"discover"`
+	Schemas          []string          `json:"schemas"`
+	BatchSize        int               `json:"batch_size"`
+	LockTimeout      string            `json:"lock_timeout"`
+	StatementTimeout string            `json:"statement_timeout"`
 }
 
 type deleter struct {
-	mu     sync.Mutex
-	pool   *pgxpool.Pool
-	tables []table // child first
-	cfg    config
-}
-
-// table is a table to delete from, quoted once.
-type table struct {
-	name   string // as configured or discovered, for reports
-	ident  string // quoted identifier
-	column string // quoted tenant column
+	mu   sync.Mutex
+	pool *pgxpool.Pool
+	cfg  config
 }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
@@ -56,6 +50,11 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if cfg.TenantColumn == "" {
 		problems = append(problems, sdk.FieldError{Field: "tenant_column", Problem: "must not be empty"})
 	}
+	for table, col := range cfg.TenantColumns {
+		if col == "" {
+			problems = append(problems, sdk.FieldError{Field: "tenant_columns." + table, Problem: "must not be empty"})
+		}
+	}
 	switch {
 	case cfg.Discover && len(cfg.Tables) > 0:
 		problems = append(problems, sdk.FieldError{Field: "tables", Problem: "set either tables or discover = true, not both"})
@@ -65,9 +64,9 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if cfg.BatchSize < 1 || cfg.BatchSize > 1_000_000 {
 		problems = append(problems, sdk.FieldError{Field: "batch_size", Problem: "must be between 1 and 1000000"})
 	}
-	for field, v := range map[string]string{"lock_timeout": cfg.LockTimeout, "statement_timeout": cfg.StatementTimeout} {
-		if _, err := time.ParseDuration(v); err != nil {
-			problems = append(problems, sdk.FieldError{Field: field, Problem: "must be a duration such as \"1s\""})
+	for _, field := range []struct{ name, value string }{{"lock_timeout", cfg.LockTimeout}, {"statement_timeout", cfg.StatementTimeout}} {
+		if _, err := time.ParseDuration(field.value); err != nil {
+			problems = append(problems, sdk.FieldError{Field: field.name, Problem: "must be a duration such as \"1s\""})
 		}
 	}
 	var pcfg *pgxpool.Config
@@ -104,128 +103,111 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 		pool.Close()
 		return nil, classify(fmt.Errorf("connect: %w", err))
 	}
-	var tables []table
-	var warnings []string
-	if cfg.Discover {
-		tables, warnings, err = discover(ctx, pool, cfg.Schemas, cfg.TenantColumn)
-	} else {
-		tables, warnings, err = checkTables(ctx, pool, cfg.Tables, cfg.TenantColumn)
-	}
+	m, err := plan(ctx, pool, cfg)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
+	warnings := warningsFor(m)
 	d.mu.Lock()
 	if d.pool != nil {
 		d.pool.Close()
 	}
-	d.pool, d.tables, d.cfg = pool, tables, cfg
+	d.pool, d.cfg = pool, cfg
 	d.mu.Unlock()
 	return &sdk.ConfigureResponse{PluginVersion: version, Warnings: warnings}, nil
 }
 
-func (d *deleter) current() (*pgxpool.Pool, []table, config, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.pool == nil {
-		return nil, nil, config{}, sdk.Unavailable(errors.New("not configured"))
+// plan reads the schema as it is now and derives the deletion model from it.
+func plan(ctx context.Context, pool *pgxpool.Pool, cfg config) (*model, error) {
+	cat, err := loadCatalog(ctx, pool, cfg.tenantColumnNames())
+	if err != nil {
+		return nil, err
 	}
-	return d.pool, d.tables, d.cfg, nil
+	return buildModel(cfg, cat)
 }
 
-// classify maps PostgreSQL and network errors to sdk classes: connection
-// trouble, timeouts, lock waits, serialization failures and resource limits
-// are retryable; bad SQL, permissions, bad input and constraint violations
-// are not.
-func classify(err error) error {
-	if err == nil {
-		return nil
+// prepare is the common start of Count and Delete: the model for the schema
+// as it is now, the tenant id checked against every tenant column's type,
+// and the preflight.
+func (d *deleter) prepare(ctx context.Context, tenant string) (*pgxpool.Pool, *model, config, error) {
+	d.mu.Lock()
+	pool, cfg := d.pool, d.cfg
+	d.mu.Unlock()
+	if pool == nil {
+		return nil, nil, cfg, sdk.Unavailable(errors.New("not configured"))
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+	m, err := plan(ctx, pool, cfg)
+	if err != nil {
+		var se *sdk.Error
+		if errors.As(err, &se) && se.Code == sdk.CodeInvalidConfig {
+			// The schema changed since Configure in a way the config no
+			// longer fits: nothing will work until someone looks.
+			return nil, nil, cfg, sdk.Permanent(fmt.Errorf("the schema changed since the deleter was configured: %w", err))
+		}
+		return nil, nil, cfg, err
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
-			strings.HasPrefix(pgErr.Code, "57"), // operator intervention, statement timeout
-			pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "55P03":
-			return sdk.Retryable(err, 0)
-		case strings.HasPrefix(pgErr.Code, "22"): // data exception: the tenant id does not fit the column
-			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeInvalidArgument, Message: err.Error()}
-		case pgErr.Code == "42P01":
-			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeNotFound, Message: err.Error()}
-		default:
-			return sdk.Permanent(err)
+	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+		if t.tenant != nil {
+			if err := checkTenantID(tenant, t); err != nil {
+				return nil, nil, cfg, err
+			}
 		}
 	}
-	var ne net.Error
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ne) || errors.As(err, &ce) || pgconn.SafeToRetry(err) || strings.Contains(err.Error(), "connection refused") ||
-		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "unexpected EOF") {
-		return sdk.Retryable(err, 0)
+	if err := preflight(ctx, pool, m, tenant); err != nil {
+		return nil, nil, cfg, err
 	}
-	return sdk.Retryable(err, 0)
+	return pool, m, cfg, nil
 }
 
-// Count counts with one count(*) per table.
+// Count counts, per table, the rows Delete would remove now: the tenant's
+// rows in the set, and those a cascade takes from tables outside it.
 func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
-	pool, tables, _, err := d.current()
+	pool, m, _, err := d.prepare(ctx, req.TenantID)
 	if err != nil {
 		return nil, err
 	}
 	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}
-	for _, t := range tables {
+	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+		p := &predicate{}
 		var n int64
-		q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = $1", t.ident, t.column)
+		q := fmt.Sprintf("SELECT count(*) FROM %s a WHERE %s", t.rel.ident(), p.gone(t, "a"))
 		if err := pool.QueryRow(ctx, q, req.TenantID).Scan(&n); err != nil {
-			return nil, classify(fmt.Errorf("count %s: %w", t.name, err))
+			return nil, classify(fmt.Errorf("count %s: %w", t.name(), err))
 		}
-		resp.Breakdown[t.name] = n
+		resp.Breakdown[t.name()] += n
 		resp.Count += n
 	}
 	return resp, nil
 }
 
-// Delete deletes table by table, child first, in batches of batch_size rows
-// chosen through the tenant index; each batch commits on its own so no
-// transaction holds row locks for long.
+// Delete deletes the tenant's rows in the model's order, child tables
+// first, in batches of batch_size rows that each commit on their own, so no
+// transaction holds row locks for long. Nothing is deleted when the
+// preflight finds a row outside the tenant that the deletion would reach.
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
-	pool, tables, cfg, err := d.current()
+	pool, m, cfg, err := d.prepare(ctx, req.TenantID)
 	if err != nil {
-		return nil, err
+		return nil, sdk.PartialDeletion(0, err)
 	}
-	resp := &sdk.DeleteResponse{Breakdown: map[string]int64{}}
-	for _, t := range tables {
-		q := fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid = ANY(ARRAY(
-			SELECT ctid FROM %[1]s WHERE %[2]s = $1 LIMIT $2))`, t.ident, t.column)
-		for {
-			if err := ctx.Err(); err != nil {
-				return nil, sdk.PartialDeletion(resp.DeletedCount, err)
-			}
-			tag, err := pool.Exec(ctx, q, req.TenantID, cfg.BatchSize)
-			if err != nil {
-				if ctx.Err() != nil {
-					err = ctx.Err()
-				}
-				return nil, sdk.PartialDeletion(resp.DeletedCount, classify(fmt.Errorf("delete from %s: %w", t.name, err)))
-			}
-			n := tag.RowsAffected()
-			resp.DeletedCount += n
-			resp.Breakdown[t.name] += n
-			if n > 0 {
-				progress(resp.DeletedCount)
-			}
-			if n < int64(cfg.BatchSize) {
-				break
-			}
+	if progress == nil {
+		progress = func(int64) {}
+	}
+	t := &tally{byTable: map[string]int64{}, progress: progress}
+	for _, name := range m.names {
+		t.byTable[name] = 0
+	}
+	x := &eraser{pool: pool, m: m, tenant: req.TenantID, batch: cfg.BatchSize, tally: t}
+	if err := x.run(ctx); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
 		}
+		return nil, sdk.PartialDeletion(t.total, classify(err))
 	}
 	if err := durable(ctx, pool); err != nil {
-		return nil, sdk.PartialDeletion(resp.DeletedCount, classify(fmt.Errorf("flush deletes to disk: %w", err)))
+		return nil, sdk.PartialDeletion(t.total, classify(fmt.Errorf("flush deletes to disk: %w", err)))
 	}
-	return resp, nil
+	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable}, nil
 }
 
 // durable waits until every batch committed so far is on disk (and on the
@@ -241,9 +223,35 @@ func durable(ctx context.Context, pool *pgxpool.Pool) error {
 	})
 }
 
-func quoteTable(name string) string {
-	if schema, tbl, ok := strings.Cut(name, "."); ok {
-		return pgx.Identifier{schema, tbl}.Sanitize()
+// warningsFor lists the usual causes of slow deletes: no index on the tenant
+// column, and no index on a key that the delete checks.
+func warningsFor(m *model) []string {
+	var warnings []string
+	for _, t := range m.tables {
+		if t.tenant != nil && !t.rel.indexedFirst[t.tenant.name] {
+			warnings = append(warnings, fmt.Sprintf("table %s has no index leading with %s: every delete batch scans the table (CREATE INDEX ON %s (%s))",
+				t.name(), t.tenant.name, t.rel.ident(), pgx.Identifier{t.tenant.name}.Sanitize()))
+		}
 	}
-	return pgx.Identifier{name}.Sanitize()
+	for _, e := range m.inbound {
+		if e.childT == nil {
+			warnings = append(warnings, fmt.Sprintf("table %s references %s (%s) but is not deleted by this deleter: erasing a tenant whose rows it references is refused (add it to tables, or use discover = true)",
+				e.child.qualified(), e.parent.qualified(), e.fk.name))
+		}
+		if !e.fk.fkIndexed {
+			warnings = append(warnings, fmt.Sprintf("foreign key %s on %s (%s) has no index: deleting from %s checks it with a scan (CREATE INDEX ON %s (%s))",
+				e.fk.name, e.child.qualified(), joinCols(e.fk.fkCols), e.parent.qualified(), e.child.ident(), joinCols(e.fk.fkCols)))
+		}
+	}
+	sort.Strings(warnings)
+	return warnings
+}
+
+// joinCols quotes and joins column names for a message or a suggestion.
+func joinCols(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = pgx.Identifier{n}.Sanitize()
+	}
+	return strings.Join(out, ", ")
 }

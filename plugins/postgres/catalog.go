@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// catalog is what the deleter needs to know of the database's schema: every
+// user table with its place in a partition or inheritance tree, the columns
+// that may hold tenant ids, and every foreign key. It is read afresh for
+// every Count and Delete, so a partition attached or a key added since
+// Configure is taken into account.
+type catalog struct {
+	rels    map[uint32]*catRel
+	byName  map[string]uint32 // "schema.name" -> oid
+	fks     []catFK
+	version int // server_version_num
+	// bypassRLS: the deleter's role is a superuser or has BYPASSRLS.
+	bypassRLS bool
+}
+
+// catRel is one relation as pg_class knows it.
+type catRel struct {
+	oid     uint32
+	schema  string
+	name    string
+	kind    byte     // 'r' table, 'p' partitioned table, 'f' foreign table
+	parents []uint32 // pg_inherits parents (partition parent or inheritance parents)
+	// partition: attached as a partition (not plain inheritance).
+	partition bool
+	children  []uint32
+	cols      map[string]catColumn // only the candidate tenant columns
+	// indexedFirst: an index leads with the column, by column name.
+	indexedFirst map[string]bool
+	// hiddenRows: row-level security may hide rows from the deleter's role
+	// (enabled, and the role neither bypasses it nor owns the table unforced).
+	hiddenRows bool
+}
+
+func (r *catRel) qualified() string { return r.schema + "." + r.name }
+func (r *catRel) ident() string     { return pgx.Identifier{r.schema, r.name}.Sanitize() }
+
+// scan is the FROM item that reads exactly the rows a constraint declared
+// on this relation covers: a partitioned table covers its partitions, a
+// plain table does not cover inheritance children.
+func (r *catRel) scan() string {
+	if r.kind == 'p' {
+		return r.ident()
+	}
+	return "ONLY " + r.ident()
+}
+
+// catColumn is a candidate tenant column.
+type catColumn struct {
+	name          string
+	typ           string // format_type, for messages
+	base          string // the base type's name, through domains
+	deterministic bool   // its collation compares bytes, not "equivalent" strings
+}
+
+// catFK is one foreign key (clones on partitions of a key declared on the
+// partitioned parent are left out: the parent's key stands for them).
+type catFK struct {
+	name       string
+	child      uint32 // conrelid: the referencing relation it is declared on
+	parent     uint32 // confrelid
+	fkCols     []string
+	refCols    []string
+	action     byte     // confdeltype: a no action, r restrict, c cascade, n set null, d set default
+	setCols    []string // SET NULL / SET DEFAULT (cols): the columns it changes; nil means fkCols
+	deferrable bool
+	fkIndexed  bool
+}
+
+// changed is the set of columns an ON DELETE SET NULL/DEFAULT writes.
+func (f catFK) changed() []string {
+	if len(f.setCols) > 0 {
+		return f.setCols
+	}
+	return f.fkCols
+}
+
+func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string) (*catalog, error) {
+	c := &catalog{rels: map[uint32]*catRel{}, byName: map[string]uint32{}}
+	if err := pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int,
+		(SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user)`).Scan(&c.version, &c.bypassRLS); err != nil {
+		return nil, classify(fmt.Errorf("read server version: %w", err))
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT c.oid::int8, n.nspname, c.relname, c.relkind::text, c.relispartition,
+			c.relrowsecurity AND (c.relforcerowsecurity OR NOT pg_has_role(current_user, c.relowner, 'MEMBER'))
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p', 'f')
+			AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+			AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'`)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read tables: %w", err))
+	}
+	for rows.Next() {
+		var oid int64
+		var kind string
+		r := &catRel{cols: map[string]catColumn{}, indexedFirst: map[string]bool{}}
+		if err := rows.Scan(&oid, &r.schema, &r.name, &kind, &r.partition, &r.hiddenRows); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		r.oid, r.kind = uint32(oid), kind[0]
+		r.hiddenRows = r.hiddenRows && !c.bypassRLS
+		c.rels[r.oid] = r
+		c.byName[r.qualified()] = r.oid
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read tables: %w", err))
+	}
+
+	rows, err = pool.Query(ctx, `SELECT inhrelid::int8, inhparent::int8 FROM pg_inherits ORDER BY inhrelid, inhseqno`)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read inheritance: %w", err))
+	}
+	for rows.Next() {
+		var child, parent int64
+		if err := rows.Scan(&child, &parent); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		ch, p := c.rels[uint32(child)], c.rels[uint32(parent)]
+		if ch == nil || p == nil {
+			continue // an index partition, or outside the user schemas
+		}
+		ch.parents = append(ch.parents, p.oid)
+		p.children = append(p.children, ch.oid)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read inheritance: %w", err))
+	}
+
+	rows, err = pool.Query(ctx, `
+		SELECT a.attrelid::int8, a.attname, format_type(a.atttypid, a.atttypmod),
+			CASE WHEN t.typtype = 'd' THEN bt.typname ELSE t.typname END,
+			coalesce((SELECT co.collisdeterministic FROM pg_collation co WHERE co.oid = a.attcollation), true),
+			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indkey[0] = a.attnum)
+		FROM pg_attribute a
+		JOIN pg_type t ON t.oid = a.atttypid
+		LEFT JOIN pg_type bt ON bt.oid = t.typbasetype
+		WHERE a.attname = ANY($1) AND a.attnum > 0 AND NOT a.attisdropped`, tenantColumns)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read columns: %w", err))
+	}
+	for rows.Next() {
+		var oid int64
+		var col catColumn
+		var indexed bool
+		if err := rows.Scan(&oid, &col.name, &col.typ, &col.base, &col.deterministic, &indexed); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		if r := c.rels[uint32(oid)]; r != nil {
+			r.cols[col.name] = col
+			r.indexedFirst[col.name] = indexed
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read columns: %w", err))
+	}
+
+	// confdelsetcols (ON DELETE SET NULL (cols)) exists from PostgreSQL 15.
+	setCols := `NULL::text[]`
+	if c.version >= 150000 {
+		setCols = `(SELECT array_agg(a.attname ORDER BY k.ord) FROM unnest(c.confdelsetcols) WITH ORDINALITY k(attnum, ord)
+			JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum)`
+	}
+	rows, err = pool.Query(ctx, `
+		SELECT c.conname, c.conrelid::int8, c.confrelid::int8, c.confdeltype::text, c.condeferrable,
+			(SELECT array_agg(a.attname ORDER BY k.ord) FROM unnest(c.conkey) WITH ORDINALITY k(attnum, ord)
+				JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum),
+			(SELECT array_agg(a.attname ORDER BY k.ord) FROM unnest(c.confkey) WITH ORDINALITY k(attnum, ord)
+				JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.attnum),
+			`+setCols+`,
+			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid
+				AND (i.indkey::int2[])[0:cardinality(c.conkey) - 1] @> c.conkey::int2[])
+		FROM pg_constraint c
+		WHERE c.contype = 'f' AND c.conparentid = 0
+		ORDER BY c.conname, c.conrelid`)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read foreign keys: %w", err))
+	}
+	for rows.Next() {
+		var f catFK
+		var child, parent int64
+		var action string
+		if err := rows.Scan(&f.name, &child, &parent, &action, &f.deferrable, &f.fkCols, &f.refCols, &f.setCols, &f.fkIndexed); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		f.child, f.parent, f.action = uint32(child), uint32(parent), action[0]
+		if c.rels[f.child] == nil || c.rels[f.parent] == nil {
+			continue
+		}
+		c.fks = append(c.fks, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read foreign keys: %w", err))
+	}
+	return c, nil
+}
+
+// root returns the top of oid's partition or inheritance tree.
+func (c *catalog) root(oid uint32) uint32 {
+	for seen := 0; seen < 64; seen++ {
+		r := c.rels[oid]
+		if r == nil || len(r.parents) == 0 {
+			return oid
+		}
+		oid = r.parents[0]
+	}
+	return oid
+}
+
+// tree returns oid and every relation below it.
+func (c *catalog) tree(oid uint32) []uint32 {
+	out := []uint32{oid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, c.rels[out[i]].children...)
+	}
+	return out
+}
+
+// lookup resolves a configured table name: "schema.table" or "table" (in
+// public), each part taken literally (no quoting, case kept).
+func (c *catalog) lookup(name string) (*catRel, bool) {
+	if oid, ok := c.byName[name]; ok {
+		return c.rels[oid], true
+	}
+	if oid, ok := c.byName["public."+name]; ok {
+		return c.rels[oid], true
+	}
+	return nil, false
+}

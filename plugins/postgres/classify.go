@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// classify maps PostgreSQL and network errors to sdk classes: connection
+// trouble, timeouts, lock waits, serialization failures and resource limits
+// are retryable; bad SQL, permissions, bad input and constraint violations
+// are not.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se *sdk.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
+			strings.HasPrefix(pgErr.Code, "57"), // operator intervention, statement timeout
+			pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "55P03":
+			return sdk.Retryable(err, 0)
+		case strings.HasPrefix(pgErr.Code, "22"): // data exception: the tenant id does not fit the column
+			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeInvalidArgument, Message: err.Error()}
+		case pgErr.Code == "42P01":
+			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeNotFound, Message: err.Error()}
+		default:
+			return sdk.Permanent(err)
+		}
+	}
+	// Anything else (refused or dropped connections, TLS, DNS, EOF) is the
+	// network's or the server's state, which may change.
+	return sdk.Retryable(err, 0)
+}

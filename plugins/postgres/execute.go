@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// tally is what one Delete removed, per table (breakdown key) and in all.
+type tally struct {
+	byTable  map[string]int64
+	total    int64
+	progress sdk.Progress
+}
+
+func (t *tally) add(table string, n int64) {
+	t.byTable[table] += n
+	t.total += n
+}
+
+// eraser runs one Delete: the model's steps in order, in batches.
+type eraser struct {
+	pool   *pgxpool.Pool
+	m      *model
+	tenant string
+	batch  int
+	tally  *tally
+}
+
+func (x *eraser) run(ctx context.Context) error {
+	for _, s := range x.m.steps {
+		var err error
+		if len(s.tables) > 1 {
+			err = x.deleteCycle(ctx, s.tables)
+		} else {
+			err = x.deleteTable(ctx, s.tables[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteTable deletes t's rows leaf by leaf (a ctid is unique only within
+// one leaf, and the outer condition repeats the tenant's predicate, so a
+// batch can never reach another tenant's row), batch_size rows per
+// statement. With a self key, only rows no other row references are taken
+// in each batch; rows that reference each other in a loop are deleted
+// together in one statement at the end.
+func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
+	p := &predicate{}
+	ownA, ownB := p.own(t, "a"), p.own(t, "b")
+	ready := ""
+	if len(t.self) > 0 {
+		ready = " AND " + p.leafReady(t, "b")
+	}
+	for {
+		var round int64
+		for _, leaf := range t.leaves {
+			q := fmt.Sprintf(`DELETE FROM ONLY %[1]s a WHERE %[2]s AND a.ctid = ANY(ARRAY(
+				SELECT b.ctid FROM ONLY %[1]s b WHERE %[3]s%[4]s LIMIT $2))`, leaf.ident(), ownA, ownB, ready)
+			for {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				n, err := x.exec(ctx, t, q, false)
+				if err != nil {
+					return fmt.Errorf("delete from %s: %w", leaf.qualified(), err)
+				}
+				round += n
+				if n < int64(x.batch) {
+					break
+				}
+			}
+		}
+		if len(t.self) == 0 || round == 0 {
+			break
+		}
+	}
+	if len(t.self) == 0 {
+		return nil
+	}
+	var left int64
+	if err := x.pool.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s a WHERE %s", t.rel.ident(), ownA), x.tenant).Scan(&left); err != nil {
+		return fmt.Errorf("count %s: %w", t.name(), err)
+	}
+	if left == 0 {
+		return nil
+	}
+	// What is left references itself in loops: one statement (keys are
+	// checked at its end), with deferrable keys deferred.
+	if _, err := x.exec(ctx, t, fmt.Sprintf("DELETE FROM %s a WHERE %s", t.rel.ident(), ownA), true); err != nil {
+		return fmt.Errorf("delete the rows of %s that reference each other: %w", t.name(), err)
+	}
+	return nil
+}
+
+// exec runs one delete statement of t and counts it, with what it removed
+// by cascade when t has cascades (read from the transaction's statistics,
+// which see every tuple the cascade deleted).
+func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (int64, error) {
+	if len(t.cascades) == 0 && !deferred {
+		tag, err := x.pool.Exec(ctx, q, x.tenant, x.batch)
+		if err != nil {
+			return 0, err
+		}
+		n := tag.RowsAffected()
+		if n > 0 {
+			x.tally.add(t.name(), n)
+			x.tally.progress(x.tally.total)
+		}
+		return n, nil
+	}
+	var direct int64
+	var cascaded map[string]int64
+	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+		if deferred {
+			if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
+				return err
+			}
+		}
+		args := []any{x.tenant}
+		if !deferred {
+			args = append(args, x.batch)
+		}
+		start, err := x.deletedSoFar(ctx, tx, t.cascades)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		direct = tag.RowsAffected()
+		cascaded, err = x.deletedSince(ctx, tx, start)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	x.tally.add(t.name(), direct)
+	for name, n := range cascaded {
+		x.tally.add(name, n)
+	}
+	x.tally.progress(x.tally.total)
+	return direct, nil
+}
+
+// deleteCycle deletes a cycle of tables whose keys are all DEFERRABLE in
+// one transaction with the keys deferred, so no order is needed. It holds
+// its locks until the end: such cycles are usually small (an org and its
+// owner), and there is no other way to satisfy the keys.
+func (x *eraser) deleteCycle(ctx context.Context, tables []*mtable) error {
+	var counts map[string]int64
+	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
+			return err
+		}
+		var all []*mtable
+		for _, t := range tables {
+			all = append(all, t)
+			all = append(all, t.cascades...)
+		}
+		start, err := x.deletedSoFar(ctx, tx, all)
+		if err != nil {
+			return err
+		}
+		for _, t := range tables {
+			p := &predicate{}
+			for _, leaf := range t.leaves {
+				if _, err := tx.Exec(ctx, fmt.Sprintf("DELETE FROM ONLY %s a WHERE %s", leaf.ident(), p.own(t, "a")), x.tenant); err != nil {
+					return fmt.Errorf("delete from %s: %w", leaf.qualified(), err)
+				}
+			}
+		}
+		counts, err = x.deletedSince(ctx, tx, start)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete the cycle of deferrable keys: %w", err)
+	}
+	for name, n := range counts {
+		x.tally.add(name, n)
+	}
+	x.tally.progress(x.tally.total)
+	return nil
+}
+
+// deleted is a reading of how many rows the backend deleted from each
+// table's leaves.
+type deleted struct {
+	oids   []int64
+	owner  []string
+	counts []int64
+}
+
+// deletedSoFar reads the backend's deleted-row counters for the tables'
+// leaves. They include earlier transactions whose statistics the backend
+// has not flushed yet, but they are not flushed inside a transaction block,
+// so the difference of two readings in one transaction is exactly what the
+// transaction deleted, cascades included.
+func (x *eraser) deletedSoFar(ctx context.Context, tx pgx.Tx, tables []*mtable) (*deleted, error) {
+	d := &deleted{}
+	seen := map[*mtable]bool{}
+	for _, t := range tables {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		for _, leaf := range t.leaves {
+			d.oids = append(d.oids, int64(leaf.oid))
+			d.owner = append(d.owner, t.name())
+		}
+	}
+	var err error
+	d.counts, err = readDeleted(ctx, tx, d.oids)
+	return d, err
+}
+
+// deletedSince returns, per table, the rows deleted since the reading.
+func (x *eraser) deletedSince(ctx context.Context, tx pgx.Tx, from *deleted) (map[string]int64, error) {
+	now, err := readDeleted(ctx, tx, from.oids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for i := range now {
+		if n := now[i] - from.counts[i]; n > 0 {
+			out[from.owner[i]] += n
+		}
+	}
+	return out, nil
+}
+
+func readDeleted(ctx context.Context, tx pgx.Tx, oids []int64) ([]int64, error) {
+	if len(oids) == 0 {
+		return nil, nil
+	}
+	var counts []int64
+	if err := tx.QueryRow(ctx, `SELECT array_agg(pg_stat_get_xact_tuples_deleted(o::oid) ORDER BY i)
+		FROM unnest($1::int8[]) WITH ORDINALITY u(o, i)`, oids).Scan(&counts); err != nil {
+		return nil, fmt.Errorf("read what the cascade deleted: %w", err)
+	}
+	return counts, nil
+}

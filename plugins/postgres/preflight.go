@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// preflight looks, before anything is deleted, for every row outside this
+// tenant's data that deleting it would remove, change or trip over:
+//
+//   - rows of other tenants, or of tables this deleter does not delete,
+//     that reference the tenant's rows through any key (CASCADE would delete
+//     them, SET NULL/DEFAULT would change them, NO ACTION/RESTRICT would
+//     make the delete fail half way);
+//   - the tenant's own rows that a SET NULL/DEFAULT key in a cycle would
+//     take out of the tenant (tenant column nulled, or the only key through
+//     which a row without a tenant column belongs to it);
+//   - rows without a tenant column that reference rows of two tenants.
+//
+// Any of these refuses the whole deletion with a permanent error naming the
+// key, the table and how many rows; nothing has been changed.
+func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string) error {
+	var problems []string
+	for _, e := range m.inbound {
+		stripping := slices.Contains(m.dropped, e) && setNullStripsTenant(e)
+		if !stripping && aligned(e) {
+			continue // the key carries the tenant column: it cannot reach another tenant's rows
+		}
+		p := &predicate{}
+		ok := "false"
+		switch {
+		case stripping:
+		case e.childT != nil && e.childT.listed:
+			ok = p.own(e.childT, "c")
+		case e.childT != nil && e.fk.action == 'c':
+			ok = p.own(e.childT, "c") // this tenant's rows of a target, deleted by the cascade
+		}
+		q := fmt.Sprintf("SELECT count(*) FROM %s c WHERE %s AND (%s) IS NOT TRUE", e.child.scan(), p.references(e, "c"), ok)
+		var n int64
+		if err := pool.QueryRow(ctx, q, tenant).Scan(&n); err != nil {
+			return classify(fmt.Errorf("preflight check of %s: %w", e.fk.name, err))
+		}
+		if n > 0 {
+			problems = append(problems, describeProblem(e, n, stripping))
+		}
+	}
+	for _, t := range m.tables {
+		if t.tenant != nil || len(t.owners) < 2 {
+			continue
+		}
+		p := &predicate{}
+		var other []string
+		for _, e := range t.owners {
+			b := p.alias()
+			other = append(other, fmt.Sprintf("EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s) AND (%s) IS NOT TRUE)",
+				e.parent.scan(), b, cols(b, e.fk.refCols), cols("c", e.fk.fkCols), p.own(e.parentT, b)))
+		}
+		q := fmt.Sprintf("SELECT count(*) FROM %s c WHERE %s AND (%s)", t.rel.ident(), p.own(t, "c"), strings.Join(other, " OR "))
+		var n int64
+		if err := pool.QueryRow(ctx, q, tenant).Scan(&n); err != nil {
+			return classify(fmt.Errorf("preflight check of %s: %w", t.name(), err))
+		}
+		if n > 0 {
+			problems = append(problems, fmt.Sprintf(
+				"%s of %s reference rows of two tenants (this tenant's through one foreign key, a row that is not this tenant's through another): "+
+					"whose they are cannot be told, so correct those rows first", rows(n), t.name()))
+		}
+	}
+	if len(problems) > 0 {
+		return sdk.Permanent(fmt.Errorf("erasure refused before deleting anything: %s", strings.Join(problems, "; ")))
+	}
+	return nil
+}
+
+// aligned reports whether a key into the set maps a listed child's tenant
+// column onto its parent's (Citus-style composite keys): a referencing row
+// then has the parent's tenant, so no other tenant's row can be reached.
+func aligned(e *medge) bool {
+	if e.childT == nil || !e.childT.listed || e.childT.tenant == nil || e.parentT.tenant == nil {
+		return false
+	}
+	for i, c := range e.fk.fkCols {
+		if c == e.childT.tenant.name && e.fk.refCols[i] == e.parentT.tenant.name {
+			return true
+		}
+	}
+	return false
+}
+
+func describeProblem(e *medge, n int64, stripping bool) string {
+	child := e.child.qualified()
+	if stripping {
+		what := "the key through which they belong to the tenant"
+		if e.childT.tenant != nil {
+			what = e.childT.tenant.name
+		}
+		return fmt.Sprintf("%s (%s) would run ON DELETE %s on %s of this tenant in %s, because the key is in a cycle and its parent rows go first, "+
+			"and set %s to NULL, leaving them behind: declare it ON DELETE SET NULL (only the non-tenant columns), or DEFERRABLE",
+			e.fk.name, e.describe(), strings.TrimPrefix(actionName(e.fk), "ON DELETE "), rows(n), child, what)
+	}
+	whose := "that are not this tenant's"
+	if e.childT == nil {
+		whose = "that this deleter does not delete"
+	}
+	var consequence string
+	switch e.fk.action {
+	case 'c':
+		consequence = "deleting this tenant would delete them too (ON DELETE CASCADE)"
+	case 'n', 'd':
+		consequence = "deleting this tenant would change them (" + actionName(e.fk) + ")"
+	default:
+		consequence = "the delete would fail on them (" + actionName(e.fk) + ")"
+	}
+	hint := ""
+	if e.childT == nil {
+		hint = fmt.Sprintf("; if they are this tenant's data, add %s to tables (or use discover = true)", child)
+	}
+	return fmt.Sprintf("%s of %s %s reference this tenant's rows in %s through %s: %s%s",
+		rows(n), child, whose, e.parent.qualified(), e.fk.name, consequence, hint)
+}
+
+func rows(n int64) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
