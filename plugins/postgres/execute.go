@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/sdk"
@@ -40,10 +42,32 @@ func (x *eraser) run(ctx context.Context) error {
 			err = x.deleteTable(ctx, s.tables[0])
 		}
 		if err != nil {
-			return err
+			return x.explain(ctx, err)
 		}
 	}
 	return nil
+}
+
+// explain turns a foreign key violation into an error that names the key,
+// the referencing table and how many rows block, and says what was done:
+// the database refused the parent's delete, so no other row changed.
+func (x *eraser) explain(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23503" {
+		return err
+	}
+	for _, e := range x.m.inbound {
+		if e.fk.name != pgErr.ConstraintName || e.parentT == nil {
+			continue
+		}
+		n, cerr := strangers(ctx, x.pool, e, x.tenant, false)
+		if cerr != nil || n == 0 {
+			break
+		}
+		return sdk.Permanent(fmt.Errorf("erasure stopped at %s: %s; the database refused that delete, so no other row changed, "+
+			"and this tenant's rows in the tables deleted before it are gone (%w)", e.parent.qualified(), describeProblem(e, n, false), err))
+	}
+	return err
 }
 
 // deleteTable deletes t's rows leaf by leaf (a ctid is unique only within

@@ -613,6 +613,16 @@ func sccs(nodes []*mtable, edges []*medge) map[*mtable]int {
 	return comp
 }
 
+// stepOf is the index of t's step in the delete order (-1 outside the set).
+func (m *model) stepOf(t *mtable) int {
+	for i, s := range m.steps {
+		if slices.Contains(s.tables, t) {
+			return i
+		}
+	}
+	return -1
+}
+
 // planCascades finds, for each table of the set, the tables a batch of it
 // can remove rows of by cascade: targets, and set tables that are not
 // emptied before it.

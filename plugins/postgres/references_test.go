@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 const postsAndComments = `
@@ -15,7 +17,7 @@ INSERT INTO comments SELECT g, CASE WHEN g <= 20 THEN 'a' ELSE 'b' END, CASE WHE
 `
 
 func TestCascadeOrSetNullIntoAnotherTenantIsRefused(t *testing.T) {
-	for _, action := range []string{"CASCADE", "SET NULL", "NO ACTION", "RESTRICT"} {
+	for _, action := range []string{"CASCADE", "SET NULL", "SET DEFAULT"} {
 		for mode, cfg := range map[string]map[string]any{
 			"tables":   {"tables": []any{"comments", "posts"}},
 			"discover": {"discover": true},
@@ -33,6 +35,30 @@ func TestCascadeOrSetNullIntoAnotherTenantIsRefused(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// A plain key from another tenant's row is enforced by the database: the
+// erasure stops at the referenced table with an error that names the key
+// and counts the rows, and nothing of the other tenant changes.
+func TestPlainKeyFromAnotherTenantStopsTheErasure(t *testing.T) {
+	for _, action := range []string{"NO ACTION", "RESTRICT"} {
+		t.Run(action, func(t *testing.T) {
+			e := newSchemaEnv(t, withAction(postsAndComments, action))
+			e.exec(t, `INSERT INTO comments VALUES (100, 'b', 1), (101, 'b', 2)`)
+			e.mustConfigure(t, map[string]any{"discover": true, "batch_size": 3})
+			othersBefore := e.rowsWhere(t, "public.comments", "x.tenant_id <> 'a'")
+			postsBefore := e.rowsWhere(t, "public.posts", "true")
+			_, err := e.delete(t, "a")
+			require.Error(t, err)
+			require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err), "%v", err)
+			for _, f := range []string{"comments_post_id_fkey", "public.comments", "2 rows", "public.posts"} {
+				require.Contains(t, err.Error(), f)
+			}
+			require.Equal(t, othersBefore, e.rowsWhere(t, "public.comments", "x.tenant_id <> 'a'"), "other tenants' rows untouched")
+			require.Equal(t, postsBefore, e.rowsWhere(t, "public.posts", "true"), "the referenced table's delete was refused as a whole")
+			require.Empty(t, e.rowsWhere(t, "public.comments", "x.tenant_id = 'a'"), "the child table before it was erased")
+		})
 	}
 }
 
