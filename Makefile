@@ -23,15 +23,15 @@ build: ## build the daemon and every plugin into ./bin
 run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
 	$(BIN)/lifecycled run --config config.toml
 
-test-deps: ## install and start what the tests need (PostgreSQL, redis-server, node+dynalite, kcat, promtool, protoc)
+test-deps: ## install what the tests need (PostgreSQL server binaries, redis-server, node+dynalite, kcat, promtool, protoc)
 	./scripts/test-deps.sh
 
 test-bins: ## build the binaries the tests start, with -race, once for all packages
 	$(GO) build -race -o $(TEST_BIN)/lifecycled ./daemon
 	@for p in $(PLUGINS); do $(GO) build -race -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
-test: test-deps lint proto-check test-bins ## run every test against real servers, with the race detector
-	LIFECYCLED_TEST_BIN=$(TEST_BIN) $(GO) test $(GOTEST_FLAGS) ./...
+test: test-deps lint proto-check test-bins ## run every test against real servers (a throwaway PostgreSQL, see scripts/test-pg.sh), with the race detector
+	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test $(GOTEST_FLAGS) ./...
 
 lint: ## go vet, gofmt and promtool on the alert rules
 	$(GO) vet ./...

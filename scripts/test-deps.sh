@@ -14,7 +14,8 @@ have kcat || need_apt+=(kcat)
 have promtool || need_apt+=(prometheus)
 have protoc || need_apt+=(protobuf-compiler)
 have psql || need_apt+=(postgresql-client)
-if ! have pg_ctlcluster && [ -z "${LIFECYCLED_TEST_PG:-}" ]; then need_apt+=(postgresql); fi
+have_initdb() { [ -x "$(pg_config --bindir 2>/dev/null)/initdb" ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
+if [ -z "${LIFECYCLED_TEST_PG:-}" ] && ! have_initdb; then need_apt+=(postgresql); fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && have apt-get; then
@@ -28,22 +29,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-# PostgreSQL: the tests create and drop their own databases on this server.
-if [ -z "${LIFECYCLED_TEST_PG:-}" ]; then
-  if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
-    ver=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
-    if [ -z "$ver" ]; then
-      echo "test-deps: no PostgreSQL cluster found under /etc/postgresql" >&2
-      exit 1
-    fi
-    echo "test-deps: starting PostgreSQL $ver"
-    pg_ctlcluster --skip-systemctl-redirect "$ver" main start
-    for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
-  fi
-  if ! psql -h 127.0.0.1 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1; then
-    echo "test-deps: cannot connect as postgres@127.0.0.1:5432 (the tests expect trust auth, or set LIFECYCLED_TEST_PG)" >&2
-    exit 1
-  fi
+# PostgreSQL: `make test` runs the tests against a throwaway cluster that
+# scripts/test-pg.sh creates (initdb -A trust, a free port) and removes, so the
+# machine's own cluster is neither needed nor touched. LIFECYCLED_TEST_PG
+# names another server instead.
+if [ -z "${LIFECYCLED_TEST_PG:-}" ] && ! have_initdb; then
+  echo "test-deps: no PostgreSQL server binaries (initdb); install postgresql or set LIFECYCLED_TEST_PG" >&2
+  exit 1
 fi
 
 # dynalite, pinned by test/dynalite/package-lock.json.
