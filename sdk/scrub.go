@@ -11,7 +11,7 @@ import (
 // Redacted replaces secrets in errors and logs.
 const Redacted = "REDACTED"
 
-var secretKeyRE = regexp.MustCompile(`(?i)(password|passwd|secret|token|credential|api_?key|private_key|access_key|session_key|sasl_pass)`)
+var secretKeyRE = regexp.MustCompile(`(?i)(password|passwd|passphrase|secret|token|credential|api_?key|private_key|access_key|session_key|sasl_pass)`)
 
 // IsSecretKey reports whether a config key names a secret. Values of such
 // keys are scrubbed from everything a plugin returns or logs.
@@ -25,9 +25,17 @@ func IsSecretKey(k string) bool {
 var (
 	// scheme://user:password@host
 	urlPasswordRE = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']*):([^@\s"']*)@`)
-	// password=..., token: ..., in key/value DSNs and messages
-	kvSecretRE = regexp.MustCompile(`(?i)\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|sasl[_-]?password)\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&"']+)`)
+	// user:password@tcp(host:port)/db, go-sql-driver/mysql's DSN
+	driverDSNRE = regexp.MustCompile(`([^\s:/@"'(]+):([^@\s"']*)@((?:tcp|tcp6|unix|udp)\()`)
+	// password=..., sslpassword=..., key_passphrase=..., token: ..., in
+	// key/value DSNs, URL query strings and messages
+	kvSecretRE = regexp.MustCompile(`(?i)\b(\w*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key)\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&"']+)`)
 )
+
+// ScrubText removes URL passwords, driver DSN passwords and password=...
+// style pairs from text: what any part of lifecycled must do before it
+// prints a DSN or an error that may contain one.
+func ScrubText(text string) string { return (&Scrubber{}).Scrub(text) }
 
 // Scrubber removes secrets from text.
 type Scrubber struct {
@@ -53,16 +61,25 @@ func (s *Scrubber) Add(secret string) {
 	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
 }
 
-// AddFromConfig registers the values of secret-named keys, recursively.
+// AddFromConfig registers the values of secret-named keys, recursively
+// (tables and lists included).
 func (s *Scrubber) AddFromConfig(cfg map[string]any) {
 	for k, v := range cfg {
-		switch x := v.(type) {
-		case string:
-			if IsSecretKey(k) {
-				s.Add(x)
-			}
-		case map[string]any:
-			s.AddFromConfig(x)
+		s.addValue(IsSecretKey(k), v)
+	}
+}
+
+func (s *Scrubber) addValue(secret bool, v any) {
+	switch x := v.(type) {
+	case string:
+		if secret {
+			s.Add(x)
+		}
+	case map[string]any:
+		s.AddFromConfig(x)
+	case []any:
+		for _, e := range x {
+			s.addValue(secret, e)
 		}
 	}
 }
@@ -76,6 +93,7 @@ func (s *Scrubber) Scrub(text string) string {
 	}
 	s.mu.RUnlock()
 	text = urlPasswordRE.ReplaceAllString(text, "${1}:"+Redacted+"@")
+	text = driverDSNRE.ReplaceAllString(text, "${1}:"+Redacted+"@${3}")
 	return kvSecretRE.ReplaceAllString(text, "${1}"+Redacted)
 }
 

@@ -285,10 +285,19 @@ func TestInvalidConfigExitsWithExConfig(t *testing.T) {
 }
 
 func TestDaemonOnPostgresStateStore(t *testing.T) {
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: testsvc.PGDatabase(t)})
+	// A password in the DSN's query string (trust auth ignores it) must not
+	// reach the start-up log, the status answer or config dump.
+	state := testsvc.PGDatabase(t) + "&password=hunter2-in-query"
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state})
 	var st map[string]any
-	d.JSON("GET", "/api/v1/status", nil, 200, &st)
+	body := d.JSON("GET", "/api/v1/status", nil, 200, &st)
 	require.Equal(t, "postgres", st["state_store"].(map[string]any)["dialect"])
+	require.NotContains(t, string(body), "hunter2")
+	out, _, code := runCLI(t, d.Dir, "config", "dump", "--config", d.ConfigPath)
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, "hunter2")
+	require.Contains(t, d.Logs(), "state store open")
+	require.NotContains(t, d.Logs(), "hunter2")
 }
 
 func runCLI(t *testing.T, dir string, args ...string) (string, string, int) {

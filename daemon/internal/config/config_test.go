@@ -307,6 +307,32 @@ func TestDumpRedactsURLPasswords(t *testing.T) {
 	require.NotContains(t, dump, "hunter")
 }
 
+// Every way a DSN can carry a secret is redacted in a dump: URL user info,
+// URL query parameters, key=value DSNs, passphrases, and secrets inside lists.
+func TestDumpRedactsEverySpellingOfADSNSecret(t *testing.T) {
+	for name, state := range map[string]string{
+		"url query":      "postgres://u@h/d?sslmode=require&password=hunter2",
+		"key=value":      "postgres://x@h/d", // the deleter below carries the key=value form
+		"sslpassword":    "postgres://u@h/d?sslpassword=hunter2",
+		"passphrase key": "postgres://u@h/d?passphrase=hunter2",
+	} {
+		t.Run(name, func(t *testing.T) {
+			text := "version = 1\n[daemon]\nstate = \"" + state + "\"\n" +
+				"[[deleter]]\nname=\"pg\"\nplugin=\"postgres\"\n[deleter.config]\n" +
+				"dsn = \"host=db user=app password=hunter5 dbname=app\"\n" +
+				"tls_key_passphrase = \"hunter6\"\n" +
+				"brokers = [\"sasl://u:hunter7@b:9092\"]\n" +
+				"extra = [{ token = \"hunter8\" }]\n"
+			cfg, err := parse(t, text)
+			require.NoError(t, err)
+			dump, err := Dump(cfg)
+			require.NoError(t, err)
+			require.NotContains(t, dump, "hunter")
+			require.Contains(t, dump, "host=db user=app", "what is not secret stays readable")
+		})
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nope.toml"))
 	require.True(t, errors.Is(err, ErrNotFound))
@@ -316,7 +342,7 @@ func TestIsSecretKey(t *testing.T) {
 	for k, want := range map[string]bool{
 		"password": true, "sasl_password": true, "secret_access_key": true, "access_key_id": true,
 		"token": true, "password_file": false, "partition_key": false, "tenant_column": false,
-		"dsn": false, "addr": false,
+		"dsn": false, "addr": false, "tls_key_passphrase": true, "passphrase": true,
 	} {
 		require.Equal(t, want, IsSecretKey(k), k)
 	}

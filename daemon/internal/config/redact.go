@@ -4,37 +4,31 @@ import (
 	"bytes"
 	_ "embed"
 	"net/url"
-	"regexp"
-	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // Redacted replaces secret values in dumps.
-const Redacted = "REDACTED"
+const Redacted = sdk.Redacted
 
-var secretKeyRE = regexp.MustCompile(`(?i)(password|passwd|secret|token|credential|api_?key|private_key|access_key|session_key|sasl_pass)`)
+// IsSecretKey reports whether a config key holds a secret by its name (the
+// one rule, shared with the plugins' scrubber).
+func IsSecretKey(k string) bool { return sdk.IsSecretKey(k) }
 
-// IsSecretKey reports whether a config key holds a secret by its name.
-func IsSecretKey(k string) bool {
-	if strings.HasSuffix(k, "_file") {
-		return false // a path, not the secret itself
-	}
-	return secretKeyRE.MatchString(k)
-}
-
-var urlPasswordRE = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*):[^@\s]*@`)
-
-// RedactURL hides the password of any URL with user info inside s.
+// RedactURL hides every secret a DSN can carry: the password in a URL's
+// user info (parsed, so percent-encoded ones too), and through the SDK's
+// scrubber query parameters (?password=, ?sslpassword=), key=value pairs
+// (host=db password=...) and driver DSNs (user:pw@tcp(...)).
 func RedactURL(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			u.User = url.UserPassword(u.User.Username(), Redacted)
-			return u.String()
+			s = u.String()
 		}
-		return s
 	}
-	return urlPasswordRE.ReplaceAllString(s, "${1}:"+Redacted+"@")
+	return sdk.ScrubText(s)
 }
 
 // Dump renders the effective config as TOML with every secret redacted.
@@ -62,31 +56,46 @@ func redactInstances(in []PluginInstance) []PluginInstance {
 	return out
 }
 
-// RedactMap returns a copy of m with secret values replaced, recursively.
+// RedactMap returns a copy of m with secret values replaced, recursively
+// through tables and lists.
 func RedactMap(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		switch x := v.(type) {
-		case map[string]any:
-			out[k] = RedactMap(x)
-		case string:
-			if IsSecretKey(k) {
-				out[k] = Redacted
-			} else {
-				out[k] = RedactURL(x)
-			}
-		default:
-			if IsSecretKey(k) {
-				out[k] = Redacted
-			} else {
-				out[k] = v
-			}
-		}
+		out[k] = redactValue(IsSecretKey(k), v)
 	}
 	return out
+}
+
+func redactValue(secret bool, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return RedactMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactValue(secret, e)
+		}
+		return out
+	case []map[string]any:
+		out := make([]map[string]any, len(x))
+		for i, e := range x {
+			out[i] = RedactMap(e)
+		}
+		return out
+	case string:
+		if secret {
+			return Redacted
+		}
+		return RedactURL(x)
+	default:
+		if secret {
+			return Redacted
+		}
+		return v
+	}
 }
 
 //go:embed default.toml
