@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,6 +219,45 @@ func TestMetricsListenerServesOnlyMetricsAndHealth(t *testing.T) {
 	require.Equal(t, 404, get("/debug/pprof/"), "pprof is only on the socket")
 	code, _ := d.Do("GET", "/debug/pprof/", nil, nil)
 	require.Equal(t, 200, code)
+}
+
+// Idle clients of the loopback metrics port must never make the admin
+// socket unreachable by using up the daemon's file descriptors, and the
+// socket itself holds a bounded number of connections.
+func TestIdleConnectionsCannotStarveTheAdminSocket(t *testing.T) {
+	port := testsvc.FreePort(t)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port),
+		Wrap: []string{"prlimit", "--nofile=64:64", "--"}})
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for i := 0; i < 100; i++ {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second)
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	for i := 0; i < 10; i++ {
+		c, err := net.DialTimeout("unix", d.Socket, 2*time.Second)
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	time.Sleep(500 * time.Millisecond) // let the daemon accept what it will
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dd net.Dialer
+		return dd.DialContext(ctx, "unix", d.Socket)
+	}}}
+	testsvc.Eventually(t, 10*time.Second, func() bool {
+		resp, err := client.Get("http://localhost/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}, "the admin socket answers while 100 idle clients hold the metrics port and 10 the socket")
+	require.NotContains(t, d.Logs(), "too many open files")
 }
 
 func TestSdNotifyReadyReloadAndStopping(t *testing.T) {

@@ -27,6 +27,7 @@ type Daemon struct {
 	ConfigPath string
 	Socket     string
 	Env        []string
+	wrap       []string
 	cmd        *exec.Cmd
 	stderr     *SyncBuffer
 	exited     chan struct{}
@@ -71,6 +72,8 @@ type DaemonOptions struct {
 	// NoWait returns as soon as the process started, without waiting for
 	// the socket.
 	NoWait bool
+	// Wrap runs the daemon under this command (e.g. prlimit --nofile=64:64 --).
+	Wrap []string
 }
 
 // NewDaemon writes a config and returns a daemon ready to Start.
@@ -115,7 +118,7 @@ shutdown_timeout = "3s"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{t: t, Bin: bin, Dir: dir, ConfigPath: path, Socket: sock, Env: o.Env}
+	d := &Daemon{t: t, Bin: bin, Dir: dir, ConfigPath: path, Socket: sock, Env: o.Env, wrap: o.Wrap}
 	d.http = &http.Client{
 		Timeout: 60 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -141,7 +144,8 @@ func StartDaemon(t testing.TB, o DaemonOptions) *Daemon {
 // Start starts the process (again, after a kill).
 func (d *Daemon) Start() {
 	d.t.Helper()
-	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), "run", "--config", d.ConfigPath)
+	args := append(append([]string(nil), d.wrap...), filepath.Join(d.Bin, "lifecycled"), "run", "--config", d.ConfigPath)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = d.Dir
 	cmd.Env = append(os.Environ(), d.Env...)
 	d.stderr = &SyncBuffer{}

@@ -19,6 +19,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
+	"golang.org/x/sys/unix"
 )
 
 // Check is one readiness check.
@@ -132,11 +134,15 @@ func (s *Server) Start(context.Context) error {
 	}
 	s.unixL = l
 	s.inode = inodeOf(s.opts.Socket.Path)
+	adminConns, metricsConns := connLimits()
+	// No WriteTimeout on the socket: `tenant delete --wait` and the console
+	// stream progress for as long as a job runs.
 	s.unix = &http.Server{
 		Handler:           s.Handler(),
 		ConnContext:       connContext,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       time.Minute,
 		ErrorLog:          s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	if s.opts.MetricsListen != "" {
@@ -147,13 +153,16 @@ func (s *Server) Start(context.Context) error {
 			return fmt.Errorf("listen on metrics_listen %s: %w", s.opts.MetricsListen, err)
 		}
 		s.tcpL = tl
-		s.tcp = &http.Server{Handler: s.metricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.tcp = &http.Server{Handler: s.metricsHandler(), ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second,
+			ErrorLog: s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	}
-	s.serve(s.unix, s.unixL)
+	s.serve(s.unix, netutil.LimitListener(s.unixL, adminConns))
 	if s.tcp != nil {
-		s.serve(s.tcp, s.tcpL)
+		s.serve(s.tcp, netutil.LimitListener(s.tcpL, metricsConns))
 	}
-	s.log.Info("admin API listening", "socket", s.opts.Socket.Path, "metrics_listen", s.opts.MetricsListen)
+	s.log.Info("admin API listening", "socket", s.opts.Socket.Path, "metrics_listen", s.opts.MetricsListen,
+		"max_connections", adminConns, "metrics_max_connections", metricsConns)
 	return nil
 }
 
@@ -165,6 +174,21 @@ func (s *Server) serve(srv *http.Server, l net.Listener) {
 			s.log.Error("admin API stopped serving", "error", err)
 		}
 	}()
+}
+
+// connLimits bounds how many connections each listener holds at once, from
+// the process's file limit: idle clients of the metrics port (any local
+// user can open them) must never use up the descriptors that the admin
+// socket, the state store and the plugins need. Connections beyond the
+// limit wait in the kernel's backlog until one closes.
+func connLimits() (admin, metrics int) {
+	nofile := uint64(1024)
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 0 && rl.Cur != unix.RLIM_INFINITY {
+		nofile = rl.Cur
+	}
+	clamp := func(v, lo, hi uint64) int { return int(max(lo, min(v, hi))) }
+	return clamp(nofile/4, 4, 128), clamp(nofile/8, 2, 32)
 }
 
 // Drain makes /readyz answer 503 so that nothing new is routed here.
