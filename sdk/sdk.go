@@ -37,6 +37,13 @@ type ConfigureRequest struct {
 	// were replaced by the daemon with the file's content under the key
 	// without the suffix (password_file -> password).
 	Config map[string]any
+	// TenantIDFormat is the daemon's [daemon] tenant_id_format: "uuid" (the
+	// canonical lower-case UUID text) or an anchored regular expression;
+	// empty means "uuid". Every tenant id the daemon sends matches it, but a
+	// deleter checks anyway (CheckTenantID) and may use it to refuse config
+	// under which one tenant's data could be taken for another's
+	// (TenantIDMayContain).
+	TenantIDFormat string
 }
 
 // ConfigureResponse is what Configure reports back.
