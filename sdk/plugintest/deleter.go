@@ -151,7 +151,7 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 				t.Fatalf("Count(%q): %v", tenant, err)
 			}
 			if got.Count > want {
-				t.Errorf("Count(%q) = %d, want %d: it counts items of other tenants (seeded next to it: %q); match the tenant id exactly, byte for byte", tenant, got.Count, want, w.ids)
+				t.Errorf("Count(%q) = %d, want %d: it counts items of other tenants (seeded next to it: %q); match the tenant id exactly, byte for byte", tenant, got.Count, want, w.others(tenant))
 			} else if got.Count != want {
 				t.Errorf("Count(%q) = %d, want %d", tenant, got.Count, want)
 			}

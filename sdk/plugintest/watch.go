@@ -50,6 +50,17 @@ func (w *watch) add(t testing.TB, id, why string) {
 	w.before[id] = w.take(t, id)
 }
 
+// others lists the watched tenants but id.
+func (w *watch) others(id string) []string {
+	var out []string
+	for _, x := range w.ids {
+		if x != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func (w *watch) seeded(id string) bool {
 	_, ok := w.before[id]
 	return ok
@@ -67,6 +78,7 @@ func (w *watch) unchanged(t testing.TB, after string, except ...string) {
 		if was.sum == now.sum {
 			continue
 		}
+		w.before[id] = now // report each change once
 		t.Errorf("after %s, the data of %s changed (%d items before, %d now; checksum %s -> %s): "+
 			"the deleter touched data that is not the requested tenant's. Match the tenant id exactly, byte for byte: "+
 			"no case folding, trimming or prefix match; end it in a key or path with a byte no id can contain; "+
