@@ -252,35 +252,49 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 // keys in pipelined batches on several connections while the scan goes on.
 // The count is the sum of UNLINK replies: keys Redis actually removed, so a
 // key removed by someone else meanwhile (or seen twice by SCAN) is not
-// counted.
+// counted; the breakdown counts them per pattern, as Count does.
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
 	cfg, c, err := d.current(req.TenantID)
 	if err != nil {
 		return nil, err
 	}
 	var deleted atomic.Int64
+	// Removed keys per pattern, for the breakdown: each pattern's keys go
+	// in UNLINK commands of their own, whose replies are counted apart.
+	perPattern := make([]atomic.Int64, len(cfg.Patterns))
 	plan := planFor(cfg, req.TenantID)
 	keys := make(chan []string, 64)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { defer close(keys); return scan(gctx, c, plan.match, cfg.ScanCount, keys) })
 	for w := 0; w < cfg.Workers; w++ {
 		g.Go(func() error {
-			var pending []string
+			pending := make([][]string, len(cfg.Patterns))
+			npending := 0
 			flush := func() error {
-				if len(pending) == 0 {
+				if npending == 0 {
 					return nil
 				}
 				pipe := c.Pipeline()
-				var cmds []*redis.IntCmd
-				for start := 0; start < len(pending); start += unlinkArity {
-					end := min(start+unlinkArity, len(pending))
-					cmds = append(cmds, pipe.Unlink(gctx, pending[start:end]...))
+				type unlink struct {
+					pattern int
+					cmd     *redis.IntCmd
+				}
+				var cmds []unlink
+				for i, group := range pending {
+					for start := 0; start < len(group); start += unlinkArity {
+						end := min(start+unlinkArity, len(group))
+						cmds = append(cmds, unlink{i, pipe.Unlink(gctx, group[start:end]...)})
+					}
 				}
 				_, err := pipe.Exec(gctx)
-				for _, cmd := range cmds {
-					deleted.Add(cmd.Val())
+				for _, u := range cmds {
+					deleted.Add(u.cmd.Val())
+					perPattern[u.pattern].Add(u.cmd.Val())
 				}
-				pending = pending[:0]
+				for i := range pending {
+					pending[i] = pending[i][:0]
+				}
+				npending = 0
 				if err != nil {
 					return classify(fmt.Errorf("unlink: %w", err))
 				}
@@ -289,11 +303,12 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 			}
 			for batch := range keys {
 				for _, k := range batch {
-					if plan.which(k) >= 0 {
-						pending = append(pending, k)
+					if i := plan.which(k); i >= 0 {
+						pending[i] = append(pending[i], k)
+						npending++
 					}
 				}
-				if len(pending) >= cfg.BatchSize {
+				if npending >= cfg.BatchSize {
 					if err := flush(); err != nil {
 						return err
 					}
@@ -308,7 +323,11 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		}
 		return nil, sdk.PartialDeletion(deleted.Load(), err)
 	}
-	return &sdk.DeleteResponse{DeletedCount: deleted.Load()}, nil
+	breakdown := make(map[string]int64, len(cfg.Patterns))
+	for i, p := range cfg.Patterns {
+		breakdown[p] += perPattern[i].Load()
+	}
+	return &sdk.DeleteResponse{DeletedCount: deleted.Load(), Breakdown: breakdown}, nil
 }
 
 // unlinkArity is how many keys one UNLINK command carries: large enough to

@@ -217,3 +217,37 @@ func TestPasswordNeverLeaves(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "sup3r-s3cret-pw")
 }
+
+// TestDeleteBreakdownPerPattern: Delete says how many keys each pattern
+// lost, as Count said beforehand, so that a report shows what went.
+func TestDeleteBreakdownPerPattern(t *testing.T) {
+	srv := testsvc.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const tenant = "44444444-dddd-4ddd-8ddd-444444444444"
+	for i := 0; i < 1200; i++ {
+		require.NoError(t, c.Set(ctx, fmt.Sprintf("session:%s:%d", tenant, i), "s", 0).Err())
+	}
+	for i := 0; i < 7; i++ {
+		require.NoError(t, c.Set(ctx, fmt.Sprintf("csrf:%s:%d", tenant, i), "c", 0).Err())
+	}
+	f := newFixture(srv.Addr, c, ":")
+	d := plugintest.Launch(t, buildPlugin(t), sdk.KindTenantDeleter).Deleter(t)
+	cfg := f.Config(t)
+	cfg["batch_size"] = 100
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "redis:sessions", Config: cfg})
+	require.NoError(t, err)
+	want := map[string]int64{"session:{tenant}:*": 1200, "csrf:{tenant}:*": 7}
+	count, err := d.Count(ctx, &sdk.CountRequest{TenantID: tenant})
+	require.NoError(t, err)
+	require.Equal(t, want, count.Breakdown)
+	resp, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: tenant}, func(int64) {})
+	require.NoError(t, err)
+	require.EqualValues(t, 1207, resp.DeletedCount)
+	require.Equal(t, want, resp.Breakdown)
+	resp, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: tenant}, func(int64) {})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"session:{tenant}:*": 0, "csrf:{tenant}:*": 0}, resp.Breakdown)
+}
