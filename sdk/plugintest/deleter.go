@@ -182,7 +182,7 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		}
 	})
 
-	t.Run("Delete returns the count, streams progress, and leaves B untouched", func(t *testing.T) {
+	t.Run("Delete returns the count, streams progress, and leaves B and the bystanders untouched", func(t *testing.T) {
 		var mu sync.Mutex
 		var progress []int64
 		resp, err := d.Delete(ctxFor(t, 5*time.Minute), &sdk.DeleteRequest{TenantID: a}, func(n int64) {

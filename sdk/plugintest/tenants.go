@@ -53,14 +53,19 @@ func numericSpellings(id string) []string {
 	if !numberRE.MatchString(id) {
 		return nil
 	}
-	out := []string{"+" + id, "0" + id, id + "e0", id + "E0"}
+	sign := ""
 	if strings.HasPrefix(id, "-") {
-		out = append(out, "-0"+id[1:])
+		sign = "-"
+	}
+	abs := strings.TrimPrefix(id, "-")
+	out := []string{sign + "0" + abs, id + "e0", id + "E0"}
+	if sign == "" {
+		out = append(out, "+"+id)
 	}
 	if strings.Contains(id, ".") {
 		out = append(out, id+"0")
 	} else {
-		out = append(out, id+".0", id+".", "0x"+id)
+		out = append(out, id+".0", id+".", sign+"0x"+abs)
 	}
 	if id == "0" {
 		out = append(out, "-0", "-0.0")
