@@ -69,7 +69,7 @@ func (h *handlerBase) configureRequest(req *pb.ConfigureRequest) (*ConfigureRequ
 		}
 	}
 	h.scrub.AddFromConfig(cfg)
-	return &ConfigureRequest{Name: req.GetName(), Config: cfg}, nil
+	return &ConfigureRequest{Name: req.GetName(), Config: cfg, TenantIDFormat: req.GetTenantIdFormat()}, nil
 }
 
 // configure serves Configure for either plugin kind.
@@ -100,7 +100,7 @@ func configureRequestPB(req *ConfigureRequest) (*pb.ConfigureRequest, error) {
 	if err != nil {
 		return nil, InvalidConfig(FieldError{Field: "config", Problem: err.Error()})
 	}
-	return &pb.ConfigureRequest{Name: req.Name, ConfigJson: b}, nil
+	return &pb.ConfigureRequest{Name: req.Name, ConfigJson: b, TenantIdFormat: req.TenantIDFormat}, nil
 }
 
 // --- TenantDeleter ---

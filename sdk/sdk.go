@@ -37,6 +37,13 @@ type ConfigureRequest struct {
 	// were replaced by the daemon with the file's content under the key
 	// without the suffix (password_file -> password).
 	Config map[string]any
+	// TenantIDFormat is the daemon's [daemon] tenant_id_format: "uuid" (the
+	// canonical lower-case UUID text) or an anchored regular expression;
+	// empty means "uuid". Every tenant id the daemon sends matches it, but a
+	// deleter checks anyway (CheckTenantID) and may use it to refuse config
+	// under which one tenant's data could be taken for another's
+	// (TenantIDMayContain).
+	TenantIDFormat string
 }
 
 // ConfigureResponse is what Configure reports back.
@@ -78,7 +85,11 @@ type Progress func(deletedSoFar int64)
 // The tenant id is data, never syntax: a plugin must quote, escape or bind
 // it so that glob characters, quotes, "..", spaces or any other bytes in an
 // id delete nothing of another tenant. The daemon validates ids against its
-// configured format before calling, but a plugin must not rely on that.
+// configured format before calling, but a plugin must not rely on that: it
+// checks them with CheckTenantID against ConfigureRequest.TenantIDFormat,
+// refuses any spelling but the canonical one where its store compares ids
+// by value (a numeric key takes "04" for 4), and refuses at Configure a
+// layout where an id could run into the text after it (TenantIDMayContain).
 type TenantDeleter interface {
 	// Configure validates and applies the plugin's config. It is called once
 	// after every start of the plugin process, before any other method.

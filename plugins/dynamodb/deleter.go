@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +53,7 @@ type deleter struct {
 	mu      sync.Mutex
 	client  *dynamodb.Client
 	cfg     config
+	format  string // the daemon's tenant_id_format
 	sortKey string
 	pkType  types.ScalarAttributeType
 	limiter *rate.Limiter
@@ -78,6 +78,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
 	cfg := config{Concurrency: 4}
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
+		return nil, err
+	}
+	if err := sdk.ValidateTenantIDFormat(req.TenantIDFormat); err != nil {
 		return nil, err
 	}
 	var problems []sdk.FieldError
@@ -143,7 +146,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 		limiter = rate.NewLimiter(rate.Limit(cfg.MaxItemsPerSecond), max(batchLimit, int(cfg.MaxItemsPerSecond)))
 	}
 	d.mu.Lock()
-	d.client, d.cfg, d.sortKey, d.pkType, d.limiter = client, cfg, sortKey, pkType, limiter
+	d.client, d.cfg, d.format, d.sortKey, d.pkType, d.limiter = client, cfg, req.TenantIDFormat, sortKey, pkType, limiter
 	d.mu.Unlock()
 	return &sdk.ConfigureResponse{PluginVersion: version}, nil
 }
@@ -151,6 +154,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 type snapshot struct {
 	client  *dynamodb.Client
 	cfg     config
+	format  string
 	sortKey string
 	pkType  types.ScalarAttributeType
 	limiter *rate.Limiter
@@ -162,19 +166,24 @@ func (d *deleter) current() (snapshot, error) {
 	if d.client == nil {
 		return snapshot{}, sdk.Unavailable(errors.New("not configured"))
 	}
-	return snapshot{d.client, d.cfg, d.sortKey, d.pkType, d.limiter}, nil
+	return snapshot{d.client, d.cfg, d.format, d.sortKey, d.pkType, d.limiter}, nil
 }
 
 // tenantValue is the partition key value for a tenant id, typed as the
-// table declares it.
+// table declares it. The id must match the daemon's format (a plugin does
+// not trust the daemon), and for a numeric key be the canonical text of a
+// number: DynamoDB compares numbers by value, so "1e3", "01000" or
+// "1000.0" would name tenant 1000.
 func (s snapshot) tenantValue(tenant string) (types.AttributeValue, error) {
-	if tenant == "" {
-		return nil, sdk.InvalidArgument("empty tenant id")
+	if err := sdk.CheckTenantID(s.format, tenant); err != nil {
+		return nil, err
 	}
 	switch s.pkType {
 	case types.ScalarAttributeTypeN:
-		if _, err := strconv.ParseFloat(tenant, 64); err != nil {
-			return nil, sdk.InvalidArgument("tenant id %q is not a number, but %s is numeric", tenant, s.cfg.PartitionKey)
+		if problem := numberProblem(tenant); problem != "" {
+			return nil, sdk.InvalidArgument("tenant id %q is not the canonical text of a number (%s), but partition key %s is numeric: "+
+				"DynamoDB would take it for another tenant's id; send the number as DynamoDB writes it (\"1000\", not \"1e3\" or \"01000\")",
+				tenant, problem, s.cfg.PartitionKey)
 		}
 		return &types.AttributeValueMemberN{Value: tenant}, nil
 	case types.ScalarAttributeTypeB:

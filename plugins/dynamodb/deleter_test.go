@@ -3,14 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,10 +52,13 @@ func createTable(t testing.TB, c *dynamodb.Client, name string) {
 	require.NoError(t, seed001.CreateAuditLogTable(context.Background(), c, name))
 }
 
+// fixture seeds and reads a table whose partition key tenant_id is of
+// keyType (S or N), with the DynamoDB client.
 type fixture struct {
 	endpoint string
 	c        *dynamodb.Client
 	table    string
+	keyType  types.ScalarAttributeType
 }
 
 func (f *fixture) Config(testing.TB) map[string]any {
@@ -57,27 +66,108 @@ func (f *fixture) Config(testing.TB) map[string]any {
 		"access_key_id": "test", "secret_access_key": "test", "concurrency": 4}
 }
 
+func (f *fixture) key(tenant string) types.AttributeValue {
+	if f.keyType == types.ScalarAttributeTypeN {
+		return &types.AttributeValueMemberN{Value: tenant}
+	}
+	return &types.AttributeValueMemberS{Value: tenant}
+}
+
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	require.NoError(t, seed001.PutAuditLogs(context.Background(), f.c, f.table, tenant, n))
+	if f.keyType != types.ScalarAttributeTypeN {
+		require.NoError(t, seed001.PutAuditLogs(context.Background(), f.c, f.table, tenant, n))
+		return int64(n)
+	}
+	ctx := context.Background()
+	for start := 0; start < n; start += 25 {
+		var reqs []types.WriteRequest
+		for i := start; i < min(start+25, n); i++ {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"tenant_id": f.key(tenant),
+				"log_id":    &types.AttributeValueMemberS{Value: fmt.Sprintf("%08d", i)},
+				"action":    &types.AttributeValueMemberS{Value: "login of " + tenant},
+			}}})
+		}
+		for len(reqs) > 0 {
+			out, err := f.c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{f.table: reqs}})
+			require.NoError(t, err)
+			reqs = out.UnprocessedItems[f.table]
+		}
+	}
 	return int64(n)
+}
+
+func (f *fixture) query(t testing.TB, tenant string, count bool) (int64, []map[string]types.AttributeValue) {
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(f.table), KeyConditionExpression: aws.String("tenant_id = :t"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":t": f.key(tenant)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	if count {
+		in.Select = types.SelectCount
+	}
+	var n int64
+	var items []map[string]types.AttributeValue
+	p := dynamodb.NewQueryPaginator(f.c, in)
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		require.NoError(t, err)
+		n += int64(out.Count)
+		items = append(items, out.Items...)
+	}
+	return n, items
 }
 
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 	if tenant == "" {
 		return 0
 	}
-	var n int64
-	p := dynamodb.NewQueryPaginator(f.c, &dynamodb.QueryInput{
-		TableName: aws.String(f.table), KeyConditionExpression: aws.String("tenant_id = :t"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberS{Value: tenant}},
-		Select:                    types.SelectCount, ConsistentRead: aws.Bool(true),
-	})
-	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
-		require.NoError(t, err)
-		n += int64(out.Count)
-	}
+	n, _ := f.query(t, tenant, true)
 	return n
+}
+
+// Checksum hashes every attribute of every item of the tenant.
+func (f *fixture) Checksum(t testing.TB, tenant string) string {
+	_, items := f.query(t, tenant, false)
+	lines := make([]string, len(items))
+	for i, item := range items {
+		names := make([]string, 0, len(item))
+		for name := range item {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		var b strings.Builder
+		for _, name := range names {
+			fmt.Fprintf(&b, "%q=%s;", name, attrText(item[name]))
+		}
+		lines[i] = b.String()
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+func attrText(v types.AttributeValue) string {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S:" + strconv.Quote(x.Value)
+	case *types.AttributeValueMemberN:
+		return "N:" + x.Value
+	case *types.AttributeValueMemberB:
+		return "B:" + hex.EncodeToString(x.Value)
+	default:
+		return fmt.Sprintf("%T:%v", v, v)
+	}
+}
+
+// canonicalNumberRE is the text DynamoDB gives a number back in: a numeric
+// key stores only ids written so as a tenant of their own ("04" is 4).
+var canonicalNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$`)
+
+// StoresDistinct: a string key keeps every id apart; a numeric one only
+// the canonical text of a number.
+func (f *fixture) StoresDistinct(id string) bool {
+	return f.keyType != types.ScalarAttributeTypeN || (canonicalNumberRE.MatchString(id) && id != "-0")
 }
 
 func binary(t testing.TB) string { return testsvc.Binary(t, "lifecycled-plugin-dynamodb") }
@@ -86,23 +176,74 @@ func setup(t testing.TB) *fixture {
 	endpoint := testsvc.Dynalite(t)
 	c := newClient(t, endpoint)
 	createTable(t, c, "audit_logs")
-	return &fixture{endpoint: endpoint, c: c, table: "audit_logs"}
+	return &fixture{endpoint: endpoint, c: c, table: "audit_logs", keyType: types.ScalarAttributeTypeS}
+}
+
+// setupNumeric creates a table whose partition key tenant_id is a number.
+func setupNumeric(t testing.TB) *fixture {
+	endpoint := testsvc.Dynalite(t)
+	c := newClient(t, endpoint)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("org_events"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("tenant_id"), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String("log_id"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("tenant_id"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("log_id"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	require.NoError(t, err)
+	require.NoError(t, dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 50 * time.Millisecond
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("org_events")}, time.Minute))
+	return &fixture{endpoint: endpoint, c: c, table: "org_events", keyType: types.ScalarAttributeTypeN}
 }
 
 func TestConformance(t *testing.T) {
-	f := setup(t)
+	// With UUIDs; and with a format that accepts nearly anything, so that
+	// the kit seeds bystanders like A+":x", " "+A and A in upper case, and
+	// sends hostile ids the plugin must treat as data.
+	for name, format := range map[string]string{"uuid": "uuid", "permissive": `^.{1,200}$`} {
+		t.Run(name, func(t *testing.T) {
+			f := setup(t)
+			plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
+				Binary:         binary(t),
+				Fixture:        f,
+				TenantIDFormat: format,
+				BadConfigs: map[string]map[string]any{
+					"missing table":    {"partition_key": "tenant_id", "region": "us-east-1", "endpoint": f.endpoint},
+					"wrong key":        {"table": "audit_logs", "partition_key": "org_id", "region": "us-east-1", "endpoint": f.endpoint, "access_key_id": "a", "secret_access_key": "b"},
+					"half credentials": {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "access_key_id": "a"},
+					"bad concurrency":  {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "concurrency": 0},
+					"unknown key":      {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "tabel": "x"},
+				},
+				Seed:       60,
+				CancelSeed: 3000,
+			})
+		})
+	}
+}
+
+// TestConformanceNumericKey runs the kit on a table keyed by a number, with
+// numeric tenant ids and a format that lets other spellings of a number
+// ("+1001", "1001.0", "1001e0", " 1001") reach the plugin, which must refuse
+// them instead of deleting tenant 1001.
+func TestConformanceNumericKey(t *testing.T) {
+	f := setupNumeric(t)
+	var next atomic.Int64
+	next.Store(999)
 	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
-		Binary:  binary(t),
-		Fixture: f,
-		BadConfigs: map[string]map[string]any{
-			"missing table":    {"partition_key": "tenant_id", "region": "us-east-1", "endpoint": f.endpoint},
-			"wrong key":        {"table": "audit_logs", "partition_key": "org_id", "region": "us-east-1", "endpoint": f.endpoint, "access_key_id": "a", "secret_access_key": "b"},
-			"half credentials": {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "access_key_id": "a"},
-			"bad concurrency":  {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "concurrency": 0},
-			"unknown key":      {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "tabel": "x"},
-		},
-		Seed:       60,
-		CancelSeed: 3000,
+		Binary:         binary(t),
+		Fixture:        f,
+		TenantIDFormat: `^.{1,64}$`,
+		NewTenantID:    func() string { return strconv.FormatInt(next.Add(1), 10) },
+		Seed:           40,
+		CancelSeed:     3000,
 	})
 }
 
@@ -187,6 +328,9 @@ func writeDynamo(w http.ResponseWriter, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// testFormat is the tenant_id_format of the tests that use readable ids.
+const testFormat = `^[a-z0-9-]{1,64}$`
+
 func deleterVia(t *testing.T, f *fixture, endpoint string, concurrency int) sdk.TenantDeleter {
 	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
 	d := p.Deleter(t)
@@ -195,7 +339,7 @@ func deleterVia(t *testing.T, f *fixture, endpoint string, concurrency int) sdk.
 	cfg["concurrency"] = concurrency
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "dynamodb:audit_logs", Config: cfg})
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "dynamodb:audit_logs", Config: cfg, TenantIDFormat: testFormat})
 	require.NoError(t, err)
 	return d
 }

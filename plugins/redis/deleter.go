@@ -34,6 +34,7 @@ type config struct {
 type deleter struct {
 	mu     sync.Mutex
 	cfg    config
+	format string // the daemon's tenant_id_format
 	client *redis.Client
 }
 
@@ -51,9 +52,21 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if len(cfg.Patterns) == 0 {
 		problems = append(problems, sdk.FieldError{Field: "patterns", Problem: `required, e.g. ["session:{tenant}:*"]`})
 	}
+	if err := sdk.ValidateTenantIDFormat(req.TenantIDFormat); err != nil {
+		return nil, err
+	}
 	for i, p := range cfg.Patterns {
-		if strings.Count(p, "{tenant}") != 1 {
-			problems = append(problems, sdk.FieldError{Field: fmt.Sprintf("patterns[%d]", i), Problem: "must contain {tenant} exactly once"})
+		field := fmt.Sprintf("patterns[%d]", i)
+		if strings.Count(p, placeholder) != 1 {
+			problems = append(problems, sdk.FieldError{Field: field, Problem: "must contain {tenant} exactly once"})
+			continue
+		}
+		// A pattern must not let one tenant's keys be taken for another's.
+		if problem := patternProblem(req.TenantIDFormat, p); problem != "" {
+			problems = append(problems, sdk.FieldError{Field: field, Problem: problem})
+		}
+		if problem := rangeProblem(p); problem != "" {
+			problems = append(problems, sdk.FieldError{Field: field, Problem: problem})
 		}
 	}
 	if cfg.DB < 0 || cfg.DB > 1000 {
@@ -88,29 +101,38 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if d.client != nil {
 		d.client.Close()
 	}
-	d.cfg, d.client = cfg, client
+	d.cfg, d.format, d.client = cfg, req.TenantIDFormat, client
 	d.mu.Unlock()
 	return &sdk.ConfigureResponse{PluginVersion: version}, nil
 }
 
-func (d *deleter) current() (config, *redis.Client, error) {
+// current returns the config to serve a call for tenant with, after
+// checking the tenant id against the daemon's format: a plugin does not
+// trust the daemon, and an id in another spelling ("44444444-DDDD-...")
+// must not pass for no tenant at all.
+func (d *deleter) current(tenant string) (config, *redis.Client, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.client == nil {
 		return config{}, nil, sdk.Unavailable(errors.New("not configured"))
 	}
+	if err := sdk.CheckTenantID(d.format, tenant); err != nil {
+		return config{}, nil, err
+	}
 	return d.cfg, d.client, nil
 }
 
 // globEscape makes the tenant id match only itself in a SCAN MATCH pattern.
+// It walks bytes, not runes: ranging over a string would turn each invalid
+// UTF-8 byte into U+FFFD and so match other keys than the id's.
 func globEscape(s string) string {
 	var b strings.Builder
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
 		case '*', '?', '[', ']', '\\', '^', '-':
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }
@@ -195,7 +217,7 @@ func scan(ctx context.Context, c *redis.Client, pattern string, count int, out c
 }
 
 func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
-	cfg, c, err := d.current()
+	cfg, c, err := d.current(req.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -230,35 +252,49 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 // keys in pipelined batches on several connections while the scan goes on.
 // The count is the sum of UNLINK replies: keys Redis actually removed, so a
 // key removed by someone else meanwhile (or seen twice by SCAN) is not
-// counted.
+// counted; the breakdown counts them per pattern, as Count does.
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
-	cfg, c, err := d.current()
+	cfg, c, err := d.current(req.TenantID)
 	if err != nil {
 		return nil, err
 	}
 	var deleted atomic.Int64
+	// Removed keys per pattern, for the breakdown: each pattern's keys go
+	// in UNLINK commands of their own, whose replies are counted apart.
+	perPattern := make([]atomic.Int64, len(cfg.Patterns))
 	plan := planFor(cfg, req.TenantID)
 	keys := make(chan []string, 64)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { defer close(keys); return scan(gctx, c, plan.match, cfg.ScanCount, keys) })
 	for w := 0; w < cfg.Workers; w++ {
 		g.Go(func() error {
-			var pending []string
+			pending := make([][]string, len(cfg.Patterns))
+			npending := 0
 			flush := func() error {
-				if len(pending) == 0 {
+				if npending == 0 {
 					return nil
 				}
 				pipe := c.Pipeline()
-				var cmds []*redis.IntCmd
-				for start := 0; start < len(pending); start += unlinkArity {
-					end := min(start+unlinkArity, len(pending))
-					cmds = append(cmds, pipe.Unlink(gctx, pending[start:end]...))
+				type unlink struct {
+					pattern int
+					cmd     *redis.IntCmd
+				}
+				var cmds []unlink
+				for i, group := range pending {
+					for start := 0; start < len(group); start += unlinkArity {
+						end := min(start+unlinkArity, len(group))
+						cmds = append(cmds, unlink{i, pipe.Unlink(gctx, group[start:end]...)})
+					}
 				}
 				_, err := pipe.Exec(gctx)
-				for _, cmd := range cmds {
-					deleted.Add(cmd.Val())
+				for _, u := range cmds {
+					deleted.Add(u.cmd.Val())
+					perPattern[u.pattern].Add(u.cmd.Val())
 				}
-				pending = pending[:0]
+				for i := range pending {
+					pending[i] = pending[i][:0]
+				}
+				npending = 0
 				if err != nil {
 					return classify(fmt.Errorf("unlink: %w", err))
 				}
@@ -267,11 +303,12 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 			}
 			for batch := range keys {
 				for _, k := range batch {
-					if plan.which(k) >= 0 {
-						pending = append(pending, k)
+					if i := plan.which(k); i >= 0 {
+						pending[i] = append(pending[i], k)
+						npending++
 					}
 				}
-				if len(pending) >= cfg.BatchSize {
+				if npending >= cfg.BatchSize {
 					if err := flush(); err != nil {
 						return err
 					}
@@ -286,7 +323,11 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		}
 		return nil, sdk.PartialDeletion(deleted.Load(), err)
 	}
-	return &sdk.DeleteResponse{DeletedCount: deleted.Load()}, nil
+	breakdown := make(map[string]int64, len(cfg.Patterns))
+	for i, p := range cfg.Patterns {
+		breakdown[p] += perPattern[i].Load()
+	}
+	return &sdk.DeleteResponse{DeletedCount: deleted.Load(), Breakdown: breakdown}, nil
 }
 
 // unlinkArity is how many keys one UNLINK command carries: large enough to

@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,13 +20,29 @@ import (
 	"github.com/lifecycled/lifecycled/sdk/plugintest"
 )
 
+// fixture seeds keys with the Redis client and remembers every key it wrote
+// per tenant, so that Remaining and Checksum read exactly those keys (with
+// EXISTS and GET) and never depend on the glob matching under test.
 type fixture struct {
-	addr string
-	c    *redis.Client
+	addr  string
+	c     *redis.Client
+	delim string // ends the tenant id in the patterns; ":" by default
+
+	mu   sync.Mutex
+	keys map[string][]string // tenant -> keys the deleter must delete
+	all  map[string][]string // tenant -> every key seeded, decoys included
+}
+
+func newFixture(addr string, c *redis.Client, delim string) *fixture {
+	return &fixture{addr: addr, c: c, delim: delim, keys: map[string][]string{}, all: map[string][]string{}}
+}
+
+func (f *fixture) patterns() []any {
+	return []any{"session:{tenant}" + f.delim + "*", "csrf:{tenant}" + f.delim + "*"}
 }
 
 func (f *fixture) Config(testing.TB) map[string]any {
-	return map[string]any{"addr": f.addr, "patterns": []any{"session:{tenant}:*", "csrf:{tenant}:*"}, "scan_count": 500}
+	return map[string]any{"addr": f.addr, "patterns": f.patterns(), "scan_count": 500}
 }
 
 // Seed writes n session keys and n csrf keys, plus keys that look alike but
@@ -28,35 +50,81 @@ func (f *fixture) Config(testing.TB) map[string]any {
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
 	ctx := context.Background()
 	pipe := f.c.Pipeline()
+	var keys []string
 	for i := 0; i < n; i++ {
-		pipe.Set(ctx, fmt.Sprintf("session:%s:%d", tenant, i), "s", 0)
-		pipe.Set(ctx, fmt.Sprintf("csrf:%s:%d", tenant, i), "c", 0)
+		for _, prefix := range []string{"session:", "csrf:"} {
+			k := fmt.Sprintf("%s%s%s%d", prefix, tenant, f.delim, i)
+			keys = append(keys, k)
+			pipe.Set(ctx, k, fmt.Sprintf("%s-%d-%s", prefix, i, tenant), 0)
+		}
 		if i%1000 == 999 {
 			if _, err := pipe.Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	pipe.Set(ctx, "session:"+tenant, "no suffix: not matched", 0)
-	pipe.Set(ctx, "other:"+tenant+":1", "other prefix", 0)
+	decoys := []string{"session:" + tenant, "other:" + tenant + f.delim + "1"}
+	for _, k := range decoys {
+		pipe.Set(ctx, k, "not matched by any pattern", 0)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
+	f.mu.Lock()
+	f.keys[tenant] = append(f.keys[tenant], keys...)
+	f.all[tenant] = append(append(f.all[tenant], keys...), decoys...)
+	f.mu.Unlock()
 	return int64(2 * n)
 }
 
+func (f *fixture) seeded(tenant string, all bool) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if all {
+		return slices.Clone(f.all[tenant])
+	}
+	return slices.Clone(f.keys[tenant])
+}
+
+// Remaining counts the tenant's seeded keys that still exist.
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
+	keys := f.seeded(tenant, false)
 	var n int64
-	for _, p := range []string{"session:%s:*", "csrf:%s:*"} {
-		iter := f.c.Scan(context.Background(), 0, fmt.Sprintf(p, globEscape(tenant)), 1000).Iterator()
-		seen := map[string]bool{}
-		for iter.Next(context.Background()) {
-			seen[iter.Val()] = true
-		}
-		require.NoError(t, iter.Err())
-		n += int64(len(seen))
+	for start := 0; start < len(keys); start += 1000 {
+		got, err := f.c.Exists(context.Background(), keys[start:min(start+1000, len(keys))]...).Result()
+		require.NoError(t, err)
+		n += got
 	}
 	return n
+}
+
+// Checksum hashes the name and value of every key seeded for the tenant,
+// decoys included, and notes the ones that are gone.
+func (f *fixture) Checksum(t testing.TB, tenant string) string {
+	keys := f.seeded(tenant, true)
+	sort.Strings(keys)
+	ctx := context.Background()
+	pipe := f.c.Pipeline()
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Get(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			fmt.Fprintf(h, "%q gone\n", keys[i])
+		case err != nil:
+			t.Fatal(err)
+		default:
+			fmt.Fprintf(h, "%q=%q\n", keys[i], v)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func buildPlugin(t *testing.T) string {
@@ -64,21 +132,34 @@ func buildPlugin(t *testing.T) string {
 }
 
 func TestConformance(t *testing.T) {
-	srv := testsvc.Redis(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { c.Close() })
-	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
-		Binary:  buildPlugin(t),
-		Fixture: &fixture{addr: srv.Addr, c: c},
-		BadConfigs: map[string]map[string]any{
-			"missing addr":             {"patterns": []any{"a:{tenant}:*"}},
-			"pattern without {tenant}": {"addr": srv.Addr, "patterns": []any{"session:*"}},
-			"unknown key":              {"addr": srv.Addr, "patterns": []any{"a:{tenant}"}, "pattern": "x"},
-			"wrong type":               {"addr": srv.Addr, "patterns": "a:{tenant}"},
-			"bad db":                   {"addr": srv.Addr, "patterns": []any{"a:{tenant}"}, "db": -1},
-		},
-		CancelSeed: 50000,
-	})
+	// The default UUID format with ':' after {tenant}; and a format that
+	// accepts nearly anything but '|', with '|' after {tenant}, so that the
+	// kit seeds bystanders like A+":x" and " "+A and sends hostile ids with
+	// glob metacharacters that the plugin must escape.
+	for name, tc := range map[string]struct{ format, delim string }{
+		"uuid":       {"uuid", ":"},
+		"permissive": {`^[^|]{1,200}$`, "|"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := testsvc.Redis(t)
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			t.Cleanup(func() { c.Close() })
+			plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
+				Binary:         buildPlugin(t),
+				Fixture:        newFixture(srv.Addr, c, tc.delim),
+				TenantIDFormat: tc.format,
+				BadConfigs: map[string]map[string]any{
+					"missing addr":             {"patterns": []any{"a:{tenant}:*"}},
+					"pattern without {tenant}": {"addr": srv.Addr, "patterns": []any{"session:*"}},
+					"unknown key":              {"addr": srv.Addr, "patterns": []any{"a:{tenant}"}, "pattern": "x"},
+					"wrong type":               {"addr": srv.Addr, "patterns": "a:{tenant}"},
+					"bad db":                   {"addr": srv.Addr, "patterns": []any{"a:{tenant}"}, "db": -1},
+					"glob after {tenant}":      {"addr": srv.Addr, "patterns": []any{"a:{tenant}*"}},
+				},
+				CancelSeed: 50000,
+			})
+		})
+	}
 }
 
 func TestGlobEscape(t *testing.T) {
@@ -86,9 +167,14 @@ func TestGlobEscape(t *testing.T) {
 		"550e8400-e29b-41d4-a716-446655440000": `550e8400\-e29b\-41d4\-a716\-446655440000`,
 		"a*b?c[d]e\\f^g":                       `a\*b\?c\[d\]e\\f\^g`,
 		"plain":                                "plain",
+		// Bytes, not runes: an invalid UTF-8 byte stays that byte.
+		"a\xffb*":   "a\xffb\\*",
+		"\xc3[":     "\xc3\\[",
+		"\xe2\x82*": "\xe2\x82\\*",
+		"zoë?":      "zoë\\?",
 	}
 	for in, want := range tests {
-		require.Equal(t, want, globEscape(in))
+		require.Equal(t, want, globEscape(in), "globEscape(%q)", in)
 	}
 }
 
@@ -96,12 +182,12 @@ func TestStoreDownIsRetryableAndPartial(t *testing.T) {
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
-	f := &fixture{addr: srv.Addr, c: c}
+	f := newFixture(srv.Addr, c, ":")
 	p := plugintest.Launch(t, buildPlugin(t), sdk.KindTenantDeleter)
 	d := p.Deleter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "redis:sessions", Config: f.Config(t)})
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "redis:sessions", Config: f.Config(t), TenantIDFormat: `^t[0-9]$`})
 	require.NoError(t, err)
 	f.Seed(t, "t1", 10)
 	srv.Stop()
@@ -116,7 +202,7 @@ func TestStoreDownIsRetryableAndPartial(t *testing.T) {
 	require.Zero(t, deleted)
 
 	// Configure against a server that is down is retryable too.
-	_, err = d.Configure(ctx, &sdk.ConfigureRequest{Name: "redis:sessions", Config: f.Config(t)})
+	_, err = d.Configure(ctx, &sdk.ConfigureRequest{Name: "redis:sessions", Config: f.Config(t), TenantIDFormat: `^t[0-9]$`})
 	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
 }
 
@@ -130,4 +216,38 @@ func TestPasswordNeverLeaves(t *testing.T) {
 		"addr": fmt.Sprintf("127.0.0.1:%d", port), "password": "sup3r-s3cret-pw", "patterns": []any{"s:{tenant}:*"}}})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "sup3r-s3cret-pw")
+}
+
+// TestDeleteBreakdownPerPattern: Delete says how many keys each pattern
+// lost, as Count said beforehand, so that a report shows what went.
+func TestDeleteBreakdownPerPattern(t *testing.T) {
+	srv := testsvc.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const tenant = "44444444-dddd-4ddd-8ddd-444444444444"
+	for i := 0; i < 1200; i++ {
+		require.NoError(t, c.Set(ctx, fmt.Sprintf("session:%s:%d", tenant, i), "s", 0).Err())
+	}
+	for i := 0; i < 7; i++ {
+		require.NoError(t, c.Set(ctx, fmt.Sprintf("csrf:%s:%d", tenant, i), "c", 0).Err())
+	}
+	f := newFixture(srv.Addr, c, ":")
+	d := plugintest.Launch(t, buildPlugin(t), sdk.KindTenantDeleter).Deleter(t)
+	cfg := f.Config(t)
+	cfg["batch_size"] = 100
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "redis:sessions", Config: cfg})
+	require.NoError(t, err)
+	want := map[string]int64{"session:{tenant}:*": 1200, "csrf:{tenant}:*": 7}
+	count, err := d.Count(ctx, &sdk.CountRequest{TenantID: tenant})
+	require.NoError(t, err)
+	require.Equal(t, want, count.Breakdown)
+	resp, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: tenant}, func(int64) {})
+	require.NoError(t, err)
+	require.EqualValues(t, 1207, resp.DeletedCount)
+	require.Equal(t, want, resp.Breakdown)
+	resp, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: tenant}, func(int64) {})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"session:{tenant}:*": 0, "csrf:{tenant}:*": 0}, resp.Breakdown)
 }

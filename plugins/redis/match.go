@@ -4,12 +4,25 @@ package main
 // (util.c stringmatchlen): * any run, ? any byte, [abc] [^abc] [a-z] sets,
 // and \ quoting the next byte. The deleter scans once with a pattern that
 // covers all configured patterns and picks keys out with this, so it must
-// agree with Redis exactly; TestGlobMatchAgreesWithRedis checks it against a
+// agree with Redis exactly, quirks included: range bounds compare as
+// signed C chars (signedChar), and a match that nests stars more than
+// maxNesting deep fails. TestGlobMatchAgreesWithRedis and its siblings check it against a
 // real server.
 func globMatch(pattern, key string) bool {
 	skipLonger := false
-	return globMatchFrom(pattern, key, &skipLonger)
+	return globMatchFrom(pattern, key, &skipLonger, 0)
 }
+
+// maxNesting is Redis's guard against abusive patterns: a match that
+// recurses through more stars than this fails.
+const maxNesting = 1000
+
+// signedChar is how Redis reads a byte for a range comparison: `int start
+// = pattern[0]` from a `const char *`, and char is signed on x86-64, so
+// 0x80..0xff are -128..-1 and [a-\xff] means [\xff-a]. (On arm64 Linux,
+// where char is unsigned, Redis would compare them as 128..255; the
+// agreement tests run against the server on the test machine.)
+func signedChar(b byte) int { return int(int8(b)) }
 
 // at returns p[i], or 0 past the end, where Redis reads the C string's
 // terminating NUL.
@@ -20,7 +33,10 @@ func at(p string, i int) byte {
 	return 0
 }
 
-func globMatchFrom(p, s string, skipLonger *bool) bool {
+func globMatchFrom(p, s string, skipLonger *bool, nesting int) bool {
+	if nesting > maxNesting {
+		return false
+	}
 	pi, si := 0, 0
 	for pi < len(p) && si < len(s) {
 		switch p[pi] {
@@ -32,7 +48,7 @@ func globMatchFrom(p, s string, skipLonger *bool) bool {
 				return true
 			}
 			for si < len(s) {
-				if globMatchFrom(p[pi+1:], s[si:], skipLonger) {
+				if globMatchFrom(p[pi+1:], s[si:], skipLonger, nesting+1) {
 					return true
 				}
 				if *skipLonger {
@@ -67,12 +83,12 @@ func globMatchFrom(p, s string, skipLonger *bool) bool {
 					pi-- // unterminated set: end on the pattern's last byte
 					break set
 				case len(p)-pi >= 3 && p[pi+1] == '-':
-					lo, hi := p[pi], p[pi+2]
+					lo, hi, c := signedChar(p[pi]), signedChar(p[pi+2]), signedChar(s[si])
 					if lo > hi {
 						lo, hi = hi, lo
 					}
 					pi += 2
-					if s[si] >= lo && s[si] <= hi {
+					if c >= lo && c <= hi {
 						match = true
 					}
 				default:

@@ -4,7 +4,9 @@ import (
 	"context"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -40,9 +42,100 @@ func TestGlobMatch(t *testing.T) {
 		{"**a", "xa", true},
 		{"a*b*c", "aXbYc", true},
 		{"a*b*c", "aXbY", false},
+		// Redis compares range bounds as C chars, signed on x86-64: a bound
+		// at or above 0x80 is negative, so [a-\xff] is [\xff-a], which
+		// holds '0' and 0xff but not 'b' or 0x80.
+		{"[a-\xff]", "0", true},
+		{"[a-\xff]", "\xff", true},
+		{"[a-\xff]", "b", false},
+		{"[a-\xff]", "\x80", false},
+		{"[\x80-\xbf]", "\xa0", true},
+		{"[\x80-\xbf]", "a", false},
+		{"[\x01-\xc3]", "\xc4", true}, // [-61, 1]
+		{"[\x01-\xc3]", "\xff", true},
+		{"[\x01-\xc3]", "\x02", false},
+		{"[\x01-\xc3]", "\xc2", false},
+		{"[^a-\xff]", "b", true},
+		{"x[\xc3]y", "x\xc3y", true},
+		{"\xc3*", "\xc3\xa9t\xc3\xa9", true},
 	}
 	for _, tc := range tests {
 		require.Equal(t, tc.want, globMatch(tc.pattern, tc.key), "%q ~ %q", tc.pattern, tc.key)
+	}
+}
+
+// TestGlobMatchRangesAgreeWithRedis matches every single-byte key against
+// ranges whose bounds lie on both sides of 0x80, and compares with KEYS.
+func TestGlobMatchRangesAgreeWithRedis(t *testing.T) {
+	srv := testsvc.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys := map[string]bool{}
+	pipe := c.Pipeline()
+	for b := 0; b < 256; b++ {
+		k := string([]byte{byte(b)})
+		keys[k] = true
+		pipe.Set(ctx, k, "1", 0)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	bounds := []byte{0x01, '0', 'a', 'z', 0x7f, 0x80, 0xa0, 0xc3, 0xfe, 0xff}
+	for _, lo := range bounds {
+		for _, hi := range bounds {
+			for _, pattern := range []string{
+				"[" + string([]byte{lo, '-', hi}) + "]",
+				"[^" + string([]byte{lo, '-', hi}) + "]",
+				"[" + string([]byte{lo}) + "]",
+			} {
+				compareWithKeys(t, ctx, c, pattern, keys)
+			}
+		}
+	}
+}
+
+// TestGlobMatchNestingLimitAgreesWithRedis: Redis gives up (no match) on a
+// pattern that nests more than 1000 stars deep, to protect itself.
+func TestGlobMatchNestingLimitAgreesWithRedis(t *testing.T) {
+	srv := testsvc.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys := map[string]bool{}
+	for _, n := range []int{999, 1000, 1001, 1002, 1100} {
+		k := strings.Repeat("a", n)
+		keys[k] = true
+		require.NoError(t, c.Set(ctx, k, "1", 0).Err())
+	}
+	for _, n := range []int{999, 1000, 1001, 1002, 1100} {
+		compareWithKeys(t, ctx, c, strings.Repeat("a*", n), keys)
+		compareWithKeys(t, ctx, c, strings.Repeat("*a", n), keys)
+	}
+}
+
+func compareWithKeys(t *testing.T, ctx context.Context, c *redis.Client, pattern string, keys map[string]bool) {
+	t.Helper()
+	want, err := c.Keys(ctx, pattern).Result()
+	require.NoError(t, err)
+	redisMatches := map[string]bool{}
+	for _, k := range want {
+		redisMatches[k] = true
+	}
+	var onlyRedis, onlyOurs []string
+	for k := range keys {
+		switch ours := globMatch(pattern, k); {
+		case ours && !redisMatches[k]:
+			onlyOurs = append(onlyOurs, k)
+		case !ours && redisMatches[k]:
+			onlyRedis = append(onlyRedis, k)
+		}
+	}
+	sort.Strings(onlyRedis)
+	sort.Strings(onlyOurs)
+	if len(onlyRedis)+len(onlyOurs) > 0 {
+		t.Fatalf("pattern %q: Redis matches %q but globMatch does not; globMatch matches %q but Redis does not", pattern, onlyRedis, onlyOurs)
 	}
 }
 
@@ -53,7 +146,9 @@ func TestGlobMatchAgreesWithRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	ctx := context.Background()
-	alphabet := []byte(`ab-:*?[]^\`)
+	// Bytes on both sides of 0x80 (and a UTF-8 lead byte) besides the
+	// glob metacharacters.
+	alphabet := []byte("ab-:*?[]^\\z\x80\xc3\xff")
 	rnd := rand.New(rand.NewPCG(1, 2))
 	str := func(max int) string {
 		n := 1 + rnd.IntN(max)
@@ -73,21 +168,7 @@ func TestGlobMatchAgreesWithRedis(t *testing.T) {
 	}
 	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
-	for i := 0; i < 400; i++ {
-		pattern := str(7)
-		want, err := c.Keys(ctx, pattern).Result()
-		require.NoError(t, err)
-		var got []string
-		for k := range keys {
-			if globMatch(pattern, k) {
-				got = append(got, k)
-			}
-		}
-		sort.Strings(want)
-		sort.Strings(got)
-		if len(want) == 0 {
-			want = nil
-		}
-		require.Equal(t, want, got, "pattern %q", pattern)
+	for i := 0; i < 600; i++ {
+		compareWithKeys(t, ctx, c, str(7), keys)
 	}
 }

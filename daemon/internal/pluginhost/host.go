@@ -99,6 +99,7 @@ func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
 		RestartMax:      cfg.Plugins.RestartMaxDelay.Duration,
 		Env:             cfg.Plugins.Env,
 		GOMAXPROCS:      cfg.Plugins.GOMAXPROCS,
+		TenantIDFormat:  cfg.Daemon.TenantIDFormat,
 	}, h.log.Named(ic.Name), h.metrics)
 }
 
@@ -124,8 +125,10 @@ func (h *Host) Stop(ctx context.Context) error {
 }
 
 // Reconcile applies a reloaded config: plugins that were removed stop, new
-// ones start, and changed ones (binary, checksum, timeouts or config) are
-// restarted. Unchanged plugins keep running untouched.
+// ones start, and changed ones (binary, checksum, timeouts, config, or the
+// daemon's tenant_id_format, which every plugin is configured with) are
+// restarted, and so configured again. Unchanged plugins keep running
+// untouched.
 func (h *Host) Reconcile(ctx context.Context, cfg *config.Config) {
 	h.mu.Lock()
 	if h.stopped {
@@ -174,7 +177,8 @@ func (h *Host) changed(in *instance, cfg *config.Config, ic config.Instance) boo
 	return a.Kind != b.Kind || a.Path != b.Path || a.SHA256 != b.SHA256 ||
 		a.StartTimeout != b.StartTimeout || a.CallTimeout != b.CallTimeout || a.DeleteTimeout != b.DeleteTimeout ||
 		a.ShutdownTimeout != b.ShutdownTimeout ||
-		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS
+		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS ||
+		a.TenantIDFormat != b.TenantIDFormat
 }
 
 func (h *Host) get(name string, kind config.Kind) (*instance, error) {

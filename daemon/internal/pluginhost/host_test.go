@@ -316,3 +316,43 @@ func TestStopLeavesNoProcess(t *testing.T) {
 	require.Error(t, syscall.Kill(pid, 0), "plugin process ended")
 	require.Equal(t, pluginhost.StateStopped, status(t, h, "test:a").State)
 }
+
+// TestTenantIDFormatIsSentAndReloaded checks that every Configure carries
+// [daemon] tenant_id_format, and that a reload that changes it configures
+// the plugins again (they check ids and patterns against it).
+func TestTenantIDFormatIsSentAndReloaded(t *testing.T) {
+	t.Setenv("TESTPLUGIN_MODE", "format-version")
+	parse := func(format string) *config.Config {
+		text := fmt.Sprintf(`version = 1
+[daemon]
+plugin_dir = %q
+tenant_id_format = %q
+[plugins]
+start_timeout = "5s"
+call_timeout = "10s"
+restart_initial_delay = "100ms"
+restart_max_delay = "500ms"
+shutdown_timeout = "2s"
+env = ["TESTPLUGIN_MODE"]
+%s`, filepath.Dir(misbehave(t)), format, basic)
+		cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
+		require.NoError(t, err)
+		return cfg
+	}
+	h := pluginhost.New(parse("uuid"), hclog.NewNullLogger(), prometheus.NewRegistry())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, h.Start(ctx))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	require.Equal(t, "format=uuid", status(t, h, "test:a").Version)
+	pid := status(t, h, "test:a").PID
+
+	h.Reconcile(ctx, parse("uuid"))
+	require.Equal(t, pid, status(t, h, "test:a").PID, "same format: the plugin keeps running")
+
+	h.Reconcile(ctx, parse(`^[a-z0-9-]{3,64}$`))
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		return status(t, h, "test:a").Version == "format=^[a-z0-9-]{3,64}$"
+	}, "the plugin was configured with the new tenant_id_format")
+	require.NotEqual(t, pid, status(t, h, "test:a").PID)
+}

@@ -63,6 +63,10 @@ type instanceConfig struct {
 	RestartMax      time.Duration
 	Env             []string
 	GOMAXPROCS      int
+	// TenantIDFormat is [daemon] tenant_id_format, sent on every Configure
+	// so that a plugin can check ids and refuse config that could confuse
+	// one tenant's data with another's.
+	TenantIDFormat string
 }
 
 // stableAfter is how long a plugin must run before a later crash starts the
@@ -323,7 +327,7 @@ func (in *instance) launch() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CallTimeout)
 	defer cancel()
-	req := &sdk.ConfigureRequest{Name: in.cfg.Name, Config: in.cfg.PluginConfig()}
+	req := &sdk.ConfigureRequest{Name: in.cfg.Name, Config: in.cfg.PluginConfig(), TenantIDFormat: in.cfg.TenantIDFormat}
 	var resp *sdk.ConfigureResponse
 	switch p := raw.(type) {
 	case sdk.TenantDeleter:

@@ -52,6 +52,9 @@ func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.
 	if d.mode("bad-config") {
 		return nil, sdk.InvalidConfig(sdk.FieldError{Field: "dsn", Problem: "required"})
 	}
+	if d.mode("format-version") {
+		return &sdk.ConfigureResponse{PluginVersion: "format=" + req.TenantIDFormat}, nil
+	}
 	if d.mode("env-version") {
 		// Report which environment variables the plugin can see.
 		var names []string

@@ -22,10 +22,16 @@ import (
 
 func main() { sdk.ServeTenantDeleter(&deleter{}) }
 
-type deleter struct{ root string }
+type deleter struct {
+	root   string
+	format string // the daemon's tenant_id_format
+}
 
 // Configure checks the config and that the root is a readable directory.
 func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
+	if err := sdk.ValidateTenantIDFormat(req.TenantIDFormat); err != nil {
+		return nil, err
+	}
 	root, _ := req.Config["root"].(string)
 	if root == "" || !filepath.IsAbs(root) {
 		return nil, sdk.InvalidConfig(sdk.FieldError{Field: "root", Problem: "must be an absolute directory path"})
@@ -38,7 +44,7 @@ func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return nil, sdk.Retryable(&sdk.Error{Code: sdk.CodeUnavailable, Message: "root is not a directory: " + root}, 0)
 	}
-	d.root = root
+	d.root, d.format = root, req.TenantIDFormat
 	return &sdk.ConfigureResponse{PluginVersion: "0.1.0"}, nil
 }
 
@@ -68,6 +74,10 @@ func (d *deleter) files(tenant string) ([]string, error) {
 
 // Count returns the number of the tenant's files.
 func (d *deleter) Count(_ context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
+	// The daemon checked the id already; a plugin checks again anyway.
+	if err := sdk.CheckTenantID(d.format, req.TenantID); err != nil {
+		return nil, err
+	}
 	files, err := d.files(req.TenantID)
 	if err != nil {
 		return nil, sdk.Retryable(err, 0)
@@ -78,6 +88,9 @@ func (d *deleter) Count(_ context.Context, req *sdk.CountRequest) (*sdk.CountRes
 // Delete removes the tenant's files in batches, reporting progress after
 // each, stopping promptly on cancellation, then removes the directories.
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
+	if err := sdk.CheckTenantID(d.format, req.TenantID); err != nil {
+		return nil, err
+	}
 	files, err := d.files(req.TenantID)
 	if err != nil {
 		return nil, sdk.Retryable(err, 0)

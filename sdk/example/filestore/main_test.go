@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -45,19 +47,54 @@ func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 	return n
 }
 
+// Checksum hashes the tenant's file names and contents, so the kit sees any
+// file of a bystander tenant deleted, added or changed.
+func (f *fixture) Checksum(t testing.TB, tenant string) string {
+	h := sha256.New()
+	err := filepath.WalkDir(f.dir(tenant), func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		if e.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%q %x\n", p, sha256.Sum256(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 func TestConformance(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "lifecycled-plugin-filestore")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
-		Binary:  bin,
-		Fixture: &fixture{root: t.TempDir()},
-		BadConfigs: map[string]map[string]any{
-			"missing root":  {},
-			"relative root": {"root": "uploads"},
-			"unknown key":   {"root": "/tmp", "rooot": "/x"},
-		},
-		CancelSeed: 30000,
-	})
+	// With UUIDs, and with a format that accepts almost anything, so that
+	// the kit also seeds bystander tenants whose ids differ from tenant A's
+	// only in case, by a suffix such as "/x" or ":x", or by a space.
+	for name, format := range map[string]string{"uuid": "uuid", "permissive": `^.{1,200}$`} {
+		t.Run(name, func(t *testing.T) {
+			plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
+				Binary:         bin,
+				Fixture:        &fixture{root: t.TempDir()},
+				TenantIDFormat: format,
+				BadConfigs: map[string]map[string]any{
+					"missing root":  {},
+					"relative root": {"root": "uploads"},
+					"unknown key":   {"root": "/tmp", "rooot": "/x"},
+				},
+				CancelSeed: 30000,
+			})
+		})
+	}
 }

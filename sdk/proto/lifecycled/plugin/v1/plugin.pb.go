@@ -149,9 +149,12 @@ type ConfigureRequest struct {
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// The [deleter.config] or [dlq_source.config] table as a JSON object, with
 	// *_file secrets already read by the daemon.
-	ConfigJson    []byte `protobuf:"bytes,3,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ConfigJson []byte `protobuf:"bytes,3,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	// The daemon's [daemon] tenant_id_format: "uuid" (the canonical lower-case
+	// UUID text) or an anchored regular expression. Empty means "uuid".
+	TenantIdFormat string `protobuf:"bytes,4,opt,name=tenant_id_format,json=tenantIdFormat,proto3" json:"tenant_id_format,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -196,6 +199,13 @@ func (x *ConfigureRequest) GetConfigJson() []byte {
 		return x.ConfigJson
 	}
 	return nil
+}
+
+func (x *ConfigureRequest) GetTenantIdFormat() string {
+	if x != nil {
+		return x.TenantIdFormat
+	}
+	return ""
 }
 
 type ConfigureResponse struct {
@@ -1335,11 +1345,12 @@ var File_lifecycled_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"!lifecycled/plugin/v1/plugin.proto\x12\x14lifecycled.plugin.v1\"Z\n" +
+	"!lifecycled/plugin/v1/plugin.proto\x12\x14lifecycled.plugin.v1\"\x84\x01\n" +
 	"\x10ConfigureRequest\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1f\n" +
 	"\vconfig_json\x18\x03 \x01(\fR\n" +
-	"configJsonJ\x04\b\x01\x10\x02R\vinstance_id\"V\n" +
+	"configJson\x12(\n" +
+	"\x10tenant_id_format\x18\x04 \x01(\tR\x0etenantIdFormatJ\x04\b\x01\x10\x02R\vinstance_id\"V\n" +
 	"\x11ConfigureResponse\x12%\n" +
 	"\x0eplugin_version\x18\x01 \x01(\tR\rpluginVersion\x12\x1a\n" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\">\n" +
