@@ -33,9 +33,10 @@ type config struct {
 }
 
 type deleter struct {
-	mu   sync.Mutex
-	pool *pgxpool.Pool
-	cfg  config
+	mu     sync.Mutex
+	pool   *pgxpool.Pool
+	cfg    config
+	format string // the daemon's tenant_id_format
 }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
@@ -76,6 +77,9 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 			problems = append(problems, sdk.FieldError{Field: "dsn", Problem: "not a valid connection string"})
 		}
 	}
+	if err := sdk.ValidateTenantIDFormat(req.TenantIDFormat); err != nil {
+		problems = append(problems, sdk.FieldError{Field: "tenant_id_format", Problem: err.Error()})
+	}
 	if len(problems) > 0 {
 		return nil, sdk.InvalidConfig(problems...)
 	}
@@ -113,7 +117,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if d.pool != nil {
 		d.pool.Close()
 	}
-	d.pool, d.cfg = pool, cfg
+	d.pool, d.cfg, d.format = pool, cfg, req.TenantIDFormat
 	d.mu.Unlock()
 	return &sdk.ConfigureResponse{PluginVersion: version, Warnings: warnings}, nil
 }
@@ -132,10 +136,15 @@ func plan(ctx context.Context, pool *pgxpool.Pool, cfg config) (*model, error) {
 // and the preflight.
 func (d *deleter) prepare(ctx context.Context, tenant string) (*pgxpool.Pool, *model, config, error) {
 	d.mu.Lock()
-	pool, cfg := d.pool, d.cfg
+	pool, cfg, format := d.pool, d.cfg, d.format
 	d.mu.Unlock()
 	if pool == nil {
 		return nil, nil, cfg, sdk.Unavailable(errors.New("not configured"))
+	}
+	// The daemon checks ids against its format, but a deleter does not
+	// rely on that.
+	if err := sdk.CheckTenantID(format, tenant); err != nil {
+		return nil, nil, cfg, err
 	}
 	m, err := plan(ctx, pool, cfg)
 	if err != nil {

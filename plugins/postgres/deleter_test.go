@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -44,6 +45,23 @@ func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
 	return rows
 }
 
+// Checksum hashes every row of the tenant in the three tables.
+func (f *fixture) Checksum(t testing.TB, tenant string) string {
+	var sum string
+	err := f.pool.QueryRow(context.Background(), `SELECT md5(
+		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_steps x WHERE tenant_id = $1), '') || '#' ||
+		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_instances x WHERE tenant_id = $1), '') || '#' ||
+		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_definitions x WHERE tenant_id = $1), ''))`, tenant).Scan(&sum)
+	require.NoError(t, err)
+	return sum
+}
+
+// StoresDistinct: a text column keeps every valid UTF-8 id apart from every
+// other, byte for byte (no NUL: PostgreSQL text cannot hold it).
+func (f *fixture) StoresDistinct(id string) bool {
+	return utf8.ValidString(id) && !strings.ContainsRune(id, 0)
+}
+
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 	var n int64
 	err := f.pool.QueryRow(context.Background(), `SELECT
@@ -57,10 +75,16 @@ func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 func binary(t testing.TB) string { return testsvc.Binary(t, "lifecycled-plugin-postgres") }
 
 func TestConformance(t *testing.T) {
+	t.Run("uuid", func(t *testing.T) { conformance(t, "") })
+	t.Run("permissive", func(t *testing.T) { conformance(t, `^[A-Za-z0-9:._/ +-]{1,64}$`) })
+}
+
+func conformance(t *testing.T, format string) {
 	dsn, pool := setupDB(t, "text")
 	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
-		Binary:  binary(t),
-		Fixture: &fixture{dsn: dsn, pool: pool},
+		Binary:         binary(t),
+		TenantIDFormat: format,
+		Fixture:        &fixture{dsn: dsn, pool: pool},
 		BadConfigs: map[string]map[string]any{
 			"missing dsn":         {"tables": []any{"workflow_steps"}},
 			"no tables":           {"dsn": dsn},
@@ -160,7 +184,7 @@ func TestStoreDownMidDeleteIsPartialAndRetryable(t *testing.T) {
 	d := p.Deleter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 100}})
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 100}, TenantIDFormat: anyTenantID})
 	require.NoError(t, err)
 	seeded := f.Seed(t, "victim", 20000)
 

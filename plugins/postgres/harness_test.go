@@ -50,7 +50,9 @@ func (e *schemaEnv) configure(t *testing.T, cfg map[string]any) (*sdk.ConfigureR
 	for k, v := range cfg {
 		full[k] = v
 	}
-	return e.d.Configure(testsvc.Context(t, time.Minute), &sdk.ConfigureRequest{Name: "postgres:test", Config: full})
+	// The most permissive format the daemon allows: the deleter's own checks
+	// (the column type's canonical spelling) are what these tests exercise.
+	return e.d.Configure(testsvc.Context(t, time.Minute), &sdk.ConfigureRequest{Name: "postgres:test", Config: full, TenantIDFormat: anyTenantID})
 }
 
 func (e *schemaEnv) mustConfigure(t *testing.T, cfg map[string]any) *sdk.ConfigureResponse {
@@ -67,6 +69,9 @@ func (e *schemaEnv) count(t *testing.T, tenant string) (*sdk.CountResponse, erro
 func (e *schemaEnv) delete(t *testing.T, tenant string) (*sdk.DeleteResponse, error) {
 	return e.d.Delete(testsvc.Context(t, 5*time.Minute), &sdk.DeleteRequest{TenantID: tenant}, func(int64) {})
 }
+
+// anyTenantID is a tenant_id_format that accepts any printable id.
+const anyTenantID = `^.+$`
 
 // rowSet is every row of every user table, as text, per table.
 type rowSet map[string][]string
