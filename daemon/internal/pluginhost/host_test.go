@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,7 +58,7 @@ call_timeout = "10s"
 restart_initial_delay = "100ms"
 restart_max_delay = "500ms"
 shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE"]
+env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
 %s`, filepath.Dir(misbehave(t)), blocks)
 	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
 	require.NoError(t, err)
@@ -168,6 +169,50 @@ func TestStartTimeout(t *testing.T) {
 	err := h.Check("test:a")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "timeout")
+}
+
+// A plugin that starts a helper process inheriting its stdout and stderr
+// and forgets it must neither wedge the start or stop of the daemon nor
+// leave the helper running.
+func TestAPluginsForgottenChildNeitherWedgesNorSurvives(t *testing.T) {
+	for _, mode := range []string{"fork-child-exit", "fork-child"} {
+		t.Run(mode, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "child.pid")
+			t.Setenv("TESTPLUGIN_PIDFILE", pidfile)
+			start := time.Now()
+			h, _ := newHost(t, mode, basic)
+			require.Less(t, time.Since(start), 15*time.Second, "start waits at most start_timeout (5s) and a grace period")
+			if mode == "fork-child-exit" {
+				err := h.Check("test:a")
+				require.Error(t, err)
+				require.Contains(t, err.Error(), "lifecycled-plugin-misbehave", "the error names the plugin")
+			} else {
+				require.NoError(t, h.Check("test:a"))
+			}
+			stopping := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, h.Stop(ctx))
+			require.Less(t, time.Since(stopping), 10*time.Second, "stop waits at most shutdown_timeout (2s) and a grace period")
+			data, err := os.ReadFile(pidfile)
+			require.NoError(t, err)
+			for _, line := range strings.Fields(string(data)) {
+				pid, err := strconv.Atoi(line)
+				require.NoError(t, err)
+				testsvc.Eventually(t, 10*time.Second, func() bool { return !alive(pid) }, "the plugin's child %d is killed with it", pid)
+			}
+		})
+	}
+}
+
+// alive reports whether pid runs (a zombie waiting to be reaped does not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }
 
 func TestProtocolMismatchNamesBothVersions(t *testing.T) {
@@ -288,7 +333,7 @@ call_timeout = "10s"
 restart_initial_delay = "100ms"
 restart_max_delay = "500ms"
 shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE"]
+env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
 [[deleter]]
 name = "test:a"
 plugin = "misbehave"
@@ -333,7 +378,7 @@ call_timeout = "10s"
 restart_initial_delay = "100ms"
 restart_max_delay = "500ms"
 shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE"]
+env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
 %s`, filepath.Dir(misbehave(t)), format, basic)
 		cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
 		require.NoError(t, err)

@@ -236,28 +236,54 @@ func (in *instance) teardown() {
 	if c == nil {
 		return
 	}
+	in.shutdown(c, cmd, in.cfg.ShutdownTimeout)
+}
+
+// killGrace is how long go-plugin's Kill may take once the plugin's whole
+// process group has been killed.
+const killGrace = 5 * time.Second
+
+// shutdown asks the plugin to exit (go-plugin's Kill) and, if it has not
+// within grace, kills its whole process group. go-plugin's Kill waits until
+// the plugin's stdout and stderr close, and a child the plugin started
+// keeps them open for as long as it lives: killing only the plugin wedged
+// the supervisor (and the daemon's start or stop) and left the child
+// running. shutdown never blocks for longer than grace + killGrace.
+func (in *instance) shutdown(c *plugin.Client, cmd *exec.Cmd, grace time.Duration) {
 	done := make(chan struct{})
 	go func() {
-		c.Kill() // asks the plugin to exit, then kills it
+		c.Kill()
 		close(done)
 	}()
 	select {
 	case <-done:
-	case <-time.After(in.cfg.ShutdownTimeout):
-		if cmd != nil && cmd.Process != nil {
-			_ = cmd.Process.Kill()
-		}
-		<-done
+		killGroup(cmd) // children the plugin left behind
+		return
+	case <-time.After(grace):
 	}
+	killGroup(cmd)
+	select {
+	case <-done:
+	case <-time.After(killGrace):
+		in.log.Error("plugin did not release its output after its process group was killed; abandoning it", "path", in.cfg.Path)
+	}
+}
+
+// killGroup kills the plugin and every process in its group (it runs in a
+// group of its own, see launch).
+func killGroup(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Process.Kill()
 }
 
 func (in *instance) hardKill() {
 	in.mu.Lock()
 	cmd := in.cmd
 	in.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Kill()
-	}
+	killGroup(cmd)
 }
 
 var protoMismatchRE = regexp.MustCompile(`Plugin version: (\d+), Client versions: \[([\d ]*)\]`)
@@ -282,8 +308,9 @@ func (in *instance) launch() error {
 	if in.cfg.GOMAXPROCS > 0 {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(in.cfg.GOMAXPROCS))
 	}
-	// Linux kills the plugin when the daemon dies, even by SIGKILL.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Linux kills the plugin when the daemon dies, even by SIGKILL. Its own
+	// process group lets shutdown kill whatever the plugin started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cc := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.HostPluginSets(),
@@ -306,11 +333,11 @@ func (in *instance) launch() error {
 	in.client, in.cmd = client, cmd
 	in.mu.Unlock()
 	fail := func(err error) error {
-		client.Kill()
+		in.shutdown(client, cmd, 0) // a plugin that failed to start gets no grace
 		in.mu.Lock()
 		in.client = nil
 		in.mu.Unlock()
-		return err
+		return fmt.Errorf("plugin %s: %w", in.cfg.Name, err)
 	}
 
 	proto, err := client.Client()

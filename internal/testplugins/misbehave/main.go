@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -107,8 +108,32 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	}
 }
 
+// forkChild starts a process that inherits the plugin's stdout and stderr
+// and outlives it (a plugin that runs a helper and forgets it), writing the
+// child's pid to TESTPLUGIN_PIDFILE.
+func forkChild() {
+	cmd := exec.Command("/bin/sleep", "600")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	if name := os.Getenv("TESTPLUGIN_PIDFILE"); name != "" {
+		f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintln(f, cmd.Process.Pid)
+			f.Close()
+		}
+	}
+}
+
 func main() {
 	d := &deleter{}
+	if d.mode("fork-child") || d.mode("fork-child-exit") {
+		forkChild()
+		if d.mode("fork-child-exit") {
+			os.Exit(2)
+		}
+	}
 	if d.mode("slow-start") {
 		time.Sleep(30 * time.Second)
 	}
