@@ -288,3 +288,27 @@ func TestCountsSayWhenTheTotalIsIncomplete(t *testing.T) {
 	require.Equal(t, "redis:sessions", failed[0].(map[string]any)["deleter"])
 	require.Contains(t, failed[0].(map[string]any)["error"], "connection refused")
 }
+
+func TestCanonicalTenantURI(t *testing.T) {
+	uuidFormat := adminapi.CanonicalTenantURI(func() string { return "uuid" })
+	regexpFormat := adminapi.CanonicalTenantURI(func() string { return "^[A-Za-z]{1,64}$" })
+	tests := map[string]struct {
+		canon  func(*http.Request) string
+		target string
+		want   string
+	}{
+		"upper-case uuid":         {uuidFormat, "/api/v1/tenants/44444444-DDDD-4DDD-8DDD-444444444444/deletion", "/api/v1/tenants/44444444-dddd-4ddd-8ddd-444444444444/deletion"},
+		"percent-encoded letters": {uuidFormat, "/api/v1/tenants/44444444-%44DDD-4DDD-8DDD-444444444444/deletion", "/api/v1/tenants/44444444-dddd-4ddd-8ddd-444444444444/deletion"},
+		"query kept":              {uuidFormat, "/api/v1/tenants/44444444-DDDD-4DDD-8DDD-444444444444/deletion?x=1", "/api/v1/tenants/44444444-dddd-4ddd-8ddd-444444444444/deletion?x=1"},
+		"canonical unchanged":     {uuidFormat, "/api/v1/tenants/44444444-dddd-4ddd-8ddd-444444444444/deletion", "/api/v1/tenants/44444444-dddd-4ddd-8ddd-444444444444/deletion"},
+		"invalid id as sent":      {uuidFormat, "/api/v1/tenants/not-a-uuid/deletion", "/api/v1/tenants/not-a-uuid/deletion"},
+		"other routes as sent":    {uuidFormat, "/api/v1/dlq/Orders.dlq.v1/retry-all", "/api/v1/dlq/Orders.dlq.v1/retry-all"},
+		"regexp keeps the case":   {regexpFormat, "/api/v1/tenants/Acme/deletion", "/api/v1/tenants/Acme/deletion"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "http://localhost"+tc.target, nil)
+			require.Equal(t, tc.want, tc.canon(req))
+		})
+	}
+}
