@@ -94,7 +94,8 @@ as confirmation, unless --yes. Without a terminal --yes is required.`,
 				printCounts(&globals{stdout: g.stderr}, &body)
 				fmt.Fprintf(g.stderr, "\nThis deletes every item above, in every store, for good.\nType the tenant id to confirm: ")
 				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-				if strings.TrimSpace(line) != tenant {
+				// The id as typed, or as the daemon spells it (printed above).
+				if typed := strings.TrimSpace(line); typed != tenant && typed != body.TenantID {
 					return localErrorf("not confirmed; nothing was deleted")
 				}
 			}
