@@ -130,10 +130,6 @@ func (r *Runner) run(parent context.Context, job *Job, cfg RunnerConfig) {
 	defer cancel()
 	leaseLost := make(chan struct{})
 	go r.heartbeat(ctx, job.ID, cfg, cancel, leaseLost)
-	// Record outcomes with a context of their own: the attempt's may be
-	// cancelled by then.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
-	defer wcancel()
 
 	// Jobs are stored under the canonical id, but the format may have
 	// changed since (a reload): every plugin call and the verification use
@@ -142,6 +138,8 @@ func (r *Runner) run(parent context.Context, job *Job, cfg RunnerConfig) {
 	if err != nil {
 		log.Error("deletion attempt refused", "tenant_id", job.TenantID, "error", err)
 		next := r.now().Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
+		wctx, wcancel := recordContext()
+		defer wcancel()
 		r.finish(wctx, log, job, start, JobUpdate{Status: JobPartial, NextAttemptAt: &next, Now: r.now(),
 			LastError: fmt.Sprintf("no deleter was called: the job's tenant id does not fit the current daemon.tenant_id_format: %v", err)})
 		return
@@ -231,6 +229,10 @@ func (r *Runner) run(parent context.Context, job *Job, cfg RunnerConfig) {
 		return
 	default:
 	}
+	// Record outcomes with a context of their own: the attempt's may be
+	// cancelled by now, and a long delete must not eat the time to record it.
+	wctx, wcancel := recordContext()
+	defer wcancel()
 	for name, res := range report.Succeeded {
 		d := states[name]
 		d.Status, d.Error, d.UpdatedAt = DeleterSucceeded, "", r.now()
@@ -257,14 +259,21 @@ func (r *Runner) run(parent context.Context, job *Job, cfg RunnerConfig) {
 		}
 	}
 
-	u := r.conclude(ctx, wctx, job, tenant, states, cfg, interrupted)
+	u := r.conclude(ctx, job, tenant, states, cfg, interrupted)
 	select {
 	case <-leaseLost:
 		log.Warn("lease lost to another daemon; abandoning this attempt")
 		return
 	default:
 	}
-	r.finish(wctx, log, job, start, u)
+	fctx, fcancel := recordContext()
+	defer fcancel()
+	r.finish(fctx, log, job, start, u)
+}
+
+// recordContext bounds the writes that record an attempt's outcome.
+func recordContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
 // finish records the end of an attempt and releases the lease.
@@ -285,9 +294,9 @@ func (r *Runner) finish(ctx context.Context, log hclog.Logger, job *Job, start t
 // when every one of its deleters succeeded and, with verify on, a count
 // with the canonical id afterwards found nothing left in any of them: a
 // deleter that cannot count (its store is down, it is no longer
-// configured) leaves the job PARTIAL, never verified. ctx is the attempt's
-// (the verification stops with it), wctx records results.
-func (r *Runner) conclude(ctx, wctx context.Context, job *Job, tenant string, states map[string]*DeleterState, cfg RunnerConfig, interrupted bool) JobUpdate {
+// configured) leaves the job PARTIAL, never verified. ctx is the attempt's:
+// the verification stops with it.
+func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states map[string]*DeleterState, cfg RunnerConfig, interrupted bool) JobUpdate {
 	now := r.now()
 	names := make([]string, 0, len(states))
 	var failed []string
@@ -315,9 +324,14 @@ func (r *Runner) conclude(ctx, wctx context.Context, job *Job, tenant string, st
 		return JobUpdate{Status: JobCompleted, Verified: false, Now: now}
 	}
 	counts := r.reg.CountSome(ctx, tenant, names)
+	// Counting a large store takes a while: the outcome is as of now.
+	now = r.now()
+	backoff = now.Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
 	if ctx.Err() != nil {
 		return JobUpdate{Status: JobPartial, LastError: "interrupted by daemon shutdown during verification", NextAttemptAt: &now, Now: now}
 	}
+	wctx, wcancel := recordContext()
+	defer wcancel()
 	var left []string
 	for _, name := range names {
 		n, ok := counts.Counts[name]
