@@ -20,6 +20,10 @@ type IdempotencyOptions struct {
 	TTL            func() time.Duration
 	MismatchStatus func() int // 409 (source design) or 422 (IETF draft)
 	LockTimeout    func() time.Duration
+	// CanonicalURI, when set, returns the request target the fingerprint
+	// covers, so that two spellings of one request are one request (see
+	// CanonicalTenantURI); by default the request URI as sent.
+	CanonicalURI func(r *http.Request) string
 }
 
 type idempotencyMiddleware struct {
@@ -106,7 +110,11 @@ func (m *idempotencyMiddleware) wrap(mux *http.ServeMux) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		uid := Peer(r.Context()).UID
-		hash := idempotency.Fingerprint(r.Method, r.URL.RequestURI(), body)
+		target := r.URL.RequestURI()
+		if m.opts.CanonicalURI != nil {
+			target = m.opts.CanonicalURI(r)
+		}
+		hash := idempotency.Fingerprint(r.Method, target, body)
 		now := m.now()
 		rec := idempotency.Record{CallerUID: uid, Key: key, Route: pattern, RequestHash: hash, ExpiresAt: now.Add(m.opts.TTL())}
 		holder, err := m.opts.Store.ReserveIdempotencyKey(r.Context(), rec, now, now.Add(-m.opts.LockTimeout()))

@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 )
@@ -16,9 +17,16 @@ type Tenants interface {
 
 // CountsBody is GET /api/v1/tenants/{tenant}/counts.
 type CountsBody struct {
-	TenantID string             `json:"tenant_id"`
-	Counts   map[string]int64   `json:"counts"`
-	Total    int64              `json:"total"`
+	// TenantID is the canonical id that was counted (a UUID in lower case).
+	TenantID string           `json:"tenant_id"`
+	Counts   map[string]int64 `json:"counts"`
+	// Breakdown is each counted deleter's items per table, key pattern, ...
+	Breakdown map[string]map[string]int64 `json:"breakdown"`
+	// Total sums Counts; it leaves out the deleters in Failed.
+	Total int64 `json:"total"`
+	// Complete is false when a deleter could not count: Total is then a
+	// lower bound, not what a deletion would remove.
+	Complete bool               `json:"complete"`
 	Failed   []deletion.Failure `json:"failed"`
 }
 
@@ -26,22 +34,21 @@ type CountsBody struct {
 func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/tenants/{tenant}/counts", func(w http.ResponseWriter, r *http.Request) {
-			tenant := r.PathValue("tenant")
-			rep, err := svc.Counts(r.Context(), tenant)
+			rep, err := svc.Counts(r.Context(), r.PathValue("tenant"))
 			if err != nil {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, CountsBody{TenantID: tenant, Counts: rep.Counts, Total: rep.Total(), Failed: rep.Failed})
+			writeJSON(w, http.StatusOK, CountsBody{TenantID: rep.TenantID, Counts: rep.Counts, Breakdown: rep.Breakdown,
+				Total: rep.Total(), Complete: rep.Complete(), Failed: rep.Failed})
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
-			tenant := r.PathValue("tenant")
-			job, created, err := svc.StartDeletion(r.Context(), tenant)
+			job, created, err := svc.StartDeletion(r.Context(), r.PathValue("tenant"))
 			if err != nil {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			w.Header().Set("Location", "/api/v1/tenants/"+escapePath(tenant)+"/deletion")
+			w.Header().Set("Location", "/api/v1/tenants/"+escapePath(job.TenantID)+"/deletion")
 			if !created {
 				w.Header().Set("X-Existing-Job", "true")
 			}
@@ -55,5 +62,32 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 			}
 			writeJSON(w, http.StatusOK, job.ToJSON())
 		})
+	}
+}
+
+// CanonicalTenantURI returns what the Idempotency-Key fingerprint covers of
+// a request's target: under /api/v1/tenants/ the {tenant} segment in its
+// canonical spelling, elsewhere the request URI as sent. The same key sent
+// for the same tenant in another spelling is then the same request (a
+// replay of the same job), not a mismatch. An id the format refuses is
+// left as sent: the route answers 400 for it anyway.
+func CanonicalTenantURI(format func() string) func(*http.Request) string {
+	const prefix = "/api/v1/tenants/"
+	return func(r *http.Request) string {
+		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok {
+			return r.URL.RequestURI()
+		}
+		tenant, tail, hasTail := strings.Cut(rest, "/")
+		id, err := deletion.CanonicalTenantID(tenant, format())
+		if err != nil || id == tenant {
+			return r.URL.RequestURI()
+		}
+		u := *r.URL
+		u.Path, u.RawPath = prefix+id, ""
+		if hasTail {
+			u.Path += "/" + tail
+		}
+		return u.RequestURI()
 	}
 }

@@ -303,6 +303,7 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 			TTL:            func() time.Duration { return holder.Get().Idempotency.TTL.Duration },
 			MismatchStatus: func() int { return holder.Get().Idempotency.MismatchStatus },
 			LockTimeout:    func() time.Duration { return holder.Get().Idempotency.LockTimeout.Duration },
+			CanonicalURI:   adminapi.CanonicalTenantURI(func() string { return holder.Get().Daemon.TenantIDFormat }),
 		},
 	})
 	lc.Append(fx.Hook{OnStart: srv.Start, OnStop: srv.Stop})

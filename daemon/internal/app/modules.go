@@ -41,12 +41,14 @@ func newDeletion(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg p
 	st store.Store, host *pluginhost.Host, id daemonID, pm *periodic.Metrics) *deletion.Service {
 	registry := deletion.NewRegistry(host, func() int { return holder.Get().Deletion.Concurrency })
 	runner := deletion.NewRunner(st, registry, string(id), func() deletion.RunnerConfig {
-		d := holder.Get().Deletion
+		cfg := holder.Get()
+		d := cfg.Deletion
 		return deletion.RunnerConfig{
-			PollInterval: d.PollInterval.Duration,
-			Lease:        d.Lease.Duration,
-			RetryPolicy:  retry.Policy{Initial: d.RetryInitialDelay.Duration, Multiplier: 2, Max: d.RetryMaxDelay.Duration, Jitter: retry.JitterEqual},
-			Verify:       d.Verify,
+			PollInterval:   d.PollInterval.Duration,
+			Lease:          d.Lease.Duration,
+			RetryPolicy:    retry.Policy{Initial: d.RetryInitialDelay.Duration, Multiplier: 2, Max: d.RetryMaxDelay.Duration, Jitter: retry.JitterEqual},
+			Verify:         d.Verify,
+			TenantIDFormat: cfg.Daemon.TenantIDFormat,
 		}
 	}, log, reg, pm)
 	lc.Append(fx.Hook{OnStart: runner.Start, OnStop: runner.Stop})

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,24 +52,6 @@ func tenantCountCmd(g *globals) *cobra.Command {
 	}
 }
 
-func printCounts(g *globals, body *adminapi.CountsBody) {
-	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(w, "DELETER\tITEMS")
-	names := make([]string, 0, len(body.Counts))
-	for n := range body.Counts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "%s\t%d\n", n, body.Counts[n])
-	}
-	for _, f := range body.Failed {
-		fmt.Fprintf(w, "%s\tFAILED: %s\n", f.Deleter, oneLine(f.Error))
-	}
-	fmt.Fprintf(w, "total\t%d\n", body.Total)
-	w.Flush()
-}
-
 func isTTY(f any) bool {
 	file, ok := f.(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
@@ -114,7 +94,8 @@ as confirmation, unless --yes. Without a terminal --yes is required.`,
 				printCounts(&globals{stdout: g.stderr}, &body)
 				fmt.Fprintf(g.stderr, "\nThis deletes every item above, in every store, for good.\nType the tenant id to confirm: ")
 				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-				if strings.TrimSpace(line) != tenant {
+				// The id as typed, or as the daemon spells it (printed above).
+				if typed := strings.TrimSpace(line); typed != tenant && typed != body.TenantID {
 					return localErrorf("not confirmed; nothing was deleted")
 				}
 			}
@@ -133,7 +114,7 @@ as confirmation, unless --yes. Without a terminal --yes is required.`,
 				if g.json() {
 					g.printRaw(raw)
 				} else {
-					fmt.Fprintf(g.stdout, "deletion job %s for tenant %s: %s\nfollow it with: lifecycled tenant status %s\n", job.ID, tenant, job.Status, tenant)
+					fmt.Fprintf(g.stdout, "deletion job %s for tenant %s: %s\nfollow it with: lifecycled tenant status %s\n", job.ID, job.TenantID, job.Status, job.TenantID)
 				}
 				return nil
 			}
@@ -224,50 +205,6 @@ poll:
 	}
 	fmt.Fprintf(g.stderr, "stopped waiting; the job goes on: lifecycled tenant status %s\n", tenant)
 	return &exitError{code: ExitLocal, err: errors.New("stopped waiting"), silent: true}
-}
-
-func summarize(ds []deletion.DeleterJSON) string {
-	var parts []string
-	for _, d := range ds {
-		parts = append(parts, fmt.Sprintf("%s:%s", d.Name, strings.ToLower(string(d.Status))))
-	}
-	return strings.Join(parts, " ")
-}
-
-func printJob(g *globals, job *deletion.JobJSON) {
-	if g.json() {
-		_ = g.printValue(job)
-		return
-	}
-	out := g.stdout
-	w := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
-	fmt.Fprintf(w, "job\t%s\n", job.ID)
-	fmt.Fprintf(w, "tenant\t%s\n", job.TenantID)
-	fmt.Fprintf(w, "status\t%s\n", job.Status)
-	fmt.Fprintf(w, "verified\t%v\n", job.Verified)
-	fmt.Fprintf(w, "attempts\t%d\n", job.Attempts)
-	fmt.Fprintf(w, "created\t%s\n", job.CreatedAt)
-	if job.FinishedAt != nil {
-		fmt.Fprintf(w, "finished\t%s\n", *job.FinishedAt)
-	}
-	if job.NextAttemptAt != nil && job.Status == deletion.JobPartial {
-		fmt.Fprintf(w, "next attempt\t%s\n", *job.NextAttemptAt)
-	}
-	if job.LastError != "" {
-		fmt.Fprintf(w, "last error\t%s\n", oneLine(job.LastError))
-	}
-	w.Flush()
-	fmt.Fprintln(out)
-	w = tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(w, "DELETER\tSTATUS\tDELETED\tTOTAL\tATTEMPTS\tERROR")
-	for _, d := range job.Deleters {
-		total := "-"
-		if d.Total != nil {
-			total = fmt.Sprint(*d.Total)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\n", d.Name, d.Status, d.DeletedCount, total, d.Attempts, oneLine(d.Error))
-	}
-	w.Flush()
 }
 
 func tenantStatusCmd(g *globals) *cobra.Command {

@@ -52,10 +52,17 @@ type DeleterState struct {
 	Status       DeleterStatus
 	DeletedCount int64 // over all attempts
 	// Total is what Count found before the first attempt; -1 when unknown.
-	Total     int64
-	Attempts  int
-	Error     string
-	UpdatedAt time.Time
+	Total int64
+	// TotalBreakdown and DeletedBreakdown are Total and DeletedCount per
+	// table, key pattern, ... (the plugin's keys); nil when unknown.
+	TotalBreakdown   map[string]int64
+	DeletedBreakdown map[string]int64
+	// Verification is the count after the job's deletes; nil until the
+	// verification ran for the deleter's latest delete.
+	Verification *Verification
+	Attempts     int
+	Error        string
+	UpdatedAt    time.Time
 }
 
 // JobUpdate ends one attempt of a job.

@@ -24,9 +24,12 @@ type DeleterJSON struct {
 	Status       DeleterStatus `json:"status"`
 	DeletedCount int64         `json:"deleted_count"`
 	Total        *int64        `json:"total"`
-	Attempts     int           `json:"attempts"`
-	Error        string        `json:"error,omitempty"`
-	UpdatedAt    string        `json:"updated_at"`
+	// Breakdown is DeletedCount per table, key pattern, ... ({} when the
+	// plugin reports none).
+	Breakdown map[string]int64 `json:"breakdown"`
+	Attempts  int              `json:"attempts"`
+	Error     string           `json:"error,omitempty"`
+	UpdatedAt string           `json:"updated_at"`
 }
 
 const timeFormat = "2006-01-02T15:04:05.000-07:00"
@@ -41,7 +44,7 @@ func fmtTime(t *time.Time) *string {
 
 // ToJSON renders the job with its report: succeeded deleters with their
 // counts, failed ones with their errors (deleters still running or pending
-// appear only under deleters).
+// appear only under deleters), and what the verification counted.
 func (j *Job) ToJSON() JobJSON {
 	out := JobJSON{
 		ID: j.ID.String(), TenantID: j.TenantID, Status: j.Status, Attempts: j.Attempts,
@@ -54,8 +57,8 @@ func (j *Job) ToJSON() JobJSON {
 		out.NextAttemptAt = fmtTime(j.NextAttemptAt)
 	}
 	for _, d := range j.Deleters {
-		dj := DeleterJSON{Name: d.Name, Status: d.Status, DeletedCount: d.DeletedCount, Attempts: d.Attempts,
-			Error: d.Error, UpdatedAt: d.UpdatedAt.UTC().Format(timeFormat)}
+		dj := DeleterJSON{Name: d.Name, Status: d.Status, DeletedCount: d.DeletedCount, Breakdown: copyBreakdown(d.DeletedBreakdown),
+			Attempts: d.Attempts, Error: d.Error, UpdatedAt: d.UpdatedAt.UTC().Format(timeFormat)}
 		if d.Total >= 0 {
 			total := d.Total
 			dj.Total = &total
@@ -63,9 +66,15 @@ func (j *Job) ToJSON() JobJSON {
 		out.Deleters = append(out.Deleters, dj)
 		switch d.Status {
 		case DeleterSucceeded:
-			out.Report.Succeeded[d.Name] = Result{DeletedCount: d.DeletedCount}
+			out.Report.Succeeded[d.Name] = Result{DeletedCount: d.DeletedCount, Breakdown: copyBreakdown(d.DeletedBreakdown)}
 		case DeleterFailed:
 			out.Report.Failed = append(out.Report.Failed, Failure{Deleter: d.Name, Error: d.Error})
+		}
+		if d.Verification != nil {
+			if out.Report.Verification == nil {
+				out.Report.Verification = map[string]Verification{}
+			}
+			out.Report.Verification[d.Name] = Verification{Count: d.Verification.Count, Breakdown: copyBreakdown(d.Verification.Breakdown)}
 		}
 	}
 	return out

@@ -24,6 +24,9 @@ type Deleters interface {
 // Result is one deleter's success.
 type Result struct {
 	DeletedCount int64 `json:"deleted_count"`
+	// Breakdown is what was deleted per table, key pattern, ... (the keys
+	// are the plugin's); empty when the plugin reports none.
+	Breakdown map[string]int64 `json:"breakdown"`
 }
 
 // Failure is one deleter's failure.
@@ -41,6 +44,16 @@ type Failure struct {
 type DeletionReport struct {
 	Succeeded map[string]Result `json:"succeeded"`
 	Failed    []Failure         `json:"failed"`
+	// Verification is what the count after deleting found, per deleter;
+	// absent until a job's verification ran.
+	Verification map[string]Verification `json:"verification,omitempty"`
+}
+
+// Verification is one deleter's count after a job's deletes: zero
+// everywhere is what makes a job verified.
+type Verification struct {
+	Count     int64            `json:"count"`
+	Breakdown map[string]int64 `json:"breakdown"`
 }
 
 // HasFailures reports whether any deleter failed.
@@ -48,9 +61,18 @@ func (r DeletionReport) HasFailures() bool { return len(r.Failed) > 0 }
 
 // CountReport is the outcome of counting with every deleter.
 type CountReport struct {
-	Counts map[string]int64 `json:"counts"`
-	Failed []Failure        `json:"failed"`
+	// TenantID is the canonical id that was counted.
+	TenantID string
+	Counts   map[string]int64
+	// Breakdown holds each successful deleter's count per table, key
+	// pattern, ... as the plugin reports it (an empty map when it does not).
+	Breakdown map[string]map[string]int64
+	Failed    []Failure
 }
+
+// Complete reports whether every deleter counted: otherwise Total leaves
+// out what the failed ones would have found.
+func (c CountReport) Complete() bool { return len(c.Failed) == 0 }
 
 // Total sums the successful counts.
 func (c CountReport) Total() int64 {
@@ -106,7 +128,7 @@ func (r *Registry) DeleteSome(ctx context.Context, tenant string, names []string
 			report.Failed = append(report.Failed, Failure{Deleter: name, Error: err.Error(), Deleted: deleted, Err: err})
 			return
 		}
-		report.Succeeded[name] = Result{DeletedCount: resp.DeletedCount}
+		report.Succeeded[name] = Result{DeletedCount: resp.DeletedCount, Breakdown: copyBreakdown(resp.Breakdown)}
 	})
 	sortFailures(report.Failed, names)
 	return report
@@ -120,7 +142,7 @@ func (r *Registry) CountAll(ctx context.Context, tenant string) CountReport {
 
 // CountSome counts with the named deleters.
 func (r *Registry) CountSome(ctx context.Context, tenant string, names []string) CountReport {
-	report := CountReport{Counts: map[string]int64{}, Failed: []Failure{}}
+	report := CountReport{TenantID: tenant, Counts: map[string]int64{}, Breakdown: map[string]map[string]int64{}, Failed: []Failure{}}
 	var mu sync.Mutex
 	r.each(ctx, names, func(name string) {
 		var resp *sdk.CountResponse
@@ -135,6 +157,7 @@ func (r *Registry) CountSome(ctx context.Context, tenant string, names []string)
 			return
 		}
 		report.Counts[name] = resp.Count
+		report.Breakdown[name] = copyBreakdown(resp.Breakdown)
 	})
 	sortFailures(report.Failed, names)
 	return report
@@ -158,6 +181,16 @@ func (r *Registry) each(ctx context.Context, names []string, fn func(name string
 		}()
 	}
 	wg.Wait()
+}
+
+// copyBreakdown returns a non-nil copy: the JSON shows {} rather than null,
+// and no caller shares a map a plugin handed back.
+func copyBreakdown(b map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(b))
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }
 
 // sortFailures orders failures as the deleters are configured.

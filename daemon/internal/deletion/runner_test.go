@@ -70,7 +70,7 @@ func TestJobCompletesVerified(t *testing.T) {
 	done := waitStatus(t, st, deletion.JobCompleted)
 	require.True(t, done.Verified)
 	j := done.ToJSON()
-	require.Equal(t, map[string]deletion.Result{"postgres:workflows": {3}, "redis:sessions": {5}}, j.Report.Succeeded)
+	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(3), "redis:sessions": res(5)}, j.Report.Succeeded)
 	require.Empty(t, j.Report.Failed)
 	require.EqualValues(t, 3, *j.Deleters[0].Total)
 	require.EqualValues(t, 9, src.byName["redis:sessions"].items["other"])
@@ -95,7 +95,7 @@ func TestPartialJobRetriesOnlyFailedDeleters(t *testing.T) {
 
 	partial := waitStatus(t, st, deletion.JobPartial)
 	j := partial.ToJSON()
-	require.Equal(t, map[string]deletion.Result{"postgres:workflows": {6}}, j.Report.Succeeded)
+	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(6)}, j.Report.Succeeded)
 	require.Len(t, j.Report.Failed, 1)
 	require.Equal(t, "redis:sessions", j.Report.Failed[0].Deleter)
 	require.Contains(t, j.Report.Failed[0].Error, "connection refused")
@@ -110,7 +110,7 @@ func TestPartialJobRetriesOnlyFailedDeleters(t *testing.T) {
 	done := waitStatus(t, st, deletion.JobCompleted)
 	require.True(t, done.Verified)
 	j = done.ToJSON()
-	require.Equal(t, map[string]deletion.Result{"postgres:workflows": {6}, "redis:sessions": {10}}, j.Report.Succeeded,
+	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(6), "redis:sessions": res(10)}, j.Report.Succeeded,
 		"the partial 4 and the remaining 6 add up")
 	require.EqualValues(t, 1, steady.calls.Load())
 	require.GreaterOrEqual(t, done.Attempts, 2)

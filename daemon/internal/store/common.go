@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
 
@@ -73,4 +75,63 @@ func ensureDir(file string) error {
 		return nil
 	}
 	return os.MkdirAll(filepath.Dir(file), 0o750)
+}
+
+// deleterBreakdown is how a deleter's per-key counts are stored (one JSON
+// column), next to initial_count and deleted_count.
+type deleterBreakdown struct {
+	Total   map[string]int64 `json:"total,omitempty"`
+	Deleted map[string]int64 `json:"deleted,omitempty"`
+}
+
+// encodeDeleterDetail returns the breakdown and verification columns of a
+// deleter's row; nil is NULL (nothing known).
+func encodeDeleterDetail(st deletion.DeleterState) (breakdown, verification []byte, err error) {
+	if st.TotalBreakdown != nil || st.DeletedBreakdown != nil {
+		if breakdown, err = json.Marshal(deleterBreakdown{Total: st.TotalBreakdown, Deleted: st.DeletedBreakdown}); err != nil {
+			return nil, nil, fmt.Errorf("encode breakdown of %s: %w", st.Name, err)
+		}
+	}
+	if st.Verification != nil {
+		if verification, err = json.Marshal(st.Verification); err != nil {
+			return nil, nil, fmt.Errorf("encode verification of %s: %w", st.Name, err)
+		}
+	}
+	return breakdown, verification, nil
+}
+
+// decodeDeleterDetail fills a deleter's breakdowns and verification from
+// its columns.
+func decodeDeleterDetail(d *deletion.DeleterState, breakdown, verification []byte) error {
+	if len(breakdown) > 0 {
+		var b deleterBreakdown
+		if err := json.Unmarshal(breakdown, &b); err != nil {
+			return fmt.Errorf("decode breakdown of %s: %w", d.Name, err)
+		}
+		d.TotalBreakdown, d.DeletedBreakdown = nonNilCounts(b.Total), nonNilCounts(b.Deleted)
+	}
+	if len(verification) > 0 {
+		var v deletion.Verification
+		if err := json.Unmarshal(verification, &v); err != nil {
+			return fmt.Errorf("decode verification of %s: %w", d.Name, err)
+		}
+		v.Breakdown = nonNilCounts(v.Breakdown)
+		d.Verification = &v
+	}
+	return nil
+}
+
+func nonNilCounts(m map[string]int64) map[string]int64 {
+	if m == nil {
+		return map[string]int64{}
+	}
+	return m
+}
+
+// nullText stores JSON as TEXT in SQLite, nil as NULL.
+func nullText(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
 }

@@ -595,7 +595,7 @@ type pgQuerier interface {
 
 func (p *Postgres) loadDeleters(ctx context.Context, q pgQuerier, j *deletion.Job) error {
 	rows, err := q.Query(ctx, `SELECT deleter, status, deleted_count, COALESCE(initial_count, -1), attempts,
-		COALESCE(error, ''), updated_at
+		COALESCE(error, ''), updated_at, breakdown, verification
 		FROM lifecycle.deletion_job_deleters WHERE job_id = $1 ORDER BY deleter`, j.ID)
 	if err != nil {
 		return err
@@ -603,12 +603,19 @@ func (p *Postgres) loadDeleters(ctx context.Context, q pgQuerier, j *deletion.Jo
 	defer rows.Close()
 	j.Deleters = nil
 	for rows.Next() {
-		var d deletion.DeleterState
-		var st string
-		if err := rows.Scan(&d.Name, &st, &d.DeletedCount, &d.Total, &d.Attempts, &d.Error, &d.UpdatedAt); err != nil {
+		var (
+			d                       deletion.DeleterState
+			st                      string
+			breakdown, verification []byte
+		)
+		if err := rows.Scan(&d.Name, &st, &d.DeletedCount, &d.Total, &d.Attempts, &d.Error, &d.UpdatedAt,
+			&breakdown, &verification); err != nil {
 			return err
 		}
 		d.Status = deletion.DeleterStatus(st)
+		if err := decodeDeleterDetail(&d, breakdown, verification); err != nil {
+			return err
+		}
 		j.Deleters = append(j.Deleters, d)
 	}
 	return rows.Err()
@@ -696,14 +703,20 @@ func (p *Postgres) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner s
 
 // SetDeleterState implements deletion.JobStore.
 func (p *Postgres) SetDeleterState(ctx context.Context, id uuid.UUID, owner string, st deletion.DeleterState) error {
+	breakdown, verification, err := encodeDeleterDetail(st)
+	if err != nil {
+		return err
+	}
 	tag, err := p.pool.Exec(ctx, `
-		INSERT INTO lifecycle.deletion_job_deleters AS d (job_id, deleter, status, deleted_count, initial_count, attempts, error, updated_at)
-		SELECT $1, $3, $4, $5, NULLIF($9, -1), $6, NULLIF($7, ''), $8
+		INSERT INTO lifecycle.deletion_job_deleters AS d (job_id, deleter, status, deleted_count, initial_count, attempts, error,
+			updated_at, breakdown, verification)
+		SELECT $1, $3, $4, $5, NULLIF($9, -1), $6, NULLIF($7, ''), $8, $10::jsonb, $11::jsonb
 		FROM lifecycle.deletion_jobs j WHERE j.id = $1 AND j.lease_owner = $2 AND j.status = 'RUNNING'
 		ON CONFLICT (job_id, deleter) DO UPDATE SET status = EXCLUDED.status, deleted_count = EXCLUDED.deleted_count,
 			initial_count = EXCLUDED.initial_count, attempts = EXCLUDED.attempts, error = EXCLUDED.error,
-			updated_at = EXCLUDED.updated_at`,
-		id, owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts, st.Error, st.UpdatedAt, st.Total)
+			updated_at = EXCLUDED.updated_at, breakdown = EXCLUDED.breakdown, verification = EXCLUDED.verification`,
+		id, owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts, st.Error, st.UpdatedAt, st.Total,
+		breakdown, verification)
 	if err != nil {
 		return fmt.Errorf("store deleter progress: %w", err)
 	}

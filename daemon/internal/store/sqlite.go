@@ -490,7 +490,7 @@ type sqlQuerier interface {
 
 func (s *SQLite) loadDeleters(ctx context.Context, q sqlQuerier, j *deletion.Job) error {
 	rows, err := q.QueryContext(ctx, `SELECT deleter, status, deleted_count, COALESCE(initial_count, -1), attempts,
-		COALESCE(error, ''), updated_at
+		COALESCE(error, ''), updated_at, COALESCE(breakdown, ''), COALESCE(verification, '')
 		FROM deletion_job_deleters WHERE job_id = ? ORDER BY deleter`, j.ID.String())
 	if err != nil {
 		return err
@@ -499,14 +499,19 @@ func (s *SQLite) loadDeleters(ctx context.Context, q sqlQuerier, j *deletion.Job
 	j.Deleters = nil
 	for rows.Next() {
 		var (
-			d       deletion.DeleterState
-			st      string
-			updated int64
+			d                       deletion.DeleterState
+			st                      string
+			updated                 int64
+			breakdown, verification string
 		)
-		if err := rows.Scan(&d.Name, &st, &d.DeletedCount, &d.Total, &d.Attempts, &d.Error, &updated); err != nil {
+		if err := rows.Scan(&d.Name, &st, &d.DeletedCount, &d.Total, &d.Attempts, &d.Error, &updated,
+			&breakdown, &verification); err != nil {
 			return err
 		}
 		d.Status, d.UpdatedAt = deletion.DeleterStatus(st), fromUS(updated)
+		if err := decodeDeleterDetail(&d, []byte(breakdown), []byte(verification)); err != nil {
+			return err
+		}
 		j.Deleters = append(j.Deleters, d)
 	}
 	return rows.Err()
@@ -591,14 +596,20 @@ func (s *SQLite) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner str
 
 // SetDeleterState implements deletion.JobStore.
 func (s *SQLite) SetDeleterState(ctx context.Context, id uuid.UUID, owner string, st deletion.DeleterState) error {
+	breakdown, verification, err := encodeDeleterDetail(st)
+	if err != nil {
+		return err
+	}
 	r, err := s.db.ExecContext(ctx, `
-		INSERT INTO deletion_job_deleters (job_id, deleter, status, deleted_count, initial_count, attempts, error, updated_at)
-		SELECT ?1, ?3, ?4, ?5, NULLIF(?9, -1), ?6, NULLIF(?7, ''), ?8
+		INSERT INTO deletion_job_deleters (job_id, deleter, status, deleted_count, initial_count, attempts, error, updated_at,
+			breakdown, verification)
+		SELECT ?1, ?3, ?4, ?5, NULLIF(?9, -1), ?6, NULLIF(?7, ''), ?8, ?10, ?11
 		FROM deletion_jobs j WHERE j.id = ?1 AND j.lease_owner = ?2 AND j.status = 'RUNNING'
 		ON CONFLICT (job_id, deleter) DO UPDATE SET status = excluded.status, deleted_count = excluded.deleted_count,
 			initial_count = excluded.initial_count, attempts = excluded.attempts, error = excluded.error,
-			updated_at = excluded.updated_at`,
-		id.String(), owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts, st.Error, us(st.UpdatedAt), st.Total)
+			updated_at = excluded.updated_at, breakdown = excluded.breakdown, verification = excluded.verification`,
+		id.String(), owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts, st.Error, us(st.UpdatedAt), st.Total,
+		nullText(breakdown), nullText(verification))
 	if err != nil {
 		return fmt.Errorf("store deleter progress: %w", err)
 	}

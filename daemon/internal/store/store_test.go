@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -611,6 +612,98 @@ func TestDeletionJobs(t *testing.T) {
 
 		_, err = s.LatestDeletionJob(ctx(t), "no-such-tenant")
 		require.ErrorIs(t, err, derrors.ErrNotFound)
+	})
+}
+
+// TestMigrationsGoDownAndUpAgain checks every .down.sql file against its
+// .up.sql: down to nothing, then up again, on both stores.
+func TestMigrationsGoDownAndUpAgain(t *testing.T) {
+	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			c := ctx(t)
+			dsn, driver := filepath.Join(t.TempDir(), "s.db"), "sqlite"
+			if d == migrations.Postgres {
+				dsn, driver = testsvc.PGDatabase(t), "pgx"
+			}
+			up, err := store.MigrateUp(c, d, dsn)
+			require.NoError(t, err)
+			db, err := sql.Open(driver, dsn)
+			require.NoError(t, err)
+			defer db.Close()
+			require.NoError(t, migrations.Down(d, db))
+			st, err := store.MigrationStatus(c, d, dsn)
+			require.NoError(t, err)
+			require.EqualValues(t, 0, st.Current)
+			again, err := store.MigrateUp(c, d, dsn)
+			require.NoError(t, err)
+			require.Equal(t, up, again)
+		})
+	}
+}
+
+// TestDeletionJobBreakdown: a deleter's counts per table or key pattern
+// and its verification survive the store as they were written, and a
+// deleter that never reported one reads back as unknown (nil), not as zero.
+func TestDeletionJobBreakdown(t *testing.T) {
+	contract(t, func(t *testing.T, s store.Store) {
+		tenant := uuid.NewString()
+		job, _, err := s.CreateDeletionJob(ctx(t), tenant, []string{"postgres:app", "redis:sessions"}, t0)
+		require.NoError(t, err)
+		for _, d := range job.Deleters {
+			require.Nil(t, d.TotalBreakdown, "%s: nothing counted yet", d.Name)
+			require.Nil(t, d.DeletedBreakdown)
+			require.Nil(t, d.Verification)
+		}
+		_, err = s.ClaimDeletionJob(ctx(t), "d1", t0, t0.Add(time.Minute))
+		require.NoError(t, err)
+
+		pg := deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterRunning, DeletedCount: 7, Total: 12, Attempts: 1, UpdatedAt: t0,
+			TotalBreakdown:   map[string]int64{"public.steps": 8, `"Quoted"."Mixed Case"`: 4, "public.empty": 0},
+			DeletedBreakdown: map[string]int64{"public.steps": 5, `"Quoted"."Mixed Case"`: 2, "public.empty": 0}}
+		require.NoError(t, s.SetDeleterState(ctx(t), job.ID, "d1", pg))
+		latest, err := s.LatestDeletionJob(ctx(t), tenant)
+		require.NoError(t, err)
+		require.Equal(t, pg.TotalBreakdown, latest.Deleters[0].TotalBreakdown)
+		require.Equal(t, pg.DeletedBreakdown, latest.Deleters[0].DeletedBreakdown)
+		require.Nil(t, latest.Deleters[0].Verification)
+		require.Nil(t, latest.Deleters[1].DeletedBreakdown, "the other deleter is untouched")
+
+		// The attempt ends; the verification is stored with the result.
+		pg.Status, pg.DeletedCount = deletion.DeleterSucceeded, 12
+		pg.DeletedBreakdown = map[string]int64{"public.steps": 8, `"Quoted"."Mixed Case"`: 4, "public.empty": 0}
+		pg.Verification = &deletion.Verification{Count: 0, Breakdown: map[string]int64{"public.steps": 0, `"Quoted"."Mixed Case"`: 0, "public.empty": 0}}
+		redis := deletion.DeleterState{Name: "redis:sessions", Status: deletion.DeleterSucceeded, DeletedCount: 3, Total: 3, Attempts: 1, UpdatedAt: t0,
+			TotalBreakdown: map[string]int64{}, DeletedBreakdown: map[string]int64{},
+			Verification: &deletion.Verification{Count: 0, Breakdown: map[string]int64{}}}
+		require.NoError(t, s.SetDeleterState(ctx(t), job.ID, "d1", pg))
+		require.NoError(t, s.SetDeleterState(ctx(t), job.ID, "d1", redis))
+		require.ErrorIs(t, s.SetDeleterState(ctx(t), job.ID, "d2", pg), derrors.ErrLeaseLost, "no lease, no write")
+		require.NoError(t, s.FinishDeletionAttempt(ctx(t), job.ID, "d1", deletion.JobUpdate{Status: deletion.JobCompleted, Verified: true, Now: t0}))
+
+		latest, err = s.LatestDeletionJob(ctx(t), tenant)
+		require.NoError(t, err)
+		require.Equal(t, pg.DeletedBreakdown, latest.Deleters[0].DeletedBreakdown)
+		require.Equal(t, pg.TotalBreakdown, latest.Deleters[0].TotalBreakdown)
+		require.Equal(t, pg.Verification, latest.Deleters[0].Verification)
+		require.Equal(t, map[string]int64{}, latest.Deleters[1].DeletedBreakdown, "known to be empty")
+		require.Equal(t, redis.Verification, latest.Deleters[1].Verification)
+
+		// A later write without a verification clears it: a verification
+		// belongs to the deletes it followed.
+		newer, _, err := s.CreateDeletionJob(ctx(t), tenant, []string{"postgres:app"}, t0.Add(time.Hour))
+		require.NoError(t, err)
+		_, err = s.ClaimDeletionJob(ctx(t), "d1", t0.Add(time.Hour), t0.Add(2*time.Hour))
+		require.NoError(t, err)
+		withV := deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterPending, Total: 1, UpdatedAt: t0,
+			Verification: &deletion.Verification{Count: 1, Breakdown: map[string]int64{"public.steps": 1}}}
+		require.NoError(t, s.SetDeleterState(ctx(t), newer.ID, "d1", withV))
+		withV.Verification = nil
+		require.NoError(t, s.SetDeleterState(ctx(t), newer.ID, "d1", withV))
+		latest, err = s.LatestDeletionJob(ctx(t), tenant)
+		require.NoError(t, err)
+		require.Equal(t, newer.ID, latest.ID)
+		require.Nil(t, latest.Deleters[0].Verification)
 	})
 }
 

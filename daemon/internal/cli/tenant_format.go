@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+// printCounts shows what a deletion would remove: per deleter, and under
+// each one its tables or key patterns, so that an operator sees what will
+// go before confirming.
+func printCounts(g *globals, body *adminapi.CountsBody) {
+	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintf(w, "tenant\t%s\n\n", body.TenantID)
+	fmt.Fprintln(w, "DELETER\tITEMS")
+	for _, n := range sortedKeys(body.Counts) {
+		fmt.Fprintf(w, "%s\t%d\n", n, body.Counts[n])
+		printBreakdown(w, body.Breakdown[n], "")
+	}
+	for _, f := range body.Failed {
+		fmt.Fprintf(w, "%s\tFAILED: %s\n", f.Deleter, oneLine(f.Error))
+	}
+	if body.Complete {
+		fmt.Fprintf(w, "total\t%d\n", body.Total)
+	} else {
+		fmt.Fprintf(w, "total\t%d or more: %d deleter(s) could not count\n", body.Total, len(body.Failed))
+	}
+	w.Flush()
+}
+
+// printBreakdown writes one indented line per key of b, in key order; cols
+// are the tab-separated columns between the key and the count.
+func printBreakdown(w io.Writer, b map[string]int64, cols string) {
+	for _, k := range sortedKeys(b) {
+		fmt.Fprintf(w, "  %s\t%s%d\n", oneLine(k), cols, b[k])
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func summarize(ds []deletion.DeleterJSON) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%s:%s", d.Name, strings.ToLower(string(d.Status))))
+	}
+	return strings.Join(parts, " ")
+}
+
+// printJob shows a job and its report: each deleter with what it deleted
+// per table or key pattern, and what the verification counted.
+func printJob(g *globals, job *deletion.JobJSON) {
+	if g.json() {
+		_ = g.printValue(job)
+		return
+	}
+	out := g.stdout
+	w := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	fmt.Fprintf(w, "job\t%s\n", job.ID)
+	fmt.Fprintf(w, "tenant\t%s\n", job.TenantID)
+	fmt.Fprintf(w, "status\t%s\n", job.Status)
+	fmt.Fprintf(w, "verified\t%v\n", job.Verified)
+	fmt.Fprintf(w, "attempts\t%d\n", job.Attempts)
+	fmt.Fprintf(w, "created\t%s\n", job.CreatedAt)
+	if job.FinishedAt != nil {
+		fmt.Fprintf(w, "finished\t%s\n", *job.FinishedAt)
+	}
+	if job.NextAttemptAt != nil && job.Status == deletion.JobPartial {
+		fmt.Fprintf(w, "next attempt\t%s\n", *job.NextAttemptAt)
+	}
+	if job.LastError != "" {
+		fmt.Fprintf(w, "last error\t%s\n", oneLine(job.LastError))
+	}
+	w.Flush()
+	fmt.Fprintln(out)
+	w = tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(w, "DELETER\tSTATUS\tDELETED\tTOTAL\tATTEMPTS\tERROR")
+	for _, d := range job.Deleters {
+		total := "-"
+		if d.Total != nil {
+			total = fmt.Sprint(*d.Total)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\n", d.Name, d.Status, d.DeletedCount, total, d.Attempts, oneLine(d.Error))
+		printBreakdown(w, d.Breakdown, "\t")
+	}
+	w.Flush()
+	if len(job.Report.Verification) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	w = tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(w, "VERIFIED\tLEFT")
+	for _, n := range sortedKeys(job.Report.Verification) {
+		v := job.Report.Verification[n]
+		fmt.Fprintf(w, "%s\t%d\n", n, v.Count)
+		printBreakdown(w, v.Breakdown, "")
+	}
+	w.Flush()
+}

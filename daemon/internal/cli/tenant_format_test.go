@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+func TestPrintCountsShowsTheBreakdownUnderEachDeleter(t *testing.T) {
+	tests := map[string]struct {
+		body string
+		want string
+	}{
+		"complete": {
+			body: `{"tenant_id":"44444444-dddd-4ddd-8ddd-444444444444",
+				"counts":{"redis:sessions":5,"postgres:workflows":84},
+				"breakdown":{"redis:sessions":{"session:{tenant}:*":3,"csrf:{tenant}:*":2},
+					"postgres:workflows":{"public.workflow_steps":40,"public.workflow_instances":40,"public.workflow_definitions":4}},
+				"total":89,"complete":true,"failed":[]}`,
+			want: `tenant  44444444-dddd-4ddd-8ddd-444444444444
+
+DELETER                        ITEMS
+postgres:workflows             84
+  public.workflow_definitions  4
+  public.workflow_instances    40
+  public.workflow_steps        40
+redis:sessions                 5
+  csrf:{tenant}:*              2
+  session:{tenant}:*           3
+total                          89
+`,
+		},
+		"a deleter could not count": {
+			body: `{"tenant_id":"44444444-dddd-4ddd-8ddd-444444444444",
+				"counts":{"postgres:workflows":4},"breakdown":{"postgres:workflows":{"public.t":4}},
+				"total":4,"complete":false,"failed":[{"deleter":"redis:sessions","error":"dial tcp: connection refused"}]}`,
+			want: `tenant  44444444-dddd-4ddd-8ddd-444444444444
+
+DELETER             ITEMS
+postgres:workflows  4
+  public.t          4
+redis:sessions      FAILED: dial tcp: connection refused
+total               4 or more: 1 deleter(s) could not count
+`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var body adminapi.CountsBody
+			require.NoError(t, json.Unmarshal([]byte(tc.body), &body))
+			var out bytes.Buffer
+			printCounts(&globals{stdout: &out, format: "table"}, &body)
+			require.Equal(t, tc.want, out.String())
+		})
+	}
+}
+
+func TestPrintJobShowsBreakdownAndVerification(t *testing.T) {
+	raw := `{"id":"0195","tenant_id":"44444444-dddd-4ddd-8ddd-444444444444","status":"COMPLETED","attempts":2,
+		"created_at":"2026-11-01T12:00:00.000+00:00","updated_at":"2026-11-01T12:00:05.000+00:00",
+		"finished_at":"2026-11-01T12:00:05.000+00:00","next_attempt_at":null,"verified":true,
+		"report":{"succeeded":{"postgres:app":{"deleted_count":12,"breakdown":{"public.steps":8,"public.instances":4}}},"failed":[],
+			"verification":{"postgres:app":{"count":0,"breakdown":{"public.steps":0,"public.instances":0}}}},
+		"deleters":[{"name":"postgres:app","status":"SUCCEEDED","deleted_count":12,"total":12,
+			"breakdown":{"public.steps":8,"public.instances":4},"attempts":2,"updated_at":"2026-11-01T12:00:05.000+00:00"}]}`
+	var job deletion.JobJSON
+	require.NoError(t, json.Unmarshal([]byte(raw), &job))
+	var out bytes.Buffer
+	printJob(&globals{stdout: &out, format: "table"}, &job)
+	got := out.String()
+	want := `DELETER             STATUS     DELETED  TOTAL  ATTEMPTS  ERROR
+postgres:app        SUCCEEDED  12       12     2         
+  public.instances             4
+  public.steps                 8
+
+VERIFIED            LEFT
+postgres:app        0
+  public.instances  0
+  public.steps      0
+`
+	require.True(t, strings.HasSuffix(got, want), "got:\n%s", got)
+	require.Contains(t, got, "verified  true")
+
+	// --format json prints the job as the API has it, breakdowns included.
+	out.Reset()
+	printJob(&globals{stdout: &out, format: "json"}, &job)
+	var back, orig map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &back))
+	require.NoError(t, json.Unmarshal([]byte(raw), &orig))
+	require.Equal(t, orig, back)
+}

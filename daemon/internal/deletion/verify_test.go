@@ -1,0 +1,275 @@
+package deletion_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/migrations"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+func bothStores(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			if d == migrations.SQLite {
+				fn(t, openSQLite(t))
+				return
+			}
+			st, err := store.Open(testsvc.Context(t, time.Minute), d, testsvc.PGDatabase(t))
+			require.NoError(t, err)
+			t.Cleanup(func() { st.Close() })
+			fn(t, st)
+		})
+	}
+}
+
+func run(t *testing.T, st deletion.JobStore, src deletion.Deleters, cfg func(*deletion.RunnerConfig)) *deletion.Service {
+	t.Helper()
+	reg := deletion.NewRegistry(src, func() int { return 4 })
+	r := deletion.NewRunner(st, reg, "live", func() deletion.RunnerConfig {
+		c := runnerConfig()
+		if cfg != nil {
+			cfg(&c)
+		}
+		return c
+	}, hclog.NewNullLogger(), nil, nil)
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+	return deletion.NewService(st, reg, r, func() string { return "uuid" })
+}
+
+func waitFor(t *testing.T, st deletion.JobStore, tenant string, cond func(j *deletion.Job) bool, what string) *deletion.Job {
+	t.Helper()
+	var job *deletion.Job
+	testsvc.Eventually(t, 20*time.Second, func() bool {
+		var err error
+		job, err = st.LatestDeletionJob(context.Background(), tenant)
+		return err == nil && cond(job)
+	}, "%s (job: %+v)", what, job)
+	return job
+}
+
+func completed(j *deletion.Job) bool { return j.Status == deletion.JobCompleted }
+
+func deleterJSON(j deletion.JobJSON, name string) deletion.DeleterJSON {
+	for _, d := range j.Deleters {
+		if d.Name == name {
+			return d
+		}
+	}
+	return deletion.DeleterJSON{}
+}
+
+// TestBreakdownIsExactAcrossADeadDaemon: a daemon deleted 7 rows of one
+// table, reported only 3 of them and died. The daemon that takes the job
+// over derives what is gone per table from the count before the first
+// attempt and the count now, as it does for the deleter's total.
+func TestBreakdownIsExactAcrossADeadDaemon(t *testing.T) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		d := tables(tenant, map[string]int64{"public.steps": 8, "public.instances": 4}, "other", map[string]int64{"public.steps": 5})
+		src := configured("postgres:app", d)
+		job, _, err := st.CreateDeletionJob(ctx, tenant, src.names, time.Now())
+		require.NoError(t, err)
+		now := time.Now()
+		_, err = st.ClaimDeletionJob(ctx, "dead", now, now.Add(300*time.Millisecond))
+		require.NoError(t, err)
+		require.NoError(t, st.SetDeleterState(ctx, job.ID, "dead", deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterRunning,
+			DeletedCount: 3, Total: 12, Attempts: 1, UpdatedAt: now,
+			TotalBreakdown:   map[string]int64{"public.steps": 8, "public.instances": 4},
+			DeletedBreakdown: map[string]int64{"public.steps": 0, "public.instances": 0}}))
+		d.set(func(d *tableDeleter) { d.items[tenant]["public.steps"] = 1 })
+
+		run(t, st, src, nil)
+		done := waitFor(t, st, tenant, completed, "job completes")
+		require.True(t, done.Verified)
+		j := done.ToJSON()
+		want := map[string]int64{"public.steps": 8, "public.instances": 4}
+		require.Equal(t, deletion.Result{DeletedCount: 12, Breakdown: want}, j.Report.Succeeded["postgres:app"])
+		require.Equal(t, want, deleterJSON(j, "postgres:app").Breakdown)
+		require.Equal(t, map[string]deletion.Verification{"postgres:app": {Count: 0, Breakdown: map[string]int64{"public.steps": 0, "public.instances": 0}}},
+			j.Report.Verification)
+		require.Equal(t, map[string]int64{"public.steps": 5}, d.left("other"), "the other tenant is untouched")
+	})
+}
+
+// TestBreakdownIsExactAcrossAFailedAttempt: a delete that fails part way
+// reports only a total; the next attempt's count puts every table right.
+func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		d := tables(tenant, map[string]int64{"a": 6, "b": 4, "c": 0})
+		d.failAfter = 8
+		src := configured("postgres:app", d)
+		svc := run(t, st, src, nil)
+		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		require.NoError(t, err)
+		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
+		pj := partial.ToJSON()
+		require.EqualValues(t, 8, deleterJSON(pj, "postgres:app").DeletedCount)
+		require.Equal(t, map[string]int64{"a": 0, "b": 0, "c": 0}, deleterJSON(pj, "postgres:app").Breakdown,
+			"a failed delete reports no breakdown: nothing is claimed per table yet")
+		require.Nil(t, pj.Report.Verification, "no verification ran")
+
+		d.set(func(d *tableDeleter) { d.failAfter = 0 })
+		done := waitFor(t, st, tenant, completed, "job completes")
+		j := done.ToJSON()
+		require.Equal(t, deletion.Result{DeletedCount: 10, Breakdown: map[string]int64{"a": 6, "b": 4, "c": 0}}, j.Report.Succeeded["postgres:app"])
+		require.Equal(t, int64(0), j.Report.Verification["postgres:app"].Count)
+	})
+}
+
+// TestBreakdownFromCountsWhenThePluginReportsNone: a plugin whose Delete
+// reports only a total still gets an exact breakdown, from the counts
+// before and after (the verification).
+func TestBreakdownFromCountsWhenThePluginReportsNone(t *testing.T) {
+	d := tables(tenant, map[string]int64{"session:{tenant}:*": 5, "csrf:{tenant}:*": 2})
+	d.noDeleteBreakdown = true
+	st := openSQLite(t)
+	svc := run(t, st, configured("redis:sessions", d), nil)
+	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	require.NoError(t, err)
+	j := waitFor(t, st, tenant, completed, "job completes").ToJSON()
+	require.Equal(t, deletion.Result{DeletedCount: 7, Breakdown: map[string]int64{"session:{tenant}:*": 5, "csrf:{tenant}:*": 2}},
+		j.Report.Succeeded["redis:sessions"])
+}
+
+// TestStoredNonCanonicalIDRunsWithTheCanonicalID: a job whose stored id is
+// spelled otherwise (stored before ids were canonical) is run, counted and
+// verified with the canonical spelling only.
+func TestStoredNonCanonicalIDRunsWithTheCanonicalID(t *testing.T) {
+	const upper, lower = "44444444-DDDD-4DDD-8DDD-444444444444", "44444444-dddd-4ddd-8ddd-444444444444"
+	bothStores(t, func(t *testing.T, st store.Store) {
+		d := tables(lower, map[string]int64{"k": 3}, upper, map[string]int64{"k": 7})
+		src := configured("redis:sessions", d)
+		_, _, err := st.CreateDeletionJob(context.Background(), upper, src.names, time.Now())
+		require.NoError(t, err)
+		run(t, st, src, nil)
+		done := waitFor(t, st, upper, completed, "job completes")
+		require.True(t, done.Verified)
+		require.Equal(t, []string{lower}, d.tenantsSeen(), "every plugin call used the canonical id")
+		require.Equal(t, map[string]int64{"k": 0}, d.left(lower))
+		require.Equal(t, map[string]int64{"k": 7}, d.left(upper), "another string is another tenant's data")
+	})
+}
+
+// TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin: the format changed
+// since the job was stored; the job waits, and nothing is called.
+func TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin(t *testing.T) {
+	st := openSQLite(t)
+	d := tables("acme", map[string]int64{"k": 3})
+	src := configured("redis:sessions", d)
+	_, _, err := st.CreateDeletionJob(context.Background(), "acme", src.names, time.Now())
+	require.NoError(t, err)
+	run(t, st, src, nil)
+	job := waitFor(t, st, "acme", func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "attempt refused")
+	require.False(t, job.Verified)
+	require.Contains(t, job.LastError, "tenant_id_format")
+	require.Empty(t, d.tenantsSeen())
+}
+
+// TestDeleterAddedDuringTheJobJoinsIt: a deleter configured (reload) while
+// the job is active holds the tenant's data too; the job is not verified
+// until it ran and counted 0.
+func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		a := tables(tenant, map[string]int64{"t": 2})
+		a.failAfter = 1
+		b := tables(tenant, map[string]int64{"k": 5}, "other", map[string]int64{"k": 1})
+		src := configured("a", a)
+		svc := run(t, st, src, nil)
+		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		require.NoError(t, err)
+		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
+
+		src.mu.Lock()
+		src.names = append(src.names, "b")
+		src.byName["b"] = b
+		src.mu.Unlock()
+		a.set(func(d *tableDeleter) { d.failAfter = 0 })
+		done := waitFor(t, st, tenant, completed, "job completes")
+		require.True(t, done.Verified)
+		j := done.ToJSON()
+		require.EqualValues(t, 5, j.Report.Succeeded["b"].DeletedCount)
+		require.Contains(t, j.Report.Verification, "b")
+		require.Equal(t, map[string]int64{"k": 0}, b.left(tenant))
+		require.Equal(t, map[string]int64{"k": 1}, b.left("other"))
+	})
+}
+
+// TestVerificationThatCannotCountIsNotVerified: the store answers the
+// delete but not the count after it; the job must not say verified.
+func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		d := tables(tenant, map[string]int64{"t": 3})
+		down := errors.New("count: connection refused")
+		d.countErr = func(call int) error {
+			if call >= 2 { // the first count is before the delete
+				return sdk.Retryable(down, 0)
+			}
+			return nil
+		}
+		steady := tables(tenant, map[string]int64{"u": 1})
+		svc := run(t, st, configured("flaky", d, "steady", steady), nil)
+		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		require.NoError(t, err)
+		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification fails")
+		require.False(t, partial.Verified)
+		require.Contains(t, partial.LastError, "flaky could not verify")
+		pj := partial.ToJSON()
+		require.Contains(t, pj.Report.Verification, "steady")
+		require.NotContains(t, pj.Report.Verification, "flaky", "no count, no verification")
+
+		d.set(func(d *tableDeleter) { d.countErr = nil })
+		done := waitFor(t, st, tenant, completed, "job completes once the store counts again")
+		require.True(t, done.Verified)
+		require.Contains(t, done.ToJSON().Report.Verification, "flaky")
+	})
+}
+
+// TestSucceededDeleterNoLongerConfiguredIsNotVerified: a deleter that ran
+// in an earlier attempt and was then removed from the config cannot be
+// counted, so the job cannot be verified.
+func TestSucceededDeleterNoLongerConfiguredIsNotVerified(t *testing.T) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		a := tables(tenant, map[string]int64{"t": 2})
+		job, _, err := st.CreateDeletionJob(ctx, tenant, []string{"a", "gone"}, time.Now())
+		require.NoError(t, err)
+		now := time.Now()
+		_, err = st.ClaimDeletionJob(ctx, "dead", now, now.Add(200*time.Millisecond))
+		require.NoError(t, err)
+		require.NoError(t, st.SetDeleterState(ctx, job.ID, "dead", deletion.DeleterState{Name: "gone", Status: deletion.DeleterSucceeded,
+			DeletedCount: 4, Total: 4, Attempts: 1, UpdatedAt: now}))
+		run(t, st, configured("a", a), nil)
+		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial && j.Attempts >= 2 }, "two attempts")
+		require.False(t, partial.Verified)
+		require.Contains(t, partial.LastError, "gone could not verify")
+		require.Equal(t, map[string]int64{"t": 0}, a.left(tenant))
+	})
+}
+
+// TestCountThatDisagreesWithItsBreakdownIsNotVerified: a count of 0 whose
+// breakdown shows items is not a zero.
+func TestCountThatDisagreesWithItsBreakdownIsNotVerified(t *testing.T) {
+	st := openSQLite(t)
+	d := tables(tenant, map[string]int64{"t": 3})
+	d.lieAfterDelete = true
+	svc := run(t, st, configured("liar", d), nil)
+	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	require.NoError(t, err)
+	partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification refuses")
+	require.False(t, partial.Verified)
+	require.Regexp(t, `liar has [12] left`, partial.LastError)
+	v := partial.ToJSON().Report.Verification["liar"]
+	require.Zero(t, v.Count, "what the plugin said")
+	require.Positive(t, v.Breakdown["t"], "what its breakdown showed")
+}

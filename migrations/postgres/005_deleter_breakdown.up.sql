@@ -1,0 +1,6 @@
+-- Per deleter of a job: its counts per table, key pattern, ... as the plugin
+-- names them, {"total": {...}, "deleted": {...}}, kept exact across attempts
+-- as initial_count and deleted_count are; and what the verification count
+-- after the deletes found, {"count": N, "breakdown": {...}} (NULL until it ran).
+ALTER TABLE lifecycle.deletion_job_deleters ADD COLUMN IF NOT EXISTS breakdown JSONB;
+ALTER TABLE lifecycle.deletion_job_deleters ADD COLUMN IF NOT EXISTS verification JSONB;
