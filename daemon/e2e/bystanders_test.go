@@ -71,8 +71,8 @@ func TestErasureLeavesEveryBystanderUnchanged(t *testing.T) {
 		}
 		raw := d.JSON("GET", tenantPath(upperA, "/counts"), nil, 200, &counts)
 		wantBreakdown := map[string]map[string]int64{
-			"postgres:workflows":  {"workflow_steps": 30, "workflow_instances": 30, "workflow_definitions": 3},
-			"postgres:notes":      {"notes": 5},
+			"postgres:workflows":  {"public.workflow_steps": 30, "public.workflow_instances": 30, "public.workflow_definitions": 3},
+			"postgres:notes":      {"public.notes": 5},
 			"redis:sessions":      {"session:{tenant}:*": 15, "csrf:{tenant}:*": 15},
 			"dynamodb:audit_logs": {"audit_logs": 25},
 		}
@@ -84,7 +84,7 @@ func TestErasureLeavesEveryBystanderUnchanged(t *testing.T) {
 
 		out, errOut, code := d.CLI("tenant", "count", upperA)
 		require.Equal(t, 0, code, "%s\n%s", out, errOut)
-		require.Regexp(t, `(?m)^postgres:workflows\s+63\n  workflow_definitions\s+3\n  workflow_instances\s+30\n  workflow_steps\s+30$`, out)
+		require.Regexp(t, `(?m)^postgres:workflows\s+63\n  public\.workflow_definitions\s+3\n  public\.workflow_instances\s+30\n  public\.workflow_steps\s+30$`, out)
 		require.Regexp(t, `(?m)^  session:\{tenant\}:\*\s+15$`, out)
 		out, _, code = d.CLI("--format", "json", "tenant", "count", upperA)
 		require.Equal(t, 0, code)
@@ -114,7 +114,7 @@ func TestErasureLeavesEveryBystanderUnchanged(t *testing.T) {
 		out, _, code = d.CLI("tenant", "status", upperA)
 		require.Equal(t, 0, code)
 		require.Regexp(t, `verified\s+true`, out)
-		require.Regexp(t, `(?m)^  notes\s+5$`, out)
+		require.Regexp(t, `(?m)^  public\.notes\s+5$`, out)
 		require.Contains(t, out, "VERIFIED")
 	})
 
