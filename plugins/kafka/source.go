@@ -360,7 +360,7 @@ func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchRe
 func toDeadLetter(m kafka.Message, original string) sdk.DeadLetter {
 	hs := make([]sdk.Header, len(m.Headers))
 	for i, h := range m.Headers {
-		hs[i] = sdk.Header{Key: h.Key, Value: h.Value}
+		hs[i] = sdk.Header{Key: []byte(h.Key), Value: h.Value}
 	}
 	return sdk.DeadLetter{
 		Position:      sdk.Position{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset},
@@ -403,7 +403,7 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 	for i, m := range req.Messages {
 		hs := make([]kafka.Header, len(m.Headers))
 		for j, h := range m.Headers {
-			hs[j] = kafka.Header{Key: h.Key, Value: h.Value}
+			hs[j] = kafka.Header{Key: string(h.Key), Value: h.Value}
 		}
 		msgs[i] = kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Headers: hs}
 	}

@@ -46,7 +46,7 @@ func (f *fixture) Produce(t testing.TB, msgs []plugintest.Produced) {
 	for _, m := range msgs {
 		r := &kgo.Record{Topic: f.DLQTopic(), Key: m.Key, Value: m.Value}
 		for _, h := range m.Headers {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: string(h.Key), Value: h.Value})
 		}
 		recs = append(recs, r)
 	}
@@ -65,7 +65,7 @@ func (f *fixture) Consume(t testing.TB, topic string, n int) []plugintest.Produc
 		fetches.EachRecord(func(r *kgo.Record) {
 			p := plugintest.Produced{Key: r.Key, Value: r.Value}
 			for _, h := range r.Headers {
-				p.Headers = append(p.Headers, sdk.Header{Key: h.Key, Value: h.Value})
+				p.Headers = append(p.Headers, sdk.Header{Key: []byte(h.Key), Value: h.Value})
 			}
 			out = append(out, p)
 		})

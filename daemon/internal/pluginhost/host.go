@@ -99,6 +99,7 @@ func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
 		RestartMax:      cfg.Plugins.RestartMaxDelay.Duration,
 		Env:             cfg.Plugins.Env,
 		GOMAXPROCS:      cfg.Plugins.GOMAXPROCS,
+		MaxMessageBytes: cfg.Plugins.MaxMessageBytes,
 	}, h.log.Named(ic.Name), h.metrics)
 }
 
@@ -174,7 +175,8 @@ func (h *Host) changed(in *instance, cfg *config.Config, ic config.Instance) boo
 	return a.Kind != b.Kind || a.Path != b.Path || a.SHA256 != b.SHA256 ||
 		a.StartTimeout != b.StartTimeout || a.CallTimeout != b.CallTimeout || a.DeleteTimeout != b.DeleteTimeout ||
 		a.ShutdownTimeout != b.ShutdownTimeout ||
-		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS
+		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS ||
+		a.MaxMessageBytes != b.MaxMessageBytes
 }
 
 func (h *Host) get(name string, kind config.Kind) (*instance, error) {

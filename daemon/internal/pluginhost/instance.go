@@ -63,6 +63,7 @@ type instanceConfig struct {
 	RestartMax      time.Duration
 	Env             []string
 	GOMAXPROCS      int
+	MaxMessageBytes int
 }
 
 // stableAfter is how long a plugin must run before a later crash starts the
@@ -278,11 +279,15 @@ func (in *instance) launch() error {
 	if in.cfg.GOMAXPROCS > 0 {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(in.cfg.GOMAXPROCS))
 	}
+	// Both ends of the connection use the same message limit.
+	if in.cfg.MaxMessageBytes > 0 {
+		cmd.Env = append(cmd.Env, sdk.MaxMessageBytesEnv+"="+strconv.Itoa(in.cfg.MaxMessageBytes))
+	}
 	// Linux kills the plugin when the daemon dies, even by SIGKILL.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cc := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.HostPluginSets(),
+		VersionedPlugins: sdk.HostPluginSets(in.cfg.MaxMessageBytes),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -291,7 +296,7 @@ func (in *instance) launch() error {
 		StartTimeout:     in.cfg.StartTimeout,
 		Logger:           in.log,
 		Stderr:           in.stderr,
-		GRPCDialOptions:  sdk.DialOptions(),
+		GRPCDialOptions:  sdk.DialOptions(in.cfg.MaxMessageBytes),
 	}
 	if want := in.cfg.SHA256; want != "" {
 		wantBytes, _ := hex.DecodeString(want)
@@ -316,6 +321,11 @@ func (in *instance) launch() error {
 	kindName := sdk.KindTenantDeleter
 	if in.cfg.Kind == config.KindDLQSource {
 		kindName = sdk.KindDLQSource
+		if v := client.NegotiatedVersion(); v < sdk.MinSourceProtocolVersion {
+			return fail(fmt.Errorf("plugin %s speaks plugin protocol %d, and a DLQ source needs protocol %d or later "+
+				"(protocol 1 carries header keys as text and cannot hand back a batch the daemon did not receive, so dead letters could be lost); "+
+				"not started: rebuild the plugin against lifecycled's sdk", in.cfg.Path, v, sdk.MinSourceProtocolVersion))
+		}
 	}
 	raw, err := proto.Dispense(kindName)
 	if err != nil {
