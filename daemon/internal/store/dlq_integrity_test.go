@@ -118,7 +118,7 @@ func TestFeedbackOnlyForOurOwnReplays(t *testing.T) {
 		}
 		opts := dlq.IngestOptions{Now: t0.Add(time.Hour), MaxRetries: 3}
 		res, err := s.IngestDLQ(ctx(t), []dlq.Incoming{
-			copied("billing.dlq.v1", "kafka", 1, republished), // another DLQ topic
+			copied("billing.dlq.v1", "kafka", 1, republished),  // another DLQ topic
 			copied("orders.dlq.v1", "kafka-2", 3, republished), // another source
 			copied("orders.dlq.v1", "kafka", 4, never),         // never republished
 		}, opts)
