@@ -154,14 +154,28 @@ func produceSyncBatch(t *testing.T, k *testsvc.KafkaBroker, batchBytes int32, re
 // consumeRecords reads n records of a topic from the start with franz-go.
 func consumeRecords(t *testing.T, k *testsvc.KafkaBroker, topic string, n int) []*kgo.Record {
 	t.Helper()
-	c := k.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+	c := k.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(64<<20))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out []*kgo.Record
 	for len(out) < n && ctx.Err() == nil {
 		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, r) })
 	}
-	require.Len(t, out, n, "records on %s", topic)
+	if len(out) != n {
+		per := map[int32]int{}
+		last := map[int32]int64{}
+		for _, r := range out {
+			per[r.Partition]++
+			last[r.Partition] = max(last[r.Partition], r.Offset)
+		}
+		ends, err := kadm.NewClient(k.Client(t)).ListEndOffsets(context.Background(), topic)
+		require.NoError(t, err)
+		ends.Each(func(o kadm.ListedOffset) {
+			t.Logf("partition %d: end offset %d, consumed %d, last consumed %d", o.Partition, o.Offset, per[o.Partition], last[o.Partition])
+		})
+	}
+	require.Equal(t, n, len(out), "records on %s", topic)
 	return out
 }
 

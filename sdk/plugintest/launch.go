@@ -47,6 +47,7 @@ func Launch(t testing.TB, binary, kind string, env ...string) *Process {
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.HostPluginSets(0),
+		GRPCDialOptions:  sdk.DialOptions(0),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
