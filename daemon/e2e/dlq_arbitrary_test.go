@@ -51,14 +51,14 @@ func (a arbitrary) bytes(max int, exclude ...byte) []byte {
 }
 
 func (a arbitrary) value() []byte {
-	switch a.rng.IntN(10) {
-	case 0:
+	switch n := a.rng.IntN(100); {
+	case n < 10:
 		return []byte{}
-	case 1:
+	case n < 11:
 		return bytes.Repeat(a.bytes(64), 1+(900<<10)/65) // about 900 KB
-	case 2:
+	case n < 20:
 		return []byte(fmt.Sprintf(`{"n":%d,"s":"\u0000 \ud800 x"}`, a.rng.IntN(1000))) // JSON PostgreSQL's jsonb refuses
-	case 3:
+	case n < 30:
 		return []byte(fmt.Sprintf(`{"order_id": %d}`, a.rng.IntN(1000)))
 	default:
 		return a.bytes(2000)
@@ -162,15 +162,17 @@ func TestArbitraryDeadLettersAreStoredExactlyOnceAcrossARestart(t *testing.T) {
 			}
 			dir := t.TempDir()
 
-			goBatch(300)
+			// Enough that the intake is still at work when the daemon is killed.
+			goBatch(3000)
 			kcatOut := a.kcatAll(t, k, dir, 30)
 			d := startDLQDaemon(t, state, kafkaSource(k.Addr)+retryBlock(false, "1m"))
+			stored := 0
 			testsvc.Eventually(t, time.Minute, func() bool {
-				return list(t, d, "fuzz.dlq.v1", "&page_size=1").Pagination.TotalCount > 0
+				stored = list(t, d, "fuzz.dlq.v1", "&page_size=1").Pagination.TotalCount
+				return stored > 100
 			}, "intake under way")
 			d.Kill9()
-			t.Logf("killed with %d of %d stored", list(t, d.Restarted(t), "fuzz.dlq.v1", "&page_size=1").Pagination.TotalCount, len(want)+len(kcatOut))
-			d.Kill9()
+			t.Logf("killed after %d of %d were stored", stored, len(want)+len(kcatOut))
 			goBatch(100)
 			d.Restarted(t)
 			goBatch(100)
@@ -185,15 +187,15 @@ func TestArbitraryDeadLettersAreStoredExactlyOnceAcrossARestart(t *testing.T) {
 			time.Sleep(3 * time.Second)
 			require.Equal(t, total, list(t, d, "fuzz.dlq.v1", "&page_size=1").Pagination.TotalCount, "nothing arrives twice late")
 
-			stored := map[position]messageJSON{}
+			byPos := map[position]messageJSON{}
 			for _, m := range allMessages(t, d, "fuzz.dlq.v1") {
 				pos := position{m.Partition, m.Offset}
-				require.NotContains(t, stored, pos, "position stored twice")
-				stored[pos] = m
+				require.NotContains(t, byPos, pos, "position stored twice")
+				byPos[pos] = m
 			}
-			require.Len(t, stored, total)
+			require.Equal(t, total, len(byPos))
 			for pos, p := range want {
-				m, ok := stored[pos]
+				m, ok := byPos[pos]
 				require.True(t, ok, "position %v not stored", pos)
 				checkStored(t, pos, p, m)
 			}
