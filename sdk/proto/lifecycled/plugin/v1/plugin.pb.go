@@ -1,8 +1,8 @@
 // The wire protocol between lifecycled and its plugins, carried by
 // hashicorp/go-plugin over gRPC (protocol version 2; see the history below).
-// Plugin authors do not
-// use these messages directly: the Go package github.com/lifecycled/lifecycled/sdk
-// translates them to and from its interfaces.
+// Plugin authors do not use these messages directly: the Go package
+// github.com/lifecycled/lifecycled/sdk translates them to and from its
+// interfaces.
 //
 // Compatibility: fields are only ever added. Field 1 of every request is
 // reserved for instance_id, so that one plugin process may later serve
