@@ -162,3 +162,13 @@ func Down(d Dialect, db *sql.DB) error {
 	}
 	return nil
 }
+
+// Steps applies n migrations up (n > 0) or reverts -n (n < 0). Only tests
+// use it, to check that a down migration and the next up keep what they can.
+func Steps(d Dialect, db *sql.DB, n int) error {
+	m, err := newMigrate(d, db)
+	if err != nil {
+		return err
+	}
+	return m.Steps(n)
+}

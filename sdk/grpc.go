@@ -30,14 +30,21 @@ const (
 )
 
 // HostPluginSets is what the daemon gives go-plugin: every protocol version it
-// speaks, with a client for each plugin kind.
-func HostPluginSets() map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{
-		ProtocolVersion: {
+// speaks, with a client for each plugin kind. maxMessageBytes is the gRPC
+// message limit of the connections (0 for DefaultMaxMessageBytes); the
+// daemon passes the same value to the plugin process in MaxMessageBytesEnv.
+//
+// Protocol 1 is accepted for deleters, whose protocol did not change; a
+// DLQSource that negotiated 1 must be refused by the caller (see
+// MinSourceProtocolVersion), which can say so more clearly than go-plugin.
+func HostPluginSets(maxMessageBytes int) map[int]plugin.PluginSet {
+	set := func() plugin.PluginSet {
+		return plugin.PluginSet{
 			KindTenantDeleter: &TenantDeleterPlugin{},
-			KindDLQSource:     &DLQSourcePlugin{},
-		},
+			KindDLQSource:     &DLQSourcePlugin{MaxMessageBytes: maxMessageBytes},
+		}
 	}
+	return map[int]plugin.PluginSet{1: set(), ProtocolVersion: set()}
 }
 
 // guard runs a handler with panic recovery and secret scrubbing, so that a
@@ -229,199 +236,4 @@ func (c *deleterClient) Delete(ctx context.Context, req *DeleteRequest, progress
 			return &DeleteResponse{DeletedCount: x.Result.GetDeletedCount(), Breakdown: x.Result.GetBreakdown()}, nil
 		}
 	}
-}
-
-// --- DLQSource ---
-
-// DLQSourcePlugin is the go-plugin glue for DLQSource.
-type DLQSourcePlugin struct {
-	plugin.NetRPCUnsupportedPlugin
-	Impl DLQSource
-}
-
-// GRPCServer implements plugin.GRPCPlugin.
-func (p *DLQSourcePlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterDLQSourceServer(s, &sourceServer{impl: p.Impl, handlerBase: handlerBase{log: serverLogger, scrub: serverScrubber}})
-	return nil
-}
-
-// GRPCClient implements plugin.GRPCPlugin.
-func (p *DLQSourcePlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &sourceClient{c: pb.NewDLQSourceClient(c)}, nil
-}
-
-type sourceServer struct {
-	pb.UnimplementedDLQSourceServer
-	handlerBase
-	impl DLQSource
-}
-
-func (s *sourceServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	return s.configure(ctx, req, s.impl.Configure)
-}
-
-func headersToPB(hs []Header) []*pb.Header {
-	out := make([]*pb.Header, len(hs))
-	for i, h := range hs {
-		out[i] = &pb.Header{Key: h.Key, Value: h.Value}
-	}
-	return out
-}
-
-func headersFromPB(hs []*pb.Header) []Header {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]Header, len(hs))
-	for i, h := range hs {
-		out[i] = Header{Key: h.GetKey(), Value: h.GetValue()}
-	}
-	return out
-}
-
-func positionToPB(p Position) *pb.Position {
-	return &pb.Position{Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}
-}
-
-func positionFromPB(p *pb.Position) Position {
-	return Position{Topic: p.GetTopic(), Partition: p.GetPartition(), Offset: p.GetOffset()}
-}
-
-func (s *sourceServer) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
-	var out *pb.FetchResponse
-	err := s.guard("Fetch", func() error {
-		resp, err := s.impl.Fetch(ctx, &FetchRequest{Max: int(req.GetMaxMessages()), Wait: time.Duration(req.GetWaitMs()) * time.Millisecond})
-		if err != nil {
-			return err
-		}
-		out = &pb.FetchResponse{Messages: make([]*pb.DeadLetter, len(resp.Messages))}
-		for i, m := range resp.Messages {
-			out.Messages[i] = &pb.DeadLetter{
-				Position: positionToPB(m.Position), Key: m.Key, KeyNull: m.Key == nil,
-				Headers: headersToPB(m.Headers), Value: m.Value, TimestampUnixMs: m.Timestamp.UnixMilli(),
-				OriginalTopic: m.OriginalTopic,
-			}
-		}
-		return nil
-	})
-	return out, err
-}
-
-func (s *sourceServer) Commit(ctx context.Context, req *pb.CommitRequest) (*pb.CommitResponse, error) {
-	err := s.guard("Commit", func() error {
-		ps := make([]Position, len(req.GetPositions()))
-		for i, p := range req.GetPositions() {
-			ps[i] = positionFromPB(p)
-		}
-		_, err := s.impl.Commit(ctx, &CommitRequest{Positions: ps})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &pb.CommitResponse{}, nil
-}
-
-func (s *sourceServer) Republish(ctx context.Context, req *pb.RepublishRequest) (*pb.RepublishResponse, error) {
-	var out *pb.RepublishResponse
-	err := s.guard("Republish", func() error {
-		msgs := make([]RepublishMessage, len(req.GetMessages()))
-		for i, m := range req.GetMessages() {
-			key := m.GetKey()
-			if m.GetKeyNull() {
-				key = nil
-			} else if key == nil {
-				key = []byte{}
-			}
-			msgs[i] = RepublishMessage{ID: m.GetId(), Topic: m.GetTopic(), Key: key, Headers: headersFromPB(m.GetHeaders()), Value: m.GetValue()}
-		}
-		resp, err := s.impl.Republish(ctx, &RepublishRequest{Messages: msgs})
-		if err != nil {
-			return err
-		}
-		out = &pb.RepublishResponse{Results: make([]*pb.RepublishResult, len(resp.Results))}
-		for i, r := range resp.Results {
-			res := &pb.RepublishResult{Id: r.ID, Acked: r.Acked}
-			if r.Err != nil {
-				e := asError(s.scrub.ScrubError(r.Err))
-				res.Error, res.ErrorMessage = errorInfo(e), e.Message
-			}
-			out.Results[i] = res
-		}
-		return nil
-	})
-	return out, err
-}
-
-type sourceClient struct {
-	c pb.DLQSourceClient
-}
-
-func (c *sourceClient) Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error) {
-	r, err := configureRequestPB(req)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.c.Configure(ctx, r)
-	if err != nil {
-		return nil, FromStatus(err)
-	}
-	return &ConfigureResponse{PluginVersion: resp.GetPluginVersion(), Warnings: resp.GetWarnings()}, nil
-}
-
-func (c *sourceClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
-	resp, err := c.c.Fetch(ctx, &pb.FetchRequest{MaxMessages: int32(req.Max), WaitMs: req.Wait.Milliseconds()})
-	if err != nil {
-		return nil, FromStatus(err)
-	}
-	out := &FetchResponse{Messages: make([]DeadLetter, len(resp.GetMessages()))}
-	for i, m := range resp.GetMessages() {
-		key := m.GetKey()
-		if m.GetKeyNull() {
-			key = nil
-		} else if key == nil {
-			key = []byte{}
-		}
-		out.Messages[i] = DeadLetter{
-			Position: positionFromPB(m.GetPosition()), Key: key, Headers: headersFromPB(m.GetHeaders()),
-			Value: m.GetValue(), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(), OriginalTopic: m.GetOriginalTopic(),
-		}
-	}
-	return out, nil
-}
-
-func (c *sourceClient) Commit(ctx context.Context, req *CommitRequest) (*CommitResponse, error) {
-	ps := make([]*pb.Position, len(req.Positions))
-	for i, p := range req.Positions {
-		ps[i] = positionToPB(p)
-	}
-	if _, err := c.c.Commit(ctx, &pb.CommitRequest{Positions: ps}); err != nil {
-		return nil, FromStatus(err)
-	}
-	return &CommitResponse{}, nil
-}
-
-func (c *sourceClient) Republish(ctx context.Context, req *RepublishRequest) (*RepublishResponse, error) {
-	msgs := make([]*pb.RepublishMessage, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = &pb.RepublishMessage{Id: m.ID, Topic: m.Topic, Key: m.Key, KeyNull: m.Key == nil,
-			Headers: headersToPB(m.Headers), Value: m.Value}
-	}
-	resp, err := c.c.Republish(ctx, &pb.RepublishRequest{Messages: msgs})
-	if err != nil {
-		return nil, FromStatus(err)
-	}
-	out := &RepublishResponse{Results: make([]RepublishResult, len(resp.GetResults()))}
-	for i, r := range resp.GetResults() {
-		res := RepublishResult{ID: r.GetId(), Acked: r.GetAcked()}
-		if !res.Acked {
-			if r.GetError() != nil {
-				res.Err = fromErrorInfo(r.GetError(), r.GetErrorMessage())
-			} else {
-				res.Err = &Error{Class: ClassRetryable, Code: CodeUnavailable, Message: "not acknowledged"}
-			}
-		}
-		out.Results[i] = res
-	}
-	return out, nil
 }

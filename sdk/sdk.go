@@ -1,6 +1,6 @@
 // Package sdk is what a lifecycled plugin is written against. A plugin is a
 // separate executable that lifecycled starts and talks to over gRPC (through
-// hashicorp/go-plugin, protocol version 1, mutual TLS). It implements one of
+// hashicorp/go-plugin, protocol version 2, mutual TLS). It implements one of
 // two interfaces:
 //
 //   - TenantDeleter: counts and deletes one tenant's data in one store.
@@ -25,8 +25,17 @@ import (
 	"time"
 )
 
-// ProtocolVersion is the plugin protocol this SDK speaks.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest plugin protocol this SDK speaks; the history
+// is in sdk/proto/lifecycled/plugin/v1/plugin.proto. TenantDeleter has not
+// changed since protocol 1, so deleters are served and accepted on 1 as
+// well; a DLQSource needs MinSourceProtocolVersion.
+const ProtocolVersion = 2
+
+// MinSourceProtocolVersion is the oldest protocol a DLQSource may speak with
+// this SDK. Protocol 1 carried header keys as strings, so a key that was not
+// UTF-8 failed a whole Fetch after the source had read the batch, and it had
+// no way to hand back a response the daemon did not receive.
+const MinSourceProtocolVersion = 2
 
 // ConfigureRequest carries a plugin's config block.
 type ConfigureRequest struct {
@@ -122,9 +131,10 @@ type Position struct {
 	Offset    int64
 }
 
-// Header is one message header.
+// Header is one message header. Kafka header keys and values are bytes:
+// neither needs to be UTF-8, and both cross the plugin protocol unchanged.
 type Header struct {
-	Key   string
+	Key   []byte
 	Value []byte
 }
 
@@ -139,6 +149,11 @@ type DeadLetter struct {
 	// topic the message failed on ("orders.dlq.v1" -> "orders.events.v1").
 	// The daemon uses it when no header names the original topic.
 	OriginalTopic string
+	// Truncated is set by the SDK (never by a plugin) when this message alone
+	// was larger than the RPC limit: its value, and when that was not enough
+	// its key and headers, did not cross. OriginalSize is the size it had.
+	Truncated    bool
+	OriginalSize int64
 }
 
 // FetchRequest asks for dead letters.
@@ -203,6 +218,12 @@ type DLQSource interface {
 	// Fetch returns up to Max dead letters, waiting up to Wait for the first.
 	// Messages not committed are fetched again after a restart of the plugin
 	// (at-least-once); the daemon drops duplicates by position.
+	//
+	// A plugin may return messages of any size: the SDK splits what it
+	// returns into responses below the RPC limit, and keeps a response until
+	// the daemon acknowledged it (with its next Fetch), handing it back when
+	// the daemon did not receive it. A plugin never sees a lost response, so
+	// it may advance its reader as soon as Fetch returns.
 	Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error)
 
 	// Commit records that the daemon durably stored the messages at these
@@ -213,5 +234,8 @@ type DLQSource interface {
 	// broker acknowledged it (acks=all) or refused it. A message reported
 	// Acked must be durably in the broker. The call as a whole fails only
 	// when no message could be attempted (broker unreachable).
+	//
+	// The SDK splits a request into calls below the RPC limit, and answers a
+	// message larger than the limit itself with a permanent error.
 	Republish(ctx context.Context, req *RepublishRequest) (*RepublishResponse, error)
 }

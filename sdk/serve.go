@@ -30,19 +30,25 @@ func Logger() hclog.Logger { return serverLogger }
 func AddSecret(s string) { serverScrubber.Add(s) }
 
 // ServeTenantDeleter serves impl; it is all a deleter plugin's main calls.
+// The deleter protocol did not change in protocol 2, so it is served on 1
+// too and a newer deleter still runs under an older daemon.
 func ServeTenantDeleter(impl TenantDeleter) {
-	serve(plugin.PluginSet{KindTenantDeleter: &TenantDeleterPlugin{Impl: impl}})
+	ps := plugin.PluginSet{KindTenantDeleter: &TenantDeleterPlugin{Impl: impl}}
+	serve(map[int]plugin.PluginSet{1: ps, ProtocolVersion: ps})
 }
 
 // ServeDLQSource serves impl; it is all a DLQ source plugin's main calls.
+// It speaks protocol 2 only: under a daemon that knows only 1 (header keys
+// as strings, no batch acknowledgement) messages could be lost, so such a
+// daemon refuses to start it, naming both versions.
 func ServeDLQSource(impl DLQSource) {
-	serve(plugin.PluginSet{KindDLQSource: &DLQSourcePlugin{Impl: impl}})
+	serve(map[int]plugin.PluginSet{ProtocolVersion: {KindDLQSource: &DLQSourcePlugin{Impl: impl}}})
 }
 
-func serve(ps plugin.PluginSet) {
+func serve(sets map[int]plugin.PluginSet) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: ps},
+		VersionedPlugins: sets,
 		GRPCServer:       grpcServer,
 		Logger:           serverLogger,
 	})
@@ -53,11 +59,16 @@ func serve(ps plugin.PluginSet) {
 // goroutine per call, which matters for the many small Count calls.
 // Fixed flow-control windows also turn off gRPC's bandwidth-delay probing,
 // whose PING frames cost a wake-up on every small response.
+// The message limits are the daemon's (MaxMessageBytesEnv), so that a batch
+// the daemon sends fits and a response never exceeds what it receives.
 func grpcServer(opts []grpc.ServerOption) *grpc.Server {
+	limit := limitFromEnv()
 	return grpc.NewServer(append(opts,
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 		grpc.InitialWindowSize(windowSize),
 		grpc.InitialConnWindowSize(windowSize),
+		grpc.MaxRecvMsgSize(limit),
+		grpc.MaxSendMsgSize(limit),
 	)...)
 }
 
@@ -67,9 +78,14 @@ const windowSize = 16 << 20
 
 // DialOptions are the gRPC options the daemon should use for plugin
 // connections, matching the plugin side (go-plugin ClientConfig.GRPCDialOptions).
-func DialOptions() []grpc.DialOption {
+// maxMessageBytes is the message limit both ways (0 for
+// DefaultMaxMessageBytes); give the plugin process the same value in
+// MaxMessageBytesEnv.
+func DialOptions(maxMessageBytes int) []grpc.DialOption {
+	limit := effectiveLimit(maxMessageBytes)
 	return []grpc.DialOption{
 		grpc.WithInitialWindowSize(windowSize),
 		grpc.WithInitialConnWindowSize(windowSize),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(limit), grpc.MaxCallSendMsgSize(limit)),
 	}
 }

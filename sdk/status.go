@@ -64,7 +64,7 @@ func errorInfo(e *Error) *pb.ErrorInfo {
 		Deleted:      e.Deleted,
 	}
 	for _, f := range e.Fields {
-		info.FieldErrors = append(info.FieldErrors, &pb.FieldError{Field: f.Field, Problem: f.Problem})
+		info.FieldErrors = append(info.FieldErrors, &pb.FieldError{Field: validUTF8(f.Field), Problem: validUTF8(f.Problem)})
 	}
 	return info
 }
@@ -94,7 +94,7 @@ func ToStatus(err error) error {
 	if e.Class == ClassUnknown {
 		e.Class = ClassRetryable // see ClassOf: an unclassed failure may pass
 	}
-	st := status.New(codeToGRPC[e.Code], e.Message)
+	st := status.New(codeToGRPC[e.Code], validUTF8(e.Message))
 	if withInfo, derr := st.WithDetails(errorInfo(e)); derr == nil {
 		st = withInfo
 	}

@@ -74,11 +74,17 @@ func list(t *testing.T, d *testsvc.Daemon, topic string, query string) listBody 
 func waitTotal(t *testing.T, d *testsvc.Daemon, topic string, want int, within time.Duration) listBody {
 	t.Helper()
 	var b listBody
-	testsvc.Eventually(t, within, func() bool {
+	deadline := time.Now().Add(within)
+	for {
 		b = list(t, d, topic, "")
-		return b.Pagination.TotalCount == want
-	}, "%s holds %d messages (has %d)", topic, want, b.Pagination.TotalCount)
-	return b
+		if b.Pagination.TotalCount == want {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d messages after %s, want %d", topic, b.Pagination.TotalCount, within, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // kcatMessage is a message as kcat -J prints it.

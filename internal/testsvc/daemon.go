@@ -63,6 +63,8 @@ type DaemonOptions struct {
 	Daemon string
 	// Admin adds lines to the [admin] table.
 	Admin string
+	// Plugins adds lines to the [plugins] table.
+	Plugins string
 	// Socket overrides the socket path.
 	Socket string
 	// Dir reuses a directory (restart of a killed daemon with its state).
@@ -111,9 +113,10 @@ start_timeout = "20s"
 restart_initial_delay = "200ms"
 restart_max_delay = "2s"
 shutdown_timeout = "3s"
+%s
 
 %s
-`, state, bin, o.Daemon, sock, o.Admin, o.Extra)
+`, state, bin, o.Daemon, sock, o.Admin, o.Plugins, o.Extra)
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -51,6 +51,13 @@ type config struct {
 	OriginalSuffix  string            `json:"original_suffix"`
 	TLS             *tlsConfig        `json:"tls"`
 	SASL            *saslConfig       `json:"sasl"`
+	// MaxMessageBytes is the broker's max.message.bytes: record batches stay
+	// below it, and a message larger than it fails alone, permanently.
+	MaxMessageBytes int `json:"max_message_bytes"`
+	// MetadataWait is how long a republish to a topic the broker does not
+	// know yet, or to a partition without a leader, is retried with fresh
+	// metadata before it counts as failed.
+	MetadataWait string `json:"metadata_wait"`
 }
 
 // source is the Kafka DLQSource: a consumer-group reader over every topic
@@ -67,12 +74,16 @@ type source struct {
 	topics   []string
 	writer   *kafka.Writer
 	nextScan time.Time
-	fetchMu  sync.Mutex // one Fetch at a time: the reader is not shared
+	// For fresh writers on stale metadata (see Republish).
+	mech         sasl.Mechanism
+	tlsCfg       *tls.Config
+	metadataWait time.Duration
+	fetchMu      sync.Mutex // one Fetch at a time: the reader is not shared
 }
 
 func (s *source) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
 	cfg := config{TopicPattern: "*.dlq.v1", GroupID: "dlq-manager.default", RefreshInterval: "30s", StartOffset: "earliest", SessionTimeout: "10s",
-		DLQSuffix: ".dlq.v1", OriginalSuffix: ".events.v1"}
+		DLQSuffix: ".dlq.v1", OriginalSuffix: ".events.v1", MaxMessageBytes: defaultMaxMessageBytes, MetadataWait: "10s"}
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
 		return nil, err
 	}
@@ -100,6 +111,13 @@ func (s *source) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk
 	if err != nil || session < time.Second {
 		problems = append(problems, sdk.FieldError{Field: "session_timeout", Problem: "must be a duration of at least 1s"})
 	}
+	if cfg.MaxMessageBytes < 1024 || cfg.MaxMessageBytes > 1<<30 {
+		problems = append(problems, sdk.FieldError{Field: "max_message_bytes", Problem: "must be between 1024 and 1073741824 (the broker's max.message.bytes)"})
+	}
+	metadataWait, err := time.ParseDuration(cfg.MetadataWait)
+	if err != nil || metadataWait < 0 || metadataWait > 10*time.Minute {
+		problems = append(problems, sdk.FieldError{Field: "metadata_wait", Problem: "must be a duration between 0s and 10m"})
+	}
 	if cfg.StartOffset != "earliest" && cfg.StartOffset != "latest" {
 		problems = append(problems, sdk.FieldError{Field: "start_offset", Problem: `must be "earliest" or "latest"`})
 	}
@@ -111,23 +129,12 @@ func (s *source) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk
 		return nil, sdk.InvalidConfig(problems...)
 	}
 	dialer := &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tlsCfg}
-	tr := &kafka.Transport{SASL: mech, TLS: tlsCfg, DialTimeout: 10 * time.Second, ClientID: "lifecycled"}
-	writer := &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Transport:    tr,
-		RequiredAcks: kafka.RequireAll,
-		// Same partition for the same key as Java producers.
-		Balancer:     &kafka.Murmur2Balancer{},
-		BatchTimeout: time.Millisecond,
-		BatchSize:    1000,
-		BatchBytes:   16 << 20,
-		MaxAttempts:  3,
-		WriteTimeout: 30 * time.Second,
-		ReadTimeout:  30 * time.Second,
-	}
+	tr := newTransport(mech, tlsCfg, 0)
+	writer := newWriter(cfg, tr)
 	s.mu.Lock()
 	old, oldWriter := s.reader, s.writer
 	s.cfg, s.refresh, s.session, s.dialer, s.tr, s.writer = cfg, refresh, session, dialer, tr, writer
+	s.mech, s.tlsCfg, s.metadataWait = mech, tlsCfg, metadataWait
 	s.reader, s.topics, s.nextScan = nil, nil, time.Time{}
 	s.mu.Unlock()
 	if old != nil {
@@ -187,22 +194,6 @@ func security(cfg config) (sasl.Mechanism, *tls.Config, error) {
 		return nil, nil, sdk.InvalidConfig(problems...)
 	}
 	return mech, tlsCfg, nil
-}
-
-// classify: broker unreachable, timeouts and Kafka's retriable codes are
-// retryable; everything else permanent.
-func classify(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return err
-	}
-	var kerr kafka.Error
-	if errors.As(err, &kerr) {
-		if kerr.Temporary() && kerr != kafka.UnknownTopicOrPartition {
-			return sdk.Retryable(err, 0)
-		}
-		return sdk.Permanent(err)
-	}
-	return sdk.Retryable(err, 0)
 }
 
 // matchingTopics lists the broker's topics that match the pattern.
@@ -360,7 +351,7 @@ func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchRe
 func toDeadLetter(m kafka.Message, original string) sdk.DeadLetter {
 	hs := make([]sdk.Header, len(m.Headers))
 	for i, h := range m.Headers {
-		hs[i] = sdk.Header{Key: h.Key, Value: h.Value}
+		hs[i] = sdk.Header{Key: []byte(h.Key), Value: h.Value}
 	}
 	return sdk.DeadLetter{
 		Position:      sdk.Position{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset},
@@ -388,90 +379,4 @@ func (s *source) Commit(ctx context.Context, req *sdk.CommitRequest) (*sdk.Commi
 		return nil, classify(fmt.Errorf("commit offsets: %w", err))
 	}
 	return &sdk.CommitResponse{}, nil
-}
-
-// Republish writes every message with acks=all and reports, per message,
-// whether the broker acknowledged it.
-func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
-	s.mu.Lock()
-	w := s.writer
-	s.mu.Unlock()
-	if w == nil {
-		return nil, sdk.Unavailable(errors.New("not configured"))
-	}
-	msgs := make([]kafka.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		hs := make([]kafka.Header, len(m.Headers))
-		for j, h := range m.Headers {
-			hs[j] = kafka.Header{Key: h.Key, Value: h.Value}
-		}
-		msgs[i] = kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Headers: hs}
-	}
-	resp := &sdk.RepublishResponse{Results: make([]sdk.RepublishResult, len(msgs))}
-	for i, m := range req.Messages {
-		resp.Results[i] = sdk.RepublishResult{ID: m.ID, Acked: true}
-	}
-	// kafka-go rejects invalid topic names before sending anything; check
-	// each so one bad message does not fail the batch.
-	var valid []kafka.Message
-	var index []int
-	for i, m := range msgs {
-		if err := validTopic(m.Topic); err != nil {
-			resp.Results[i] = sdk.RepublishResult{ID: req.Messages[i].ID, Err: sdk.Permanent(err)}
-			continue
-		}
-		valid = append(valid, m)
-		index = append(index, i)
-	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
-	err := w.WriteMessages(ctx, valid...)
-	var werrs kafka.WriteErrors
-	switch {
-	case err == nil:
-	case errors.As(err, &werrs) && brokerUnreachable(werrs):
-		return nil, sdk.Retryable(fmt.Errorf("republish: broker unreachable: %w", werrs[0]), 0)
-	case errors.As(err, &werrs):
-		for j, e := range werrs {
-			if e != nil {
-				i := index[j]
-				resp.Results[i] = sdk.RepublishResult{ID: req.Messages[i].ID, Err: classify(fmt.Errorf("republish to %s: %w", msgs[i].Topic, e))}
-			}
-		}
-	default:
-		var kerr kafka.Error
-		if !errors.As(err, &kerr) {
-			return nil, classify(fmt.Errorf("republish: %w", err))
-		}
-		// The broker answered for the whole batch (unknown topic, too
-		// large, ...): each message failed for that reason.
-		for _, i := range index {
-			resp.Results[i] = sdk.RepublishResult{ID: req.Messages[i].ID, Err: classify(fmt.Errorf("republish to %s: %w", msgs[i].Topic, err))}
-		}
-	}
-	return resp, nil
-}
-
-// brokerUnreachable: every message failed, none with a broker's answer.
-func brokerUnreachable(werrs kafka.WriteErrors) bool {
-	for _, e := range werrs {
-		var kerr kafka.Error
-		if e == nil || errors.As(e, &kerr) {
-			return false
-		}
-	}
-	return len(werrs) > 0
-}
-
-func validTopic(t string) error {
-	if t == "" || t == "." || t == ".." || len(t) > 249 {
-		return fmt.Errorf("invalid topic name %q", t)
-	}
-	for _, r := range t {
-		if !(r == '.' || r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
-			return fmt.Errorf("invalid topic name %q", t)
-		}
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func (f *fixture) Produce(t testing.TB, msgs []plugintest.Produced) {
 	for _, m := range msgs {
 		r := &kgo.Record{Topic: f.DLQTopic(), Key: m.Key, Value: m.Value}
 		for _, h := range m.Headers {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: string(h.Key), Value: h.Value})
 		}
 		recs = append(recs, r)
 	}
@@ -65,7 +66,7 @@ func (f *fixture) Consume(t testing.TB, topic string, n int) []plugintest.Produc
 		fetches.EachRecord(func(r *kgo.Record) {
 			p := plugintest.Produced{Key: r.Key, Value: r.Value}
 			for _, h := range r.Headers {
-				p.Headers = append(p.Headers, sdk.Header{Key: h.Key, Value: h.Value})
+				p.Headers = append(p.Headers, sdk.Header{Key: []byte(h.Key), Value: h.Value})
 			}
 			out = append(out, p)
 		})
@@ -135,4 +136,33 @@ func TestBrokerDownRepublishIsRetryable(t *testing.T) {
 		t.Fatal("republish to a stopped broker succeeded")
 	}
 	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
+}
+
+// The case: a header key that is not UTF-8 at offset 2 of five. With
+// protocol 1 the whole fetch failed in gRPC marshalling after the reader had
+// moved past all five.
+func TestFetchCarriesHeaderKeysAsBytes(t *testing.T) {
+	broker := testsvc.Kafka(t, 1)
+	broker.CreateTopics(t, 1, "bytes.dlq.v1")
+	for i := 0; i < 5; i++ {
+		args := []string{"-P", "-t", "bytes.dlq.v1", "-H", "error=e"}
+		if i == 2 {
+			args = append(args, "-H", "bad\xffkey=v\xfe")
+		}
+		broker.Kcat(t, fmt.Sprintf("m%d\n", i), args...)
+	}
+	s := configured(t, broker.Addr, nil)
+	ctx := testsvc.Context(t, time.Minute)
+	var got []sdk.DeadLetter
+	for deadline := time.Now().Add(30 * time.Second); len(got) < 5 && time.Now().Before(deadline); {
+		resp, err := s.Fetch(ctx, &sdk.FetchRequest{Max: 10, Wait: time.Second})
+		require.NoError(t, err)
+		got = append(got, resp.Messages...)
+	}
+	require.Len(t, got, 5)
+	for i, m := range got {
+		require.EqualValues(t, i, m.Position.Offset)
+		require.Equal(t, []byte(fmt.Sprintf("m%d", i)), m.Value)
+	}
+	require.Equal(t, []sdk.Header{{Key: []byte("error"), Value: []byte("e")}, {Key: []byte("bad\xffkey"), Value: []byte("v\xfe")}}, got[2].Headers)
 }

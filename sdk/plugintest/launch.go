@@ -34,7 +34,7 @@ type Process struct {
 	raw    any
 }
 
-// Launch starts the plugin binary with go-plugin (protocol 1, gRPC, AutoMTLS,
+// Launch starts the plugin binary with go-plugin (protocol 2, gRPC, AutoMTLS,
 // no inherited environment except env) and dispenses kind
 // (sdk.KindTenantDeleter or sdk.KindDLQSource). It is stopped at cleanup.
 func Launch(t testing.TB, binary, kind string, env ...string) *Process {
@@ -46,7 +46,8 @@ func Launch(t testing.TB, binary, kind string, env ...string) *Process {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.HostPluginSets(),
+		VersionedPlugins: sdk.HostPluginSets(0),
+		GRPCDialOptions:  sdk.DialOptions(0),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,

@@ -81,6 +81,7 @@ func TestDLQBadInputIs400WithTheDocumentedCode(t *testing.T) {
 		"non-uuid id":              {"GET", "/api/v1/dlq/messages/not-a-uuid"},
 		"uuid without dashes":      {"GET", "/api/v1/dlq/messages/550e8400e29b41d4a716446655440000"},
 		"retry non-uuid":           {"POST", "/api/v1/dlq/messages/123/retry"},
+		"revive non-uuid":          {"POST", "/api/v1/dlq/messages/123/revive"},
 		"delete non-uuid":          {"DELETE", "/api/v1/dlq/messages/'%20OR%201=1"},
 		"page 0":                   {"GET", "/api/v1/dlq/orders.dlq.v1?page=0"},
 		"negative page":            {"GET", "/api/v1/dlq/orders.dlq.v1?page=-1"},
@@ -136,6 +137,10 @@ func TestDLQHappyPathsWithoutSources(t *testing.T) {
 	status, body = do(h, "POST", "/api/v1/dlq/messages/550e8400-e29b-41d4-a716-446655440000/retry")
 	require.Equal(t, 404, status)
 	require.Equal(t, "SYS_DLQ_NOT_FOUND", code(body))
+	status, body = do(h, "POST", "/api/v1/dlq/messages/550e8400-e29b-41d4-a716-446655440000/revive")
+	require.Equal(t, 404, status)
+	require.Equal(t, "SYS_DLQ_NOT_FOUND", code(body))
+	require.Equal(t, "dlq message not found: 550e8400-e29b-41d4-a716-446655440000", body["error"].(map[string]any)["message"])
 	status, body = do(h, "POST", "/api/v1/dlq/orders.dlq.v1/retry-all")
 	require.Equal(t, 200, status)
 	require.Equal(t, 0.0, body["retried"])

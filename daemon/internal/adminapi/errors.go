@@ -86,10 +86,15 @@ func classify(err error, scope Scope) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	var nre *dlq.NotRetryableError
+	var (
+		nre  *dlq.NotRetryableError
+		nrev *dlq.NotRevivableError
+	)
 	switch {
 	case errors.As(err, &nre):
 		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: nre.Reason}
+	case errors.As(err, &nrev):
+		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: nrev.Reason}
 	case errors.Is(err, dlq.ErrRepublishFailed):
 		// The broker refused the message: an upstream failure, not ours.
 		return &apiError{status: http.StatusBadGateway, kind: "REPUBLISH_FAILED", message: err.Error()}

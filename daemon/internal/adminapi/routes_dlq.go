@@ -16,6 +16,7 @@ type DLQ interface {
 	Get(ctx context.Context, id uuid.UUID) (*dlq.Message, error)
 	Delete(ctx context.Context, id uuid.UUID) error
 	Retry(ctx context.Context, id uuid.UUID) (*dlq.Message, error)
+	Revive(ctx context.Context, id uuid.UUID, uid uint32) (*dlq.Message, error)
 	RetryAll(ctx context.Context, topic string) (dlq.RetryAllResult, error)
 	CountRetryable(ctx context.Context, topic string) (int64, error)
 	Topics(ctx context.Context) ([]dlq.TopicSummary, error)
@@ -140,6 +141,23 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				return
 			}
 			writeJSON(w, http.StatusOK, map[string]any{"id": m.ID.String(), "status": m.Status, "message": "message retry initiated"})
+		})
+		// Revive: a DEAD message back to PENDING with its attempts reset. The
+		// caller's uid goes into the message's history (and, like every
+		// mutating request, into the audit log).
+		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/revive", func(w http.ResponseWriter, r *http.Request) {
+			id, err := parseID(r.PathValue("id"))
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			m, err := svc.Revive(r.Context(), id, Peer(r.Context()).UID)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"id": m.ID.String(), "status": m.Status, "retry_count": m.RetryCount,
+				"max_retries": m.MaxRetries, "message": "message revived"})
 		})
 		mux.HandleFunc("POST /api/v1/dlq/{topic}/retry-all", func(w http.ResponseWriter, r *http.Request) {
 			topic, err := parseTopic(r.PathValue("topic"))

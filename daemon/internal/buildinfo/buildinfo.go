@@ -6,13 +6,15 @@ package buildinfo
 import (
 	"runtime"
 	"runtime/debug"
+
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // Version of this build; "dev" for local builds.
 var Version = "dev"
 
-// PluginProtocol is the go-plugin protocol version this daemon speaks.
-const PluginProtocol = 1
+// PluginProtocol is the newest plugin protocol version this daemon speaks.
+const PluginProtocol = sdk.ProtocolVersion
 
 // Info describes the running binary.
 type Info struct {

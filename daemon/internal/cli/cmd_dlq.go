@@ -17,7 +17,7 @@ import (
 
 func dlqCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "dlq", Short: "Inspect, retry and delete dead letters"}
-	cmd.AddCommand(dlqTopicsCmd(g), dlqListCmd(g), dlqGetCmd(g), dlqRetryCmd(g), dlqDeleteCmd(g), dlqRetryAllCmd(g))
+	cmd.AddCommand(dlqTopicsCmd(g), dlqListCmd(g), dlqGetCmd(g), dlqRetryCmd(g), dlqReviveCmd(g), dlqDeleteCmd(g), dlqRetryAllCmd(g))
 	return cmd
 }
 
@@ -155,19 +155,33 @@ func dlqGetCmd(g *globals) *cobra.Command {
 			if m.NextRetryAt != nil {
 				fmt.Fprintf(w, "next retry\t%s\n", *m.NextRetryAt)
 			}
-			if m.Key != nil {
-				fmt.Fprintf(w, "key\t%s\n", *m.Key)
+			if m.LastError != nil {
+				fmt.Fprintf(w, "last error\t%s\n", oneLine(*m.LastError))
+			}
+			if m.Key != nil || m.KeyBase64 != nil {
+				fmt.Fprintf(w, "key\t%s\n", showBytes(m.Key, m.KeyBase64))
 			}
 			for _, h := range m.Headers {
-				v := "(binary, base64) "
-				if h.Value != nil {
-					v = *h.Value
-				} else if h.ValueBase64 != nil {
-					v += *h.ValueBase64
+				fmt.Fprintf(w, "header\t%s: %s\n", showBytes(h.Key, h.KeyBase64), showBytes(h.Value, h.ValueBase64))
+			}
+			for _, a := range m.Attempts {
+				line := a.At + " " + a.Outcome
+				if a.Trigger != "" {
+					line += " (" + string(a.Trigger) + ")"
 				}
-				fmt.Fprintf(w, "header\t%s: %s\n", h.Key, oneLine(v))
+				if a.UID != nil {
+					line += fmt.Sprintf(" by uid %d", *a.UID)
+				}
+				if a.Error != "" {
+					line += ": " + a.Error
+				}
+				fmt.Fprintf(w, "attempt\t%s\n", oneLine(line))
 			}
 			w.Flush()
+			if m.Truncated {
+				fmt.Fprintln(g.stdout, "payload: not kept (the message was larger than the plugin RPC limit at intake)")
+				return nil
+			}
 			if m.PayloadBase64 != nil {
 				fmt.Fprintf(g.stdout, "payload (not JSON, base64):\n%s\n", *m.PayloadBase64)
 			} else {
@@ -212,6 +226,42 @@ func dlqRetryCmd(g *globals) *cobra.Command {
 				return err
 			}
 			body, raw, err := dlqMutation(g, "POST", "/api/v1/dlq/messages/"+id+"/retry")
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body["status"], body["message"])
+			return nil
+		},
+	}
+}
+
+// showBytes prints a text/base64 pair of the message JSON on one line.
+func showBytes(text, b64 *string) string {
+	switch {
+	case text != nil:
+		return oneLine(*text)
+	case b64 != nil:
+		return "(not UTF-8, base64) " + *b64
+	default:
+		return ""
+	}
+}
+
+func dlqReviveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revive ID",
+		Short: "Give a DEAD dead letter another chance: back to PENDING with its attempts reset",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseIDArg(args[0])
+			if err != nil {
+				return err
+			}
+			body, raw, err := dlqMutation(g, "POST", "/api/v1/dlq/messages/"+id+"/revive")
 			if err != nil {
 				return err
 			}

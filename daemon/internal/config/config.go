@@ -10,6 +10,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // CurrentVersion is the only config schema version this binary understands.
@@ -107,6 +109,11 @@ type PluginDefaults struct {
 	// Plugins wait on their stores, and one scheduler thread saves a
 	// cross-thread wake-up on every call (see docs/operations.md).
 	GOMAXPROCS int `toml:"gomaxprocs"`
+	// MaxMessageBytes is the gRPC message limit of plugin connections, both
+	// ways: a fetch batch and a republish call are cut below it, and a
+	// single message over it fails alone. It takes effect when a plugin
+	// starts.
+	MaxMessageBytes int `toml:"max_message_bytes"`
 }
 
 // PluginInstance is one [[deleter]] or [[dlq_source]] block.
@@ -238,6 +245,7 @@ func Defaults() Config {
 			RestartInitialDelay: D(time.Second),
 			RestartMaxDelay:     D(time.Minute),
 			GOMAXPROCS:          1,
+			MaxMessageBytes:     sdk.DefaultMaxMessageBytes,
 		},
 	}
 }

@@ -91,6 +91,9 @@ func TestProblemsNameKeyAndLine(t *testing.T) {
 		"bad jitter": {
 			text: "version = 1\n\n[retry]\njitter = \"some\"\n", wantKey: "retry.jitter", line: 4, msg: "none",
 		},
+		"plugin message limit below gRPC's default": {
+			text: "version = 1\n[plugins]\nmax_message_bytes = 1048576\n", wantKey: "plugins.max_message_bytes", line: 3, msg: "4 MiB",
+		},
 		"wrong version": {
 			text: "version = 2\n", wantKey: "version", line: 1, msg: "unsupported version 2",
 		},

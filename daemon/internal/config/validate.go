@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 var (
@@ -116,6 +118,9 @@ func (c *Config) validate(r *reporter) {
 	positive(r, "plugins.restart_max_delay", c.Plugins.RestartMaxDelay)
 	if c.Plugins.GOMAXPROCS < 0 || c.Plugins.GOMAXPROCS > 1024 {
 		r.at("plugins.gomaxprocs", "must be between 0 (Go's default) and 1024; got %d", c.Plugins.GOMAXPROCS)
+	}
+	if n := c.Plugins.MaxMessageBytes; n < sdk.MinMaxMessageBytes || n > sdk.MaxMaxMessageBytes {
+		r.at("plugins.max_message_bytes", "must be between %d (4 MiB) and %d (1 GiB); got %d", sdk.MinMaxMessageBytes, sdk.MaxMaxMessageBytes, n)
 	}
 	for i, e := range c.Plugins.Env {
 		if !envNameRE.MatchString(e) {

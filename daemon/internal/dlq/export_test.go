@@ -12,3 +12,14 @@ func SetClock(s *Service, in *Intake, now func() time.Time) {
 		in.now = now
 	}
 }
+
+// SetRand sets the jitter source of the service and the intake, so that
+// jittered schedules are checked exactly.
+func SetRand(s *Service, in *Intake, rnd func() float64) {
+	if s != nil {
+		s.rnd = rnd
+	}
+	if in != nil {
+		in.rnd = rnd
+	}
+}

@@ -1,8 +1,11 @@
 package dlq
 
 import (
+	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -19,12 +22,27 @@ const (
 )
 
 // Headers naming the original topic, in order of preference: Spring Kafka's
-// DeadLetterPublishingRecoverer, Kafka Connect's DLQ reporter, and the
-// plain convention of the source design.
-var originalTopicHeaders = []string{"kafka_dlt-original-topic", "__connect.errors.topic", "original_topic"}
+// DeadLetterPublishingRecoverer (KafkaHeaders.DLT_ORIGINAL_TOPIC), Spring's
+// non-blocking retries (@RetryableTopic, KafkaHeaders.ORIGINAL_TOPIC), Kafka
+// Connect's DLQ reporter (ERROR_HEADER_ORIG_TOPIC), and the plain
+// convention of the source design.
+var originalTopicHeaders = []string{"kafka_dlt-original-topic", "kafka_original-topic", "__connect.errors.topic", "original_topic"}
 
-// Headers carrying the consumer's error, in order of preference.
-var errorHeaders = []string{"error", "kafka_dlt-exception-message", "__connect.errors.exception.message"}
+// errorConvention is a pair of headers one framework writes for a failure:
+// the exception's message and, for when the message is empty, its class.
+type errorConvention struct{ message, class string }
+
+// Headers carrying the consumer's error, in order of preference. Value
+// deserialisation or processing failures come before key deserialisation
+// failures. docs/plugins.md has the table.
+var errorConventions = []errorConvention{
+	{message: "error"},
+	{message: "kafka_dlt-exception-message", class: "kafka_dlt-exception-fqcn"},                     // Spring, dead-letter topic
+	{message: "kafka_exception-message", class: "kafka_exception-fqcn"},                             // Spring, @RetryableTopic
+	{message: "__connect.errors.exception.message", class: "__connect.errors.exception.class.name"}, // Kafka Connect
+	{message: "kafka_dlt-key-exception-message", class: "kafka_dlt-key-exception-fqcn"},             // Spring, key deserialisation
+	{message: "kafka_key-exception-message", class: "kafka_key-exception-fqcn"},
+}
 
 const (
 	maxTopicLength = 255
@@ -34,13 +52,17 @@ const (
 // UnknownError is the error message of a dead letter that carries none.
 const UnknownError = "unknown error"
 
-func header(hs []sdk.Header, key string) (string, bool) {
-	for _, h := range hs {
-		if strings.EqualFold(h.Key, key) && len(h.Value) > 0 {
-			return string(h.Value), true
+// lastHeader returns the value of the last header named key (ASCII case
+// ignored). Frameworks append their headers on every failure (Kafka Connect
+// always, Spring when told to), and a replay keeps the old ones, so the
+// last one belongs to the latest failure, even when it is empty.
+func lastHeader(hs []sdk.Header, key string) ([]byte, bool) {
+	for i := len(hs) - 1; i >= 0; i-- {
+		if bytes.EqualFold(hs[i].Key, []byte(key)) {
+			return hs[i].Value, true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // sanitize makes header text safe to store: valid UTF-8, no NUL (which
@@ -58,29 +80,62 @@ func sanitize(s string, max int) string {
 	return strings.TrimSpace(s)
 }
 
-// Interpret turns a dead letter from a source into what the store keeps: the
-// original topic from the headers, else the source's mapping, else the DLQ
-// topic itself; the error from the headers, else "unknown error"; and the
-// record a returning replay refers to (x-dlq-id).
-func Interpret(source string, d sdk.DeadLetter) Incoming {
+// errorFromHeaders applies the conventions in order: for the first one whose
+// latest message or class header says something, the message if it is not
+// empty, else the exception class.
+func errorFromHeaders(hs []sdk.Header) string {
+	for _, c := range errorConventions {
+		if v, ok := lastHeader(hs, c.message); ok {
+			if e := sanitize(string(v), maxErrorLength); e != "" {
+				return e
+			}
+		}
+		if c.class == "" {
+			continue
+		}
+		if v, ok := lastHeader(hs, c.class); ok {
+			if e := sanitize(string(v), maxErrorLength); e != "" {
+				return e
+			}
+		}
+	}
+	return ""
+}
+
+// producedAtRange is what both state stores can hold as a timestamp;
+// outside it the producer's timestamp is not kept (a Kafka timestamp may be
+// any int64 of milliseconds, and year 300000 once stopped a whole intake).
+var (
+	producedAtMin = time.Unix(1, 0)
+	producedAtMax = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
+// Interpret turns a dead letter from a source into what the store keeps. It
+// never fails and never drops anything: headers, key and value are kept as
+// they came; the original topic comes from the headers, else the source's
+// mapping, else the DLQ topic itself; the error from the headers, else
+// "unknown error"; x-dlq-id names the record a returning replay refers to
+// (the store decides whether it really is one of ours). A message that was
+// too large to cross whole is kept as what arrived, DEAD, with the reason.
+func Interpret(source string, d sdk.DeadLetter, now time.Time) Incoming {
 	in := Incoming{
-		Position: Position{Source: source, Topic: d.Position.Topic, Partition: d.Position.Partition, Offset: d.Position.Offset},
+		Position: Position{Source: source, Topic: sanitize(d.Position.Topic, maxTopicLength), Partition: d.Position.Partition, Offset: d.Position.Offset},
 		Key:      d.Key,
 		Payload:  d.Value,
 	}
 	if in.Payload == nil {
 		in.Payload = []byte{}
 	}
-	if !d.Timestamp.IsZero() && d.Timestamp.Unix() > 0 {
-		ts := d.Timestamp.UTC()
+	if ts := d.Timestamp; !ts.Before(producedAtMin) && ts.Before(producedAtMax) {
+		ts = ts.UTC()
 		in.ProducedAt = &ts
 	}
 	for _, h := range d.Headers {
 		in.Headers = append(in.Headers, Header{Key: h.Key, Value: h.Value})
 	}
 	for _, k := range originalTopicHeaders {
-		if v, ok := header(d.Headers, k); ok {
-			if t := sanitize(v, maxTopicLength); t != "" {
+		if v, ok := lastHeader(d.Headers, k); ok {
+			if t := sanitize(string(v), maxTopicLength); t != "" {
 				in.OriginalTopic = t
 				break
 			}
@@ -90,25 +145,27 @@ func Interpret(source string, d sdk.DeadLetter) Incoming {
 		in.OriginalTopic = sanitize(d.OriginalTopic, maxTopicLength)
 	}
 	if in.OriginalTopic == "" {
-		in.OriginalTopic = sanitize(d.Position.Topic, maxTopicLength)
+		in.OriginalTopic = in.Position.Topic
 	}
-	for _, k := range errorHeaders {
-		if v, ok := header(d.Headers, k); ok {
-			if e := sanitize(v, maxErrorLength); e != "" {
-				in.ErrorMessage = e
-				break
-			}
-		}
+	if in.OriginalTopic == "" {
+		in.OriginalTopic = "(none)"
 	}
+	in.ErrorMessage = errorFromHeaders(d.Headers)
 	if in.ErrorMessage == "" {
 		in.ErrorMessage = UnknownError
 	}
-	if v, ok := header(d.Headers, HeaderID); ok {
-		if id, err := uuid.Parse(strings.TrimSpace(v)); err == nil {
+	if v, ok := lastHeader(d.Headers, HeaderID); ok {
+		if id, err := uuid.Parse(strings.TrimSpace(string(v))); err == nil {
 			in.FeedbackOf = &id
 		}
 	}
-	in.Position.Topic = sanitize(in.Position.Topic, maxTopicLength)
+	if d.Truncated {
+		in.Payload, in.FeedbackOf = nil, nil
+		in.LastError = fmt.Sprintf("the message was %d bytes, more than the plugin RPC limit ([plugins] max_message_bytes): "+
+			"its value (and, if that was not enough, its key and headers) could not be kept, so it cannot be republished", d.OriginalSize)
+		in.Dead = true
+		in.Attempt = &Attempt{At: now, Outcome: OutcomeTruncated, Error: in.LastError}
+	}
 	return in
 }
 
@@ -117,13 +174,13 @@ func Interpret(source string, d sdk.DeadLetter) Incoming {
 func RepublishHeaders(m *Message) []sdk.Header {
 	out := make([]sdk.Header, 0, len(m.Headers)+2)
 	for _, h := range m.Headers {
-		if strings.EqualFold(h.Key, HeaderID) || strings.EqualFold(h.Key, HeaderRetryCount) {
+		if bytes.EqualFold(h.Key, []byte(HeaderID)) || bytes.EqualFold(h.Key, []byte(HeaderRetryCount)) {
 			continue
 		}
 		out = append(out, sdk.Header{Key: h.Key, Value: h.Value})
 	}
 	return append(out,
-		sdk.Header{Key: HeaderID, Value: []byte(m.ID.String())},
-		sdk.Header{Key: HeaderRetryCount, Value: []byte(strconv.Itoa(m.RetryCount + 1))},
+		sdk.Header{Key: []byte(HeaderID), Value: []byte(m.ID.String())},
+		sdk.Header{Key: []byte(HeaderRetryCount), Value: []byte(strconv.Itoa(m.RetryCount + 1))},
 	)
 }

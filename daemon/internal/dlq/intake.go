@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ type Intake struct {
 	log     hclog.Logger
 	metrics *Metrics
 	now     func() time.Time
+	rnd     func() float64 // jitter source
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
@@ -46,7 +48,7 @@ func NewIntake(store Store, sources Sources, policy func() Policy, cfg IntakeCon
 		cfg.Wait = time.Second
 	}
 	return &Intake{store: store, sources: sources, policy: policy, cfg: cfg, log: log.Named("dlq.intake"), metrics: m,
-		now: time.Now, running: map[string]context.CancelFunc{}}
+		now: time.Now, rnd: rand.Float64, running: map[string]context.CancelFunc{}}
 }
 
 // Start launches a loop for every configured source.
@@ -196,8 +198,9 @@ func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger,
 		}
 		f := fetched{seq: seq, batch: make([]Incoming, len(resp.Messages)), positions: make([]sdk.Position, len(resp.Messages))}
 		seq++
+		now := in.now()
 		for i, m := range resp.Messages {
-			f.batch[i] = Interpret(name, m)
+			f.batch[i] = Interpret(name, m, now)
 			f.positions[i] = m.Position
 		}
 		select {
@@ -209,12 +212,18 @@ func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger,
 }
 
 // storeStage stores each batch, however long it takes: moving on would let a
-// later commit cover these offsets.
+// later commit cover these offsets. A batch that keeps failing is stored one
+// message at a time, so that one message the store refuses (whatever it
+// holds) cannot hold up the source: it is stored as received, without the
+// interpretation the store refused, and the reason.
 func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger, batches <-chan fetched, out chan<- fetched) {
 	b := &backoff{log: log}
 	for f := range batches {
 		for {
 			res, err := in.store.IngestDLQ(ctx, f.batch, in.ingestOptions())
+			if err != nil && b.failures >= oneByOneAfter && ctx.Err() == nil {
+				res, err = in.storeOneByOne(ctx, log, f.batch)
+			}
 			if err == nil {
 				in.metrics.ingested.WithLabelValues(name).Add(float64(res.Inserted))
 				in.metrics.duplicates.WithLabelValues(name).Add(float64(res.Duplicates))
@@ -269,15 +278,57 @@ func (in *Intake) commit(ctx context.Context, name string, log hclog.Logger, pos
 	in.metrics.markSuccess(jobIntake, in.cfg.Wait)
 }
 
+// oneByOneAfter is how many times a batch fails whole before it is stored
+// one message at a time.
+const oneByOneAfter = 3
+
+// storeOneByOne stores each message of a batch alone; a message the store
+// refuses is stored again without its interpretation (see Degrade). It
+// fails as soon as the store refuses a degraded message too: the store
+// itself is failing, and the batch is tried again later.
+func (in *Intake) storeOneByOne(ctx context.Context, log hclog.Logger, batch []Incoming) (IngestResult, error) {
+	var total IngestResult
+	for _, m := range batch {
+		res, err := in.store.IngestDLQ(ctx, []Incoming{m}, in.ingestOptions())
+		if err != nil {
+			if res, err = in.store.IngestDLQ(ctx, []Incoming{Degrade(m, err)}, in.ingestOptions()); err != nil {
+				return total, err
+			}
+			log.Warn("stored a dead letter without its interpretation", "position", m.Position.String(), "error", err)
+		}
+		total.Inserted += res.Inserted
+		total.Duplicates += res.Duplicates
+		total.Feedback += res.Feedback
+		total.Dead += res.Dead
+	}
+	return total, nil
+}
+
+// Degrade is a message as received, without what was made of it: the DLQ
+// topic as its original topic, no producer timestamp, no returning-replay
+// id, and the store's refusal as its last error.
+func Degrade(m Incoming, storeErr error) Incoming {
+	reason := sanitize("stored as received: the state store refused what was read from its headers: "+storeErr.Error(), maxErrorLength)
+	return Incoming{
+		Position: m.Position, OriginalTopic: m.Position.Topic, ErrorMessage: UnknownError,
+		Key: m.Key, Headers: m.Headers, Payload: m.Payload,
+		Dead: m.Dead, LastError: reason,
+	}
+}
+
 func (in *Intake) ingestOptions() IngestOptions {
 	pol := in.policy()
 	now := in.now()
 	opts := IngestOptions{Now: now, MaxRetries: pol.MaxRetries}
 	if pol.AutoRetry {
-		first := now.Add(pol.Backoff.Delay(0))
-		opts.NextRetryAt = &first
+		// One draw per message: with full jitter a shared draw gave a whole
+		// batch the same, possibly near-zero, first retry.
+		opts.FirstRetryAt = func() *time.Time {
+			t := now.Add(pol.Backoff.DelayRand(0, in.rnd))
+			return &t
+		}
 		opts.FeedbackRetryAt = func(attempt int) *time.Time {
-			t := now.Add(pol.Backoff.Delay(attempt))
+			t := now.Add(pol.Backoff.DelayRand(attempt, in.rnd))
 			return &t
 		}
 	}

@@ -55,7 +55,7 @@ func deadLetters(from, n int) []sdk.DeadLetter {
 		off := int64(from + i)
 		out[i] = sdk.DeadLetter{
 			Position:      sdk.Position{Topic: "orders.dlq.v1", Partition: int32(off % 3), Offset: off},
-			Headers:       []sdk.Header{{Key: "kafka_dlt-exception-message", Value: []byte("NPE")}},
+			Headers:       []sdk.Header{{Key: []byte("kafka_dlt-exception-message"), Value: []byte("NPE")}},
 			Value:         []byte(fmt.Sprintf(`{"n":%d}`, off)),
 			OriginalTopic: "orders.events.v1",
 		}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -57,11 +58,35 @@ func (s Status) String() string { return string(s) }
 // Terminal reports whether no transition leaves s.
 func (s Status) Terminal() bool { return s == StatusResolved || s == StatusDead }
 
-// Header is one Kafka-style record header.
+// Header is one Kafka-style record header. Key and value are bytes, kept
+// and republished exactly as they came; neither needs to be UTF-8.
 type Header struct {
-	Key   string `json:"key"`
-	Value []byte `json:"value"`
+	Key   []byte
+	Value []byte
 }
+
+// Attempt outcomes, as the attempts history shows them.
+const (
+	OutcomeResolved    = "resolved"    // the broker acknowledged the republish
+	OutcomeFailed      = "failed"      // the broker refused it; counted
+	OutcomeDead        = "dead"        // refused, and that was the last attempt
+	OutcomeUnavailable = "unavailable" // the source could not try; not counted
+	OutcomeReturned    = "returned"    // the replay failed again and came back; counted
+	OutcomeRevived     = "revived"     // an operator gave a DEAD message another chance
+	OutcomeTruncated   = "truncated"   // too large to take in whole; stored DEAD
+)
+
+// Attempt is one entry of a message's history: what happened, when, why.
+type Attempt struct {
+	At      time.Time `json:"at"`
+	Outcome string    `json:"outcome"`
+	Error   string    `json:"error,omitempty"`
+	Trigger Trigger   `json:"trigger,omitempty"`
+	UID     *uint32   `json:"uid,omitempty"` // who revived it
+}
+
+// MaxAttempts is how many history entries a message keeps (the newest).
+const MaxAttempts = 50
 
 // Position is where a dead letter was read from. It is unique per message,
 // so a message delivered twice by its source is stored once.
@@ -86,14 +111,26 @@ type Message struct {
 	MaxRetries    int
 	Key           []byte
 	Headers       []Header
-	Payload       []byte // exactly as received
-	ProducedAt    *time.Time
-	Status        Status
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	LastRetryAt   *time.Time
-	NextRetryAt   *time.Time
+	// Payload is exactly as received; nil when the message was too large to
+	// take in whole (Truncated), so it cannot be republished.
+	Payload     []byte
+	ProducedAt  *time.Time
+	Status      Status
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	LastRetryAt *time.Time
+	NextRetryAt *time.Time
+	// LastError is why the last republish did not resolve it; "" if none failed.
+	LastError string
+	// Attempts is the history, oldest first (the newest MaxAttempts).
+	Attempts []Attempt
+	// RepublishedAt is when the broker last acknowledged a republish.
+	RepublishedAt *time.Time
 }
+
+// Truncated reports whether the message was too large to take in whole:
+// its value was not kept, so it cannot be republished.
+func (m *Message) Truncated() bool { return m.Payload == nil }
 
 // IsRetryable is the seed's is_retryable: PENDING or RETRYING with attempts
 // left.
@@ -139,23 +176,52 @@ type JSON struct {
 	MaxRetries    int             `json:"max_retries"`
 	Payload       json.RawMessage `json:"payload"`
 	PayloadBase64 *string         `json:"payload_base64,omitempty"`
-	Key           *string         `json:"key"`
-	Headers       []HeaderJSON    `json:"headers"`
-	Status        Status          `json:"status"`
-	Source        string          `json:"source"`
-	Partition     int32           `json:"partition"`
-	Offset        int64           `json:"offset"`
-	CreatedAt     string          `json:"created_at"`
-	UpdatedAt     string          `json:"updated_at"`
-	LastRetryAt   *string         `json:"last_retry_at"`
-	NextRetryAt   *string         `json:"next_retry_at"`
+	// Truncated: the message was larger than the plugin RPC limit at intake
+	// and its value was not kept; it cannot be republished.
+	Truncated   bool          `json:"truncated,omitempty"`
+	Key         *string       `json:"key"`
+	KeyBase64   *string       `json:"key_base64,omitempty"`
+	Headers     []HeaderJSON  `json:"headers"`
+	Status      Status        `json:"status"`
+	Source      string        `json:"source"`
+	Partition   int32         `json:"partition"`
+	Offset      int64         `json:"offset"`
+	CreatedAt   string        `json:"created_at"`
+	UpdatedAt   string        `json:"updated_at"`
+	LastRetryAt *string       `json:"last_retry_at"`
+	NextRetryAt *string       `json:"next_retry_at"`
+	LastError   *string       `json:"last_error"`
+	Attempts    []AttemptJSON `json:"attempts"`
 }
 
-// HeaderJSON shows a header value as text when it is UTF-8, else base64.
+// HeaderJSON shows a header's key and value each as text when the bytes are
+// valid UTF-8; otherwise the text field is null and the bytes are in the
+// *_base64 field, which is present only then (the marker).
 type HeaderJSON struct {
-	Key         string  `json:"key"`
+	Key         *string `json:"key"`
+	KeyBase64   *string `json:"key_base64,omitempty"`
 	Value       *string `json:"value"`
 	ValueBase64 *string `json:"value_base64,omitempty"`
+}
+
+// AttemptJSON is one entry of a message's attempts history.
+type AttemptJSON struct {
+	At      string  `json:"at"`
+	Outcome string  `json:"outcome"`
+	Error   string  `json:"error,omitempty"`
+	Trigger Trigger `json:"trigger,omitempty"`
+	UID     *uint32 `json:"uid,omitempty"`
+}
+
+// textOrBase64 shows bytes as text when they are valid UTF-8 (JSON carries
+// any valid UTF-8 exactly, control characters escaped), else as base64.
+func textOrBase64(b []byte) (text, b64 *string) {
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return nil, &s
 }
 
 // TimeFormat is RFC 3339 with milliseconds and a numeric offset, as the seed shows.
@@ -194,41 +260,31 @@ func (m *Message) ToJSON() JSON {
 	if m.Status != StatusPending {
 		out.NextRetryAt = nil
 	}
-	if len(m.Payload) > 0 && json.Valid(m.Payload) {
+	switch {
+	case m.Truncated():
+		out.Payload, out.Truncated = json.RawMessage("null"), true
+	case len(m.Payload) > 0 && json.Valid(m.Payload):
 		out.Payload = json.RawMessage(m.Payload)
-	} else {
+	default:
 		out.Payload = json.RawMessage("null")
-		if m.Payload != nil {
-			b := base64.StdEncoding.EncodeToString(m.Payload)
-			out.PayloadBase64 = &b
-		}
+		b := base64.StdEncoding.EncodeToString(m.Payload)
+		out.PayloadBase64 = &b
 	}
 	if m.Key != nil {
-		k := string(m.Key)
-		if !isText(m.Key) {
-			k = base64.StdEncoding.EncodeToString(m.Key)
-		}
-		out.Key = &k
+		out.Key, out.KeyBase64 = textOrBase64(m.Key)
 	}
 	for _, h := range m.Headers {
-		hj := HeaderJSON{Key: h.Key}
-		if isText(h.Value) {
-			v := string(h.Value)
-			hj.Value = &v
-		} else {
-			b := base64.StdEncoding.EncodeToString(h.Value)
-			hj.ValueBase64 = &b
-		}
+		var hj HeaderJSON
+		hj.Key, hj.KeyBase64 = textOrBase64(h.Key)
+		hj.Value, hj.ValueBase64 = textOrBase64(h.Value)
 		out.Headers = append(out.Headers, hj)
 	}
-	return out
-}
-
-func isText(b []byte) bool {
-	for _, r := range string(b) {
-		if r == 0xFFFD || (r < 0x20 && r != '\t' && r != '\n' && r != '\r') {
-			return false
-		}
+	if m.LastError != "" {
+		out.LastError = &m.LastError
 	}
-	return true
+	out.Attempts = make([]AttemptJSON, len(m.Attempts))
+	for i, a := range m.Attempts {
+		out.Attempts[i] = AttemptJSON{At: formatTime(a.At), Outcome: a.Outcome, Error: a.Error, Trigger: a.Trigger, UID: a.UID}
+	}
+	return out
 }

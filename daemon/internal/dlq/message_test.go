@@ -1,6 +1,8 @@
 package dlq
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"testing"
 	"time"
@@ -87,7 +89,7 @@ func TestToJSONPayloadAndTimes(t *testing.T) {
 	id := uuid.MustParse("550e8400-e29b-41d4-a716-446655440000")
 	m := &Message{ID: id, OriginalTopic: "orders.events.v1", ErrorMessage: "processing failed", MaxRetries: 3,
 		Payload: []byte(`{"order_id":"123"}`), Status: StatusPending, CreatedAt: created, UpdatedAt: created,
-		Position: Position{Source: "kafka", Topic: "orders.dlq.v1"}, Headers: []Header{{Key: "bin", Value: []byte{0xff, 0x00}}, {Key: "error", Value: []byte("x")}}}
+		Position: Position{Source: "kafka", Topic: "orders.dlq.v1"}, Headers: []Header{{Key: []byte("bin"), Value: []byte{0xff, 0x00}}, {Key: []byte("error"), Value: []byte("x")}}}
 	b, err := json.Marshal(m.ToJSON())
 	require.NoError(t, err)
 	var got map[string]any
@@ -111,6 +113,57 @@ func TestToJSONPayloadAndTimes(t *testing.T) {
 	require.Equal(t, "cGxhaW4gdGV4dCAB", got["payload_base64"])
 }
 
+// The exact JSON shape of keys and headers: text when the bytes are valid
+// UTF-8, else null with the bytes in the *_base64 field (the marker).
+func TestToJSONShowsBytesAsTextOrBase64WithAMarker(t *testing.T) {
+	m := &Message{ID: uuid.New(), Payload: []byte("{}"), Key: []byte("k\xfe2"), Headers: []Header{
+		{Key: []byte("bad\xffkey"), Value: []byte("v\xfe")},
+		{Key: []byte("error"), Value: []byte("tab\tnul\x00")},
+		{Key: []byte{}, Value: nil},
+	}, LastError: "MESSAGE_TOO_LARGE", Attempts: []Attempt{{At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Outcome: OutcomeDead, Error: "too large", Trigger: TriggerManual}}}
+	b, err := json.Marshal(m.ToJSON())
+	require.NoError(t, err)
+	var got struct {
+		Key       *string          `json:"key"`
+		KeyBase64 *string          `json:"key_base64"`
+		Headers   []map[string]any `json:"headers"`
+		LastError *string          `json:"last_error"`
+		Attempts  []map[string]any `json:"attempts"`
+	}
+	require.NoError(t, json.Unmarshal(b, &got))
+	require.Nil(t, got.Key)
+	require.Equal(t, "a/4y", *got.KeyBase64)
+	require.Equal(t, map[string]any{"key": nil, "key_base64": "YmFk/2tleQ==", "value": nil, "value_base64": "dv4="}, got.Headers[0])
+	require.Equal(t, map[string]any{"key": "error", "value": "tab\tnul\x00"}, got.Headers[1], "valid UTF-8 is text, control characters included")
+	require.Equal(t, map[string]any{"key": "", "value": ""}, got.Headers[2])
+	require.Equal(t, "MESSAGE_TOO_LARGE", *got.LastError)
+	require.Equal(t, []map[string]any{{"at": "2026-01-02T03:04:05.000+00:00", "outcome": "dead", "error": "too large", "trigger": "manual"}}, got.Attempts)
+
+	m.Key, m.LastError, m.Attempts = []byte("plain"), "", nil
+	b, _ = json.Marshal(m.ToJSON())
+	var plain map[string]any
+	require.NoError(t, json.Unmarshal(b, &plain))
+	require.Equal(t, "plain", plain["key"])
+	require.NotContains(t, plain, "key_base64")
+	require.Nil(t, plain["last_error"])
+	require.Equal(t, []any{}, plain["attempts"])
+
+	m.Key = nil
+	b, _ = json.Marshal(m.ToJSON())
+	plain = nil
+	require.NoError(t, json.Unmarshal(b, &plain))
+	require.Nil(t, plain["key"], "no key")
+	require.NotContains(t, plain, "key_base64")
+}
+
+func hs(kv ...string) []sdk.Header {
+	var out []sdk.Header
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, sdk.Header{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
+	}
+	return out
+}
+
 func TestInterpretHeaders(t *testing.T) {
 	id := uuid.New()
 	tests := map[string]struct {
@@ -120,21 +173,62 @@ func TestInterpretHeaders(t *testing.T) {
 		wantError    string
 		wantFeedback *uuid.UUID
 	}{
-		"spring": {
-			headers:      []sdk.Header{{Key: "kafka_dlt-original-topic", Value: []byte("orders.events.v1")}, {Key: "kafka_dlt-exception-message", Value: []byte("NPE at Foo")}},
+		"spring dead-letter topic": {
+			headers:      hs("kafka_dlt-original-topic", "orders.events.v1", "kafka_dlt-exception-message", "NPE at Foo"),
 			wantOriginal: "orders.events.v1", wantError: "NPE at Foo",
 		},
+		"spring retry topic": {
+			headers: hs("kafka_original-topic", "orders.v1", "kafka_exception-message", "Listener failed",
+				"kafka_exception-fqcn", "org.springframework.kafka.listener.ListenerExecutionFailedException"),
+			wantOriginal: "orders.v1", wantError: "Listener failed",
+		},
+		"spring dlt class when the message is empty": {
+			headers: hs("kafka_dlt-exception-message", "", "kafka_dlt-exception-fqcn", "java.lang.IllegalStateException"),
+			mapped:  "m", wantOriginal: "m", wantError: "java.lang.IllegalStateException",
+		},
+		"spring retry class when there is no message": {
+			headers: hs("kafka_exception-fqcn", "java.lang.NullPointerException"),
+			mapped:  "m", wantOriginal: "m", wantError: "java.lang.NullPointerException",
+		},
+		"spring key deserialisation": {
+			headers: hs("kafka_dlt-key-exception-message", "Can't deserialize key", "kafka_dlt-key-exception-fqcn", "K"),
+			mapped:  "m", wantOriginal: "m", wantError: "Can't deserialize key",
+		},
+		"spring key deserialisation, retry topic": {
+			headers: hs("kafka_key-exception-message", "bad key bytes"), mapped: "m", wantOriginal: "m", wantError: "bad key bytes",
+		},
+		"spring key class only": {
+			headers: hs("kafka_key-exception-fqcn", "org.KeyError"), mapped: "m", wantOriginal: "m", wantError: "org.KeyError",
+		},
 		"connect": {
-			headers:      []sdk.Header{{Key: "__connect.errors.topic", Value: []byte("payments")}, {Key: "__connect.errors.exception.message", Value: []byte("bad record")}},
+			headers:      hs("__connect.errors.topic", "payments", "__connect.errors.exception.message", "bad record"),
 			wantOriginal: "payments", wantError: "bad record",
 		},
+		"connect appends: the last message wins": {
+			headers: hs("__connect.errors.topic", "payments", "__connect.errors.exception.message", "first",
+				"__connect.errors.exception.class.name", "org.First", "__connect.errors.topic", "payments.v2",
+				"__connect.errors.exception.message", "second", "__connect.errors.exception.class.name", "org.Second"),
+			wantOriginal: "payments.v2", wantError: "second",
+		},
+		"connect: the last message is empty, its class wins over an older message": {
+			headers: hs("__connect.errors.exception.message", "old", "__connect.errors.exception.class.name", "org.Old",
+				"__connect.errors.exception.message", "", "__connect.errors.exception.class.name", "org.New"),
+			mapped: "m", wantOriginal: "m", wantError: "org.New",
+		},
+		"connect class only": {
+			headers: hs("__connect.errors.exception.class.name", "org.apache.kafka.connect.errors.DataException"),
+			mapped:  "m", wantOriginal: "m", wantError: "org.apache.kafka.connect.errors.DataException",
+		},
 		"plain convention": {
-			headers:      []sdk.Header{{Key: "original_topic", Value: []byte("users.events.v1")}, {Key: "error", Value: []byte("boom")}},
+			headers:      hs("original_topic", "users.events.v1", "error", "boom"),
 			wantOriginal: "users.events.v1", wantError: "boom",
 		},
 		"error header wins over spring": {
-			headers: []sdk.Header{{Key: "kafka_dlt-exception-message", Value: []byte("spring")}, {Key: "error", Value: []byte("explicit")}},
+			headers: hs("kafka_dlt-exception-message", "spring", "error", "explicit"),
 			mapped:  "x.events.v1", wantOriginal: "x.events.v1", wantError: "explicit",
+		},
+		"spring dead-letter topic header wins over the retry topic one": {
+			headers: hs("kafka_original-topic", "retry", "kafka_dlt-original-topic", "dlt"), mapped: "m", wantOriginal: "dlt", wantError: UnknownError,
 		},
 		"mapping when no header": {
 			headers: nil, mapped: "orders.events.v1", wantOriginal: "orders.events.v1", wantError: UnknownError,
@@ -143,19 +237,22 @@ func TestInterpretHeaders(t *testing.T) {
 			headers: nil, wantOriginal: "orders.dlq.v1", wantError: UnknownError,
 		},
 		"feedback id": {
-			headers: []sdk.Header{{Key: "x-dlq-id", Value: []byte(id.String())}, {Key: "error", Value: []byte("again")}},
+			headers: hs("x-dlq-id", id.String(), "error", "again"),
 			mapped:  "o", wantOriginal: "o", wantError: "again", wantFeedback: &id,
 		},
 		"bad feedback id ignored": {
-			headers: []sdk.Header{{Key: "x-dlq-id", Value: []byte("not-a-uuid")}}, mapped: "o", wantOriginal: "o", wantError: UnknownError,
+			headers: hs("x-dlq-id", "not-a-uuid"), mapped: "o", wantOriginal: "o", wantError: UnknownError,
 		},
 		"nul and invalid utf8 sanitised": {
-			headers:      []sdk.Header{{Key: "original_topic", Value: []byte("a\x00b")}, {Key: "error", Value: []byte("e\xff\x00")}},
+			headers:      hs("original_topic", "a\x00b", "error", "e\xff\x00"),
 			wantOriginal: "ab", wantError: "e\uFFFD",
 		},
 		"empty header values skipped": {
-			headers:      []sdk.Header{{Key: "kafka_dlt-original-topic", Value: nil}, {Key: "original_topic", Value: []byte("z")}, {Key: "error", Value: []byte("   ")}},
+			headers:      hs("kafka_dlt-original-topic", "", "original_topic", "z", "error", "   "),
 			wantOriginal: "z", wantError: UnknownError,
+		},
+		"header keys that are not UTF-8 are kept and ignored": {
+			headers: hs("bad\xffkey", "v", "error\xff", "not the error header"), mapped: "m", wantOriginal: "m", wantError: UnknownError,
 		},
 	}
 	for name, tc := range tests {
@@ -163,21 +260,51 @@ func TestInterpretHeaders(t *testing.T) {
 			in := Interpret("kafka", sdk.DeadLetter{
 				Position: sdk.Position{Topic: "orders.dlq.v1", Partition: 2, Offset: 7}, Headers: tc.headers, Value: []byte("{}"),
 				OriginalTopic: tc.mapped, Timestamp: time.Unix(1700000000, 0),
-			})
+			}, time.Now())
 			require.Equal(t, tc.wantOriginal, in.OriginalTopic)
 			require.Equal(t, tc.wantError, in.ErrorMessage)
 			require.Equal(t, tc.wantFeedback, in.FeedbackOf)
 			require.Equal(t, Position{Source: "kafka", Topic: "orders.dlq.v1", Partition: 2, Offset: 7}, in.Position)
 			require.Len(t, in.Headers, len(tc.headers), "headers kept as received")
+			for i, h := range tc.headers {
+				require.Equal(t, h.Key, in.Headers[i].Key)
+				require.Equal(t, h.Value, in.Headers[i].Value)
+			}
 		})
 	}
 }
 
+// A producer timestamp no database column can hold (year 300000, or before
+// 1970) is not kept; it once stopped a whole intake on PostgreSQL.
+func TestInterpretDropsTimestampsOutOfRange(t *testing.T) {
+	for _, ts := range []time.Time{time.UnixMilli(9_000_000_000_000_000), time.UnixMilli(-86_400_000), time.Time{}, time.Unix(0, 0)} {
+		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ts}, time.Now())
+		require.Nil(t, in.ProducedAt, "%v", ts)
+	}
+	ok := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ok}, time.Now())
+	require.Equal(t, ok, *in.ProducedAt)
+}
+
+func TestInterpretKeepsATruncatedMessageAsDeadWithTheReason(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	id := uuid.New()
+	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Headers: hs("error", "boom", "x-dlq-id", id.String()),
+		Truncated: true, OriginalSize: 70 << 20}, now)
+	require.Nil(t, in.Payload, "nothing to keep")
+	require.True(t, in.Dead)
+	require.Equal(t, "boom", in.ErrorMessage, "the consumer's error stays")
+	require.Contains(t, in.LastError, "73400320 bytes")
+	require.Contains(t, in.LastError, "max_message_bytes")
+	require.Nil(t, in.FeedbackOf, "never an update of another record")
+	require.Equal(t, &Attempt{At: now, Outcome: OutcomeTruncated, Error: in.LastError}, in.Attempt)
+}
+
 func TestRepublishHeadersReplaceEarlierDLQHeaders(t *testing.T) {
 	id := uuid.New()
-	m := &Message{ID: id, RetryCount: 1, Headers: []Header{{Key: "trace", Value: []byte("t1")}, {Key: "x-dlq-id", Value: []byte("old")}, {Key: "X-DLQ-Retry-Count", Value: []byte("9")}}}
+	m := &Message{ID: id, RetryCount: 1, Headers: []Header{{Key: []byte("trace"), Value: []byte("t1")}, {Key: []byte("x-dlq-id"), Value: []byte("old")}, {Key: []byte("X-DLQ-Retry-Count"), Value: []byte("9")}}}
 	hs := RepublishHeaders(m)
-	require.Equal(t, []sdk.Header{{Key: "trace", Value: []byte("t1")}, {Key: "x-dlq-id", Value: []byte(id.String())}, {Key: "x-dlq-retry-count", Value: []byte("2")}}, hs)
+	require.Equal(t, []sdk.Header{{Key: []byte("trace"), Value: []byte("t1")}, {Key: []byte("x-dlq-id"), Value: []byte(id.String())}, {Key: []byte("x-dlq-retry-count"), Value: []byte("2")}}, hs)
 }
 
 func TestValidTopic(t *testing.T) {
@@ -193,11 +320,35 @@ func TestValidTopic(t *testing.T) {
 	}
 }
 
+// FuzzHeaders feeds Interpret arbitrary headers (keys and values of any
+// bytes, any number, duplicates), keys, values and timestamps: it must never
+// fail, keep every header and the key byte for byte, produce text the state
+// stores accept, and render JSON from which every byte comes back.
 func FuzzHeaders(f *testing.F) {
-	f.Add("kafka_dlt-original-topic", []byte("orders.events.v1"), "error", []byte("boom"), []byte(`{"a":1}`))
-	f.Add("x-dlq-id", []byte("550e8400-e29b-41d4-a716-446655440000"), "__connect.errors.topic", []byte{0xff, 0}, []byte{0})
-	f.Fuzz(func(t *testing.T, k1 string, v1 []byte, k2 string, v2 []byte, payload []byte) {
-		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Headers: []sdk.Header{{Key: k1, Value: v1}, {Key: k2, Value: v2}}, Value: payload})
+	f.Add([]byte("kafka_dlt-original-topic\x00orders.events.v1\x00error\x00boom"), []byte("k"), []byte(`{"a":1}`), int64(1700000000000))
+	f.Add([]byte("x-dlq-id\x00550e8400-e29b-41d4-a716-446655440000\x00__connect.errors.topic\x00\xff"), []byte(nil), []byte{0}, int64(-1))
+	f.Add([]byte("bad\xffkey\x00v\xfe\x00__connect.errors.exception.message\x00\x00__connect.errors.exception.class.name\x00C"), []byte{0xff}, []byte{}, int64(9_000_000_000_000_000))
+	f.Fuzz(checkHeaders)
+}
+
+// checkHeaders is one run of FuzzHeaders.
+func checkHeaders(t *testing.T, raw, key, payload []byte, ts int64) {
+	if len(raw)+len(key)+len(payload) > 1<<20 {
+		return // larger than a Kafka message by default; only slows the fuzzer down
+	}
+	{
+		// raw holds key\0value\0key\0value...; a trailing key has an empty value.
+		var headers []sdk.Header
+		parts := bytes.Split(raw, []byte{0})
+		for i := 0; i < len(parts); i += 2 {
+			h := sdk.Header{Key: parts[i]}
+			if i+1 < len(parts) {
+				h.Value = parts[i+1]
+			}
+			headers = append(headers, h)
+		}
+		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Key: key, Headers: headers, Value: payload,
+			Timestamp: time.UnixMilli(ts)}, time.Now())
 		for _, s := range []string{in.OriginalTopic, in.ErrorMessage} {
 			if s == "" || len(s) > maxErrorLength || !utf8Valid(s) || containsNUL(s) {
 				t.Fatalf("unsafe text %q", s)
@@ -206,9 +357,49 @@ func FuzzHeaders(f *testing.F) {
 		if len(in.OriginalTopic) > maxTopicLength {
 			t.Fatalf("original topic too long: %d", len(in.OriginalTopic))
 		}
-		m := &Message{Payload: in.Payload, Headers: in.Headers}
-		if _, err := json.Marshal(m.ToJSON()); err != nil {
+		if in.ProducedAt != nil && (in.ProducedAt.Year() < 1970 || in.ProducedAt.Year() > 9999) {
+			t.Fatalf("timestamp %v kept", in.ProducedAt)
+		}
+		if !bytes.Equal(in.Key, key) || (key == nil) != (in.Key == nil) || !bytes.Equal(in.Payload, payload) || in.Payload == nil {
+			t.Fatalf("key or payload changed")
+		}
+		if len(in.Headers) != len(headers) {
+			t.Fatalf("%d headers kept of %d", len(in.Headers), len(headers))
+		}
+		m := &Message{Payload: in.Payload, Key: in.Key, Headers: in.Headers}
+		b, err := json.Marshal(m.ToJSON())
+		if err != nil {
 			t.Fatalf("message JSON: %v", err)
 		}
-	})
+		var back JSON
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("message JSON does not parse: %v", err)
+		}
+		for i, h := range back.Headers {
+			k, v := fromJSON(t, h.Key, h.KeyBase64), fromJSON(t, h.Value, h.ValueBase64)
+			if !bytes.Equal(k, headers[i].Key) || !bytes.Equal(v, headers[i].Value) {
+				t.Fatalf("header %d: JSON gives %q=%q, want %q=%q", i, k, v, headers[i].Key, headers[i].Value)
+			}
+		}
+		if k := fromJSON(t, back.Key, back.KeyBase64); !bytes.Equal(k, key) || (key == nil) != (back.Key == nil && back.KeyBase64 == nil) {
+			t.Fatalf("key: JSON gives %q, want %q", k, key)
+		}
+	}
+}
+
+func fromJSON(t *testing.T, text, b64 *string) []byte {
+	switch {
+	case b64 != nil:
+		if text != nil {
+			t.Fatalf("both text and base64")
+		}
+		b, err := base64.StdEncoding.DecodeString(*b64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	case text != nil:
+		return []byte(*text)
+	}
+	return nil
 }

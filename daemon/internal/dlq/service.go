@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -55,11 +56,13 @@ type Service struct {
 	log     hclog.Logger
 	metrics *Metrics
 	now     func() time.Time
+	rnd     func() float64 // jitter source
 }
 
 // NewService returns the manager. owner names this daemon in leases.
 func NewService(store Store, sources Sources, policy func() Policy, owner string, log hclog.Logger, m *Metrics) *Service {
-	return &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m, now: time.Now}
+	return &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m,
+		now: time.Now, rnd: rand.Float64}
 }
 
 // List returns a page of a topic's messages, newest first.
@@ -135,13 +138,19 @@ func (s *Service) source(name string) (sdk.DLQSource, error) {
 }
 
 // republish sends claimed messages through their sources and records the
-// outcomes. A message is RESOLVED only when its source reports the broker's
-// acknowledgement.
+// outcomes, each with an entry in the message's attempts history. A message
+// is RESOLVED only when its source reports the broker's acknowledgement.
 func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger) ([]Outcome, error) {
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
 	for i, m := range msgs {
+		if m.Truncated() {
+			// Nothing to send: the value was not kept at intake.
+			outcomes[i] = Outcome{ID: m.ID, Counted: true, NextRetryAt: s.nextRetry(pol, m.RetryCount+1),
+				Error: "the message was too large to take in whole and its value was not kept: it cannot be republished"}
+			continue
+		}
 		bySource[m.Position.Source] = append(bySource[m.Position.Source], i)
 	}
 	for name, idx := range bySource {
@@ -179,6 +188,12 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 			outcomes[i] = o
 		}
 	}
+	now := s.now()
+	for i := range outcomes {
+		o := &outcomes[i]
+		o.Error = sanitize(o.Error, maxErrorLength)
+		o.Attempt = &Attempt{At: now, Outcome: outcomeName(*o, msgs[i]), Error: o.Error, Trigger: trigger}
+	}
 	// Record with a context of its own: a cancelled request must not leave
 	// acknowledged messages looking unresolved until their lease ends.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -186,31 +201,56 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	if err := s.store.FinishDLQ(wctx, s.owner, s.now(), outcomes); err != nil {
 		return nil, fmt.Errorf("record retry outcomes: %w", err)
 	}
-	for i, o := range outcomes {
-		outcome := "resolved"
-		switch {
-		case o.Acked:
-		case o.Counted && msgs[i].RetryCount+1 >= msgs[i].MaxRetries:
-			outcome = "dead"
-		case o.Counted:
-			outcome = "failed"
-		default:
-			outcome = "unavailable"
-		}
+	for _, o := range outcomes {
+		outcome := o.Attempt.Outcome
 		s.metrics.retries.WithLabelValues(outcome, string(trigger)).Inc()
-		if outcome != "resolved" {
+		if outcome != OutcomeResolved {
 			s.log.Warn("retry did not resolve", "id", o.ID.String(), "outcome", outcome, "error", o.Error, "trigger", trigger)
 		}
 	}
 	return outcomes, nil
 }
 
+// outcomeName is how an outcome shows in the history and the metrics. The
+// claim's lease makes m's count the one the store updates.
+func outcomeName(o Outcome, m Message) string {
+	switch {
+	case o.Acked:
+		return OutcomeResolved
+	case o.Counted && m.RetryCount+1 >= m.MaxRetries:
+		return OutcomeDead
+	case o.Counted:
+		return OutcomeFailed
+	default:
+		return OutcomeUnavailable
+	}
+}
+
+// nextRetry draws its own jitter for every message.
 func (s *Service) nextRetry(pol Policy, attempt int) *time.Time {
 	if !pol.AutoRetry {
 		return nil
 	}
-	t := s.now().Add(pol.Backoff.Delay(attempt))
+	t := s.now().Add(pol.Backoff.DelayRand(attempt, s.rnd))
 	return &t
+}
+
+// Revive gives a DEAD message another chance: back to PENDING with its
+// attempts reset and the current max_retries, due for an automatic retry
+// after the first backoff delay. uid is the caller's, for the history (the
+// admin API's audit log has it too). It returns derrors.ErrNotFound or a
+// *NotRevivableError (409).
+func (s *Service) Revive(ctx context.Context, id uuid.UUID, uid uint32) (*Message, error) {
+	pol := s.policy()
+	now := s.now()
+	maxRetries := max(pol.MaxRetries, 1)
+	m, err := s.store.ReviveDLQ(ctx, id, Revive{Now: now, MaxRetries: maxRetries, NextRetryAt: s.nextRetry(pol, 0),
+		Attempt: Attempt{At: now, Outcome: OutcomeRevived, UID: &uid}})
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("revived a dead message", "id", id.String(), "uid", uid)
+	return m, nil
 }
 
 // CountRetryable is the dry run of RetryAll: how many messages of the topic

@@ -184,14 +184,14 @@ func (f *fixture) ingest(t *testing.T, n int) []uuid.UUID {
 			OriginalTopic: "orders.events.v1",
 			ErrorMessage:  "boom",
 			Key:           []byte(fmt.Sprintf("k%d", i)),
-			Headers:       []dlq.Header{{Key: "trace-id", Value: []byte("abc")}},
+			Headers:       []dlq.Header{{Key: []byte("trace-id"), Value: []byte("abc")}},
 			Payload:       []byte(fmt.Sprintf(`{"n":%d}`, i)),
 		}
 	}
 	opts := dlq.IngestOptions{Now: f.clock.now(), MaxRetries: f.policy.MaxRetries}
 	if f.policy.AutoRetry {
 		first := f.clock.now().Add(f.policy.Backoff.Delay(0))
-		opts.NextRetryAt = &first
+		opts.FirstRetryAt = func() *time.Time { return &first }
 	}
 	_, err := f.store.IngestDLQ(testsvc.Context(t, 30*time.Second), batch, opts)
 	require.NoError(t, err)
@@ -227,9 +227,9 @@ func TestRetryResolvesOnlyOnTheBrokersAck(t *testing.T) {
 		require.Equal(t, []byte("k0"), sent.Key)
 		require.Equal(t, []byte(`{"n":0}`), sent.Value)
 		require.Equal(t, []sdk.Header{
-			{Key: "trace-id", Value: []byte("abc")},
-			{Key: dlq.HeaderID, Value: []byte(id.String())},
-			{Key: dlq.HeaderRetryCount, Value: []byte("1")},
+			{Key: []byte("trace-id"), Value: []byte("abc")},
+			{Key: []byte(dlq.HeaderID), Value: []byte(id.String())},
+			{Key: []byte(dlq.HeaderRetryCount), Value: []byte("1")},
 		}, sent.Headers)
 
 		_, err = f.svc.Retry(ctx, id)

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,16 +18,27 @@ type Incoming struct {
 	Payload       []byte
 	ProducedAt    *time.Time
 	// FeedbackOf is the x-dlq-id header: a message this daemon republished
-	// failed again and came back. Its record is updated instead of a new one
-	// created (unless that record no longer exists).
+	// may have failed again and come back. Its record is updated instead of
+	// a new one created only when that record exists, the broker has
+	// acknowledged a republish of it, and this message came back on the
+	// record's own source and DLQ topic; anything else (a header copied by
+	// a framework onto another dead letter) is stored as a new record.
 	FeedbackOf *uuid.UUID
+	// Dead stores the message as DEAD (it was too large to take in whole:
+	// Payload is nil), with LastError and Attempt saying why.
+	Dead      bool
+	LastError string
+	Attempt   *Attempt
 }
 
 // IngestOptions carries the policy the store applies to a batch.
 type IngestOptions struct {
-	Now         time.Time
-	MaxRetries  int
-	NextRetryAt *time.Time // first automatic retry of new messages; nil when automatic retries are off
+	Now        time.Time
+	MaxRetries int
+	// FirstRetryAt gives the first automatic retry of each new message,
+	// called once per message so that each gets its own jitter; nil when
+	// automatic retries are off.
+	FirstRetryAt func() *time.Time
 	// FeedbackRetryAt gives the next automatic retry of a message that came
 	// back after its attempt number retryCount; nil disables automatic retries.
 	FeedbackRetryAt func(retryCount int) *time.Time
@@ -78,6 +90,18 @@ type Outcome struct {
 	Counted     bool
 	NextRetryAt *time.Time
 	Error       string
+	// Attempt is appended to the message's history; nil for a claim handed
+	// back without an attempt.
+	Attempt *Attempt
+}
+
+// Revive is what ReviveDLQ needs: a DEAD message goes back to PENDING with
+// no attempts counted, the current max_retries and a next retry time.
+type Revive struct {
+	Now         time.Time
+	MaxRetries  int
+	NextRetryAt *time.Time
+	Attempt     Attempt
 }
 
 // Store is what the dead-letter manager needs from the state store.
@@ -104,6 +128,10 @@ type Store interface {
 	// ReleaseExpiredDLQLeases returns RETRYING messages whose lease ended to
 	// PENDING, due now, without counting an attempt.
 	ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error)
+	// ReviveDLQ moves a DEAD message back to PENDING. It returns
+	// derrors.ErrNotFound, or a *NotRevivableError when the message is not
+	// DEAD or was not kept whole.
+	ReviveDLQ(ctx context.Context, id uuid.UUID, r Revive) (*Message, error)
 }
 
 // NotRetryableError is a 409: the message exists but cannot be retried now.
@@ -113,3 +141,20 @@ type NotRetryableError struct {
 }
 
 func (e *NotRetryableError) Error() string { return e.Reason }
+
+// NotRevivableError is a 409: the message exists but cannot be revived.
+type NotRevivableError struct {
+	Message *Message
+	Reason  string
+}
+
+func (e *NotRevivableError) Error() string { return e.Reason }
+
+// NotRevivable explains why m cannot be revived.
+func NotRevivable(m *Message) *NotRevivableError {
+	if m.Truncated() {
+		return &NotRevivableError{Message: m, Reason: "message cannot be revived: it was too large to take in whole and its value was not kept"}
+	}
+	return &NotRevivableError{Message: m, Reason: fmt.Sprintf("message is not DEAD: status=%s, retry_count=%d/%d; only DEAD messages can be revived",
+		m.Status, m.RetryCount, m.MaxRetries)}
+}

@@ -100,6 +100,7 @@ func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
 		Env:             cfg.Plugins.Env,
 		GOMAXPROCS:      cfg.Plugins.GOMAXPROCS,
 		TenantIDFormat:  cfg.Daemon.TenantIDFormat,
+		MaxMessageBytes: cfg.Plugins.MaxMessageBytes,
 	}, h.log.Named(ic.Name), h.metrics)
 }
 
@@ -178,7 +179,7 @@ func (h *Host) changed(in *instance, cfg *config.Config, ic config.Instance) boo
 		a.StartTimeout != b.StartTimeout || a.CallTimeout != b.CallTimeout || a.DeleteTimeout != b.DeleteTimeout ||
 		a.ShutdownTimeout != b.ShutdownTimeout ||
 		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS ||
-		a.TenantIDFormat != b.TenantIDFormat
+		a.TenantIDFormat != b.TenantIDFormat || a.MaxMessageBytes != b.MaxMessageBytes
 }
 
 func (h *Host) get(name string, kind config.Kind) (*instance, error) {

@@ -216,12 +216,27 @@ func alive(pid int) bool {
 }
 
 func TestProtocolMismatchNamesBothVersions(t *testing.T) {
-	h, _ := newHost(t, "protocol-2", basic)
+	h, _ := newHost(t, "protocol-3", basic)
 	err := h.Check("test:a")
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "speaks protocol 2")
-	require.Contains(t, err.Error(), "[1]")
+	require.Contains(t, err.Error(), "speaks protocol 3")
+	require.Contains(t, err.Error(), "[1 2]")
 	require.Contains(t, err.Error(), "upgrade lifecycled")
+}
+
+// Protocol 1 carried header keys as strings and had no batch
+// acknowledgement: a source speaking it could lose dead letters.
+func TestDLQSourceOnProtocol1IsRefusedClearly(t *testing.T) {
+	h, _ := newHost(t, "source-protocol-1", `
+[[dlq_source]]
+name = "old"
+plugin = "misbehave"
+`)
+	err := h.Check("old")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "speaks plugin protocol 1")
+	require.Contains(t, err.Error(), "protocol 2")
+	require.Contains(t, err.Error(), "rebuild")
 }
 
 func TestInvalidPluginConfigIsReported(t *testing.T) {

@@ -67,6 +67,8 @@ type instanceConfig struct {
 	// so that a plugin can check ids and refuse config that could confuse
 	// one tenant's data with another's.
 	TenantIDFormat string
+	// MaxMessageBytes is the gRPC message limit, the same on both ends.
+	MaxMessageBytes int
 }
 
 // stableAfter is how long a plugin must run before a later crash starts the
@@ -308,12 +310,16 @@ func (in *instance) launch() error {
 	if in.cfg.GOMAXPROCS > 0 {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(in.cfg.GOMAXPROCS))
 	}
+	// Both ends of the connection use the same message limit.
+	if in.cfg.MaxMessageBytes > 0 {
+		cmd.Env = append(cmd.Env, sdk.MaxMessageBytesEnv+"="+strconv.Itoa(in.cfg.MaxMessageBytes))
+	}
 	// Linux kills the plugin when the daemon dies, even by SIGKILL. Its own
 	// process group lets shutdown kill whatever the plugin started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cc := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.HostPluginSets(),
+		VersionedPlugins: sdk.HostPluginSets(in.cfg.MaxMessageBytes),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -322,7 +328,7 @@ func (in *instance) launch() error {
 		StartTimeout:     in.cfg.StartTimeout,
 		Logger:           in.log,
 		Stderr:           in.stderr,
-		GRPCDialOptions:  sdk.DialOptions(),
+		GRPCDialOptions:  sdk.DialOptions(in.cfg.MaxMessageBytes),
 	}
 	if want := in.cfg.SHA256; want != "" {
 		wantBytes, _ := hex.DecodeString(want)
@@ -347,6 +353,11 @@ func (in *instance) launch() error {
 	kindName := sdk.KindTenantDeleter
 	if in.cfg.Kind == config.KindDLQSource {
 		kindName = sdk.KindDLQSource
+		if v := client.NegotiatedVersion(); v < sdk.MinSourceProtocolVersion {
+			return fail(fmt.Errorf("plugin %s speaks plugin protocol %d, and a DLQ source needs protocol %d or later "+
+				"(protocol 1 carries header keys as text and cannot hand back a batch the daemon did not receive, so dead letters could be lost); "+
+				"not started: rebuild the plugin against lifecycled's sdk", in.cfg.Path, v, sdk.MinSourceProtocolVersion))
+		}
 	}
 	raw, err := proto.Dispense(kindName)
 	if err != nil {

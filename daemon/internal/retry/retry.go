@@ -39,7 +39,14 @@ func (p Policy) Backoff(attempt int) time.Duration {
 
 // Delay is Backoff with the policy's jitter applied.
 func (p Policy) Delay(attempt int) time.Duration {
-	return ApplyJitter(p.Backoff(attempt), p.Jitter, rand.Float64)
+	return p.DelayRand(attempt, rand.Float64)
+}
+
+// DelayRand is Delay with the jitter drawn from rnd (uniform in [0,1)).
+// Call it once per message: one draw shared by a batch would give every
+// message of it the same, possibly near-zero, delay.
+func (p Policy) DelayRand(attempt int, rnd func() float64) time.Duration {
+	return ApplyJitter(p.Backoff(attempt), p.Jitter, rnd)
 }
 
 // ApplyJitter spreads d by mode using rnd (uniform in [0,1)).

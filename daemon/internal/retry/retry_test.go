@@ -103,3 +103,16 @@ func TestNextHonoursRetryAfter(t *testing.T) {
 	require.Equal(t, now.Add(2*time.Second), p.Next(now, 1, errors.New("x")))
 	require.Equal(t, now.Add(30*time.Second), p.Next(now, 1, sdk.Retryable(errors.New("429"), 30*time.Second)))
 }
+
+func TestDelayRandDrawsFromTheGivenSource(t *testing.T) {
+	p := Policy{Initial: time.Minute, Multiplier: 2, Max: time.Hour, Jitter: JitterFull}
+	draws := []float64{0.25, 0.5, 0.001}
+	i := 0
+	rnd := func() float64 { v := draws[i]; i++; return v }
+	require.Equal(t, 15*time.Second, p.DelayRand(0, rnd))
+	require.Equal(t, time.Minute, p.DelayRand(1, rnd), "attempt 1 backs off 2m")
+	require.Equal(t, 60*time.Millisecond, p.DelayRand(0, rnd))
+	p.Jitter = JitterEqual
+	i = 0
+	require.Equal(t, 30*time.Second+7500*time.Millisecond, p.DelayRand(0, rnd))
+}

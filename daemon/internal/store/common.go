@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -27,15 +28,121 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-func headersJSON(h []dlq.Header) string {
-	if len(h) == 0 {
+// storedHeader is how a header is kept in the headers column (a JSON array):
+// the key as text when it is UTF-8 ("key"), else as base64 ("key_b64"); the
+// value always as base64. Rows written before header keys were bytes hold
+// only "key", so both forms are read.
+type storedHeader struct {
+	Key    *string `json:"key,omitempty"`
+	KeyB64 []byte  `json:"key_b64,omitempty"`
+	Value  []byte  `json:"value"`
+}
+
+func headersJSON(hs []dlq.Header) string {
+	if len(hs) == 0 {
 		return "[]"
 	}
-	b, err := json.Marshal(h)
+	out := make([]storedHeader, len(hs))
+	for i, h := range hs {
+		out[i].Value = h.Value
+		if utf8.Valid(h.Key) {
+			k := string(h.Key)
+			out[i].Key = &k
+		} else {
+			out[i].KeyB64 = h.Key
+		}
+	}
+	b, err := json.Marshal(out)
 	if err != nil {
-		return "[]"
+		// []byte and valid UTF-8 strings always encode; this cannot happen.
+		panic(fmt.Sprintf("encode headers: %v", err))
 	}
 	return string(b)
+}
+
+func decodeHeaders(b []byte) ([]dlq.Header, error) {
+	if len(b) == 0 || string(b) == "[]" {
+		return nil, nil
+	}
+	var in []storedHeader
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	out := make([]dlq.Header, len(in))
+	for i, h := range in {
+		out[i].Value = h.Value
+		switch {
+		case h.KeyB64 != nil:
+			out[i].Key = h.KeyB64
+		case h.Key != nil:
+			out[i].Key = []byte(*h.Key)
+		default:
+			out[i].Key = []byte{}
+		}
+	}
+	return out, nil
+}
+
+// attemptJSON encodes one history entry for the attempt_log column.
+func attemptJSON(a *dlq.Attempt) *string {
+	if a == nil {
+		return nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		panic(fmt.Sprintf("encode attempt: %v", err))
+	}
+	s := string(b)
+	return &s
+}
+
+func attemptLog(a *dlq.Attempt) string {
+	if a == nil {
+		return "[]"
+	}
+	return "[" + *attemptJSON(a) + "]"
+}
+
+func decodeAttempts(b []byte) ([]dlq.Attempt, error) {
+	if len(b) == 0 || string(b) == "[]" {
+		return nil, nil
+	}
+	var out []dlq.Attempt
+	err := json.Unmarshal(b, &out)
+	return out, err
+}
+
+// statusOf is the status a new message is stored with.
+func statusOf(in dlq.Incoming) string {
+	if in.Dead {
+		return string(dlq.StatusDead)
+	}
+	return string(dlq.StatusPending)
+}
+
+// firstRetry is a new message's first automatic retry: none when it is
+// stored DEAD or automatic retries are off.
+func firstRetry(in dlq.Incoming, opts dlq.IngestOptions) *time.Time {
+	if in.Dead || opts.FirstRetryAt == nil {
+		return nil
+	}
+	return opts.FirstRetryAt()
+}
+
+// isOurReplay is the rule for x-dlq-id: the record exists (the caller found
+// it), the broker acknowledged a republish of it, and the message came back
+// on the source and DLQ topic the record was read from. A header copied onto
+// another dead letter (Kafka Streams and many frameworks propagate headers)
+// fails it, and the message is stored as a new record.
+func isOurReplay(in dlq.Incoming, source, dlqTopic string, republishedAt *time.Time) bool {
+	return republishedAt != nil && in.Position.Source == source && in.Position.Topic == dlqTopic
+}
+
+// returnAttempt is the history entry of a replay that came back.
+func returnAttempt(in dlq.Incoming, now time.Time) (*dlq.Attempt, string) {
+	reason := fmt.Sprintf("the replay failed again and came back to %s (partition %d, offset %d): %s",
+		in.Position.Topic, in.Position.Partition, in.Position.Offset, in.ErrorMessage)
+	return &dlq.Attempt{At: now, Outcome: dlq.OutcomeReturned, Error: reason}, reason
 }
 
 func collectTopicSummaries(each func(yield func(topic, status string, n int64, oldest *time.Time)) error) ([]dlq.TopicSummary, error) {

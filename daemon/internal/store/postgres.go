@@ -98,27 +98,50 @@ func retryConflicts[T any](fn func() (T, error)) (T, error) {
 
 const pgDLQColumns = `id, original_topic, error_message, retry_count, max_retries, status, created_at, updated_at,
 	last_retry_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload,
-	produced_at, next_retry_at`
+	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL`
 
 func scanPGMessage(row pgx.Row) (*dlq.Message, error) {
 	var (
-		m       dlq.Message
-		status  string
-		headers []byte
+		m                 dlq.Message
+		status            string
+		headers, attempts []byte
+		lastError         *string
+		payloadMissing    bool
 	)
 	err := row.Scan(&m.ID, &m.OriginalTopic, &m.ErrorMessage, &m.RetryCount, &m.MaxRetries, &status,
 		&m.CreatedAt, &m.UpdatedAt, &m.LastRetryAt, &m.Position.Source, &m.Position.Topic,
-		&m.Position.Partition, &m.Position.Offset, &m.Key, &headers, &m.Payload, &m.ProducedAt, &m.NextRetryAt)
+		&m.Position.Partition, &m.Position.Offset, &m.Key, &headers, &m.Payload, &m.ProducedAt, &m.NextRetryAt,
+		&lastError, &attempts, &m.RepublishedAt, &payloadMissing)
 	if err != nil {
 		return nil, err
 	}
 	m.Status = dlq.Status(status)
-	if len(headers) > 0 {
-		if err := json.Unmarshal(headers, &m.Headers); err != nil {
-			return nil, fmt.Errorf("decode headers of %s: %w", m.ID, err)
-		}
+	if m.Headers, err = decodeHeaders(headers); err != nil {
+		return nil, fmt.Errorf("decode headers of %s: %w", m.ID, err)
+	}
+	if m.Attempts, err = decodeAttempts(attempts); err != nil {
+		return nil, fmt.Errorf("decode attempts of %s: %w", m.ID, err)
+	}
+	if lastError != nil {
+		m.LastError = *lastError
+	}
+	if payloadMissing {
+		m.Payload = nil
+	} else if m.Payload == nil {
+		m.Payload = []byte{}
 	}
 	return &m, nil
+}
+
+// pgAppendAttempt is the SQL that appends the JSON entry in param to the
+// attempt_log of table alias t (t may be ""), keeping the newest entries.
+func pgAppendAttempt(t, param string) string {
+	col := "attempt_log"
+	if t != "" {
+		col = t + ".attempt_log"
+	}
+	return fmt.Sprintf("(CASE WHEN jsonb_array_length(%[1]s) >= %[2]d THEN %[1]s - 0 ELSE %[1]s END) || jsonb_build_array(%[3]s::jsonb)",
+		col, dlq.MaxAttempts, param)
 }
 
 func collectPGMessages(rows pgx.Rows) ([]dlq.Message, error) {
@@ -156,7 +179,9 @@ func pgSafeJSON(b []byte) bool {
 
 // IngestDLQ implements dlq.Store. New messages go in as one INSERT over
 // arrays (one round trip); returning replays are applied in the same
-// transaction.
+// transaction. A position already in the live table or in the archive is a
+// duplicate: an archived position stays known, so a consumer group that
+// reads it again does not make it a new dead letter.
 func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
 	var res dlq.IngestResult
 	if len(batch) == 0 {
@@ -185,6 +210,10 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			keys       = make([][]byte, n)
 			headers    = make([][]byte, n)
 			produced   = make([]*time.Time, n)
+			statuses   = make([]string, n)
+			nexts      = make([]*time.Time, n)
+			lastErrs   = make([]*string, n)
+			logs       = make([]string, n)
 		)
 		for i, in := range fresh {
 			ids[i] = newID()
@@ -194,7 +223,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 				s := string(in.Payload)
 				payloads[i] = &s
 			}
-			raws[i] = nonNil(in.Payload)
+			raws[i] = in.Payload // nil (NULL) only for a message too large to keep whole
 			sources[i] = in.Position.Source
 			topics[i] = in.Position.Topic
 			parts[i] = in.Position.Partition
@@ -202,6 +231,12 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			keys[i] = in.Key
 			headers[i] = []byte(headersJSON(in.Headers))
 			produced[i] = in.ProducedAt
+			statuses[i] = statusOf(in)
+			nexts[i] = firstRetry(in, opts)
+			if in.LastError != "" {
+				lastErrs[i] = &in.LastError
+			}
+			logs[i] = attemptLog(in.Attempt)
 		}
 		// One statement: insert what is new, and add it to the counts.
 		var inserted int64
@@ -209,23 +244,26 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			WITH ins AS (
 				INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload,
 					status, created_at, updated_at, source, dlq_topic, source_partition, source_offset, message_key,
-					headers, raw_payload, produced_at, next_retry_at)
-				SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, 'PENDING', $14, $14, u.src, u.dt, u.pt, u.off, u.k,
-					u.h, u.raw, u.prod, $15
+					headers, raw_payload, produced_at, next_retry_at, last_error, attempt_log)
+				SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, u.st, $14, $14, u.src, u.dt, u.pt, u.off, u.k,
+					u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb
 				FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
-					$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[])
-					AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod)
+					$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[], $15::text[],
+					$16::timestamptz[], $17::text[], $18::text[])
+					AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al)
+				WHERE NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.source = u.src
+					AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off)
 				ORDER BY u.id
 				ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING
-				RETURNING dlq_topic, original_topic
+				RETURNING dlq_topic, original_topic, status
 			), counted AS (
 				INSERT INTO dlq.dlq_topic_counts AS c (dlq_topic, original_topic, status, n)
-				SELECT dlq_topic, original_topic, 'PENDING', count(*) FROM ins GROUP BY 1, 2 ORDER BY 1, 2
+				SELECT dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 				ON CONFLICT (dlq_topic, original_topic, status) DO UPDATE SET n = c.n + EXCLUDED.n
 			)
 			SELECT count(*) FROM ins`,
 			ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets, keys, headers, produced,
-			opts.MaxRetries, opts.Now, opts.NextRetryAt).Scan(&inserted)
+			opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs).Scan(&inserted)
 		if err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
@@ -249,17 +287,19 @@ func (p *Postgres) applyFeedback(ctx context.Context, tx pgx.Tx, batch []dlq.Inc
 	type rec struct {
 		retryCount, maxRetries int
 		lastFeedback           *string
+		source, dlqTopic       string
+		republishedAt          *time.Time
 	}
 	known := map[uuid.UUID]*rec{}
-	rows, err := tx.Query(ctx, `SELECT id, retry_count, max_retries, last_feedback FROM dlq.dlq_messages
-		WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	rows, err := tx.Query(ctx, `SELECT id, retry_count, max_retries, last_feedback, source, dlq_topic, republished_at
+		FROM dlq.dlq_messages WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read replayed dead letters: %w", err)
 	}
 	for rows.Next() {
 		var id uuid.UUID
 		r := &rec{}
-		if err := rows.Scan(&id, &r.retryCount, &r.maxRetries, &r.lastFeedback); err != nil {
+		if err := rows.Scan(&id, &r.retryCount, &r.maxRetries, &r.lastFeedback, &r.source, &r.dlqTopic, &r.republishedAt); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -276,6 +316,10 @@ func (p *Postgres) applyFeedback(ctx context.Context, tx pgx.Tx, batch []dlq.Inc
 			continue
 		}
 		r := known[*in.FeedbackOf]
+		if !isOurReplay(in, r.source, r.dlqTopic, r.republishedAt) {
+			fresh = append(fresh, in)
+			continue
+		}
 		pos := in.Position.String()
 		if r.lastFeedback != nil && *r.lastFeedback == pos {
 			res.Duplicates++ // this very return was applied before
@@ -286,9 +330,12 @@ func (p *Postgres) applyFeedback(ctx context.Context, tx pgx.Tx, batch []dlq.Inc
 		if status == dlq.StatusPending && opts.FeedbackRetryAt != nil {
 			next = opts.FeedbackRetryAt(count)
 		}
+		entry, reason := returnAttempt(in, opts.Now)
 		if _, err := tx.Exec(ctx, `UPDATE dlq.dlq_messages SET status = $2, retry_count = $3, error_message = $4,
-				next_retry_at = $5, last_feedback = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
-			WHERE id = $1`, *in.FeedbackOf, string(status), count, in.ErrorMessage, next, pos, opts.Now); err != nil {
+				next_retry_at = $5, last_feedback = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7,
+				last_error = $8, attempt_log = `+pgAppendAttempt("", "$9")+`
+			WHERE id = $1`, *in.FeedbackOf, string(status), count, in.ErrorMessage, next, pos, opts.Now,
+			reason, attemptJSON(entry)); err != nil {
 			return nil, fmt.Errorf("update replayed dead letter: %w", err)
 		}
 		r.retryCount, r.lastFeedback = count, &pos
@@ -527,8 +574,10 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 	ids := make([]uuid.UUID, len(outcomes))
 	kinds := make([]string, len(outcomes))
 	next := make([]*time.Time, len(outcomes))
+	errs := make([]string, len(outcomes))
+	entries := make([]*string, len(outcomes))
 	for i, o := range outcomes {
-		ids[i], next[i] = o.ID, o.NextRetryAt
+		ids[i], next[i], errs[i], entries[i] = o.ID, o.NextRetryAt, o.Error, attemptJSON(o.Attempt)
 		switch {
 		case o.Acked:
 			kinds[i], next[i] = "acked", nil
@@ -539,7 +588,8 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 		}
 	}
 	// SET expressions all read the row as it was, so retry_count + 1 is the
-	// attempt just made in every CASE.
+	// attempt just made in every CASE. last_error keeps the last failure (an
+	// acknowledged republish does not erase why earlier ones failed).
 	_, err := retryConflicts(func() (pgconn.CommandTag, error) {
 		return p.pool.Exec(ctx, `
 		UPDATE dlq.dlq_messages m SET
@@ -552,9 +602,12 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 				WHEN u.kind = 'acked' THEN NULL
 				WHEN u.kind = 'counted' AND m.retry_count + 1 >= m.max_retries THEN NULL
 				ELSE u.next END,
+			last_error = CASE WHEN u.kind <> 'acked' AND u.err <> '' THEN u.err ELSE m.last_error END,
+			republished_at = CASE WHEN u.kind = 'acked' THEN $3 ELSE m.republished_at END,
+			attempt_log = CASE WHEN u.entry IS NULL THEN m.attempt_log ELSE `+pgAppendAttempt("m", "u.entry")+` END,
 			lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-		FROM unnest($1::uuid[], $4::text[], $5::timestamptz[]) AS u(id, kind, next)
-		WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, ids, owner, now, kinds, next)
+		FROM unnest($1::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::text[]) AS u(id, kind, next, err, entry)
+		WHERE m.id = u.id AND m.status = 'RETRYING' AND m.lease_owner = $2`, ids, owner, now, kinds, next, errs, entries)
 	})
 	if err != nil {
 		return fmt.Errorf("record retry outcomes: %w", err)

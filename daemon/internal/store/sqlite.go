@@ -113,20 +113,22 @@ func fromUSPtr(v sql.NullInt64) *time.Time {
 
 const sqliteDLQColumns = `id, original_topic, error_message, retry_count, max_retries, status, created_at, updated_at,
 	last_retry_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload,
-	produced_at, next_retry_at`
+	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL, message_key IS NULL`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanSQLiteMessage(row scanner) (*dlq.Message, error) {
 	var (
-		m                              dlq.Message
-		id, status, headers            string
-		created, updated               int64
-		lastRetry, produced, nextRetry sql.NullInt64
+		m                                           dlq.Message
+		id, status, headers, attempts               string
+		created, updated                            int64
+		lastRetry, produced, nextRetry, republished sql.NullInt64
+		lastError                                   sql.NullString
+		payloadMissing, keyNull                     bool
 	)
 	err := row.Scan(&id, &m.OriginalTopic, &m.ErrorMessage, &m.RetryCount, &m.MaxRetries, &status, &created,
 		&updated, &lastRetry, &m.Position.Source, &m.Position.Topic, &m.Position.Partition, &m.Position.Offset,
-		&m.Key, &headers, &m.Payload, &produced, &nextRetry)
+		&m.Key, &headers, &m.Payload, &produced, &nextRetry, &lastError, &attempts, &republished, &payloadMissing, &keyNull)
 	if err != nil {
 		return nil, err
 	}
@@ -136,13 +138,22 @@ func scanSQLiteMessage(row scanner) (*dlq.Message, error) {
 	m.Status = dlq.Status(status)
 	m.CreatedAt, m.UpdatedAt = fromUS(created), fromUS(updated)
 	m.LastRetryAt, m.ProducedAt, m.NextRetryAt = fromUSPtr(lastRetry), fromUSPtr(produced), fromUSPtr(nextRetry)
-	if headers != "" && headers != "[]" {
-		if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
-			return nil, fmt.Errorf("decode headers of %s: %w", id, err)
-		}
+	m.RepublishedAt, m.LastError = fromUSPtr(republished), lastError.String
+	if m.Headers, err = decodeHeaders([]byte(headers)); err != nil {
+		return nil, fmt.Errorf("decode headers of %s: %w", id, err)
 	}
-	if m.Payload == nil {
+	if m.Attempts, err = decodeAttempts([]byte(attempts)); err != nil {
+		return nil, fmt.Errorf("decode attempts of %s: %w", id, err)
+	}
+	// The driver reads an empty BLOB as nil: only a NULL means "not kept"
+	// (a payload) or "no key" (a key; an empty key is a key).
+	if payloadMissing {
+		m.Payload = nil
+	} else if m.Payload == nil {
 		m.Payload = []byte{}
+	}
+	if !keyNull && m.Key == nil {
+		m.Key = []byte{}
 	}
 	return &m, nil
 }
@@ -163,7 +174,8 @@ func collectSQLiteMessages(rows *sql.Rows, err error) ([]dlq.Message, error) {
 	return out, rows.Err()
 }
 
-// IngestDLQ implements dlq.Store.
+// IngestDLQ implements dlq.Store. A position already in the live table or
+// in the archive is a duplicate (an archived position stays known).
 func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
 	var res dlq.IngestResult
 	if len(batch) == 0 {
@@ -173,8 +185,10 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 		res = dlq.IngestResult{}
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO dlq_messages (id, original_topic, error_message, retry_count,
 				max_retries, payload, status, created_at, updated_at, source, dlq_topic, source_partition, source_offset,
-				message_key, headers, raw_payload, produced_at, next_retry_at)
-			VALUES (?, ?, ?, 0, ?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				message_key, headers, raw_payload, produced_at, next_retry_at, last_error, attempt_log)
+			SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+			WHERE NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.source = ?8 AND a.dlq_topic = ?9
+				AND a.source_partition = ?10 AND a.source_offset = ?11)
 			ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING`)
 		if err != nil {
 			return err
@@ -194,10 +208,14 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 			if json.Valid(in.Payload) {
 				payload = string(in.Payload)
 			}
+			var lastErr any
+			if in.LastError != "" {
+				lastErr = in.LastError
+			}
 			r, err := ins.ExecContext(ctx, newID().String(), in.OriginalTopic, in.ErrorMessage, opts.MaxRetries, payload,
-				us(opts.Now), us(opts.Now), in.Position.Source, in.Position.Topic, in.Position.Partition,
-				in.Position.Offset, in.Key, headersJSON(in.Headers), nonNil(in.Payload), usPtr(in.ProducedAt),
-				usPtr(opts.NextRetryAt))
+				statusOf(in), us(opts.Now), in.Position.Source, in.Position.Topic, in.Position.Partition,
+				in.Position.Offset, in.Key, headersJSON(in.Headers), rawPayload(in.Payload), usPtr(in.ProducedAt),
+				usPtr(firstRetry(in, opts)), lastErr, attemptLog(in.Attempt))
 			if err != nil {
 				return fmt.Errorf("insert dead letter: %w", err)
 			}
@@ -218,14 +236,19 @@ func (s *SQLite) applyFeedback(ctx context.Context, tx *sql.Tx, in dlq.Incoming,
 	var (
 		retryCount, maxRetries int
 		last                   sql.NullString
+		source, dlqTopic       string
+		republished            sql.NullInt64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT retry_count, max_retries, last_feedback FROM dlq_messages WHERE id = ?`,
-		in.FeedbackOf.String()).Scan(&retryCount, &maxRetries, &last)
+	err := tx.QueryRowContext(ctx, `SELECT retry_count, max_retries, last_feedback, source, dlq_topic, republished_at
+		FROM dlq_messages WHERE id = ?`, in.FeedbackOf.String()).Scan(&retryCount, &maxRetries, &last, &source, &dlqTopic, &republished)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if !isOurReplay(in, source, dlqTopic, fromUSPtr(republished)) {
+		return false, nil
 	}
 	pos := in.Position.String()
 	if last.Valid && last.String == pos {
@@ -237,9 +260,12 @@ func (s *SQLite) applyFeedback(ctx context.Context, tx *sql.Tx, in dlq.Incoming,
 	if status == dlq.StatusPending && opts.FeedbackRetryAt != nil {
 		next = opts.FeedbackRetryAt(count)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE dlq_messages SET status = ?, retry_count = ?, error_message = ?,
-			next_retry_at = ?, last_feedback = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-		WHERE id = ?`, string(status), count, in.ErrorMessage, usPtr(next), pos, us(opts.Now), in.FeedbackOf.String()); err != nil {
+	entry, reason := returnAttempt(in, opts.Now)
+	if _, err := tx.ExecContext(ctx, `UPDATE dlq_messages SET status = ?1, retry_count = ?2, error_message = ?3,
+			next_retry_at = ?4, last_feedback = ?5, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?6,
+			last_error = ?8, attempt_log = `+sqliteAppendAttempt("?9")+`
+		WHERE id = ?7`, string(status), count, in.ErrorMessage, usPtr(next), pos, us(opts.Now), in.FeedbackOf.String(),
+		reason, attemptJSON(entry)); err != nil {
 		return false, fmt.Errorf("update replayed dead letter: %w", err)
 	}
 	res.Feedback++
@@ -423,21 +449,30 @@ func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, out
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, o := range outcomes {
 			var err error
+			// ?5 is the failure (kept as last_error), ?6 the history entry.
+			var lastErr any
+			if o.Error != "" && !o.Acked {
+				lastErr = o.Error
+			}
+			history := `attempt_log = CASE WHEN ?6 IS NULL THEN attempt_log ELSE ` + sqliteAppendAttempt("?6") + ` END,
+				last_error = COALESCE(?5, last_error)`
 			switch {
 			case o.Acked:
 				_, err = tx.ExecContext(ctx, `UPDATE dlq_messages SET status = 'RESOLVED', lease_owner = NULL,
-					lease_expires_at = NULL, next_retry_at = NULL, updated_at = ?3
-					WHERE id = ?1 AND status = 'RETRYING' AND lease_owner = ?2`, o.ID.String(), owner, us(now))
+					lease_expires_at = NULL, next_retry_at = NULL, updated_at = ?3, republished_at = ?3, `+history+`
+					WHERE id = ?1 AND status = 'RETRYING' AND lease_owner = ?2`, o.ID.String(), owner, us(now), nil, lastErr, attemptJSON(o.Attempt))
 			case o.Counted:
 				_, err = tx.ExecContext(ctx, `UPDATE dlq_messages SET retry_count = retry_count + 1,
 						status = CASE WHEN retry_count + 1 >= max_retries THEN 'DEAD' ELSE 'PENDING' END,
 						next_retry_at = CASE WHEN retry_count + 1 >= max_retries THEN NULL ELSE ?4 END,
-						lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3
-					WHERE id = ?1 AND status = 'RETRYING' AND lease_owner = ?2`, o.ID.String(), owner, us(now), usPtr(o.NextRetryAt))
+						lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3, `+history+`
+					WHERE id = ?1 AND status = 'RETRYING' AND lease_owner = ?2`, o.ID.String(), owner, us(now), usPtr(o.NextRetryAt),
+					lastErr, attemptJSON(o.Attempt))
 			default:
 				_, err = tx.ExecContext(ctx, `UPDATE dlq_messages SET status = 'PENDING', next_retry_at = ?4,
-						lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3
-					WHERE id = ?1 AND status = 'RETRYING' AND lease_owner = ?2`, o.ID.String(), owner, us(now), usPtr(o.NextRetryAt))
+						lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3, `+history+`
+					WHERE id = ?1 AND status = 'RETRYING' AND lease_owner = ?2`, o.ID.String(), owner, us(now), usPtr(o.NextRetryAt),
+					lastErr, attemptJSON(o.Attempt))
 			}
 			if err != nil {
 				return fmt.Errorf("finish retry of %s: %w", o.ID, err)

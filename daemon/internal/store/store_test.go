@@ -59,7 +59,7 @@ func incoming(topic string, offset int64, payload string) dlq.Incoming {
 		OriginalTopic: "orders.events.v1",
 		ErrorMessage:  "processing failed",
 		Key:           []byte("k1"),
-		Headers:       []dlq.Header{{Key: "error", Value: []byte("processing failed")}},
+		Headers:       []dlq.Header{{Key: []byte("error"), Value: []byte("processing failed")}},
 		Payload:       []byte(payload),
 	}
 }
@@ -70,6 +70,9 @@ func ingest(t *testing.T, s store.Store, now time.Time, in ...dlq.Incoming) dlq.
 	require.NoError(t, err)
 	return res
 }
+
+// at is a FirstRetryAt that gives every message t.
+func at(t time.Time) func() *time.Time { return func() *time.Time { return &t } }
 
 func onlyMessage(t *testing.T, s store.Store, topic string) dlq.Message {
 	t.Helper()
@@ -149,7 +152,7 @@ func TestIngestIsIdempotentPerPosition(t *testing.T) {
 		require.Equal(t, 3, m.MaxRetries)
 		require.Equal(t, "orders.events.v1", m.OriginalTopic)
 		require.Equal(t, []byte("k1"), m.Key)
-		require.Equal(t, []dlq.Header{{Key: "error", Value: []byte("processing failed")}}, m.Headers)
+		require.Equal(t, []dlq.Header{{Key: []byte("error"), Value: []byte("processing failed")}}, m.Headers)
 		require.True(t, m.CreatedAt.Equal(t0), "created_at %v", m.CreatedAt)
 	})
 }
@@ -463,9 +466,9 @@ func TestClaimTopicWalksInOrderAndSkips(t *testing.T) {
 func TestClaimDueOnlyTakesDueMessages(t *testing.T) {
 	contract(t, func(t *testing.T, s store.Store) {
 		due, later := t0.Add(time.Minute), t0.Add(time.Hour)
-		_, err := s.IngestDLQ(ctx(t), []dlq.Incoming{incoming("a.dlq.v1", 1, `{}`)}, dlq.IngestOptions{Now: t0, MaxRetries: 3, NextRetryAt: &due})
+		_, err := s.IngestDLQ(ctx(t), []dlq.Incoming{incoming("a.dlq.v1", 1, `{}`)}, dlq.IngestOptions{Now: t0, MaxRetries: 3, FirstRetryAt: at(due)})
 		require.NoError(t, err)
-		_, err = s.IngestDLQ(ctx(t), []dlq.Incoming{incoming("a.dlq.v1", 2, `{}`)}, dlq.IngestOptions{Now: t0, MaxRetries: 3, NextRetryAt: &later})
+		_, err = s.IngestDLQ(ctx(t), []dlq.Incoming{incoming("a.dlq.v1", 2, `{}`)}, dlq.IngestOptions{Now: t0, MaxRetries: 3, FirstRetryAt: at(later)})
 		require.NoError(t, err)
 		_, err = s.IngestDLQ(ctx(t), []dlq.Incoming{incoming("a.dlq.v1", 3, `{}`)}, dlq.IngestOptions{Now: t0, MaxRetries: 3})
 		require.NoError(t, err)

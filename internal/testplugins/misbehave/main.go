@@ -137,13 +137,38 @@ func main() {
 	if d.mode("slow-start") {
 		time.Sleep(30 * time.Second)
 	}
-	if d.mode("protocol-2") {
+	if d.mode("protocol-3") {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  sdk.Handshake,
-			VersionedPlugins: map[int]plugin.PluginSet{2: {sdk.KindTenantDeleter: &sdk.TenantDeleterPlugin{Impl: d}}},
+			VersionedPlugins: map[int]plugin.PluginSet{3: {sdk.KindTenantDeleter: &sdk.TenantDeleterPlugin{Impl: d}}},
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+		return
+	}
+	if d.mode("source-protocol-1") {
+		// A DLQ source built against the protocol 1 SDK.
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  sdk.Handshake,
+			VersionedPlugins: map[int]plugin.PluginSet{1: {sdk.KindDLQSource: &sdk.DLQSourcePlugin{Impl: emptySource{}}}},
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
 		return
 	}
 	sdk.ServeTenantDeleter(d)
+}
+
+// emptySource is a DLQSource with nothing to fetch.
+type emptySource struct{}
+
+func (emptySource) Configure(context.Context, *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
+	return &sdk.ConfigureResponse{PluginVersion: "test-1"}, nil
+}
+func (emptySource) Fetch(context.Context, *sdk.FetchRequest) (*sdk.FetchResponse, error) {
+	return &sdk.FetchResponse{}, nil
+}
+func (emptySource) Commit(context.Context, *sdk.CommitRequest) (*sdk.CommitResponse, error) {
+	return &sdk.CommitResponse{}, nil
+}
+func (emptySource) Republish(context.Context, *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
+	return &sdk.RepublishResponse{}, nil
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/plugintest"
+)
+
+func TestErrorClasses(t *testing.T) {
+	tests := map[string]struct {
+		err  error
+		want errClass
+	}{
+		"unknown topic (stale metadata)": {kafka.UnknownTopicOrPartition, classMetadata},
+		"leader not available":           {kafka.LeaderNotAvailable, classMetadata},
+		"not leader for partition":       {fmt.Errorf("write: %w", kafka.NotLeaderForPartition), classMetadata},
+		"broker not available":           {kafka.BrokerNotAvailable, classMetadata},
+		"fenced leader epoch":            {kafka.FencedLeaderEpoch, classMetadata},
+		"message too large (broker)":     {kafka.MessageSizeTooLarge, classTooLarge},
+		"record list too large":          {kafka.RecordListTooLarge, classTooLarge},
+		"message too large (kafka-go)":   {kafka.MessageTooLargeError{}, classTooLarge},
+		"not enough replicas":            {kafka.NotEnoughReplicas, classRetryable},
+		"request timed out":              {kafka.RequestTimedOut, classRetryable},
+		"topic authorization failed":     {kafka.TopicAuthorizationFailed, classPermanent},
+		"invalid topic":                  {kafka.InvalidTopic, classPermanent},
+		"invalid record":                 {kafka.InvalidRecord, classPermanent},
+		"connection refused":             {&net.OpError{Op: "dial", Err: errors.New("connection refused")}, classRetryable},
+		"broker hung up":                 {io.ErrUnexpectedEOF, classRetryable},
+		"cancelled":                      {context.Canceled, classRetryable},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, tc.want, classOf(tc.err), "%v", tc.err)
+		})
+	}
+}
+
+// After the metadata retries: a topic still unknown is the message's
+// problem (counted), a partition still without a leader the broker's.
+func TestRepublishErrorsAfterTheMetadataWait(t *testing.T) {
+	tests := map[string]struct {
+		err       error
+		wantClass sdk.Class
+		wantText  string
+	}{
+		"unknown topic":       {kafka.UnknownTopicOrPartition, sdk.ClassPermanent, "the broker does not know the topic"},
+		"no leader":           {kafka.LeaderNotAvailable, sdk.ClassRetryable, "metadata refreshes"},
+		"too large":           {kafka.MessageSizeTooLarge, sdk.ClassPermanent, "too large"},
+		"not authorised":      {kafka.TopicAuthorizationFailed, sdk.ClassPermanent, "Authorization"},
+		"broker unreachable":  {io.EOF, sdk.ClassRetryable, "EOF"},
+		"not enough replicas": {kafka.NotEnoughReplicas, sdk.ClassRetryable, "Replicas"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := republishError("orders.events.v1", tc.err, 10*time.Second)
+			require.Equal(t, tc.wantClass, sdk.ClassOf(err))
+			require.ErrorContains(t, err, tc.wantText)
+			require.ErrorContains(t, err, "orders.events.v1")
+		})
+	}
+}
+
+func configured(t *testing.T, addr string, extra map[string]any) sdk.DLQSource {
+	t.Helper()
+	p := plugintest.Launch(t, binary(t), sdk.KindDLQSource)
+	s := p.Source(t)
+	cfg := map[string]any{"brokers": []any{addr}, "group_id": "republish", "refresh_interval": "1s", "session_timeout": "2s"}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := s.Configure(ctx, &sdk.ConfigureRequest{Name: "kafka", Config: cfg})
+	require.NoError(t, err)
+	return s
+}
+
+// 20 messages went DEAD within a second of their original topic being
+// created: the writer's metadata did not know it yet, and
+// UnknownTopicOrPartition was permanent.
+func TestRepublishToATopicCreatedMomentsAgoSucceeds(t *testing.T) {
+	broker := testsvc.Kafka(t, 1)
+	f := newFixture(t, broker.Addr)
+	s := configured(t, broker.Addr, nil)
+	ctx := testsvc.Context(t, time.Minute)
+
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_, _ = kadm.NewClient(f.c).CreateTopics(context.Background(), 1, 1, nil, "late.events.v1")
+	}()
+	var msgs []sdk.RepublishMessage
+	for i := 0; i < 20; i++ {
+		msgs = append(msgs, sdk.RepublishMessage{ID: fmt.Sprint(i), Topic: "late.events.v1", Value: []byte(fmt.Sprint(i))})
+	}
+	msgs = append(msgs, sdk.RepublishMessage{ID: "known", Topic: "orders.events.v1", Value: []byte("x")})
+	resp, err := s.Republish(ctx, &sdk.RepublishRequest{Messages: msgs})
+	require.NoError(t, err)
+	for _, r := range resp.Results {
+		require.True(t, r.Acked, "%s: %v", r.ID, r.Err)
+	}
+	require.Len(t, f.Consume(t, "late.events.v1", 20), 20)
+}
+
+func TestRepublishToATopicThatNeverExistsFailsAloneAfterTheWait(t *testing.T) {
+	broker := testsvc.Kafka(t, 1)
+	f := newFixture(t, broker.Addr)
+	s := configured(t, broker.Addr, map[string]any{"metadata_wait": "1s"})
+	ctx := testsvc.Context(t, time.Minute)
+	start := time.Now()
+	resp, err := s.Republish(ctx, &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{
+		{ID: "lost", Topic: "nowhere.events.v1", Value: []byte("x")},
+		{ID: "fine", Topic: "orders.events.v1", Value: []byte("y")},
+	}})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), time.Second, "retried for metadata_wait")
+	require.False(t, resp.Results[0].Acked)
+	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(resp.Results[0].Err), "counted: the topic is wrong")
+	require.ErrorContains(t, resp.Results[0].Err, "does not know the topic")
+	require.True(t, resp.Results[1].Acked, "another topic's message is not held up: %v", resp.Results[1].Err)
+	require.Len(t, f.Consume(t, "orders.events.v1", 1), 1)
+}
+
+// A batch of messages that together exceed the broker's limit (1 MB), each
+// well under it, goes through; one message over the limit fails alone.
+func TestRepublishKeepsBatchesUnderTheBrokerLimitAndFailsAnOversizedMessageAlone(t *testing.T) {
+	broker := testsvc.Kafka(t, 1)
+	f := newFixture(t, broker.Addr)
+	s := configured(t, broker.Addr, nil)
+	ctx := testsvc.Context(t, time.Minute)
+	var msgs []sdk.RepublishMessage
+	for i := 0; i < 30; i++ {
+		msgs = append(msgs, sdk.RepublishMessage{ID: fmt.Sprint(i), Topic: "orders.events.v1", Key: []byte("same-partition"),
+			Value: bytes.Repeat([]byte{byte(i)}, 50<<10)})
+	}
+	msgs = append(msgs, sdk.RepublishMessage{ID: "big", Topic: "orders.events.v1", Value: bytes.Repeat([]byte("B"), 1200<<10)})
+	resp, err := s.Republish(ctx, &sdk.RepublishRequest{Messages: msgs})
+	require.NoError(t, err)
+	for _, r := range resp.Results[:30] {
+		require.True(t, r.Acked, "%s: %v", r.ID, r.Err)
+	}
+	big := resp.Results[30]
+	require.False(t, big.Acked)
+	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(big.Err))
+	require.ErrorContains(t, big.Err, "too large")
+	require.ErrorContains(t, big.Err, "max_message_bytes")
+	require.Len(t, f.Consume(t, "orders.events.v1", 30), 30)
+}
