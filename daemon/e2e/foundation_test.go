@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,10 +97,14 @@ func TestRepoConfigServesAndStopsCleanly(t *testing.T) {
 
 func TestSecondDaemonOnTheSameSocketIsRefused(t *testing.T) {
 	a := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
-	b := testsvc.NewDaemon(t, testsvc.DaemonOptions{Socket: a.Socket})
+	// The second one has a plugin: it must find the live socket before it
+	// starts it (a Kafka source would join the consumer group).
+	b := testsvc.NewDaemon(t, testsvc.DaemonOptions{Socket: a.Socket,
+		Extra: "[[deleter]]\nname = \"redis:s\"\nplugin = \"redis\"\n[deleter.config]\naddr = \"127.0.0.1:1\"\npatterns = [\"s:{tenant}\"]\n"})
 	b.Start()
 	require.NotEqual(t, 0, b.Wait(30*time.Second))
 	require.Contains(t, b.Logs(), "is lifecycled already running")
+	require.NotContains(t, b.Logs(), "lifecycled-plugin-redis", "no plugin was started")
 	code, _ := a.Do("GET", "/healthz", nil, nil)
 	require.Equal(t, 200, code, "the first daemon keeps serving")
 	_, err := os.Lstat(a.Socket)
@@ -406,7 +411,22 @@ func TestNewerSchemaStopsTheDaemon(t *testing.T) {
 	require.Equal(t, 0, d.Wait(30*time.Second))
 	require.NoError(t, bumpSQLiteSchema(filepath.Join(d.Dir, "state.db"), 999))
 	d.Start()
-	require.NotEqual(t, 0, d.Wait(30*time.Second))
+	require.Equal(t, 78, d.Wait(30*time.Second), "EX_CONFIG: systemd must not restart-loop on it")
 	require.Contains(t, d.Logs(), "newer than this lifecycled binary")
 	require.Contains(t, d.Logs(), "version 999")
+	require.NotContains(t, d.Logs(), "makeFuncStub", "the cause alone, not fx's wrapping")
+	require.NotContains(t, d.Logs(), "could not build arguments")
+}
+
+func TestStateStoreRefusingTheCredentialsExitsWithExConfig(t *testing.T) {
+	admin := testsvc.PGAdminDSN()
+	u, err := url.Parse(testsvc.PGDatabase(t))
+	require.NoError(t, err)
+	u.User = url.User("no_such_role_" + fmt.Sprint(time.Now().UnixNano()%100000))
+	_ = admin
+	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{State: u.String()})
+	d.Start()
+	require.Equal(t, 78, d.Wait(60*time.Second))
+	require.Contains(t, d.Logs(), "does not exist")
+	require.NotContains(t, d.Logs(), "makeFuncStub")
 }

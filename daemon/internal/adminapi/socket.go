@@ -40,19 +40,12 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 			return nil, fmt.Errorf("create socket directory: %w", err)
 		}
 	}
-	if fi, err := os.Lstat(o.Path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%w: %s is a %s; remove it or set admin.listen to another path", ErrNotASocket, o.Path, describeMode(fi.Mode()))
-		}
-		c, err := net.DialTimeout("unix", o.Path, time.Second)
-		if err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%w: %s answers connections; is lifecycled already running? (systemctl status lifecycled)", ErrSocketInUse, o.Path)
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("check existing socket %s: %w", o.Path, err)
-		}
-		// Stale: a previous daemon died without removing it.
+	stale, err := CheckSocketPath(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	if stale {
+		// A previous daemon died without removing it.
 		if err := os.Remove(o.Path); err != nil {
 			return nil, fmt.Errorf("remove stale socket %s: %w", o.Path, err)
 		}
@@ -86,6 +79,34 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 		return fail(fmt.Errorf("move admin socket into place: %w", err))
 	}
 	return l, nil
+}
+
+// CheckSocketPath says whether the admin socket path is free to use: a live
+// socket means another instance runs (ErrSocketInUse), anything that is not
+// a socket is never touched (ErrNotASocket), and a socket nobody listens on
+// is stale (stale = true, to be replaced). The daemon calls it before it
+// starts anything else, so that a second instance never starts its plugins
+// (a Kafka source would join the consumer group).
+func CheckSocketPath(path string) (stale bool, err error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check admin socket %s: %w", path, err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return false, fmt.Errorf("%w: %s is a %s; remove it or set admin.listen to another path", ErrNotASocket, path, describeMode(fi.Mode()))
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return false, fmt.Errorf("%w: %s answers connections; is lifecycled already running? (systemctl status lifecycled)", ErrSocketInUse, path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return false, fmt.Errorf("check existing socket %s: %w", path, err)
+	}
+	return true, nil
 }
 
 // removeSocket removes the socket at path if it is still the one we created

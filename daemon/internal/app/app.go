@@ -14,15 +14,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/fx"
+	"go.uber.org/dig"
 	"go.uber.org/fx/fxevent"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
@@ -68,6 +71,13 @@ func Run(ctx context.Context, o Options) error {
 		o.Stderr = os.Stderr
 	}
 	log := logging.New("lifecycled", cfg.Daemon.LogLevel, cfg.Daemon.LogFormat, o.Stderr)
+	// Before anything starts: another instance on the socket means this one
+	// must not start its plugins (a Kafka source would join the group).
+	if path, err := cfg.SocketPath(); err == nil {
+		if _, err := adminapi.CheckSocketPath(path); err != nil {
+			return err
+		}
+	}
 	holder := config.NewHolder(cfg)
 	notifier := sdnotify.Notifier{}
 	host, _ := os.Hostname()
@@ -159,13 +169,34 @@ func startTimeout(cfg *config.Config) time.Duration {
 	return 30*time.Second + n*cfg.Plugins.StartTimeout.Duration
 }
 
-// startupError unwraps fx's wrapping and keeps config problems recognisable.
+// startupError returns the cause of a failed start without fx's wrapping
+// ("could not build arguments for function ... failed to build ..."), and
+// marks what restarting cannot fix as a ConfigError (exit 78, which the unit
+// lists in RestartPreventExitStatus): config problems, a state-store schema
+// newer than this binary, and a state store that refuses our credentials.
 func startupError(err error) error {
+	cause := dig.RootCause(err)
 	var ce *config.Error
-	if errors.As(err, &ce) {
+	var conf *ConfigError
+	switch {
+	case errors.As(err, &conf):
+		return conf
+	case errors.As(err, &ce):
 		return &ConfigError{Err: ce}
+	case errors.Is(err, migrations.ErrSchemaNewer):
+		return &ConfigError{Err: cause}
+	case credentialsRefused(err):
+		return &ConfigError{Err: cause}
 	}
-	return err
+	return cause
+}
+
+// credentialsRefused reports a PostgreSQL state store that refused the
+// login (class 28: invalid authorization, wrong password, no such role) or
+// names a database that does not exist (3D000).
+func credentialsRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "28") || pgErr.Code == "3D000")
 }
 
 func statusLine(h *pluginhost.Host, state string) string {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"go.uber.org/dig"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,34 +16,39 @@ func (f fxLogger) LogEvent(e fxevent.Event) {
 	switch ev := e.(type) {
 	case *fxevent.OnStartExecuted:
 		if ev.Err != nil {
-			f.l.Error("start hook failed", "callee", ev.FunctionName, "error", ev.Err)
+			f.l.Error("start hook failed", "callee", ev.FunctionName, "error", cause(ev.Err))
 		} else {
 			f.l.Debug("started", "callee", shortName(ev.FunctionName), "took", ev.Runtime.String())
 		}
 	case *fxevent.OnStopExecuted:
 		if ev.Err != nil {
-			f.l.Error("stop hook failed", "callee", ev.FunctionName, "error", ev.Err)
+			f.l.Error("stop hook failed", "callee", ev.FunctionName, "error", cause(ev.Err))
 		} else {
 			f.l.Debug("stopped", "callee", shortName(ev.FunctionName), "took", ev.Runtime.String())
 		}
 	case *fxevent.Provided:
 		if ev.Err != nil {
-			f.l.Error("provide failed", "constructor", ev.ConstructorName, "error", ev.Err)
+			f.l.Error("provide failed", "constructor", ev.ConstructorName, "error", cause(ev.Err))
 		}
 	case *fxevent.Invoked:
 		if ev.Err != nil {
-			f.l.Error("invoke failed", "function", ev.FunctionName, "error", ev.Err)
+			// fx.Populate invokes a reflect stub: its name says nothing.
+			if strings.HasPrefix(ev.FunctionName, "reflect.") {
+				f.l.Error("start failed", "error", cause(ev.Err))
+			} else {
+				f.l.Error("invoke failed", "function", ev.FunctionName, "error", cause(ev.Err))
+			}
 		}
 	case *fxevent.Started:
 		if ev.Err != nil {
-			f.l.Error("start failed", "error", ev.Err)
+			f.l.Error("start failed", "error", cause(ev.Err))
 		}
 	case *fxevent.Stopped:
 		if ev.Err != nil {
-			f.l.Error("stop failed", "error", ev.Err)
+			f.l.Error("stop failed", "error", cause(ev.Err))
 		}
 	case *fxevent.RollingBack:
-		f.l.Error("start failed; rolling back", "error", ev.StartErr)
+		f.l.Error("start failed; rolling back", "error", cause(ev.StartErr))
 	}
 }
 
@@ -52,3 +58,8 @@ func shortName(fn string) string {
 	}
 	return fn
 }
+
+// cause strips fx's and dig's wrapping ("could not build arguments for
+// function ..."): operators need the error that happened, not the
+// dependency graph it happened in.
+func cause(err error) error { return dig.RootCause(err) }
