@@ -24,8 +24,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"go.uber.org/fx"
 	"go.uber.org/dig"
+	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
