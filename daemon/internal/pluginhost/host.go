@@ -76,9 +76,10 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
-	path := ic.Path
+	path, pluginDir := ic.Path, ""
 	if path == "" {
-		path = filepath.Join(cfg.ResolvePath(cfg.Daemon.PluginDir), "lifecycled-plugin-"+ic.Plugin)
+		pluginDir = cfg.ResolvePath(cfg.Daemon.PluginDir)
+		path = filepath.Join(pluginDir, "lifecycled-plugin-"+ic.Plugin)
 	} else {
 		path = cfg.ResolvePath(path)
 	}
@@ -101,6 +102,7 @@ func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
 		GOMAXPROCS:      cfg.Plugins.GOMAXPROCS,
 		TenantIDFormat:  cfg.Daemon.TenantIDFormat,
 		MaxMessageBytes: cfg.Plugins.MaxMessageBytes,
+		PluginDir:       pluginDir,
 	}, h.log.Named(ic.Name), h.metrics)
 }
 

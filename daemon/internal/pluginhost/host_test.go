@@ -48,6 +48,10 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 // newHost starts a host over the given [[deleter]] blocks; logs go to the
 // returned buffer.
 func newHost(t *testing.T, mode string, blocks string) (*pluginhost.Host, *syncBuf) {
+	return newHostIn(t, mode, filepath.Dir(misbehave(t)), blocks)
+}
+
+func newHostIn(t *testing.T, mode, pluginDir string, blocks string) (*pluginhost.Host, *syncBuf) {
 	t.Setenv("TESTPLUGIN_MODE", mode)
 	text := fmt.Sprintf(`version = 1
 [daemon]
@@ -59,7 +63,7 @@ restart_initial_delay = "100ms"
 restart_max_delay = "500ms"
 shutdown_timeout = "2s"
 env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
-%s`, filepath.Dir(misbehave(t)), blocks)
+%s`, pluginDir, blocks)
 	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
 	require.NoError(t, err)
 	logs := &syncBuf{}
@@ -213,6 +217,56 @@ func alive(pid int) bool {
 	}
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// copyPlugin puts a copy of the test plugin in a fresh directory (mode
+// 0755) and returns the directory.
+func copyPlugin(t *testing.T, mode os.FileMode) string {
+	dir := filepath.Join(testsvc.ShortTempDir(t), "plugins")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	data, err := os.ReadFile(misbehave(t))
+	require.NoError(t, err)
+	path := filepath.Join(dir, "lifecycled-plugin-misbehave")
+	require.NoError(t, os.WriteFile(path, data, 0o755))
+	require.NoError(t, os.Chmod(path, mode))
+	return dir
+}
+
+// A plugin binary anyone could have replaced is not run (sshd's StrictModes
+// for plugins): world-writable, in a world-writable directory, or reached
+// through a symlink out of plugin_dir.
+func TestUnsafePluginBinariesAreRefused(t *testing.T) {
+	t.Run("world-writable binary", func(t *testing.T) {
+		h, _ := newHostIn(t, "", copyPlugin(t, 0o777), basic)
+		err := h.Check("test:a")
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "writable by anyone")
+	})
+	t.Run("world-writable directory", func(t *testing.T) {
+		dir := copyPlugin(t, 0o755)
+		require.NoError(t, os.Chmod(dir, 0o777))
+		h, _ := newHostIn(t, "", dir, basic)
+		err := h.Check("test:a")
+		require.Error(t, err)
+		require.Contains(t, err.Error(), dir)
+		require.Contains(t, err.Error(), "writable by anyone")
+	})
+	t.Run("symlink out of plugin_dir", func(t *testing.T) {
+		outside := copyPlugin(t, 0o755)
+		dir := filepath.Join(testsvc.ShortTempDir(t), "plugins")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		require.NoError(t, os.Symlink(filepath.Join(outside, "lifecycled-plugin-misbehave"), filepath.Join(dir, "lifecycled-plugin-misbehave")))
+		h, _ := newHostIn(t, "", dir, basic)
+		err := h.Check("test:a")
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "outside plugin_dir")
+	})
+	t.Run("sticky world-writable parent and group-writable binary run, with a warning", func(t *testing.T) {
+		// /tmp is 1777: safe, others cannot replace what they do not own.
+		h, logs := newHostIn(t, "", copyPlugin(t, 0o775), basic)
+		require.NoError(t, h.Check("test:a"))
+		require.Contains(t, logs.String(), "writable by its group")
+	})
 }
 
 func TestProtocolMismatchNamesBothVersions(t *testing.T) {

@@ -69,6 +69,9 @@ type instanceConfig struct {
 	TenantIDFormat string
 	// MaxMessageBytes is the gRPC message limit, the same on both ends.
 	MaxMessageBytes int
+	// PluginDir is set when Path is the default one inside plugin_dir, so a
+	// symlink out of it can be refused.
+	PluginDir string
 }
 
 // stableAfter is how long a plugin must run before a later crash starts the
@@ -294,12 +297,19 @@ var protoMismatchRE = regexp.MustCompile(`Plugin version: (\d+), Client versions
 // and configures it.
 func (in *instance) launch() error {
 	in.setState(StateStarting, "")
+	trustWarnings, err := checkTrust(in.cfg.Path, in.cfg.PluginDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("plugin %s: binary %s not found (is plugin_dir right? `make build` puts plugins in ./bin)", in.cfg.Name, in.cfg.Path)
+	}
+	if err != nil {
+		return fmt.Errorf("plugin %s: %w", in.cfg.Name, err)
+	}
+	for _, w := range trustWarnings {
+		in.log.Warn("unsafe plugin binary", "warning", w)
+	}
 	sum, err := fileSHA256(in.cfg.Path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("plugin binary %s not found (is plugin_dir right? `make build` puts plugins in ./bin)", in.cfg.Path)
-		}
-		return fmt.Errorf("read plugin binary: %w", err)
+		return fmt.Errorf("plugin %s: read binary: %w", in.cfg.Name, err)
 	}
 	in.mu.Lock()
 	in.sum = sum
