@@ -28,6 +28,7 @@ type Daemon struct {
 	Socket     string
 	Env        []string
 	wrap       []string
+	cred       *syscall.Credential
 	cmd        *exec.Cmd
 	stderr     *SyncBuffer
 	exited     chan struct{}
@@ -76,6 +77,8 @@ type DaemonOptions struct {
 	NoWait bool
 	// Wrap runs the daemon under this command (e.g. prlimit --nofile=64:64 --).
 	Wrap []string
+	// Credential runs the daemon as another user (the test must be root).
+	Credential *syscall.Credential
 }
 
 // NewDaemon writes a config and returns a daemon ready to Start.
@@ -121,7 +124,7 @@ shutdown_timeout = "3s"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{t: t, Bin: bin, Dir: dir, ConfigPath: path, Socket: sock, Env: o.Env, wrap: o.Wrap}
+	d := &Daemon{t: t, Bin: bin, Dir: dir, ConfigPath: path, Socket: sock, Env: o.Env, wrap: o.Wrap, cred: o.Credential}
 	d.http = &http.Client{
 		Timeout: 60 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -154,7 +157,7 @@ func (d *Daemon) Start() {
 	d.stderr = &SyncBuffer{}
 	cmd.Stderr = d.stderr
 	cmd.Stdout = d.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: d.cred}
 	if err := cmd.Start(); err != nil {
 		d.t.Fatalf("start daemon: %v", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 )
 
@@ -148,7 +150,7 @@ func (c *client) explainDialError(err error) error {
 	case errors.Is(err, syscall.ENOENT):
 		return localErrorf("cannot reach lifecycled: %s does not exist. Is the daemon running? (systemctl status lifecycled, or `make run` in a checkout; --addr or LIFECYCLED_ADDR choose another socket)", c.path)
 	case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
-		return localErrorf("permission denied on %s: join the socket's group (%s), e.g. `sudo usermod -aG %s $USER`, then log in again", c.path, socketGroup(c.path), socketGroup(c.path))
+		return localErrorf("%s", accessHint(c.path))
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return localErrorf("cannot reach lifecycled: %s refuses connections (stale socket: the daemon is not running)", c.path)
 	default:
@@ -156,19 +158,55 @@ func (c *client) explainDialError(err error) error {
 	}
 }
 
-func socketGroup(path string) string {
-	fi, err := os.Stat(path)
-	if err != nil {
-		fi, err = os.Stat(filepath.Dir(path))
-	}
-	if err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			if g, err := user.LookupGroupId(fmt.Sprint(st.Gid)); err == nil {
-				return g.Name
-			}
+// accessHint explains a permission error on the socket: a directory on the
+// way that the caller cannot enter, or the socket's group to join (never
+// root: a socket in group root means admin.socket_group is unset).
+func accessHint(path string) string {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if unix.Access(dir, unix.X_OK) != nil {
+			return fmt.Sprintf("permission denied on %s: you cannot enter the directory %s (%s); "+
+				"its mode must let the admin group through (the packaged unit sets RuntimeDirectoryMode=0755)", path, dir, describeOwner(dir))
+		}
+		if dir == filepath.Dir(dir) {
+			break
 		}
 	}
-	return "lifecycled-admin"
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Sprintf("permission denied on %s: %v", path, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Sprintf("permission denied on %s", path)
+	}
+	if st.Gid == 0 {
+		return fmt.Sprintf("permission denied on %s: the socket belongs to group root, so only root can use it; "+
+			"set admin.socket_group (e.g. \"lifecycled-admin\") in the daemon's config and add operators to that group", path)
+	}
+	group := fmt.Sprint(st.Gid)
+	if g, err := user.LookupGroupId(group); err == nil {
+		group = g.Name
+	}
+	return fmt.Sprintf("permission denied on %s: join the socket's group (%s), e.g. `sudo usermod -aG %s $USER`, then log in again", path, group, group)
+}
+
+func describeOwner(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err.Error()
+	}
+	desc := fmt.Sprintf("mode %04o", fi.Mode().Perm())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner, group := fmt.Sprint(st.Uid), fmt.Sprint(st.Gid)
+		if u, err := user.LookupId(owner); err == nil {
+			owner = u.Username
+		}
+		if g, err := user.LookupGroupId(group); err == nil {
+			group = g.Name
+		}
+		desc += fmt.Sprintf(", %s:%s", owner, group)
+	}
+	return desc
 }
 
 func escape(s string) string { return url.PathEscape(s) }
