@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -157,9 +156,9 @@ func (s *Server) Start(context.Context) error {
 			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second,
 			ErrorLog: s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	}
-	s.serve(s.unix, netutil.LimitListener(s.unixL, adminConns))
+	s.serve(s.unix, newLimitListener(s.unixL, adminConns))
 	if s.tcp != nil {
-		s.serve(s.tcp, netutil.LimitListener(s.tcpL, metricsConns))
+		s.serve(s.tcp, newLimitListener(s.tcpL, metricsConns))
 	}
 	s.log.Info("admin API listening", "socket", s.opts.Socket.Path, "metrics_listen", s.opts.MetricsListen,
 		"max_connections", adminConns, "metrics_max_connections", metricsConns)

@@ -167,6 +167,9 @@ type peerKey struct{}
 
 // connContext records the peer credentials of each accepted connection.
 func connContext(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitedConn); ok {
+		c = lc.Conn
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return context.WithValue(ctx, peerKey{}, PeerCred{})
