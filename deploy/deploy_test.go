@@ -46,3 +46,15 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Empty(t, strings.TrimSpace(string(out)), "systemd-analyze verify warnings")
 }
+
+// The production example validates where the docs say to validate it: on
+// the target machine before the unit runs, without systemd's credentials.
+func TestExampleConfigValidatesWithoutSecrets(t *testing.T) {
+	bin := filepath.Join(testsvc.Binaries(t), "lifecycled")
+	cmd := exec.Command(bin, "config", "validate", "--without-secrets", "--config", "examples/config.toml")
+	cmd.Env = append(os.Environ(), "CREDENTIALS_DIRECTORY=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "valid (")
+	require.Contains(t, string(out), "secret files not checked")
+}

@@ -44,6 +44,14 @@ config; SIGTERM and SIGINT drain within daemon.shutdown_timeout and exit 0.`,
 	return cmd
 }
 
+// plural spells a count with its noun: "1 dlq source", "2 deleters".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 func loadConfig(path string) (*config.Config, error) {
 	if path == "" {
 		path = defaultConfigPath()
@@ -57,21 +65,35 @@ func loadConfig(path string) (*config.Config, error) {
 
 func configCmd(g *globals) *cobra.Command {
 	var path string
+	var withoutSecrets bool
 	cmd := &cobra.Command{Use: "config", Short: "Check, print or dump the config"}
 	cmd.PersistentFlags().StringVar(&path, "config", "", "config file (default ./config.toml if present, else /etc/lifecycled/config.toml)")
-	cmd.AddCommand(&cobra.Command{
+	validate := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the config; print every problem with its file, line and key",
-		Args:  cobra.NoArgs,
+		Long: `Check the config and print every problem, once, with its file, line and key.
+--without-secrets checks everything but the secret files (*_file keys are
+neither read nor expanded), so that a config written for systemd's
+LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(path)
-			if err != nil {
-				return err
+			if path == "" {
+				path = defaultConfigPath()
 			}
-			fmt.Fprintf(g.stdout, "%s: valid (%d deleters, %d dlq sources)\n", cfg.Path, len(cfg.Deleters), len(cfg.DLQSources))
+			cfg, err := config.LoadWith(path, config.ParseOptions{WithoutSecrets: withoutSecrets})
+			if err != nil {
+				return &exitError{code: ExitLocal, err: err}
+			}
+			note := ""
+			if withoutSecrets {
+				note = "; secret files not checked"
+			}
+			fmt.Fprintf(g.stdout, "%s: valid (%s, %s%s)\n", cfg.Path, plural(len(cfg.Deleters), "deleter"), plural(len(cfg.DLQSources), "dlq source"), note)
 			return nil
 		},
-	}, &cobra.Command{
+	}
+	validate.Flags().BoolVar(&withoutSecrets, "without-secrets", false, "check everything but the secret files (*_file keys)")
+	cmd.AddCommand(validate, &cobra.Command{
 		Use:   "default",
 		Short: "Print the default config for a packaged install",
 		Args:  cobra.NoArgs,

@@ -9,6 +9,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/lifecycled/lifecycled/sdk"
@@ -176,6 +177,9 @@ func (d *Duration) parse() error {
 	}
 	v, err := time.ParseDuration(d.raw)
 	if err != nil {
+		if _, numErr := strconv.ParseFloat(d.raw, 64); numErr == nil && d.raw != "0" {
+			return fmt.Errorf("want a duration string such as \"30s\", got the number %s without a unit", d.raw)
+		}
 		return fmt.Errorf("invalid duration %q (use a number with a unit, e.g. \"30s\", \"72h\")", d.raw)
 	}
 	d.Duration = v

@@ -120,7 +120,7 @@ func TestProblemsNameKeyAndLine(t *testing.T) {
 			text: "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\nsha = \"x\"\n", wantKey: "deleter.sha", line: 5, msg: "unknown key",
 		},
 		"bad sha256": {
-			text: "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\nsha256 = \"abc\"\n", wantKey: "deleter.0.sha256", line: 5, msg: "64 hex",
+			text: "version = 1\n[[deleter]]\nname = \"a\"\nplugin = \"redis\"\nsha256 = \"abc\"\n", wantKey: "deleter[a].sha256", line: 5, msg: "64 hex",
 		},
 		"unset variable": {
 			text: "version = 1\n[daemon]\nstate = \"postgres://${PGUSER_UNSET}@h/db\"\n", wantKey: "daemon.state", line: 3, msg: "PGUSER_UNSET is not set",
@@ -371,4 +371,52 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestEachProblemOnceAndDeletersByName(t *testing.T) {
+	text := "version = 1\n[[deleter]]\nname = \"postgres:app\"\nplugin = \"postgres\"\n[deleter.config]\npassword_file = \"${CREDENTIALS_DIRECTORY}/pw\"\n" +
+		"[[dlq_source]]\nname = \"kafka\"\nplugin = \"kafka\"\n[dlq_source.config]\nsasl = { password_file = \"/nonexistent/pw\" }\n"
+	_, err := parse(t, text)
+	ps := problems(t, err)
+	require.Len(t, ps, 2, "one problem per key: %v", ps)
+	require.Equal(t, "deleter[postgres:app].config.password_file", ps[0].Key)
+	require.Equal(t, 6, ps[0].Line)
+	require.Contains(t, ps[0].Msg, "CREDENTIALS_DIRECTORY is not set")
+	require.Equal(t, "dlq_source[kafka].config.sasl.password_file", ps[1].Key)
+	require.Contains(t, ps[1].Msg, "cannot read secret file")
+}
+
+func TestValidateWithoutSecrets(t *testing.T) {
+	text := "version = 1\n[daemon]\nstate = \"postgres://lifecycled@db/lifecycled\"\nstate_password_file = \"${CREDENTIALS_DIRECTORY}/state\"\n" +
+		"[[deleter]]\nname = \"postgres:app\"\nplugin = \"postgres\"\n[deleter.config]\npassword_file = \"${CREDENTIALS_DIRECTORY}/pw\"\ndsn = \"${DB_HOST}\"\n"
+	_, err := ParseWith(text, "/etc/lifecycled/config.toml", noEnv, ParseOptions{WithoutSecrets: true})
+	ps := problems(t, err)
+	require.Len(t, ps, 1, "secret files and their paths are not checked, everything else is: %v", ps)
+	require.Equal(t, "deleter[postgres:app].config.dsn", ps[0].Key)
+
+	text = strings.Replace(text, "${DB_HOST}", "postgres://app@db/app", 1)
+	cfg, err := ParseWith(text, "/etc/lifecycled/config.toml", noEnv, ParseOptions{WithoutSecrets: true})
+	require.NoError(t, err)
+	require.Len(t, cfg.Deleters, 1)
+}
+
+func TestTOMLTypeErrorsReadLikeTheRest(t *testing.T) {
+	for name, tc := range map[string]struct{ text, key, msg string }{
+		"int for string":      {"version = 1\n[admin]\nsocket_mode = 660\n", "admin.socket_mode", `want a string, got an integer (socket_mode = "0660")`},
+		"octal-looking int":   {"version = 1\n[admin]\nsocket_mode = 0660\n", "admin.socket_mode", `write it as a string: socket_mode = "0660"`},
+		"string for int":      {"version = 1\n[retry]\nmax_retries = \"3\"\n", "retry.max_retries", "want an integer, got a string"},
+		"int for duration":    {"version = 1\n[daemon]\nshutdown_timeout = 30\n", "daemon.shutdown_timeout", `want a duration string such as "30s", got the number 30 without a unit`},
+		"string for bool":     {"version = 1\n[retry]\nenabled = \"yes\"\n", "retry.enabled", "want true or false, got a string"},
+		"string for int list": {"version = 1\n[admin]\nallow_uids = \"0\"\n", "admin.allow_uids", "want an array, got a string"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, tc.text)
+			ps := problems(t, err)
+			require.Len(t, ps, 1)
+			require.Equal(t, tc.key, ps[0].Key)
+			require.Equal(t, 3, ps[0].Line)
+			require.Contains(t, ps[0].Msg, tc.msg)
+			require.NotContains(t, ps[0].Msg, "int64")
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -72,24 +73,56 @@ func Load(path string) (*Config, error) {
 	return Parse(string(data), abs, os.LookupEnv)
 }
 
+// ParseOptions change how a config is checked.
+type ParseOptions struct {
+	// WithoutSecrets checks everything but the secrets: *_file keys are
+	// neither read nor expanded (their ${CREDENTIALS_DIRECTORY} is only set
+	// under systemd). The result is for validation only: it holds no
+	// secrets.
+	WithoutSecrets bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o ParseOptions) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, path)
+		}
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWith(string(data), abs, os.LookupEnv, o)
+}
+
 // Parse is Load on text already read; file names the source in messages and
 // its directory anchors relative paths. lookupEnv resolves ${VAR}.
 func Parse(text, file string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	return ParseWith(text, file, lookupEnv, ParseOptions{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(text, file string, lookupEnv func(string) (string, bool), o ParseOptions) (*Config, error) {
 	cfg := Defaults()
 	cfg.Path = file
 	cfg.Dir = filepath.Dir(file)
 	lines := indexKeyLines(text)
-	report := &reporter{file: file, lines: lines}
+	report := &reporter{file: file, lines: lines, seen: map[string]bool{}, skipSecrets: o.WithoutSecrets}
 
 	md, err := toml.Decode(text, &cfg)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			report.add(pe.Position.Line, pe.LastKey, pe.Message)
-		} else {
-			report.add(0, "", err.Error())
-		}
+		report.decodeError(err)
 		return nil, report.err()
+	}
+	report.names = map[string][]string{}
+	for _, d := range cfg.Deleters {
+		report.names["deleter"] = append(report.names["deleter"], d.Name)
+	}
+	for _, d := range cfg.DLQSources {
+		report.names["dlq_source"] = append(report.names["dlq_source"], d.Name)
 	}
 	for _, k := range md.Undecoded() {
 		if len(k) > 2 && (k[0] == "deleter" || k[0] == "dlq_source") && k[1] == "config" {
@@ -104,7 +137,9 @@ func Parse(text, file string, lookupEnv func(string) (string, bool)) (*Config, e
 
 	interpolateAll(reflect.ValueOf(&cfg).Elem(), "", lookupEnv, report)
 	cfg.secrets = map[string]string{}
-	cfg.resolveSecretFiles(report)
+	if !o.WithoutSecrets {
+		cfg.resolveSecretFiles(report)
+	}
 	cfg.validate(report)
 	if len(report.problems) > 0 {
 		return nil, report.err()
@@ -116,9 +151,23 @@ type reporter struct {
 	file     string
 	lines    map[string]int
 	problems []Problem
+	// seen: keys with a problem already; a key gets one problem (an unset
+	// variable in a *_file path is not reported again as an unreadable file).
+	seen map[string]bool
+	// names: the name of each [[deleter]] and [[dlq_source]], by index, so
+	// that problems name "deleter[postgres:app]" rather than "deleter.0".
+	names map[string][]string
+	// skipSecrets: *_file keys are not checked (ParseOptions.WithoutSecrets).
+	skipSecrets bool
 }
 
 func (r *reporter) add(line int, key, msg string) {
+	if key != "" {
+		if r.seen[key] {
+			return
+		}
+		r.seen[key] = true
+	}
 	r.problems = append(r.problems, Problem{File: r.file, Line: line, Key: key, Msg: msg})
 }
 
@@ -139,7 +188,38 @@ func (r *reporter) line(key string) int {
 	return 0
 }
 
+var instanceKeyRE = regexp.MustCompile(`^(deleter|dlq_source)\.(\d+)(\.|$)`)
+
+// named rewrites "deleter.0.config.x" as "deleter[postgres:app].config.x".
+func (r *reporter) named(key string) string {
+	m := instanceKeyRE.FindStringSubmatchIndex(key)
+	if m == nil {
+		return key
+	}
+	kind := key[m[2]:m[3]]
+	i, _ := strconv.Atoi(key[m[4]:m[5]])
+	names := r.names[kind]
+	if i >= len(names) || names[i] == "" {
+		return key
+	}
+	uses := 0
+	for _, list := range r.names {
+		for _, n := range list {
+			if n == names[i] {
+				uses++
+			}
+		}
+	}
+	if uses > 1 {
+		return key // a duplicate name names nothing; keep the position
+	}
+	return kind + "[" + names[i] + "]" + key[m[6]:]
+}
+
 func (r *reporter) err() error {
+	for i := range r.problems {
+		r.problems[i].Key = r.named(r.problems[i].Key)
+	}
 	sort.SliceStable(r.problems, func(i, j int) bool {
 		a, b := r.problems[i], r.problems[j]
 		if a.Line == 0 || b.Line == 0 {
@@ -292,6 +372,9 @@ func interpolateAll(v reflect.Value, key string, env func(string) (string, bool)
 			interpolateAll(v.Field(i), joinKey(key, tag), env, r)
 		}
 	case reflect.String:
+		if r.skipSecrets && strings.HasSuffix(key, "_file") {
+			return
+		}
 		s, err := Interpolate(v.String(), env)
 		if err != nil {
 			r.at(key, "%v", err)
@@ -311,6 +394,9 @@ func interpolateAll(v reflect.Value, key string, env func(string) (string, bool)
 			}
 			switch elem.Kind() {
 			case reflect.String:
+				if r.skipSecrets && strings.HasSuffix(sub, "_file") {
+					continue
+				}
 				s, err := Interpolate(elem.String(), env)
 				if err != nil {
 					r.at(sub, "%v", err)
