@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,7 +16,7 @@ import (
 // Configure is taken into account.
 type catalog struct {
 	rels    map[uint32]*catRel
-	byName  map[string]uint32 // "schema.name" -> oid
+	byName  map[[2]string]uint32 // {schema, name} -> oid
 	fks     []catFK
 	version int // server_version_num
 	// bypassRLS: the deleter's role is a superuser or has BYPASSRLS.
@@ -36,7 +37,8 @@ type catRel struct {
 	// indexedFirst: an index leads with the column, by column name.
 	indexedFirst map[string]bool
 	// hiddenRows: row-level security may hide rows from the deleter's role
-	// (enabled, and the role neither bypasses it nor owns the table unforced).
+	// (enabled, and the role neither bypasses it nor has the owner's
+	// privileges, unforced; a NOINHERIT member of the owner role has not).
 	hiddenRows bool
 }
 
@@ -57,18 +59,37 @@ func (r *catRel) scan() string {
 type catColumn struct {
 	name          string
 	typ           string // format_type, for messages
-	base          string // the base type's name, through domains
+	base          string // the base type, through every domain: "pg_catalog.int4", "ext.citext"
 	deterministic bool   // its collation compares bytes, not "equivalent" strings
+	// equalityVisible: the base type's own = operator is on the deleter's
+	// search_path, so "col = $1" compares as the type does (citext in a
+	// schema off the path would compare as text).
+	equalityVisible bool
+}
+
+// baseTypeOf is a subquery giving the oid of typeExpr's base type, through
+// any number of domains.
+func baseTypeOf(typeExpr string) string {
+	return `WITH RECURSIVE d(oid, typtype, typbasetype, depth) AS (
+			SELECT t.oid, t.typtype, t.typbasetype, 0 FROM pg_type t WHERE t.oid = ` + typeExpr + `
+			UNION ALL SELECT t.oid, t.typtype, t.typbasetype, d.depth + 1 FROM pg_type t JOIN d ON t.oid = d.typbasetype
+				WHERE d.typtype = 'd' AND d.depth < 32)
+		SELECT oid FROM d WHERE typtype <> 'd' LIMIT 1`
 }
 
 // catFK is one foreign key (clones on partitions of a key declared on the
 // partitioned parent are left out: the parent's key stands for them).
 type catFK struct {
-	name       string
-	child      uint32 // conrelid: the referencing relation it is declared on
-	parent     uint32 // confrelid
-	fkCols     []string
-	refCols    []string
+	name    string
+	child   uint32 // conrelid: the referencing relation it is declared on
+	parent  uint32 // confrelid
+	fkCols  []string
+	refCols []string
+	// refTypes: for each column pair whose base types differ, the referenced
+	// column's base type (format_type with no typmod) that the referencing
+	// value is compared as, as the key does (a text column referencing a
+	// char(n) key ignores trailing blanks); "" when they agree.
+	refTypes   []string
 	action     byte     // confdeltype: a no action, r restrict, c cascade, n set null, d set default
 	setCols    []string // SET NULL / SET DEFAULT (cols): the columns it changes; nil means fkCols
 	deferrable bool
@@ -84,14 +105,14 @@ func (f catFK) changed() []string {
 }
 
 func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string) (*catalog, error) {
-	c := &catalog{rels: map[uint32]*catRel{}, byName: map[string]uint32{}}
+	c := &catalog{rels: map[uint32]*catRel{}, byName: map[[2]string]uint32{}}
 	if err := pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int,
 		(SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user)`).Scan(&c.version, &c.bypassRLS); err != nil {
 		return nil, classify(fmt.Errorf("read server version: %w", err))
 	}
 	rows, err := pool.Query(ctx, `
 		SELECT c.oid::int8, n.nspname, c.relname, c.relkind::text, c.relispartition,
-			c.relrowsecurity AND (c.relforcerowsecurity OR NOT pg_has_role(current_user, c.relowner, 'MEMBER'))
+			c.relrowsecurity AND (c.relforcerowsecurity OR NOT pg_has_role(current_user, c.relowner, 'USAGE'))
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p', 'f')
 			AND n.nspname NOT IN ('pg_catalog', 'information_schema')
@@ -110,7 +131,7 @@ func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string
 		r.oid, r.kind = uint32(oid), kind[0]
 		r.hiddenRows = r.hiddenRows && !c.bypassRLS
 		c.rels[r.oid] = r
-		c.byName[r.qualified()] = r.oid
+		c.byName[[2]string{r.schema, r.name}] = r.oid
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -141,12 +162,15 @@ func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string
 
 	rows, err = pool.Query(ctx, `
 		SELECT a.attrelid::int8, a.attname, format_type(a.atttypid, a.atttypmod),
-			CASE WHEN t.typtype = 'd' THEN bt.typname ELSE t.typname END,
+			bn.nspname || '.' || bt.typname,
 			coalesce((SELECT co.collisdeterministic FROM pg_collation co WHERE co.oid = a.attcollation), true),
-			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indkey[0] = a.attnum)
+			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indkey[0] = a.attnum),
+			EXISTS (SELECT 1 FROM pg_operator o JOIN pg_namespace onsp ON onsp.oid = o.oprnamespace
+				WHERE o.oprname = '=' AND o.oprleft = bt.oid AND o.oprright = bt.oid AND onsp.nspname = ANY(current_schemas(true)))
 		FROM pg_attribute a
-		JOIN pg_type t ON t.oid = a.atttypid
-		LEFT JOIN pg_type bt ON bt.oid = t.typbasetype
+		CROSS JOIN LATERAL (`+baseTypeOf("a.atttypid")+`) base
+		JOIN pg_type bt ON bt.oid = base.oid
+		JOIN pg_namespace bn ON bn.oid = bt.typnamespace
 		WHERE a.attname = ANY($1) AND a.attnum > 0 AND NOT a.attisdropped`, tenantColumns)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read columns: %w", err))
@@ -155,7 +179,7 @@ func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string
 		var oid int64
 		var col catColumn
 		var indexed bool
-		if err := rows.Scan(&oid, &col.name, &col.typ, &col.base, &col.deterministic, &indexed); err != nil {
+		if err := rows.Scan(&oid, &col.name, &col.typ, &col.base, &col.deterministic, &indexed, &col.equalityVisible); err != nil {
 			rows.Close()
 			return nil, classify(err)
 		}
@@ -181,6 +205,12 @@ func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string
 				JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum),
 			(SELECT array_agg(a.attname ORDER BY k.ord) FROM unnest(c.confkey) WITH ORDINALITY k(attnum, ord)
 				JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.attnum),
+			(SELECT array_agg(CASE WHEN fb.oid = rb.oid THEN '' ELSE format_type(rb.oid, -1) END ORDER BY k.ord)
+				FROM unnest(c.conkey, c.confkey) WITH ORDINALITY k(fk, ref, ord)
+				JOIN pg_attribute fa ON fa.attrelid = c.conrelid AND fa.attnum = k.fk
+				JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.ref
+				CROSS JOIN LATERAL (`+baseTypeOf("fa.atttypid")+`) fb
+				CROSS JOIN LATERAL (`+baseTypeOf("ra.atttypid")+`) rb),
 			`+setCols+`,
 			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid
 				AND (i.indkey::int2[])[0:cardinality(c.conkey) - 1] @> c.conkey::int2[])
@@ -194,7 +224,7 @@ func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string
 		var f catFK
 		var child, parent int64
 		var action string
-		if err := rows.Scan(&f.name, &child, &parent, &action, &f.deferrable, &f.fkCols, &f.refCols, &f.setCols, &f.fkIndexed); err != nil {
+		if err := rows.Scan(&f.name, &child, &parent, &action, &f.deferrable, &f.fkCols, &f.refCols, &f.refTypes, &f.setCols, &f.fkIndexed); err != nil {
 			rows.Close()
 			return nil, classify(err)
 		}
@@ -232,14 +262,41 @@ func (c *catalog) tree(oid uint32) []uint32 {
 	return out
 }
 
+// covered returns the relations a constraint declared on oid applies to:
+// a partitioned table's whole tree, or the plain table alone.
+func (c *catalog) covered(oid uint32) []uint32 {
+	if c.rels[oid].kind == 'p' {
+		return c.tree(oid)
+	}
+	return []uint32{oid}
+}
+
 // lookup resolves a configured table name: "schema.table" or "table" (in
-// public), each part taken literally (no quoting, case kept).
-func (c *catalog) lookup(name string) (*catRel, bool) {
-	if oid, ok := c.byName[name]; ok {
-		return c.rels[oid], true
+// public), each part taken literally (no quoting, case kept). A name that
+// can be split at more than one dot into an existing schema and table is
+// ambiguous and refused.
+func (c *catalog) lookup(name string) (*catRel, error) {
+	var found []*catRel
+	for i := 0; i < len(name); i++ {
+		if name[i] != '.' {
+			continue
+		}
+		if oid, ok := c.byName[[2]string{name[:i], name[i+1:]}]; ok {
+			found = append(found, c.rels[oid])
+		}
 	}
-	if oid, ok := c.byName["public."+name]; ok {
-		return c.rels[oid], true
+	if oid, ok := c.byName[[2]string{"public", name}]; ok {
+		found = append(found, c.rels[oid])
 	}
-	return nil, false
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no table %q", name)
+	case 1:
+		return found[0], nil
+	}
+	var names []string
+	for _, r := range found {
+		names = append(names, fmt.Sprintf("%s in schema %s", r.name, r.schema))
+	}
+	return nil, fmt.Errorf("%q is ambiguous: it names %s; rename one of them", name, strings.Join(names, " and "))
 }

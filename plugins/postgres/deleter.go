@@ -178,9 +178,18 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 	}
 	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}
 	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
-		p := &predicate{}
+		// Leaf by leaf, as Delete goes: the root alone would skip a
+		// partition being detached concurrently, which Delete still empties.
+		var parts []string
+		for _, leaf := range t.leaves {
+			p := &predicate{}
+			parts = append(parts, fmt.Sprintf("(SELECT count(*) FROM ONLY %s a WHERE %s)", leaf.ident(), p.gone(t, "a")))
+		}
+		if len(parts) == 0 {
+			continue
+		}
 		var n int64
-		q := fmt.Sprintf("SELECT count(*) FROM %s a WHERE %s", t.rel.ident(), p.gone(t, "a"))
+		q := "SELECT " + strings.Join(parts, " + ")
 		if err := pool.QueryRow(ctx, q, req.TenantID).Scan(&n); err != nil {
 			return nil, classify(fmt.Errorf("count %s: %w", t.name(), err))
 		}

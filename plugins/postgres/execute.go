@@ -97,7 +97,11 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 					return fmt.Errorf("delete from %s: %w", leaf.qualified(), err)
 				}
 				round += n
-				if n < int64(x.batch) {
+				// Only an empty batch ends a leaf: a short one may mean
+				// that a concurrent delete (an attempt being cancelled,
+				// another daemon) took some of the rows this one chose,
+				// and the rest are still there.
+				if n == 0 {
 					break
 				}
 			}
@@ -152,7 +156,9 @@ func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (
 		if !deferred {
 			args = append(args, x.batch)
 		}
-		start, err := x.deletedSoFar(ctx, tx, t.cascades)
+		// t itself is read too: a cascade through a cycle can come back and
+		// remove more of t's rows than the statement did.
+		start, err := x.deletedSoFar(ctx, tx, append([]*mtable{t}, t.cascades...))
 		if err != nil {
 			return err
 		}
@@ -167,7 +173,9 @@ func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (
 	if err != nil {
 		return 0, err
 	}
-	x.tally.add(t.name(), direct)
+	if cascaded[t.name()] < direct {
+		cascaded[t.name()] = direct
+	}
 	for name, n := range cascaded {
 		x.tally.add(name, n)
 	}

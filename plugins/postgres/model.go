@@ -57,6 +57,9 @@ type medge struct {
 	fk              catFK
 	child, parent   *catRel // the relations it is declared on
 	childT, parentT *mtable // nil outside the set and targets
+	// childTree: the relations whose rows the key covers (child and, for
+	// a partitioned table, its partitions).
+	childTree []uint32
 }
 
 func (e *medge) describe() string {
@@ -74,7 +77,10 @@ func (cfg config) tenantColumnFor(r *catRel) string {
 	if c, ok := cfg.TenantColumns[r.qualified()]; ok {
 		return c
 	}
-	if r.schema == "public" {
+	// A bare key names a table in public; a key with a dot is always
+	// "schema.table" (a public table literally named "crm.accounts" is not
+	// the table crm.accounts).
+	if r.schema == "public" && !strings.Contains(r.name, ".") {
 		if c, ok := cfg.TenantColumns[r.name]; ok {
 			return c
 		}
@@ -147,10 +153,10 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		seen := map[uint32]bool{}
 		for i, name := range cfg.Tables {
 			field := fmt.Sprintf("tables[%d]", i)
-			r, ok := cat.lookup(name)
+			r, err := cat.lookup(name)
 			switch {
-			case !ok:
-				problems = append(problems, sdk.FieldError{Field: field, Problem: fmt.Sprintf("no table %q", name)})
+			case err != nil:
+				problems = append(problems, sdk.FieldError{Field: field, Problem: err.Error()})
 				continue
 			case len(r.parents) > 0:
 				kind := "an inheritance child"
@@ -206,7 +212,7 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		if ct == nil && pt == nil {
 			continue
 		}
-		e := &medge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent], childT: ct, parentT: pt}
+		e := &medge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent], childT: ct, parentT: pt, childTree: cat.covered(f.child)}
 		switch {
 		case ct != nil && ct == pt:
 			ct.self = append(ct.self, e)
@@ -215,6 +221,14 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		}
 		if pt != nil {
 			m.inbound = append(m.inbound, e)
+		}
+	}
+	for _, t := range m.tables {
+		for _, oid := range cat.tree(t.rel.oid) {
+			if r := cat.rels[oid]; len(r.parents) > 1 {
+				problems = append(problems, sdk.FieldError{Field: fieldOf(cfg, t), Problem: fmt.Sprintf(
+					"%s inherits from more than one table; multiple inheritance is not supported (its rows would count under each parent)", r.qualified())})
+			}
 		}
 	}
 	for _, t := range m.tables {
@@ -230,6 +244,9 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		return nil, err
 	}
 	if err := m.addCascadeTargets(cfg, cat); err != nil {
+		return nil, err
+	}
+	if err := m.checkVisibility(cfg, cat); err != nil {
 		return nil, err
 	}
 	if err := m.order(cfg); err != nil {
@@ -322,7 +339,7 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 				// Keys into the new target, and keys of it, are now edges of the model.
 				for _, f := range cat.fks {
 					if cat.root(f.parent) == cr {
-						m.inbound = append(m.inbound, &medge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent],
+						m.inbound = append(m.inbound, &medge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent], childTree: cat.covered(f.child),
 							childT: m.byRoot[cat.root(f.child)], parentT: t})
 					}
 				}
@@ -339,6 +356,54 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 			e.childT = t
 			t.cascadeFrom = append(t.cascadeFrom, e)
 		}
+	}
+	return nil
+}
+
+// checkVisibility refuses what would let the deleter's reads disagree with
+// what its deletes do: row-level security hiding rows of any table the
+// preflight reads or a cascade reaches (the cascade ignores it), and tenant
+// columns that compare ids by different rules (a citext column would take
+// "ACME"'s rows when erasing "acme", who is another tenant in a text column).
+func (m *model) checkVisibility(cfg config, cat *catalog) error {
+	var problems []sdk.FieldError
+	seen := map[uint32]bool{}
+	check := func(root uint32, why string) {
+		for _, oid := range cat.tree(root) {
+			r := cat.rels[oid]
+			if seen[oid] || !r.hiddenRows {
+				continue
+			}
+			seen[oid] = true
+			problems = append(problems, sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
+				"%s (%s) has row-level security that may hide rows from the deleter's role, so the preflight could not see rows a cascade or key would reach: "+
+					"connect as a role with BYPASSRLS, or as the owner of a table whose row security is not FORCEd", r.qualified(), why)})
+		}
+	}
+	for _, e := range m.inbound {
+		check(cat.root(e.child.oid), "it references "+e.parent.qualified()+" through "+e.fk.name)
+	}
+	for _, t := range m.targets {
+		check(t.rel.oid, "a cascade reaches it")
+	}
+	var ci, cs []string
+	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+		if t.tenant == nil {
+			continue
+		}
+		if t.tenant.caseInsensitive() {
+			ci = append(ci, t.name())
+		} else {
+			cs = append(cs, t.name())
+		}
+	}
+	if len(ci) > 0 && len(cs) > 0 {
+		problems = append(problems, sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
+			"the tenant column compares case-insensitively in %s (citext) but not in %s: \"ACME\" and \"acme\" would be one tenant in some tables and two in others; use one kind of column, or one deleter for each",
+			strings.Join(ci, ", "), strings.Join(cs, ", "))})
+	}
+	if len(problems) > 0 {
+		return sdk.InvalidConfig(problems...)
 	}
 	return nil
 }
@@ -438,7 +503,10 @@ func (m *model) order(cfg config) error {
 		}
 		var hard []*medge
 		for _, e := range edges {
-			if comp[e.childT] == c && comp[e.parentT] == c && !(e.fk.action == 'a' && e.fk.deferrable) {
+			// A key through which a table without the tenant column belongs
+			// to the tenant stays ordered even when deferrable: its rows are
+			// found through the parent's, which must still be there.
+			if comp[e.childT] == c && comp[e.parentT] == c && (!(e.fk.action == 'a' && e.fk.deferrable) || owner(e)) {
 				hard = append(hard, e)
 			}
 		}
@@ -682,17 +750,42 @@ func (p *predicate) gone(t *mtable, a string) string {
 	}
 	var ors []string
 	for _, e := range t.cascadeFrom {
-		ors = append(ors, p.references(e, a))
+		// The key covers the rows of the relation it is declared on (a
+		// partition, perhaps), not the whole tree.
+		ors = append(ors, fmt.Sprintf("(%s.tableoid = ANY('%s'::oid[]) AND %s)", a, oidArray(e.childTree), p.references(e, a)))
 	}
 	return "(" + p.own(t, a) + " AND (" + strings.Join(ors, " OR ") + "))"
 }
 
+func oidArray(oids []uint32) string {
+	parts := make([]string, len(oids))
+	for i, o := range oids {
+		parts[i] = fmt.Sprint(o)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
 // references is true for rows of e's child (as alias a) that reference a
-// row of e's parent that the deletion removes.
+// row of e's parent that the deletion removes. Each referencing column is
+// compared as the key compares it: as the referenced column's type when the
+// two differ (text referencing char(n) ignores trailing blanks).
 func (p *predicate) references(e *medge, a string) string {
 	b := p.alias()
 	return fmt.Sprintf("(%s) IN (SELECT %s FROM %s %s WHERE %s)",
-		cols(a, e.fk.fkCols), cols(b, e.fk.refCols), e.parent.scan(), b, p.gone(e.parentT, b))
+		keyCols(a, e.fk.fkCols, e.fk.refTypes), cols(b, e.fk.refCols), e.parent.scan(), b, p.gone(e.parentT, b))
+}
+
+// keyCols renders the referencing columns, cast where the key compares them
+// as another type.
+func keyCols(alias string, names, as []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = alias + "." + pgx.Identifier{n}.Sanitize()
+		if i < len(as) && as[i] != "" {
+			out[i] = "(" + out[i] + ")::" + as[i]
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // cols renders alias.col, ... for a row comparison.

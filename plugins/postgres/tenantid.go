@@ -24,15 +24,35 @@ var (
 
 var intBits = map[string]int{"int2": 16, "int4": 32, "int8": 64}
 
+// kind is the comparison rule of a column's base type: the built-in types
+// by their pg_catalog name, and citext (an extension, in any schema).
+func (c catColumn) kind() string {
+	schema, name, _ := strings.Cut(c.base, ".")
+	if schema == "pg_catalog" {
+		switch name {
+		case "text", "varchar", "bpchar", "uuid", "int2", "int4", "int8", "numeric":
+			return name
+		}
+	}
+	if name == "citext" {
+		return "citext"
+	}
+	return ""
+}
+
+// caseInsensitive reports a column that compares ids regardless of case.
+func (c catColumn) caseInsensitive() bool { return c.kind() == "citext" }
+
 // columnProblem says why a column cannot hold tenant ids safely, or "".
 func columnProblem(c catColumn) string {
-	switch c.base {
-	case "text", "varchar", "bpchar", "citext", "uuid", "int2", "int4", "int8", "numeric":
-	default:
-		return fmt.Sprintf("type %s is not supported for the tenant column (text, varchar, char, citext, uuid, smallint, integer, bigint or numeric)", c.typ)
+	if c.kind() == "" {
+		return fmt.Sprintf("type %s (base type %s) is not supported for the tenant column (text, varchar, char, citext, uuid, smallint, integer, bigint or numeric)", c.typ, c.base)
 	}
 	if !c.deterministic {
 		return "its collation is not deterministic, so different tenant ids can compare equal; use a deterministic collation"
+	}
+	if !c.equalityVisible {
+		return fmt.Sprintf("the = operator of its type %s is not on the deleter's search_path, so \"= $1\" would compare it as text; add its schema to the role's search_path", c.base)
 	}
 	return ""
 }
@@ -45,12 +65,12 @@ func checkTenantID(id string, t *mtable) error {
 	if id == "" {
 		return sdk.InvalidArgument("empty tenant id")
 	}
-	switch c.base {
+	switch c.kind() {
 	case "int2", "int4", "int8":
 		if !canonicalInt.MatchString(id) || id == "-0" {
 			return sdk.InvalidArgument("tenant id %q is not the canonical text of an integer (%s)", id, where)
 		}
-		if _, err := strconv.ParseInt(id, 10, intBits[c.base]); err != nil {
+		if _, err := strconv.ParseInt(id, 10, intBits[c.kind()]); err != nil {
 			return sdk.InvalidArgument("tenant id %q is out of range (%s)", id, where)
 		}
 	case "numeric":
