@@ -430,3 +430,16 @@ func TestStateStoreRefusingTheCredentialsExitsWithExConfig(t *testing.T) {
 	require.Contains(t, d.Logs(), "does not exist")
 	require.NotContains(t, d.Logs(), "makeFuncStub")
 }
+
+// Counters that alert rules use exist at 0 for every configured plugin and
+// deleter before their first increment.
+func TestMetricFamiliesExistBeforeTheirFirstIncrement(t *testing.T) {
+	redis := testsvc.Redis(t)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(
+		"[[deleter]]\nname = \"redis:s\"\nplugin = \"redis\"\n[deleter.config]\naddr = %q\npatterns = [\"s:{tenant}\"]\n", redis.Addr)})
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		code, body := d.Do("GET", "/metrics", nil, nil)
+		return code == 200 && strings.Contains(string(body), `lifecycled_plugin_restarts_total{plugin="redis:s"} 0`) &&
+			strings.Contains(string(body), `lifecycled_deletion_failures_total{deleter="redis:s"} 0`)
+	}, "restart and failure counters of redis:s at 0")
+}

@@ -117,7 +117,7 @@ type middleware struct {
 
 // wrap applies, outermost first: request id, panic recovery, metrics and
 // audit, Host/Origin checks, access policy, path sanity and the body cap.
-func (m *middleware) wrap(next http.Handler, localOnly bool) http.Handler {
+func (m *middleware) wrap(next http.Handler, mux *http.ServeMux, localOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -140,10 +140,7 @@ func (m *middleware) wrap(next http.Handler, localOnly bool) http.Handler {
 					writeError(rec, r, scopeOf(r.URL.Path), fmt.Errorf("panic: %v", p))
 				}
 			}
-			route := r.Pattern
-			if route == "" {
-				route = "unmatched"
-			}
+			route := routeOf(mux, r)
 			code := strconv.Itoa(rec.status)
 			m.requests.WithLabelValues(route, code).Inc()
 			m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())

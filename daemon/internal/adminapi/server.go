@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,8 +96,44 @@ func (s *Server) commonRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /readyz", s.handleReadyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, r, scopeOf(r.URL.Path), &apiError{status: http.StatusMethodNotAllowed, kind: "METHOD_NOT_ALLOWED",
+				message: fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			return
+		}
 		writeError(w, r, scopeOf(r.URL.Path), notFound("no route for %s %s", r.Method, r.URL.Path))
 	})
+}
+
+// allowedMethods lists the methods that have a route for r's path. This
+// catch-all route would otherwise hide ServeMux's own 405.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
+}
+
+// routeOf is the route pattern that serves r, for metrics labels: also for
+// requests answered before routing (403, an idempotent replay), which
+// r.Pattern does not name.
+func routeOf(mux *http.ServeMux, r *http.Request) string {
+	if r.Pattern != "" && r.Pattern != "/" {
+		return r.Pattern
+	}
+	if _, pattern := mux.Handler(r); pattern != "" && pattern != "/" {
+		return pattern
+	}
+	return "unmatched"
 }
 
 // Handler returns the socket's full handler (for tests over httptest too).
@@ -112,16 +149,16 @@ func (s *Server) Handler() http.Handler {
 		add(mux)
 	}
 	if s.idem != nil {
-		return s.mw.wrap(s.idem.wrap(mux), true)
+		return s.mw.wrap(s.idem.wrap(mux), mux, true)
 	}
-	return s.mw.wrap(mux, true)
+	return s.mw.wrap(mux, mux, true)
 }
 
 // metricsHandler serves only /metrics, /healthz and /readyz.
 func (s *Server) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.commonRoutes(mux)
-	return s.mw.wrap(mux, false)
+	return s.mw.wrap(mux, mux, false)
 }
 
 // Start listens on the socket (and the metrics port) and serves in the

@@ -28,3 +28,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
+
+// known makes the series of configured deleters exist at 0 before their
+// first increment (and after a reload adds one), so that rate() and alert
+// rules see them.
+func (m *metrics) known(deleters []string) {
+	for _, d := range deleters {
+		m.deleted.WithLabelValues(d)
+		m.failures.WithLabelValues(d)
+	}
+	for _, s := range []JobStatus{JobCompleted, JobPartial} {
+		m.jobs.WithLabelValues(string(s))
+	}
+}

@@ -112,6 +112,7 @@ func (r *Runner) loop(ctx context.Context) {
 
 // runOnce claims and runs one due job; ran is false when there was none.
 func (r *Runner) runOnce(ctx context.Context) (ran bool, err error) {
+	r.metrics.known(r.reg.Names())
 	cfg := r.cfg()
 	now := r.now()
 	job, err := r.store.ClaimDeletionJob(ctx, r.owner, now, now.Add(cfg.Lease))

@@ -106,6 +106,9 @@ type instance struct {
 }
 
 func newInstance(cfg instanceConfig, log hclog.Logger, m *metrics) *instance {
+	// Known label sets start at 0, so that rate() and alerts see the
+	// series before the first restart.
+	m.restarts.WithLabelValues(cfg.Name)
 	return &instance{
 		cfg: cfg, log: log, metrics: m, stderr: newTailBuffer(20),
 		state: StateStarting, kick: make(chan struct{}, 1), stopCh: make(chan struct{}),
