@@ -1,9 +1,13 @@
 package adminapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -26,6 +30,11 @@ type DLQ interface {
 type ListBody struct {
 	Messages   []dlq.JSON `json:"messages"`
 	Pagination Pagination `json:"pagination"`
+	// Note says, on an empty answer, that nothing was ever stored for the
+	// topic (as DLQ topic or original topic): most likely a typo.
+	Note string `json:"note,omitempty"`
+	// DidYouMean lists known DLQ topics close to the one asked for.
+	DidYouMean []string `json:"did_you_mean,omitempty"`
 }
 
 // Pagination describes a page.
@@ -96,9 +105,21 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
+			var note string
+			var didYouMean []string
+			if total == 0 {
+				// An empty page of a topic nothing was ever stored for is
+				// most likely a typo: say so, with the close matches (still
+				// 200, so that a client waiting for a topic's first dead
+				// letter keeps working).
+				if note, didYouMean, err = unknownTopic(r.Context(), svc, topic, q.Status != ""); err != nil {
+					writeError(w, r, ScopeDLQ, err)
+					return
+				}
+			}
 			body := ListBody{Messages: make([]dlq.JSON, len(msgs)), Pagination: Pagination{
 				TotalCount: total, Page: q.Page, PageSize: q.PageSize, HasNext: int64(q.Page)*int64(q.PageSize) < total,
-			}}
+			}, Note: note, DidYouMean: didYouMean}
 			for i := range msgs {
 				body.Messages[i] = msgs[i].ToJSON()
 			}
@@ -170,6 +191,19 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
+			// The documented options may come in the body too; anything
+			// else in it is refused, never ignored (a dry run sent as a body
+			// must not become a real replay).
+			if bodyDryRun, given, err := parseRetryAllBody(r); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			} else if given {
+				if _, inQuery := r.URL.Query()["dry_run"]; inQuery && bodyDryRun != dryRun {
+					writeError(w, r, ScopeDLQ, invalidField("dry_run", "the query says %v and the body says %v", dryRun, bodyDryRun))
+					return
+				}
+				dryRun = bodyDryRun
+			}
 			if dryRun {
 				n, err := svc.CountRetryable(r.Context(), topic)
 				if err != nil {
@@ -177,7 +211,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 					return
 				}
 				writeJSON(w, http.StatusOK, RetryAllBody{DryRun: true, Retryable: &n,
-					Message: fmt.Sprintf("%d messages would be retried in topic %s", n, topic)})
+					Message: fmt.Sprintf("%s would be retried in topic %s", countOf(n, "message"), topic)})
 				return
 			}
 			res, err := svc.RetryAll(r.Context(), topic)
@@ -186,9 +220,72 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				return
 			}
 			writeJSON(w, http.StatusOK, RetryAllBody{Retried: res.Retried, Failed: res.Failed, Unavailable: res.Unavailable,
-				Message: fmt.Sprintf("%d messages retried in topic %s", res.Retried, topic)})
+				Message: fmt.Sprintf("%s retried in topic %s", countOf(int64(res.Retried), "message"), topic)})
 		})
 	}
+}
+
+// unknownTopic returns a note (and close matches) when nothing was ever
+// stored for topic, as a DLQ topic or an original topic; "" when it is
+// known. filtered: the empty answer came from a status filter, so look
+// again without it.
+func unknownTopic(ctx context.Context, svc DLQ, topic string, filtered bool) (string, []string, error) {
+	if filtered {
+		if _, total, err := svc.List(ctx, dlq.ListFilter{Topic: topic, Page: 1, PageSize: 1}); err != nil || total > 0 {
+			return "", nil, err
+		}
+	}
+	topics, err := svc.Topics(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	var names []string
+	for _, t := range topics {
+		if t.Topic == topic {
+			return "", nil, nil
+		}
+		names = append(names, t.Topic)
+	}
+	note := fmt.Sprintf("no dead letter is stored for topic %s (as DLQ topic or original topic)", topic)
+	close := closeMatches(topic, names)
+	if len(close) > 0 {
+		note += "; did you mean " + strings.Join(close, " or ") + "?"
+	} else if len(names) > 0 {
+		note += fmt.Sprintf("; `lifecycled dlq topics` lists the %s there are", countOf(int64(len(names)), "topic"))
+	}
+	return note, close, nil
+}
+
+// parseRetryAllBody reads {"dry_run": bool} from a retry-all body. An empty
+// body is none; anything else is a 400 naming what is wrong.
+func parseRetryAllBody(r *http.Request) (dryRun, given bool, err error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return false, false, invalid("cannot read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return false, false, nil
+	}
+	var body struct {
+		DryRun *bool `json:"dry_run"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return false, false, invalid("the body must be empty or {\"dry_run\": true|false}: %v", err)
+	}
+	if body.DryRun == nil {
+		return false, false, nil
+	}
+	return *body.DryRun, true, nil
+}
+
+// countOf spells a count with its noun: "1 message", "2 messages".
+func countOf(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // notFoundMessage gives 404s the seed's wording.

@@ -53,10 +53,16 @@ type client struct {
 }
 
 func newClient(addr string) (*client, error) {
-	if !strings.HasPrefix(addr, "unix://") {
-		return nil, usageErrorf("--addr must be unix:///path/to/admin.sock; got %q", addr)
+	var path string
+	switch {
+	case strings.HasPrefix(addr, "unix://"):
+		path = strings.TrimPrefix(addr, "unix://")
+	case addr != "" && !strings.Contains(addr, "://"):
+		path = addr // a bare socket path
+		addr = "unix://" + path
+	default:
+		return nil, usageErrorf("--addr must be a socket path or unix:///path/to/admin.sock; got %q", addr)
 	}
-	path := strings.TrimPrefix(addr, "unix://")
 	return &client{
 		addr: addr,
 		path: path,

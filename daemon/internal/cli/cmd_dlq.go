@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -89,9 +90,17 @@ func dlqListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A topic nothing was stored for is most likely a typo.
+			var unknown error
+			if body.Note != "" {
+				unknown = &exitError{code: ExitAttention, err: errors.New(body.Note), silent: g.json()}
+			}
 			if g.json() {
 				g.printRaw(raw)
-				return nil
+				return unknown
+			}
+			if unknown != nil {
+				return unknown
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSTATUS\tRETRIES\tORIGINAL TOPIC\tCREATED\tERROR")
@@ -316,14 +325,24 @@ func dlqRetryAllCmd(g *globals) *cobra.Command {
 			}
 			if g.json() {
 				g.printRaw(raw)
+				f, _ := body["failed"].(float64)
+				u, _ := body["unavailable"].(float64)
+				if f+u > 0 {
+					return &exitError{code: ExitAttention, silent: true}
+				}
 				return nil
 			}
 			fmt.Fprintln(g.stdout, body["message"])
-			if f, _ := body["failed"].(float64); f > 0 {
+			f, _ := body["failed"].(float64)
+			u, _ := body["unavailable"].(float64)
+			if f > 0 {
 				fmt.Fprintf(g.stderr, "%v refused by the broker (counted as failed attempts)\n", f)
 			}
-			if u, _ := body["unavailable"].(float64); u > 0 {
+			if u > 0 {
 				fmt.Fprintf(g.stderr, "%v not attempted: source unavailable (still PENDING)\n", u)
+			}
+			if f+u > 0 {
+				return &exitError{code: ExitAttention, err: fmt.Errorf("%v of the messages were not republished", f+u)}
 			}
 			return nil
 		},

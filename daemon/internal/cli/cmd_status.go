@@ -35,7 +35,7 @@ func statusCmd(g *globals) *cobra.Command {
 				printStatus(g, &st)
 			}
 			if !st.Ready {
-				return &exitError{code: ExitDegraded, err: fmt.Errorf("degraded: %s", strings.Join(st.Degraded, "; ")), silent: g.json()}
+				return &exitError{code: ExitAttention, err: fmt.Errorf("degraded: %s", strings.Join(st.Degraded, "; ")), silent: g.json()}
 			}
 			return nil
 		},

@@ -3,7 +3,9 @@
 // socket, or works on local files (config, migrate, plugins checksum).
 //
 // Exit codes: 0 ok, 1 local error (usage, socket unreachable), 2 the daemon
-// answered with an error, 3 `status` found the daemon degraded, 78 the
+// answered with an error, 3 the answer needs attention (`status` found the
+// daemon degraded, `tenant count` is incomplete, `retry-all` left messages
+// unpublished, `dlq list` names a topic nothing was stored for), 78 the
 // daemon's config is invalid.
 package cli
 
@@ -21,10 +23,11 @@ import (
 
 // Exit codes.
 const (
-	ExitOK       = 0
-	ExitLocal    = 1
-	ExitServer   = 2
-	ExitDegraded = 3
+	ExitOK     = 0
+	ExitLocal  = 1
+	ExitServer = 2
+	// ExitAttention: the daemon answered, but not everything is well.
+	ExitAttention = 3
 )
 
 type exitError struct {
@@ -144,6 +147,9 @@ or ` + DefaultAddr + `), or works on local files.`,
 			return err
 		}
 		fmt.Fprintln(stderr, "lifecycled:", err)
+		if g.json() {
+			printErrorJSON(stdout, err)
+		}
 		var se *serverError
 		if !errors.As(err, &se) && !errors.As(err, &ee) && !isConfigErr(err) {
 			// cobra's own usage errors (unknown flag, wrong args).
@@ -151,6 +157,23 @@ or ` + DefaultAddr + `), or works on local files.`,
 		}
 	}
 	return err
+}
+
+// printErrorJSON puts the error on stdout in --format json, so that a script
+// reading stdout sees it: the daemon's envelope as it came (with its
+// request_id), or one of the same shape for a local error.
+func printErrorJSON(stdout io.Writer, err error) {
+	var se *serverError
+	if errors.As(err, &se) && json.Valid(se.Body) {
+		_, _ = stdout.Write(se.Body)
+		if n := len(se.Body); n > 0 && se.Body[n-1] != '\n' {
+			fmt.Fprintln(stdout)
+		}
+		return
+	}
+	env := map[string]any{"error": map[string]any{"code": "CLI_LOCAL_ERROR", "message": err.Error(), "request_id": "", "details": []any{}}}
+	b, _ := json.Marshal(env)
+	fmt.Fprintln(stdout, string(b))
 }
 
 func isConfigErr(err error) bool {

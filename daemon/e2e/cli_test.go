@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+// The CLI's answers that scripts rely on: an incomplete count, an unknown
+// topic and a partial replay are not exit 0; --format json errors are on
+// stdout with the request id; --addr takes a bare socket path.
+func TestCLIExitCodesAndJSONErrors(t *testing.T) {
+	port := testsvc.FreePort(t) // nothing listens: the redis deleter cannot start
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(
+		"[[deleter]]\nname = \"redis:sessions\"\nplugin = \"redis\"\n[deleter.config]\naddr = \"127.0.0.1:%d\"\npatterns = [\"s:{tenant}:*\"]\n", port)})
+	pluginsSettled(t, d, 1)
+	const tenant = "550e8400-e29b-41d4-a716-446655440000"
+
+	t.Run("tenant count with a deleter that cannot count", func(t *testing.T) {
+		out, errOut, code := d.CLI("tenant", "count", tenant)
+		require.Equal(t, 3, code, "%s\n%s", out, errOut)
+		require.Contains(t, errOut, "incomplete: 1 deleter could not count")
+		out, _, code = d.CLI("--format", "json", "tenant", "count", tenant)
+		require.Equal(t, 3, code)
+		var body struct {
+			Complete *bool `json:"complete"`
+			Failed   []any `json:"failed"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &body), out)
+		require.NotNil(t, body.Complete)
+		require.False(t, *body.Complete)
+		require.Len(t, body.Failed, 1)
+	})
+
+	t.Run("dlq list of a topic nothing was stored for", func(t *testing.T) {
+		_, errOut, code := d.CLI("dlq", "list", "nosuch.dlq.v1")
+		require.Equal(t, 3, code)
+		require.Contains(t, errOut, "no dead letter is stored for topic nosuch.dlq.v1")
+	})
+
+	t.Run("--format json prints the error envelope on stdout", func(t *testing.T) {
+		out, errOut, code := d.CLI("--format", "json", "tenant", "count", "not-a-uuid")
+		require.Equal(t, 2, code, errOut)
+		var env envelope
+		require.NoError(t, json.Unmarshal([]byte(out), &env), "stdout: %q", out)
+		require.Equal(t, "SYS_TENANT_VALIDATION_ERROR", env.Error.Code)
+		require.True(t, strings.HasPrefix(env.Error.RequestID, "req_"), env.Error.RequestID)
+
+		cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), "--format", "json", "--addr", filepath.Join(d.Dir, "nobody.sock"), "status")
+		stdout, _ := cmd.Output()
+		require.NoError(t, json.Unmarshal(stdout, &env), "a local error is an envelope too: %q", stdout)
+		require.Equal(t, "CLI_LOCAL_ERROR", env.Error.Code)
+	})
+
+	t.Run("--addr takes a bare socket path", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), "--addr", d.Socket, "dlq", "topics")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	})
+
+	t.Run("retry-all takes dry_run in the body and refuses anything else", func(t *testing.T) {
+		code, body := d.Do("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", []byte(`{"dry_run":true}`), nil)
+		require.Equal(t, 200, code, "%s", body)
+		require.Contains(t, string(body), `"dry_run":true`)
+		code, body = d.Do("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", []byte(`{"dry_rnu":true}`), nil)
+		require.Equal(t, 400, code, "%s", body)
+		require.Contains(t, string(body), "dry_rnu")
+		code, _ = d.Do("POST", "/api/v1/dlq/orders.dlq.v1/retry-all?dry_run=false", []byte(`{"dry_run":true}`), nil)
+		require.Equal(t, 400, code, "query and body disagree")
+	})
+}
