@@ -17,8 +17,10 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build the daemon and every plugin into ./bin
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled ./daemon
-	@for p in $(PLUGINS); do $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+	@echo "building lifecycled and $(words $(PLUGINS)) plugins into $(BIN) (a first build downloads and compiles the dependencies: a few minutes)"
+	@echo "  $(BIN)/lifecycled"
+	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled ./daemon
+	@for p in $(PLUGINS); do echo "  $(BIN)/lifecycled-plugin-$$p"; $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
 run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
 	$(BIN)/lifecycled run --config config.toml

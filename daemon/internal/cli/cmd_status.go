@@ -75,10 +75,11 @@ func printStatus(g *globals, st *adminapi.StatusBody) {
 	}
 }
 
+// oneLine fits s in a table cell; a cut says where the rest is.
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) > 100 {
-		s = s[:97] + "..."
+		s = s[:80] + "... (--format json for all)"
 	}
 	return s
 }

@@ -23,14 +23,45 @@ func printCounts(g *globals, body *adminapi.CountsBody) {
 		printBreakdown(w, body.Breakdown[n], "")
 	}
 	for _, f := range body.Failed {
-		fmt.Fprintf(w, "%s\tFAILED: %s\n", f.Deleter, oneLine(f.Error))
+		fmt.Fprintf(w, "%s\tFAILED (below)\n", f.Deleter)
 	}
 	if body.Complete {
 		fmt.Fprintf(w, "total\t%d\n", body.Total)
 	} else {
-		fmt.Fprintf(w, "total\t%d or more: %d deleter(s) could not count\n", body.Total, len(body.Failed))
+		fmt.Fprintf(w, "total\t%d or more: %s could not count\n", body.Total, plural(len(body.Failed), "deleter"))
 	}
 	w.Flush()
+	// Errors in full, wrapped: they say what to fix, and a table column
+	// would cut them.
+	for _, f := range body.Failed {
+		fmt.Fprintf(g.stdout, "\n%s failed:\n", f.Deleter)
+		for _, line := range wrap(f.Error, 96) {
+			fmt.Fprintf(g.stdout, "  %s\n", line)
+		}
+	}
+}
+
+// wrap breaks s into lines of at most width bytes at spaces (a longer word
+// stays whole).
+func wrap(s string, width int) []string {
+	var lines []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			if line != "" && len(line)+1+len(word) > width {
+				lines = append(lines, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
 
 // printBreakdown writes one indented line per key of b, in key order; cols

@@ -45,8 +45,11 @@ total                          89
 DELETER             ITEMS
 postgres:workflows  4
   public.t          4
-redis:sessions      FAILED: dial tcp: connection refused
-total               4 or more: 1 deleter(s) could not count
+redis:sessions      FAILED (below)
+total               4 or more: 1 deleter could not count
+
+redis:sessions failed:
+  dial tcp: connection refused
 `,
 		},
 	}
