@@ -267,37 +267,7 @@ func TestIdleConnectionsCannotStarveTheAdminSocket(t *testing.T) {
 
 func TestSdNotifyReadyReloadAndStopping(t *testing.T) {
 	dir := testsvc.ShortTempDir(t)
-	notify := filepath.Join(dir, "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
-	require.NoError(t, err)
-	defer conn.Close()
-	msgs := make(chan string, 32)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, _, err := conn.ReadFromUnix(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	next := func(want string) string {
-		t.Helper()
-		timeout := time.After(30 * time.Second)
-		for {
-			select {
-			case m, ok := <-msgs:
-				require.True(t, ok)
-				if strings.Contains(m, want) {
-					return m
-				}
-			case <-timeout:
-				t.Fatalf("no %s notification", want)
-			}
-		}
-	}
+	notify, next := notifyListener(t, dir)
 	// WatchdogSec=400ms as systemd passes it: keep-alives every 200ms.
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Dir: dir, Env: []string{"NOTIFY_SOCKET=" + notify, "WATCHDOG_USEC=400000"}})
 	ready := next("READY=1")
@@ -442,4 +412,40 @@ func TestMetricFamiliesExistBeforeTheirFirstIncrement(t *testing.T) {
 		return code == 200 && strings.Contains(string(body), `lifecycled_plugin_restarts_total{plugin="redis:s"} 0`) &&
 			strings.Contains(string(body), `lifecycled_deletion_failures_total{deleter="redis:s"} 0`)
 	}, "restart and failure counters of redis:s at 0")
+}
+
+// notifyListener plays systemd's notify socket in dir; next waits for a
+// message containing want and returns it.
+func notifyListener(t *testing.T, dir string) (path string, next func(want string) string) {
+	path = filepath.Join(dir, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	msgs := make(chan string, 32)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, _, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	return path, func(want string) string {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case m, ok := <-msgs:
+				require.True(t, ok)
+				if strings.Contains(m, want) {
+					return m
+				}
+			case <-timeout:
+				t.Fatalf("no %s notification", want)
+			}
+		}
+	}
 }

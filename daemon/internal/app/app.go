@@ -199,15 +199,36 @@ func credentialsRefused(err error) bool {
 	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "28") || pgErr.Code == "3D000")
 }
 
+// statusLine is systemd's STATUS=. A plugin that is not running leaves the
+// daemon ready (the others work, and jobs needing it wait and retry) but
+// degraded, and the line names it, so that `systemctl status` shows what
+// to fix; /readyz answers 503 for the same reason.
 func statusLine(h *pluginhost.Host, state string) string {
 	infos := h.Status()
 	up := 0
+	var down []string
 	for _, i := range infos {
 		if i.State == pluginhost.StateRunning {
 			up++
+			continue
 		}
+		reason := string(i.State)
+		if i.LastError != "" {
+			reason = strings.TrimPrefix(i.LastError, "plugin "+i.Name+": ")
+			if len(reason) > 200 {
+				reason = reason[:197] + "..."
+			}
+		}
+		down = append(down, fmt.Sprintf("%s: %s", i.Name, reason))
 	}
-	return fmt.Sprintf("%s; %d/%d plugins running", state, up, len(infos))
+	if len(down) > 0 && state == "ready" {
+		state = "degraded"
+	}
+	line := fmt.Sprintf("%s; %d/%d plugins running", state, up, len(infos))
+	if len(down) > 0 {
+		line += "; " + strings.Join(down, "; ")
+	}
+	return line
 }
 
 // reload validates the new config; when valid it replaces the old one and

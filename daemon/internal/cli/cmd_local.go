@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/app"
 	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/migrations"
 )
@@ -44,6 +48,44 @@ config; SIGTERM and SIGINT drain within daemon.shutdown_timeout and exit 0.`,
 	return cmd
 }
 
+// validatePlugins starts every configured plugin as the daemon would
+// (binary, checksum, permissions, handshake, Configure against its store),
+// reports each one's outcome, and stops them. A Kafka source is configured
+// but never fetches, so it joins no consumer group.
+func validatePlugins(g *globals, cfg *config.Config) error {
+	if len(cfg.Instances()) == 0 {
+		return nil
+	}
+	log := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
+	host := pluginhost.New(cfg, log, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(cfg.Instances())+1)*cfg.Plugins.StartTimeout.Duration+time.Minute)
+	defer cancel()
+	if err := host.Start(ctx); err != nil {
+		return &exitError{code: ExitLocal, err: err}
+	}
+	defer func() {
+		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = host.Stop(stop)
+	}()
+	var failed []string
+	for _, info := range host.Status() {
+		if err := host.Check(info.Name); err != nil {
+			fmt.Fprintf(g.stdout, "plugin %s (%s): FAILED: %v\n", info.Name, info.Plugin, err)
+			failed = append(failed, info.Name)
+			continue
+		}
+		fmt.Fprintf(g.stdout, "plugin %s (%s): ok, version %s\n", info.Name, info.Plugin, info.Version)
+		for _, w := range info.Warnings {
+			fmt.Fprintf(g.stdout, "  warning: %s\n", w)
+		}
+	}
+	if len(failed) > 0 {
+		return &exitError{code: ExitLocal, err: fmt.Errorf("%s failed: %s", plural(len(failed), "plugin"), strings.Join(failed, ", "))}
+	}
+	return nil
+}
+
 // plural spells a count with its noun: "1 dlq source", "2 deleters".
 func plural(n int, noun string) string {
 	if n == 1 {
@@ -65,7 +107,7 @@ func loadConfig(path string) (*config.Config, error) {
 
 func configCmd(g *globals) *cobra.Command {
 	var path string
-	var withoutSecrets bool
+	var withoutSecrets, withPlugins bool
 	cmd := &cobra.Command{Use: "config", Short: "Check, print or dump the config"}
 	cmd.PersistentFlags().StringVar(&path, "config", "", "config file (default ./config.toml if present, else /etc/lifecycled/config.toml)")
 	validate := &cobra.Command{
@@ -88,11 +130,18 @@ LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed
 			if withoutSecrets {
 				note = "; secret files not checked"
 			}
+			if withPlugins {
+				if err := validatePlugins(g, cfg); err != nil {
+					return err
+				}
+				note += "; every plugin started and accepted its config"
+			}
 			fmt.Fprintf(g.stdout, "%s: valid (%s, %s%s)\n", cfg.Path, plural(len(cfg.Deleters), "deleter"), plural(len(cfg.DLQSources), "dlq source"), note)
 			return nil
 		},
 	}
 	validate.Flags().BoolVar(&withoutSecrets, "without-secrets", false, "check everything but the secret files (*_file keys)")
+	validate.Flags().BoolVar(&withPlugins, "plugins", false, "also start each plugin and let it check its config (and reach its store), then stop it")
 	cmd.AddCommand(validate, &cobra.Command{
 		Use:   "default",
 		Short: "Print the default config for a packaged install",
