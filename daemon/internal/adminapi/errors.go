@@ -104,6 +104,9 @@ func classify(err error, scope Scope) *apiError {
 		return &apiError{status: http.StatusBadRequest, kind: "VALIDATION_ERROR", message: err.Error()}
 	case errors.Is(err, derrors.ErrConflict):
 		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: err.Error()}
+	case errors.Is(err, derrors.ErrStoreUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, code: "SYS_STATE_STORE_UNAVAILABLE",
+			message: "the state store is unavailable; try again later (the daemon's log has the cause under this request id)"}
 	case errors.Is(err, derrors.ErrUnavailable):
 		kind := "UNAVAILABLE"
 		if scope == ScopeDLQ {
@@ -111,7 +114,10 @@ func classify(err error, scope Scope) *apiError {
 		}
 		return &apiError{status: http.StatusServiceUnavailable, kind: kind, message: err.Error()}
 	default:
-		return &apiError{status: http.StatusInternalServerError, kind: "INTERNAL_ERROR", message: "internal error: " + err.Error()}
+		// The cause goes to the log (writeError), never to the caller: driver
+		// texts name users, databases and hosts.
+		return &apiError{status: http.StatusInternalServerError, kind: "INTERNAL_ERROR",
+			message: "internal error; the daemon's log has the details under this request id"}
 	}
 }
 

@@ -1,9 +1,13 @@
 package adminapi
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 )
 
 func TestCloseMatches(t *testing.T) {
@@ -23,4 +27,15 @@ func TestCloseMatches(t *testing.T) {
 	}
 	require.Equal(t, 3, editDistance("kitten", "sitting"))
 	require.Equal(t, 0, editDistance("", ""))
+}
+
+func TestStoreOutageIs503AndInternalErrorsSayNothingOfTheDriver(t *testing.T) {
+	ae := classify(fmt.Errorf("list: %w: %w", derrors.ErrStoreUnavailable, errors.New(`failed to connect to user=app database=secretdb: conn refused`)), ScopeDLQ)
+	require.Equal(t, 503, ae.status)
+	require.Equal(t, "SYS_STATE_STORE_UNAVAILABLE", ae.fullCode(ScopeDLQ))
+	require.NotContains(t, ae.message, "secretdb")
+	ae = classify(errors.New(`ERROR: relation "dlq.x" does not exist, user=app database=secretdb`), ScopeTenant)
+	require.Equal(t, 500, ae.status)
+	require.Equal(t, "SYS_TENANT_INTERNAL_ERROR", ae.fullCode(ScopeTenant))
+	require.NotContains(t, ae.message, "secretdb")
 }
