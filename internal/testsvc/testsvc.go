@@ -229,21 +229,33 @@ func Dynalite(t testing.TB) string {
 	if err != nil {
 		t.Fatal("node is needed to run dynalite (Debian: apt-get install nodejs npm)")
 	}
-	cli := filepath.Join(RepoRoot(t), "test", "dynalite", "node_modules", "dynalite", "cli.js")
-	if _, err := os.Stat(cli); err != nil {
+	if _, err := os.Stat(filepath.Join(RepoRoot(t), "test", "dynalite", "node_modules", "dynalite", "cli.js")); err != nil {
 		t.Fatalf("dynalite is not installed: run `npm ci --prefix test/dynalite` (make test does): %v", err)
 	}
+	// serve.js runs dynalite's cli.js, surviving requests a client aborts.
+	cli := filepath.Join(RepoRoot(t), "test", "dynalite", "serve.js")
 	port := FreePort(t)
 	// Tables become ACTIVE at once: SDK waiters would otherwise sleep 20 s.
 	cmd := exec.Command(node, cli, "--port", fmt.Sprint(port), "--host", "127.0.0.1",
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out := &SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start dynalite: %v", err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		select {
+		case err := <-exited:
+			// It died before the test ended: say how, or a test fails later
+			// with a bare "connection refused".
+			t.Errorf("dynalite exited during the test (%v); its output:\n%s", err, tail(out.String(), 40))
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	waitTCP(t, addr, 20*time.Second)
