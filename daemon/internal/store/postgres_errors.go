@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+)
+
+// pgError is the one place that reads pgx's errors: no row becomes
+// derrors.ErrNotFound; a lost or refused connection, a server shutting
+// down, a timeout or a closed pool becomes derrors.ErrStoreUnavailable; a
+// unique violation becomes derrors.ErrConflict. Anything else is returned
+// as it is. The messages of the translated errors are generic (see
+// driverError): pgx's name the database user and the database.
+func pgError(err error) error {
+	var (
+		de *driverError
+		pe *pgconn.PgError
+		ce *pgconn.ConnectError
+		ne net.Error
+	)
+	switch {
+	case err == nil, errors.As(err, &de):
+		return err
+	case errors.Is(err, pgx.ErrNoRows):
+		return derrors.ErrNotFound
+	case errors.Is(err, context.Canceled):
+		// The caller gave up; the store did nothing wrong.
+		return err
+	case errors.As(err, &ce):
+		// Whatever the server said, there is no connection to use.
+		return unavailable("cannot connect", err)
+	case errors.As(err, &pe):
+		return pgServerError(pe, err)
+	case errors.Is(err, puddle.ErrClosedPool):
+		return unavailable("the store is closed", err)
+	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
+		return unavailable("timed out", err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, pgconn.ErrConnClosed),
+		errors.Is(err, net.ErrClosed), errors.As(err, &ne), strings.Contains(err.Error(), "unexpected EOF"):
+		return unavailable("connection lost", err)
+	default:
+		return err
+	}
+}
+
+// pgServerError translates an error the server sent, by its SQLSTATE.
+func pgServerError(pe *pgconn.PgError, err error) error {
+	switch {
+	case pe.Code == "23505": // unique_violation
+		return conflict("duplicate key ("+pe.ConstraintName+")", err)
+	case strings.HasPrefix(pe.Code, "08"): // connection_exception
+		return unavailable("connection lost", err)
+	case pe.Code == "57P01", pe.Code == "57P02": // admin_shutdown, crash_shutdown
+		return unavailable("the server is shutting down", err)
+	case pe.Code == "57P03": // cannot_connect_now: starting up or in recovery
+		return unavailable("the server is not accepting connections", err)
+	case pe.Code == "57014": // query_canceled: statement_timeout
+		return unavailable("timed out", err)
+	case pe.Code == "53300": // too_many_connections
+		return unavailable("too many connections", err)
+	case strings.HasPrefix(pe.Code, "28"), pe.Code == "3D000": // invalid authorization, no such database
+		return unavailable("connection refused", err)
+	default:
+		return err
+	}
+}
