@@ -131,6 +131,15 @@ func encodeDeleterDetail(st deletion.DeleterState) (breakdown, verification *str
 	return breakdown, verification, nil
 }
 
+// text is JSON as SQL text; nil is NULL.
+func text(b json.RawMessage) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
 func jsonText(v any) (*string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -159,6 +159,20 @@ func (s *sqlStore) DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error) {
 	return out, nil
 }
 
+// ingest runs the intake of a batch in one transaction; fn is the
+// dialect's part, and counts into res.
+func (s *sqlStore) ingest(ctx context.Context, batch []dlq.Incoming, fn func(q querier, res *dlq.IngestResult) error) (dlq.IngestResult, error) {
+	var res dlq.IngestResult
+	if len(batch) == 0 {
+		return res, nil
+	}
+	err := s.db.tx(ctx, func(q querier) error {
+		res = dlq.IngestResult{}
+		return fn(q, &res)
+	})
+	return res, err
+}
+
 // statusOf is the status a new message is stored with.
 func statusOf(in dlq.Incoming) string {
 	if in.Dead {

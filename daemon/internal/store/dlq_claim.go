@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -36,22 +37,31 @@ type claimSQL struct {
 
 // ClaimDLQ implements dlq.Store.
 func (s *sqlStore) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
-	m, err := oneMessage(s.db.queryRow(ctx, s.sql.dlq.claim, id, c.Now, c.Owner, c.LeaseUntil))
+	return s.changeOne(ctx, "claim dead letter", func(cur *dlq.Message) error {
+		if cur.Status == dlq.StatusRetrying && cur.IsRetryable() {
+			return &dlq.NotRetryableError{Message: cur, Reason: fmt.Sprintf("message is being retried: status=%s, retry_count=%d/%d",
+				cur.Status, cur.RetryCount, cur.MaxRetries)}
+		}
+		return &dlq.NotRetryableError{Message: cur, Reason: cur.NotRetryableReason()}
+	}, s.sql.dlq.claim, id, c.Now, c.Owner, c.LeaseUntil)
+}
+
+// changeOne runs a statement that changes the message whose id is its
+// first argument and returns it. When it changed none, the message as it
+// is now says why (refused), or its absence does (derrors.ErrNotFound).
+func (s *sqlStore) changeOne(ctx context.Context, what string, refused func(cur *dlq.Message) error, sql string, id uuid.UUID, args ...any) (*dlq.Message, error) {
+	m, err := oneMessage(s.db.queryRow(ctx, sql, append([]any{id}, args...)...))
 	if err == nil {
 		return m, nil
 	}
 	if !errors.Is(err, derrors.ErrNotFound) {
-		return nil, fmt.Errorf("claim dead letter: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	cur, err := s.GetDLQ(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if cur.Status == dlq.StatusRetrying && cur.IsRetryable() {
-		return nil, &dlq.NotRetryableError{Message: cur, Reason: fmt.Sprintf("message is being retried: status=%s, retry_count=%d/%d",
-			cur.Status, cur.RetryCount, cur.MaxRetries)}
-	}
-	return nil, &dlq.NotRetryableError{Message: cur, Reason: cur.NotRetryableReason()}
+	return nil, refused(cur)
 }
 
 // ClaimDLQTopic implements dlq.Store.
@@ -104,44 +114,49 @@ func (s *sqlStore) ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (
 // ReviveDLQ implements dlq.Store: one statement moves a message in r.From
 // that was kept whole to r.To and records the revive in its history.
 func (s *sqlStore) ReviveDLQ(ctx context.Context, id uuid.UUID, r dlq.Revive) (*dlq.Message, error) {
-	m, err := oneMessage(s.db.queryRow(ctx, s.sql.dlq.revive, id, r.To.MaxRetries, r.NextRetryAt, r.Now,
-		attemptJSON(&r.Attempt), string(r.To.Status), r.To.RetryCount, string(r.From)))
-	if err == nil {
-		return m, nil
-	}
-	if !errors.Is(err, derrors.ErrNotFound) {
-		return nil, fmt.Errorf("revive dead letter: %w", err)
-	}
-	cur, err := s.GetDLQ(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return nil, dlq.NotRevivable(cur)
+	return s.changeOne(ctx, "revive dead letter", func(cur *dlq.Message) error { return dlq.NotRevivable(cur) },
+		s.sql.dlq.revive, id, r.To.MaxRetries, r.NextRetryAt, r.Now, attemptJSON(&r.Attempt), string(r.To.Status),
+		r.To.RetryCount, string(r.From))
 }
 
 // outcomeRow is what FinishDLQ writes for one outcome: dlq.Finish decided
 // it from the row as it was claimed, and the store applies it only to a row
-// that still is in that status and count under the owner's lease.
+// that still is in that status and count under the owner's lease. The
+// PostgreSQL store passes the rows as one JSON array (jsonb_to_recordset).
 type outcomeRow struct {
-	id          uuid.UUID
-	status      string
-	retryCount  int
-	nextRetryAt *time.Time
-	lastError   *string    // nil keeps the one before
-	republished *time.Time // nil keeps the one before
-	attempt     *string    // nil adds no history entry
-	fromStatus  string
-	fromCount   int
+	ID          uuid.UUID       `json:"uid"`
+	Status      string          `json:"to_status"`
+	RetryCount  int             `json:"to_count"`
+	NextRetryAt *time.Time      `json:"next"`
+	LastError   *string         `json:"err"`         // nil keeps the one before
+	Republished *time.Time      `json:"republished"` // nil keeps the one before
+	Attempt     json.RawMessage `json:"entry"`       // nil adds no history entry
+	FromStatus  string          `json:"from_status"`
+	FromCount   int             `json:"from_count"`
 }
 
 func outcomeRows(now time.Time, outcomes []dlq.Outcome) []outcomeRow {
 	out := make([]outcomeRow, len(outcomes))
 	for i, o := range outcomes {
-		out[i] = outcomeRow{id: o.ID, status: string(o.To.Status), retryCount: o.To.RetryCount, nextRetryAt: o.NextRetryAt,
-			lastError: o.LastError(), attempt: attemptJSON(o.Attempt), fromStatus: string(o.From.Status), fromCount: o.From.RetryCount}
+		out[i] = outcomeRow{ID: o.ID, Status: string(o.To.Status), RetryCount: o.To.RetryCount,
+			NextRetryAt: microseconds(o.NextRetryAt), LastError: o.LastError(), FromStatus: string(o.From.Status),
+			FromCount: o.From.RetryCount}
 		if o.Republished() {
-			out[i].republished = &now
+			out[i].Republished = microseconds(&now)
+		}
+		if a := attemptJSON(o.Attempt); a != nil {
+			out[i].Attempt = json.RawMessage(*a)
 		}
 	}
 	return out
+}
+
+// microseconds is t as both stores keep it: JSON would carry nanoseconds,
+// which PostgreSQL rounds where its binary protocol truncates.
+func microseconds(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.Truncate(time.Microsecond)
+	return &u
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -23,6 +25,25 @@ type driverError struct {
 func (e *driverError) Error() string { return e.kind.Error() + ": " + e.reason }
 
 func (e *driverError) Unwrap() []error { return []error{e.kind, e.cause} }
+
+// translate is what pgError and sqliteError share: nil, an error already
+// translated and a cancelled call stay as they are (the caller gave up; the
+// store did nothing wrong), the driver's noRows becomes
+// derrors.ErrNotFound, a deadline that passed makes the store unavailable;
+// anything else is the dialect's to classify.
+func translate(err, noRows error, classify func(error) error) error {
+	var de *driverError
+	switch {
+	case err == nil, errors.As(err, &de), errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, noRows):
+		return derrors.ErrNotFound
+	case errors.Is(err, context.DeadlineExceeded):
+		return unavailable("timed out", err)
+	default:
+		return classify(err)
+	}
+}
 
 // unavailable: the store cannot serve now; a later try may succeed.
 func unavailable(reason string, cause error) error {

@@ -147,13 +147,8 @@ const pgIngest = `
 // IngestDLQ implements dlq.Store: returning replays are applied, and the
 // new messages inserted with pgIngest, in one transaction.
 func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
-	var res dlq.IngestResult
-	if len(batch) == 0 {
-		return res, nil
-	}
-	err := p.db.tx(ctx, func(q querier) error {
-		res = dlq.IngestResult{}
-		fresh, err := p.applyReturns(ctx, q, batch, opts, &res)
+	return p.ingest(ctx, batch, func(q querier, res *dlq.IngestResult) error {
+		fresh, err := p.applyReturns(ctx, q, batch, opts, res)
 		if err != nil || len(fresh) == 0 {
 			return err
 		}
@@ -198,7 +193,6 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 		res.Duplicates = n - res.Inserted
 		return nil
 	})
-	return res, err
 }
 
 // applyReturns applies the returning replays of a batch, reading the
@@ -246,32 +240,19 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 	if len(outcomes) == 0 {
 		return nil
 	}
-	n := len(outcomes)
-	var (
-		ids          = make([]uuid.UUID, n)
-		statuses     = make([]string, n)
-		counts       = make([]int32, n)
-		nexts        = make([]*time.Time, n)
-		errs         = make([]*string, n)
-		republished  = make([]*time.Time, n)
-		entries      = make([]*string, n)
-		fromStatuses = make([]string, n)
-		fromCounts   = make([]int32, n)
-	)
-	for i, r := range outcomeRows(now, outcomes) {
-		ids[i], statuses[i], counts[i], nexts[i] = r.id, r.status, int32(r.retryCount), r.nextRetryAt
-		errs[i], republished[i], entries[i] = r.lastError, r.republished, r.attempt
-		fromStatuses[i], fromCounts[i] = r.fromStatus, int32(r.fromCount)
+	rows, err := json.Marshal(outcomeRows(now, outcomes))
+	if err != nil {
+		return fmt.Errorf("record retry outcomes: %w", err)
 	}
 	if _, err := p.db.exec(ctx, `
 		UPDATE dlq.dlq_messages SET status = u.to_status, retry_count = u.to_count, next_retry_at = u.next,
 			last_error = COALESCE(u.err, last_error), republished_at = COALESCE(u.republished, republished_at),
 			attempt_log = CASE WHEN u.entry IS NULL THEN attempt_log ELSE `+pgAppendAttempt("u.entry")+` END,
 			lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-		FROM unnest($1::uuid[], $4::text[], $5::int[], $6::timestamptz[], $7::text[], $8::timestamptz[], $9::text[],
-			$10::text[], $11::int[]) AS u(uid, to_status, to_count, next, err, republished, entry, from_status, from_count)
+		FROM jsonb_to_recordset($1::jsonb) AS u(uid uuid, to_status text, to_count int, next timestamptz, err text,
+			republished timestamptz, entry jsonb, from_status text, from_count int)
 		WHERE id = u.uid AND status = u.from_status AND retry_count = u.from_count AND lease_owner = $2`,
-		ids, owner, now, statuses, counts, nexts, errs, republished, entries, fromStatuses, fromCounts); err != nil {
+		string(rows), owner, now); err != nil {
 		return fmt.Errorf("record retry outcomes: %w", err)
 	}
 	return nil

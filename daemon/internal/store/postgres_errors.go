@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -10,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 )
 
 // pgError is the one place that reads pgx's errors: no row becomes
@@ -20,21 +17,15 @@ import (
 // unique violation becomes derrors.ErrConflict. Anything else is returned
 // as it is. The messages of the translated errors are generic (see
 // driverError): pgx's name the database user and the database.
-func pgError(err error) error {
+func pgError(err error) error { return translate(err, pgx.ErrNoRows, pgClassify) }
+
+func pgClassify(err error) error {
 	var (
-		de *driverError
 		pe *pgconn.PgError
 		ce *pgconn.ConnectError
 		ne net.Error
 	)
 	switch {
-	case err == nil, errors.As(err, &de):
-		return err
-	case errors.Is(err, pgx.ErrNoRows):
-		return derrors.ErrNotFound
-	case errors.Is(err, context.Canceled):
-		// The caller gave up; the store did nothing wrong.
-		return err
 	case errors.As(err, &ce):
 		// Whatever the server said, there is no connection to use.
 		return unavailable("cannot connect", err)
@@ -42,7 +33,7 @@ func pgError(err error) error {
 		return pgServerError(pe, err)
 	case errors.Is(err, puddle.ErrClosedPool):
 		return unavailable("the store is closed", err)
-	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
+	case pgconn.Timeout(err):
 		return unavailable("timed out", err)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, pgconn.ErrConnClosed),
 		errors.Is(err, net.ErrClosed), errors.As(err, &ne), strings.Contains(err.Error(), "unexpected EOF"):

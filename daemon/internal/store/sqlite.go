@@ -22,7 +22,7 @@ import (
 // sqlite3 shells) from blocking it.
 type SQLite struct {
 	sqlStore
-	lite          liteConn
+	handle        *sql.DB
 	retentionLock sync.Mutex
 }
 
@@ -68,21 +68,20 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
-	lite := liteConn{q: db, db: db}
-	return &SQLite{sqlStore: sqlStore{db: lite, sql: sqliteStatements}, lite: lite}, nil
+	return &SQLite{sqlStore: sqlStore{db: liteConn{q: db, db: db}, sql: sqliteStatements}, handle: db}, nil
 }
 
 // DB exposes the handle to tests in this module.
-func (s *SQLite) DB() *sql.DB { return s.lite.db }
+func (s *SQLite) DB() *sql.DB { return s.handle }
 
 // Dialect implements Store.
 func (s *SQLite) Dialect() migrations.Dialect { return migrations.SQLite }
 
 // Ping implements Store.
-func (s *SQLite) Ping(ctx context.Context) error { return sqliteError(s.lite.db.PingContext(ctx)) }
+func (s *SQLite) Ping(ctx context.Context) error { return sqliteError(s.handle.PingContext(ctx)) }
 
 // Close implements Store.
-func (s *SQLite) Close() error { return s.lite.db.Close() }
+func (s *SQLite) Close() error { return s.handle.Close() }
 
 // liteQuerier is what a database handle and a transaction both have.
 type liteQuerier interface {
@@ -127,13 +126,6 @@ func (c liteConn) queryRow(ctx context.Context, query string, args ...any) scann
 // tx runs fn in a transaction that takes the write lock at once
 // (_txlock=immediate), so that it never fails half way for a lock.
 func (c liteConn) tx(ctx context.Context, fn func(q querier) error) error {
-	return c.txn(ctx, func(t liteConn) error { return fn(t) })
-}
-
-// snapshot is a transaction too: the one connection serves it alone.
-func (c liteConn) snapshot(ctx context.Context, fn func(q querier) error) error { return c.tx(ctx, fn) }
-
-func (c liteConn) txn(ctx context.Context, fn func(t liteConn) error) error {
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteError(err)
@@ -144,6 +136,9 @@ func (c liteConn) txn(ctx context.Context, fn func(t liteConn) error) error {
 	}
 	return sqliteError(tx.Commit())
 }
+
+// snapshot is a transaction too: the one connection serves it alone.
+func (c liteConn) snapshot(ctx context.Context, fn func(q querier) error) error { return c.tx(ctx, fn) }
 
 // prepare compiles a statement that runs many times (intake's insert).
 func (c liteConn) prepare(ctx context.Context, query string) (liteStmt, error) {

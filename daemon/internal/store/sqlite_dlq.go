@@ -106,19 +106,14 @@ const sqliteIngest = `
 
 // IngestDLQ implements dlq.Store, a message at a time in one transaction.
 func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
-	var res dlq.IngestResult
-	if len(batch) == 0 {
-		return res, nil
-	}
-	err := s.lite.txn(ctx, func(c liteConn) error {
-		res = dlq.IngestResult{}
-		ins, err := c.prepare(ctx, sqliteIngest)
+	return s.ingest(ctx, batch, func(q querier, res *dlq.IngestResult) error {
+		ins, err := q.(liteConn).prepare(ctx, sqliteIngest) // a transaction's querier is a liteConn
 		if err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		defer ins.close()
 		for _, in := range batch {
-			applied, err := s.applyReturnOf(ctx, c, in, opts, &res)
+			applied, err := s.applyReturnOf(ctx, q, in, opts, res)
 			if err != nil {
 				return err
 			}
@@ -145,7 +140,6 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 		}
 		return nil
 	})
-	return res, err
 }
 
 // applyReturnOf applies in when it is a returning replay of a record this
@@ -174,9 +168,9 @@ func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, out
 					attempt_log = CASE WHEN ?9 IS NULL THEN attempt_log ELSE `+sqliteAppendAttempt("?9")+` END,
 					lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3
 				WHERE id = ?1 AND lease_owner = ?2 AND status = ?10 AND retry_count = ?11`,
-				r.id, owner, now, r.status, r.retryCount, r.nextRetryAt, r.lastError, r.republished, r.attempt,
-				r.fromStatus, r.fromCount); err != nil {
-				return fmt.Errorf("finish retry of %s: %w", r.id, err)
+				r.ID, owner, now, r.Status, r.RetryCount, r.NextRetryAt, r.LastError, r.Republished, text(r.Attempt),
+				r.FromStatus, r.FromCount); err != nil {
+				return fmt.Errorf("finish retry of %s: %w", r.ID, err)
 			}
 		}
 		return nil

@@ -1,14 +1,11 @@
 package store
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 )
 
 // sqliteError is the one place that reads SQLite's errors: no row becomes
@@ -17,22 +14,13 @@ import (
 // derrors.ErrStoreUnavailable; a unique violation becomes
 // derrors.ErrConflict. Anything else is returned as it is. The messages of
 // the translated errors are generic (see driverError).
-func sqliteError(err error) error {
-	var (
-		de *driverError
-		se *sqlite.Error
-	)
+func sqliteError(err error) error { return translate(err, sql.ErrNoRows, sqliteClassify) }
+
+func sqliteClassify(err error) error {
+	var se *sqlite.Error
 	switch {
-	case err == nil, errors.As(err, &de):
-		return err
-	case errors.Is(err, sql.ErrNoRows):
-		return derrors.ErrNotFound
-	case errors.Is(err, context.Canceled):
-		return err
 	case errors.As(err, &se):
 		return sqliteCodeError(se.Code(), err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return unavailable("timed out", err)
 	case errors.Is(err, sql.ErrConnDone), err.Error() == "sql: database is closed":
 		return unavailable("the store is closed", err)
 	default:

@@ -54,19 +54,17 @@ func Open(ctx context.Context, dialect migrations.Dialect, dsn string) (Store, e
 
 // MigrationStatus reports the schema state without changing anything.
 func MigrationStatus(ctx context.Context, dialect migrations.Dialect, dsn string) (migrations.Status, error) {
-	db, err := openSQL(dialect, dsn)
-	if err != nil {
-		return migrations.Status{}, err
-	}
-	defer db.Close()
-	if err := db.PingContext(ctx); err != nil {
-		return migrations.Status{}, fmt.Errorf("connect to state store: %w", err)
-	}
-	return migrations.GetStatus(dialect, db)
+	return withSQL(ctx, dialect, dsn, migrations.GetStatus)
 }
 
 // MigrateUp applies pending migrations and reports the result.
 func MigrateUp(ctx context.Context, dialect migrations.Dialect, dsn string) (migrations.Status, error) {
+	return withSQL(ctx, dialect, dsn, migrations.Up)
+}
+
+// withSQL runs fn on a database/sql handle to the store, which
+// golang-migrate needs.
+func withSQL(ctx context.Context, dialect migrations.Dialect, dsn string, fn func(migrations.Dialect, *sql.DB) (migrations.Status, error)) (migrations.Status, error) {
 	db, err := openSQL(dialect, dsn)
 	if err != nil {
 		return migrations.Status{}, err
@@ -75,7 +73,7 @@ func MigrateUp(ctx context.Context, dialect migrations.Dialect, dsn string) (mig
 	if err := db.PingContext(ctx); err != nil {
 		return migrations.Status{}, fmt.Errorf("connect to state store: %w", err)
 	}
-	return migrations.Up(dialect, db)
+	return fn(dialect, db)
 }
 
 func openSQL(dialect migrations.Dialect, dsn string) (*sql.DB, error) {
