@@ -57,21 +57,19 @@ func TestDeletionJobs(t *testing.T) {
 		require.EqualValues(t, 42, latest.Deleters[1].Total)
 		require.EqualValues(t, -1, latest.Deleters[0].Total, "unknown total")
 
-		// Not due yet.
-		none, err = s.ClaimDeletionJob(ctx, "d2", t0.Add(30*time.Second), t0.Add(time.Hour))
-		require.NoError(t, err)
-		require.Nil(t, none)
+		claim := func(owner string, now, leaseUntil time.Time) *deletion.Job {
+			t.Helper()
+			j, err := s.ClaimDeletionJob(ctx, owner, now, leaseUntil)
+			require.NoError(t, err)
+			return j
+		}
+		require.Nil(t, claim("d2", t0.Add(30*time.Second), t0.Add(time.Hour)), "not due yet")
 		// Due: d2 claims; d2 then dies, and d3 takes over after the lease.
-		claimed, err = s.ClaimDeletionJob(ctx, "d2", t0.Add(2*time.Minute), t0.Add(3*time.Minute))
-		require.NoError(t, err)
+		claimed = claim("d2", t0.Add(2*time.Minute), t0.Add(3*time.Minute))
 		require.NotNil(t, claimed)
 		require.Equal(t, 2, claimed.Attempts)
-		none, err = s.ClaimDeletionJob(ctx, "d3", t0.Add(150*time.Second), t0.Add(time.Hour))
-		require.NoError(t, err)
-		require.Nil(t, none)
-		claimed, err = s.ClaimDeletionJob(ctx, "d3", t0.Add(4*time.Minute), t0.Add(5*time.Minute))
-		require.NoError(t, err)
-		require.NotNil(t, claimed)
+		require.Nil(t, claim("d3", t0.Add(150*time.Second), t0.Add(time.Hour)))
+		require.NotNil(t, claim("d3", t0.Add(4*time.Minute), t0.Add(5*time.Minute)))
 		require.ErrorIs(t, s.FinishDeletionAttempt(ctx, job.ID, "d2", deletion.JobUpdate{Status: deletion.JobCompleted, Now: t0}), derrors.ErrLeaseLost)
 		require.NoError(t, s.FinishDeletionAttempt(ctx, job.ID, "d3", deletion.JobUpdate{Status: deletion.JobCompleted, Verified: true, Now: t0.Add(5 * time.Minute)}))
 

@@ -17,8 +17,7 @@ import (
 
 func TestClaimFinishStateMachine(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
-		ingest(t, s, t0, incoming("a.dlq.v1", 1, `{}`))
-		m := onlyMessage(t, s, "a.dlq.v1")
+		m := stored(t, s, "a.dlq.v1")
 		claim := dlq.Claim{Owner: "daemon-1", Now: t0, LeaseUntil: t0.Add(time.Minute)}
 
 		got, err := s.ClaimDLQ(ctx, m.ID, claim)
@@ -72,8 +71,7 @@ func TestClaimFinishStateMachine(t *testing.T) {
 
 func TestClaimAckResolves(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
-		ingest(t, s, t0, incoming("a.dlq.v1", 1, `{}`))
-		m := onlyMessage(t, s, "a.dlq.v1")
+		m := stored(t, s, "a.dlq.v1")
 		claim := dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)}
 		got, err := s.ClaimDLQ(ctx, m.ID, claim)
 		require.NoError(t, err)
@@ -89,8 +87,7 @@ func TestClaimAckResolves(t *testing.T) {
 
 func TestConcurrentClaimsHaveOneWinner(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
-		ingest(t, s, t0, incoming("a.dlq.v1", 1, `{}`))
-		m := onlyMessage(t, s, "a.dlq.v1")
+		m := stored(t, s, "a.dlq.v1")
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		wins := 0
@@ -272,5 +269,91 @@ func TestClaimDueOnlyTakesDueMessages(t *testing.T) {
 		got, err = s.ClaimDueDLQ(ctx, 10, claim)
 		require.NoError(t, err)
 		require.Empty(t, got, "a claimed message is not claimed twice")
+	})
+}
+
+// The stores' retryable predicate is dlq.State.Retryable: over every
+// status and count, ClaimDLQ takes exactly the retryable messages (a
+// RETRYING one once its lease ran out), and the retry-all dry run counts
+// exactly the retryable PENDING ones.
+func TestRetryablePredicateIsTheStateMachines(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		type row struct {
+			id    uuid.UUID
+			state dlq.State
+		}
+		var batch []dlq.Incoming
+		for i := 0; i < len(dlq.Statuses)*5; i++ {
+			batch = append(batch, incoming("p.dlq.v1", int64(i), `{}`))
+		}
+		ingest(t, s, t0, batch...)
+		msgs, _, err := s.ListDLQ(ctx, dlq.ListFilter{Topic: "p.dlq.v1", Page: 1, PageSize: 100})
+		require.NoError(t, err)
+		byOffset := map[int64]uuid.UUID{}
+		for _, m := range msgs {
+			byOffset[m.Position.Offset] = m.ID
+		}
+		var rows []row
+		for i, status := range dlq.Statuses {
+			for count := 0; count <= 4; count++ {
+				id := byOffset[int64(i*5+count)]
+				exec(t, s, `UPDATE dlq.dlq_messages SET status = $2, retry_count = $3, lease_expires_at = $4 WHERE id = $1`,
+					`UPDATE dlq_messages SET status = ?2, retry_count = ?3, lease_expires_at = ?4 WHERE id = ?1`,
+					id.String(), string(status), count, sqlTime(s, t0.Add(-time.Hour)))
+				rows = append(rows, row{id, dlq.State{Status: status, RetryCount: count, MaxRetries: 3}})
+			}
+		}
+		wantCount := 0
+		for _, r := range rows {
+			if r.state.Status == dlq.StatusPending && r.state.Retryable() {
+				wantCount++
+			}
+		}
+		n, err := s.CountRetryableDLQTopic(ctx, "p.dlq.v1")
+		require.NoError(t, err)
+		require.EqualValues(t, wantCount, n)
+		for _, r := range rows {
+			_, err := s.ClaimDLQ(ctx, r.id, dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)})
+			if r.state.Retryable() {
+				require.NoError(t, err, "%+v", r.state)
+			} else {
+				var nre *dlq.NotRetryableError
+				require.ErrorAs(t, err, &nre, "%+v", r.state)
+			}
+		}
+	})
+}
+
+// An outcome is written only to the row as it was claimed. A daemon whose
+// lease ran out, and that claimed the message again after another attempt
+// was counted, must not count its first attempt on top.
+func TestALateOutcomeChangesNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		m := stored(t, s, "a.dlq.v1")
+		claim := func(at time.Time) *dlq.Message {
+			t.Helper()
+			got, err := s.ClaimDLQ(ctx, m.ID, dlq.Claim{Owner: "d", Now: at, LeaseUntil: at.Add(time.Minute)})
+			require.NoError(t, err)
+			return got
+		}
+		first := claim(t0)
+		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(2*time.Minute))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "the first lease ran out")
+		second := claim(t0.Add(3 * time.Minute))
+		require.NoError(t, s.FinishDLQ(ctx, "d", t0.Add(3*time.Minute), ended(second, dlq.EventRefused)))
+		third := claim(t0.Add(4 * time.Minute))
+		require.Equal(t, 1, third.RetryCount)
+
+		require.NoError(t, s.FinishDLQ(ctx, "d", t0.Add(5*time.Minute), ended(first, dlq.EventRefused)))
+		cur, err := s.GetDLQ(ctx, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusRetrying, cur.Status, "the late outcome did not end the third claim")
+		require.Equal(t, 1, cur.RetryCount, "nor counted its attempt again")
+
+		require.NoError(t, s.FinishDLQ(ctx, "d", t0.Add(5*time.Minute), ended(third, dlq.EventRefused)))
+		cur, err = s.GetDLQ(ctx, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.State{Status: dlq.StatusPending, RetryCount: 2, MaxRetries: 3}, cur.State())
 	})
 }

@@ -98,8 +98,7 @@ func TestListPagingOrderStatusAndTopicMatching(t *testing.T) {
 
 func TestGetDeleteNotFound(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
-		ingest(t, s, t0, incoming("a.dlq.v1", 1, `{}`))
-		m := onlyMessage(t, s, "a.dlq.v1")
+		m := stored(t, s, "a.dlq.v1")
 		got, err := s.GetDLQ(ctx, m.ID)
 		require.NoError(t, err)
 		require.Equal(t, m.ID, got.ID)
@@ -173,8 +172,7 @@ func TestFirstRetryTimeIsDrawnPerMessage(t *testing.T) {
 
 func TestFeedbackUpdatesTheSameRecord(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
-		ingest(t, s, t0, incoming("a.dlq.v1", 1, `{}`))
-		m := onlyMessage(t, s, "a.dlq.v1")
+		m := stored(t, s, "a.dlq.v1")
 		claimed, err := s.ClaimDLQ(ctx, m.ID, dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
 		require.NoError(t, s.FinishDLQ(ctx, "d", t0, ended(claimed, dlq.EventAcked)))

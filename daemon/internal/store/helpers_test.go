@@ -49,6 +49,13 @@ func onlyMessage(t *testing.T, s store.Store, topic string) dlq.Message {
 	return msgs[0]
 }
 
+// stored stores one message on topic and returns it.
+func stored(t *testing.T, s store.Store, topic string) dlq.Message {
+	t.Helper()
+	ingest(t, s, t0, incoming(topic, 1, `{}`))
+	return onlyMessage(t, s, topic)
+}
+
 // ended is the outcome of e for m, a message as it was claimed.
 func ended(m *dlq.Message, e dlq.Event) []dlq.Outcome { return []dlq.Outcome{dlq.Finish(*m, e)} }
 

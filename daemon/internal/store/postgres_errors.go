@@ -50,8 +50,8 @@ func pgServerError(pe *pgconn.PgError, err error) error {
 		return conflict("duplicate key ("+pe.ConstraintName+")", err)
 	case strings.HasPrefix(pe.Code, "08"): // connection_exception
 		return unavailable("connection lost", err)
-	case pe.Code == "57P01", pe.Code == "57P02": // admin_shutdown, crash_shutdown
-		return unavailable("the server is shutting down", err)
+	case pe.Code == "57P01", pe.Code == "57P02": // admin_shutdown (also pg_terminate_backend), crash_shutdown
+		return unavailable("the server closed the connection", err)
 	case pe.Code == "57P03": // cannot_connect_now: starting up or in recovery
 		return unavailable("the server is not accepting connections", err)
 	case pe.Code == "57014": // query_canceled: statement_timeout
