@@ -187,6 +187,9 @@ func Finish(m Message, e Event) Outcome {
 	return Outcome{ID: m.ID, Event: e, From: from, To: to}
 }
 
+// outcomeNames are the names Outcome.Name gives.
+var outcomeNames = []string{OutcomeResolved, OutcomeFailed, OutcomeDead, OutcomeUnavailable}
+
 // Name is how the outcome shows in the history and the metrics.
 func (o Outcome) Name() string {
 	switch {

@@ -187,6 +187,7 @@ func TestFinish(t *testing.T) {
 			require.Equal(t, State{Status: StatusRetrying, RetryCount: tc.m.RetryCount, MaxRetries: 3}, o.From, "the claimed row")
 			require.Equal(t, tc.to, o.To)
 			require.Equal(t, tc.name, o.Name())
+			require.Contains(t, outcomeNames, o.Name(), "a metric label")
 			require.Equal(t, tc.lastError, o.LastError())
 			require.Equal(t, tc.event == EventAcked, o.Republished())
 		})
