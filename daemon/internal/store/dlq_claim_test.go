@@ -20,13 +20,12 @@ func TestClaimFinishStateMachine(t *testing.T) {
 		m := stored(t, s, "a.dlq.v1")
 		claim := dlq.Claim{Owner: "daemon-1", Now: t0, LeaseUntil: t0.Add(time.Minute)}
 
-		got, err := s.ClaimDLQ(ctx, m.ID, claim)
-		require.NoError(t, err)
+		got := claimed(t, s, m.ID, claim)
 		require.Equal(t, dlq.StatusRetrying, got.Status)
 		require.NotNil(t, got.LastRetryAt)
 
 		// A second claim while the lease is held is a conflict.
-		_, err = s.ClaimDLQ(ctx, m.ID, dlq.Claim{Owner: "daemon-2", Now: t0.Add(time.Second), LeaseUntil: t0.Add(time.Hour)})
+		_, err := s.ClaimDLQ(ctx, m.ID, dlq.Claim{Owner: "daemon-2", Now: t0.Add(time.Second), LeaseUntil: t0.Add(time.Hour)})
 		var nre *dlq.NotRetryableError
 		require.ErrorAs(t, err, &nre)
 		require.Contains(t, nre.Reason, "being retried")
@@ -47,8 +46,7 @@ func TestClaimFinishStateMachine(t *testing.T) {
 		require.True(t, cur.NextRetryAt.Equal(next))
 
 		// Source unavailable: back to PENDING, not counted.
-		got, err = s.ClaimDLQ(ctx, m.ID, claim)
-		require.NoError(t, err)
+		got = claimed(t, s, m.ID, claim)
 		require.NoError(t, s.FinishDLQ(ctx, "daemon-1", t0, ended(got, dlq.EventReleased)))
 		cur, _ = s.GetDLQ(ctx, m.ID)
 		require.Equal(t, dlq.StatusPending, cur.Status)
@@ -56,8 +54,7 @@ func TestClaimFinishStateMachine(t *testing.T) {
 
 		// Two more counted failures reach max_retries: DEAD.
 		for i := 0; i < 2; i++ {
-			got, err = s.ClaimDLQ(ctx, m.ID, claim)
-			require.NoError(t, err)
+			got = claimed(t, s, m.ID, claim)
 			require.NoError(t, s.FinishDLQ(ctx, "daemon-1", t0, ended(got, dlq.EventRefused)))
 		}
 		cur, _ = s.GetDLQ(ctx, m.ID)
@@ -73,12 +70,10 @@ func TestClaimAckResolves(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
 		m := stored(t, s, "a.dlq.v1")
 		claim := dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)}
-		got, err := s.ClaimDLQ(ctx, m.ID, claim)
-		require.NoError(t, err)
-		require.NoError(t, s.FinishDLQ(ctx, "d", t0, ended(got, dlq.EventAcked)))
+		require.NoError(t, s.FinishDLQ(ctx, "d", t0, ended(claimed(t, s, m.ID, claim), dlq.EventAcked)))
 		cur, _ := s.GetDLQ(ctx, m.ID)
 		require.Equal(t, dlq.StatusResolved, cur.Status)
-		_, err = s.ClaimDLQ(ctx, m.ID, claim)
+		_, err := s.ClaimDLQ(ctx, m.ID, claim)
 		var nre *dlq.NotRetryableError
 		require.ErrorAs(t, err, &nre)
 		require.Equal(t, "message is not retryable: status=RESOLVED, retry_count=0/3", nre.Reason)

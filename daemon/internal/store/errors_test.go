@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -26,6 +27,15 @@ func TestStoreErrorsAreSentinels(t *testing.T) {
 		require.True(t, errors.Is(err, derrors.ErrNotFound))
 		require.NoError(t, s.Ping(ctx))
 	})
+}
+
+// withMessage opens a fresh store of dialect d, at dsn, with one message in
+// it, and a context for the test.
+func withMessage(t *testing.T, d migrations.Dialect) (ctx context.Context, dsn string, s store.Store, m dlq.Message) {
+	t.Helper()
+	dsn = storetest.DSN(t, d)
+	s = storetest.OpenDSN(t, d, dsn)
+	return testsvc.Context(t, time.Minute), dsn, s, stored(t, s, "a.dlq.v1")
 }
 
 // requireUnavailable checks that err says the state store cannot serve, in
@@ -51,10 +61,7 @@ func requireUnavailable(t *testing.T, err error, dsn string) {
 // statement fail as unavailable; the next one gets a new connection.
 func TestPostgresConnectionTerminatedIsUnavailable(t *testing.T) {
 	t.Parallel()
-	ctx := testsvc.Context(t, time.Minute)
-	dsn := storetest.DSN(t, migrations.Postgres)
-	s := storetest.OpenDSN(t, migrations.Postgres, dsn)
-	m := stored(t, s, "a.dlq.v1")
+	ctx, dsn, s, m := withMessage(t, migrations.Postgres)
 
 	// Hold the row, so that the store's DELETE waits on it.
 	holder, err := pgx.Connect(ctx, dsn)
@@ -93,10 +100,7 @@ func TestPostgresConnectionTerminatedIsUnavailable(t *testing.T) {
 // database, the user or the server's words.
 func TestPostgresRefusingConnectionsIsUnavailable(t *testing.T) {
 	t.Parallel()
-	ctx := testsvc.Context(t, time.Minute)
-	dsn := storetest.DSN(t, migrations.Postgres)
-	s := storetest.OpenDSN(t, migrations.Postgres, dsn)
-	m := stored(t, s, "a.dlq.v1")
+	ctx, dsn, s, m := withMessage(t, migrations.Postgres)
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
 	name := pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()
@@ -143,10 +147,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 // when the busy timeout ends, or when the caller's deadline does.
 func TestSQLiteLockedIsUnavailable(t *testing.T) {
 	t.Parallel()
-	ctx := testsvc.Context(t, time.Minute)
-	dsn := storetest.DSN(t, migrations.SQLite)
-	s := storetest.OpenDSN(t, migrations.SQLite, dsn)
-	m := stored(t, s, "a.dlq.v1")
+	ctx, dsn, s, m := withMessage(t, migrations.SQLite)
 	other, err := sql.Open("sqlite", "file:"+dsn)
 	require.NoError(t, err)
 	defer other.Close()

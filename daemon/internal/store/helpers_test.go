@@ -56,6 +56,14 @@ func stored(t *testing.T, s store.Store, topic string) dlq.Message {
 	return onlyMessage(t, s, topic)
 }
 
+// claimed claims the message id under c.
+func claimed(t *testing.T, s store.Store, id uuid.UUID, c dlq.Claim) *dlq.Message {
+	t.Helper()
+	m, err := s.ClaimDLQ(ctx(t), id, c)
+	require.NoError(t, err)
+	return m
+}
+
 // ended is the outcome of e for m, a message as it was claimed.
 func ended(m *dlq.Message, e dlq.Event) []dlq.Outcome { return []dlq.Outcome{dlq.Finish(*m, e)} }
 
