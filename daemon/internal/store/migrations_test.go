@@ -3,28 +3,29 @@ package store_test
 import (
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
-	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
+// driverOf names the database/sql driver that golang-migrate uses for d.
+func driverOf(d migrations.Dialect) string {
+	if d == migrations.Postgres {
+		return "pgx"
+	}
+	return "sqlite"
+}
+
 func TestMigrationsStatusAndNewerSchemaRefused(t *testing.T) {
-	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
+	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			c := ctx(t)
-			var dsn string
-			if d == migrations.SQLite {
-				dsn = filepath.Join(t.TempDir(), "s.db")
-			} else {
-				dsn = testsvc.PGDatabase(t)
-			}
+			c, dsn := ctx(t), storetest.DSN(t, d)
 			st, err := store.MigrationStatus(c, d, dsn)
 			require.NoError(t, err)
 			require.EqualValues(t, 0, st.Current)
@@ -63,17 +64,13 @@ func TestMigrationsStatusAndNewerSchemaRefused(t *testing.T) {
 // TestMigrationsGoDownAndUpAgain checks every .down.sql file against its
 // .up.sql: down to nothing, then up again, on both stores.
 func TestMigrationsGoDownAndUpAgain(t *testing.T) {
-	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
+	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			c := ctx(t)
-			dsn, driver := filepath.Join(t.TempDir(), "s.db"), "sqlite"
-			if d == migrations.Postgres {
-				dsn, driver = testsvc.PGDatabase(t), "pgx"
-			}
+			c, dsn := ctx(t), storetest.DSN(t, d)
 			up, err := store.MigrateUp(c, d, dsn)
 			require.NoError(t, err)
-			db, err := sql.Open(driver, dsn)
+			db, err := sql.Open(driverOf(d), dsn)
 			require.NoError(t, err)
 			defer db.Close()
 			require.NoError(t, migrations.Down(d, db))
@@ -90,15 +87,10 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 // The down migration keeps what the older schema can hold: a header key
 // that is not UTF-8 becomes "base64:<base64>" text.
 func TestIntegrityMigrationDownAndUpKeepsHeaders(t *testing.T) {
-	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
+	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			dsn := filepath.Join(t.TempDir(), "state.db")
-			driver, sqlDSN := "sqlite", dsn
-			if d == migrations.Postgres {
-				dsn = testsvc.PGDatabase(t)
-				driver, sqlDSN = "pgx", dsn
-			}
+			dsn := storetest.DSN(t, d)
 			s, err := store.Open(ctx(t), d, dsn)
 			require.NoError(t, err)
 			in := incoming("m.dlq.v1", 1, `{}`)
@@ -107,7 +99,7 @@ func TestIntegrityMigrationDownAndUpKeepsHeaders(t *testing.T) {
 			id := onlyMessage(t, s, "m.dlq.v1").ID
 			require.NoError(t, s.Close())
 
-			db, err := sql.Open(driver, sqlDSN)
+			db, err := sql.Open(driverOf(d), dsn)
 			require.NoError(t, err)
 			defer db.Close()
 			require.NoError(t, migrations.Steps(d, db, -1))
