@@ -1,13 +1,11 @@
 package adminapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,20 +20,14 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
-	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
 // newHandler is the admin API of a daemon with an embedded store and no
 // plugins, served in-process.
 func newHandler(t testing.TB) http.Handler {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := store.Open(ctx, migrations.SQLite, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, migrations.SQLite)
 	cfg := config.Defaults()
 	log := hclog.NewNullLogger()
 	host := pluginhost.New(&cfg, log, nil)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/migrations"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -103,15 +103,8 @@ func (s deleterSet) Deleter(name string) (sdk.TenantDeleter, error) {
 // tenantAPI is the admin API of a daemon with a real state store of the
 // given dialect, a running job runner and the given deleters, with
 // Idempotency-Key on.
-func tenantAPI(t *testing.T, dialect migrations.Dialect, src deletion.Deleters, format string) http.Handler {
+func tenantAPI(t *testing.T, st store.Store, src deletion.Deleters, format string) http.Handler {
 	t.Helper()
-	dsn := filepath.Join(t.TempDir(), "s.db")
-	if dialect == migrations.Postgres {
-		dsn = testsvc.PGDatabase(t)
-	}
-	st, err := store.Open(testsvc.Context(t, time.Minute), dialect, dsn)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
 	log := hclog.NewNullLogger()
 	reg := deletion.NewRegistry(src, func() int { return 2 })
 	runner := deletion.NewRunner(st, reg, "d1", func() deletion.RunnerConfig {
@@ -157,80 +150,77 @@ func TestTenantIDIsCanonicalEverywhere(t *testing.T) {
 		lower = "44444444-dddd-4ddd-8ddd-444444444444"
 		other = "55555555-eeee-4eee-8eee-555555555555"
 	)
-	for _, dialect := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			// The application stored the upper-case spelling as a separate
-			// string: it is someone else's data as far as lifecycled knows.
-			kv := &recordingDeleter{items: map[string]map[string]int64{
-				lower: {"session:{tenant}:*": 3, "csrf:{tenant}:*": 2},
-				upper: {"session:{tenant}:*": 7},
-				other: {"session:{tenant}:*": 4},
-			}}
-			sql := &recordingDeleter{items: map[string]map[string]int64{
-				lower: {"public.steps": 10, "public.instances": 5},
-				other: {"public.steps": 1},
-			}}
-			h := tenantAPI(t, dialect, deleterSet{"redis:sessions": kv, "postgres:app": sql}, "uuid")
+	storetest.Each(t, func(t *testing.T, _ context.Context, st store.Store) {
+		// The application stored the upper-case spelling as a separate
+		// string: it is someone else's data as far as lifecycled knows.
+		kv := &recordingDeleter{items: map[string]map[string]int64{
+			lower: {"session:{tenant}:*": 3, "csrf:{tenant}:*": 2},
+			upper: {"session:{tenant}:*": 7},
+			other: {"session:{tenant}:*": 4},
+		}}
+		sql := &recordingDeleter{items: map[string]map[string]int64{
+			lower: {"public.steps": 10, "public.instances": 5},
+			other: {"public.steps": 1},
+		}}
+		h := tenantAPI(t, st, deleterSet{"redis:sessions": kv, "postgres:app": sql}, "uuid")
 
-			rec, counts := call(t, h, "GET", "/api/v1/tenants/"+upper+"/counts", nil)
-			require.Equal(t, 200, rec.Code, "%v", counts)
-			require.Equal(t, lower, counts["tenant_id"])
-			require.Equal(t, map[string]any{"redis:sessions": 5.0, "postgres:app": 15.0}, counts["counts"])
-			require.Equal(t, map[string]any{
-				"redis:sessions": map[string]any{"session:{tenant}:*": 3.0, "csrf:{tenant}:*": 2.0},
-				"postgres:app":   map[string]any{"public.steps": 10.0, "public.instances": 5.0},
-			}, counts["breakdown"])
-			require.Equal(t, 20.0, counts["total"])
-			require.Equal(t, true, counts["complete"])
-			require.Equal(t, []any{}, counts["failed"])
+		rec, counts := call(t, h, "GET", "/api/v1/tenants/"+upper+"/counts", nil)
+		require.Equal(t, 200, rec.Code, "%v", counts)
+		require.Equal(t, lower, counts["tenant_id"])
+		require.Equal(t, map[string]any{"redis:sessions": 5.0, "postgres:app": 15.0}, counts["counts"])
+		require.Equal(t, map[string]any{
+			"redis:sessions": map[string]any{"session:{tenant}:*": 3.0, "csrf:{tenant}:*": 2.0},
+			"postgres:app":   map[string]any{"public.steps": 10.0, "public.instances": 5.0},
+		}, counts["breakdown"])
+		require.Equal(t, 20.0, counts["total"])
+		require.Equal(t, true, counts["complete"])
+		require.Equal(t, []any{}, counts["failed"])
 
-			key := map[string]string{"Idempotency-Key": "k-canonical"}
-			rec, job := call(t, h, "POST", "/api/v1/tenants/"+upper+"/deletion", key)
-			require.Equal(t, 202, rec.Code, "%v", job)
-			require.Equal(t, lower, job["tenant_id"], "the job is stored under the canonical id")
-			require.Equal(t, "/api/v1/tenants/"+lower+"/deletion", rec.Header().Get("Location"))
+		key := map[string]string{"Idempotency-Key": "k-canonical"}
+		rec, job := call(t, h, "POST", "/api/v1/tenants/"+upper+"/deletion", key)
+		require.Equal(t, 202, rec.Code, "%v", job)
+		require.Equal(t, lower, job["tenant_id"], "the job is stored under the canonical id")
+		require.Equal(t, "/api/v1/tenants/"+lower+"/deletion", rec.Header().Get("Location"))
 
-			// The same key with the other spelling is the same request: a
-			// replay of the same job, not a mismatch and not a second job.
-			rec, replay := call(t, h, "POST", "/api/v1/tenants/"+lower+"/deletion", key)
-			require.Equal(t, 202, rec.Code, "%v", replay)
-			require.Equal(t, "true", rec.Header().Get("Idempotent-Replayed"))
-			require.Equal(t, job["id"], replay["id"])
+		// The same key with the other spelling is the same request: a
+		// replay of the same job, not a mismatch and not a second job.
+		rec, replay := call(t, h, "POST", "/api/v1/tenants/"+lower+"/deletion", key)
+		require.Equal(t, 202, rec.Code, "%v", replay)
+		require.Equal(t, "true", rec.Header().Get("Idempotent-Replayed"))
+		require.Equal(t, job["id"], replay["id"])
 
-			var done map[string]any
-			testsvc.Eventually(t, 20*time.Second, func() bool {
-				rec, done = call(t, h, "GET", "/api/v1/tenants/"+upper+"/deletion", nil)
-				return rec.Code == 200 && done["status"] == "COMPLETED"
-			}, "job completes (last answer %v)", done)
-			require.Equal(t, lower, done["tenant_id"])
-			require.Equal(t, job["id"], done["id"])
-			require.Equal(t, true, done["verified"])
-			report := done["report"].(map[string]any)
-			require.Equal(t, map[string]any{
-				"redis:sessions": map[string]any{"deleted_count": 5.0, "breakdown": map[string]any{"session:{tenant}:*": 3.0, "csrf:{tenant}:*": 2.0}},
-				"postgres:app":   map[string]any{"deleted_count": 15.0, "breakdown": map[string]any{"public.steps": 10.0, "public.instances": 5.0}},
-			}, report["succeeded"])
-			require.Equal(t, map[string]any{
-				"redis:sessions": map[string]any{"count": 0.0, "breakdown": map[string]any{"session:{tenant}:*": 0.0, "csrf:{tenant}:*": 0.0}},
-				"postgres:app":   map[string]any{"count": 0.0, "breakdown": map[string]any{"public.steps": 0.0, "public.instances": 0.0}},
-			}, report["verification"])
-			for _, d := range done["deleters"].([]any) {
-				d := d.(map[string]any)
-				require.Equal(t, report["succeeded"].(map[string]any)[d["name"].(string)].(map[string]any)["breakdown"], d["breakdown"])
-			}
-			rec, same := call(t, h, "GET", "/api/v1/tenants/"+lower+"/deletion", nil)
-			require.Equal(t, 200, rec.Code)
-			require.Equal(t, done["id"], same["id"])
+		var done map[string]any
+		testsvc.Eventually(t, 20*time.Second, func() bool {
+			rec, done = call(t, h, "GET", "/api/v1/tenants/"+upper+"/deletion", nil)
+			return rec.Code == 200 && done["status"] == "COMPLETED"
+		}, "job completes (last answer %v)", done)
+		require.Equal(t, lower, done["tenant_id"])
+		require.Equal(t, job["id"], done["id"])
+		require.Equal(t, true, done["verified"])
+		report := done["report"].(map[string]any)
+		require.Equal(t, map[string]any{
+			"redis:sessions": map[string]any{"deleted_count": 5.0, "breakdown": map[string]any{"session:{tenant}:*": 3.0, "csrf:{tenant}:*": 2.0}},
+			"postgres:app":   map[string]any{"deleted_count": 15.0, "breakdown": map[string]any{"public.steps": 10.0, "public.instances": 5.0}},
+		}, report["succeeded"])
+		require.Equal(t, map[string]any{
+			"redis:sessions": map[string]any{"count": 0.0, "breakdown": map[string]any{"session:{tenant}:*": 0.0, "csrf:{tenant}:*": 0.0}},
+			"postgres:app":   map[string]any{"count": 0.0, "breakdown": map[string]any{"public.steps": 0.0, "public.instances": 0.0}},
+		}, report["verification"])
+		for _, d := range done["deleters"].([]any) {
+			d := d.(map[string]any)
+			require.Equal(t, report["succeeded"].(map[string]any)[d["name"].(string)].(map[string]any)["breakdown"], d["breakdown"])
+		}
+		rec, same := call(t, h, "GET", "/api/v1/tenants/"+lower+"/deletion", nil)
+		require.Equal(t, 200, rec.Code)
+		require.Equal(t, done["id"], same["id"])
 
-			for name, d := range map[string]*recordingDeleter{"redis": kv, "postgres": sql} {
-				require.Equal(t, []string{lower}, d.tenantsSeen(), "%s was only ever called with the canonical id", name)
-			}
-			require.Equal(t, `{"44444444-DDDD-4DDD-8DDD-444444444444":{"session:{tenant}:*":7},"44444444-dddd-4ddd-8ddd-444444444444":{"csrf:{tenant}:*":0,"session:{tenant}:*":0},"55555555-eeee-4eee-8eee-555555555555":{"session:{tenant}:*":4}}`,
-				kv.snapshot(), "the upper-case string and the other tenant are untouched")
-			require.Equal(t, `{"44444444-dddd-4ddd-8ddd-444444444444":{"public.instances":0,"public.steps":0},"55555555-eeee-4eee-8eee-555555555555":{"public.steps":1}}`, sql.snapshot())
-		})
-	}
+		for name, d := range map[string]*recordingDeleter{"redis": kv, "postgres": sql} {
+			require.Equal(t, []string{lower}, d.tenantsSeen(), "%s was only ever called with the canonical id", name)
+		}
+		require.Equal(t, `{"44444444-DDDD-4DDD-8DDD-444444444444":{"session:{tenant}:*":7},"44444444-dddd-4ddd-8ddd-444444444444":{"csrf:{tenant}:*":0,"session:{tenant}:*":0},"55555555-eeee-4eee-8eee-555555555555":{"session:{tenant}:*":4}}`,
+			kv.snapshot(), "the upper-case string and the other tenant are untouched")
+		require.Equal(t, `{"44444444-dddd-4ddd-8ddd-444444444444":{"public.instances":0,"public.steps":0},"55555555-eeee-4eee-8eee-555555555555":{"public.steps":1}}`, sql.snapshot())
+	})
 }
 
 // TestRegexpTenantFormatKeepsTheIDAsGiven: with a regular expression the
@@ -238,7 +228,7 @@ func TestTenantIDIsCanonicalEverywhere(t *testing.T) {
 // expression must admit one spelling per tenant.
 func TestRegexpTenantFormatKeepsTheIDAsGiven(t *testing.T) {
 	d := &recordingDeleter{items: map[string]map[string]int64{"Acme": {"t": 2}, "acme": {"t": 3}}}
-	h := tenantAPI(t, migrations.SQLite, deleterSet{"x": d}, "^[A-Za-z]{1,64}$")
+	h := tenantAPI(t, storetest.Open(t, migrations.SQLite), deleterSet{"x": d}, "^[A-Za-z]{1,64}$")
 	rec, counts := call(t, h, "GET", "/api/v1/tenants/Acme/counts", nil)
 	require.Equal(t, 200, rec.Code, "%v", counts)
 	require.Equal(t, "Acme", counts["tenant_id"])
@@ -276,7 +266,7 @@ func (m mixedSet) Deleter(name string) (sdk.TenantDeleter, error) {
 func TestCountsSayWhenTheTotalIsIncomplete(t *testing.T) {
 	const tenant = "550e8400-e29b-41d4-a716-446655440000"
 	up := &recordingDeleter{items: map[string]map[string]int64{tenant: {"public.steps": 4}}}
-	h := tenantAPI(t, migrations.SQLite, mixedSet{deleterSet: deleterSet{"postgres:app": up}, down: "redis:sessions"}, "uuid")
+	h := tenantAPI(t, storetest.Open(t, migrations.SQLite), mixedSet{deleterSet: deleterSet{"postgres:app": up}, down: "redis:sessions"}, "uuid")
 	rec, body := call(t, h, "GET", "/api/v1/tenants/"+tenant+"/counts", nil)
 	require.Equal(t, 200, rec.Code, "%v", body)
 	require.Equal(t, false, body["complete"])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -18,34 +17,11 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
-	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
 const day = 24 * time.Hour
-
-func open(t *testing.T, d migrations.Dialect, dsn string) store.Store {
-	if dsn == "" {
-		if d == migrations.SQLite {
-			dsn = filepath.Join(t.TempDir(), "s.db")
-		} else {
-			dsn = testsvc.PGDatabase(t)
-		}
-	}
-	s, err := store.Open(testsvc.Context(t, time.Minute), d, dsn)
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func both(t *testing.T, fn func(t *testing.T, d migrations.Dialect, s store.Store)) {
-	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			fn(t, d, open(t, d, ""))
-		})
-	}
-}
 
 func scheduler(s archive.Store, now time.Time, batch int) *archive.Scheduler {
 	sch := archive.New(s, func() archive.Config {
@@ -74,11 +50,11 @@ func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Statu
 		ids = append(ids, m.ID)
 		switch status {
 		case dlq.StatusResolved:
-			outs = append(outs, dlq.Outcome{ID: m.ID, Acked: true})
+			outs = append(outs, dlq.Finish(m, dlq.EventAcked))
 		case dlq.StatusDead:
-			outs = append(outs, dlq.Outcome{ID: m.ID, Counted: true})
+			outs = append(outs, dlq.Finish(m, dlq.EventRefused))
 		case dlq.StatusPending:
-			outs = append(outs, dlq.Outcome{ID: m.ID})
+			outs = append(outs, dlq.Finish(m, dlq.EventReleased))
 		case dlq.StatusRetrying:
 			continue
 		}
@@ -94,7 +70,7 @@ func count(t *testing.T, s store.Store, topic string, status dlq.Status) int64 {
 }
 
 func TestArchiveBoundariesAndStatuses(t *testing.T) {
-	both(t, func(t *testing.T, _ migrations.Dialect, s store.Store) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		cutoff := now.Add(-30 * day)
 		finished(t, s, "older", 3, dlq.StatusResolved, cutoff.Add(-time.Second))
@@ -103,7 +79,7 @@ func TestArchiveBoundariesAndStatuses(t *testing.T) {
 		finished(t, s, "pending", 2, dlq.StatusPending, cutoff.Add(-300*day))
 		finished(t, s, "retrying", 2, dlq.StatusRetrying, cutoff.Add(-300*day))
 
-		res, err := scheduler(s, now, 2).RunOnce(context.Background())
+		res, err := scheduler(s, now, 2).RunOnce(ctx)
 		require.NoError(t, err)
 		require.EqualValues(t, 5, res.Archived, "just older than retention: archived")
 		require.GreaterOrEqual(t, res.Batches, 3, "in batches of 2")
@@ -115,19 +91,18 @@ func TestArchiveBoundariesAndStatuses(t *testing.T) {
 		// A year after they finished, archived rows are purged. (By then
 		// the younger ones are archived too, half a second short of purging.)
 		olderAt := cutoff.Add(-time.Second)
-		res, err = scheduler(s, olderAt.Add(365*day-500*time.Millisecond), 100).RunOnce(context.Background())
+		res, err = scheduler(s, olderAt.Add(365*day-500*time.Millisecond), 100).RunOnce(ctx)
 		require.NoError(t, err)
 		require.EqualValues(t, 4, res.Archived)
 		require.Zero(t, res.PurgedDLQ, "just younger than archive_retention: kept")
-		res, err = scheduler(s, olderAt.Add(365*day+500*time.Millisecond), 100).RunOnce(context.Background())
+		res, err = scheduler(s, olderAt.Add(365*day+500*time.Millisecond), 100).RunOnce(ctx)
 		require.NoError(t, err)
 		require.EqualValues(t, 5, res.PurgedDLQ, "just older: purged")
 	})
 }
 
 func TestExpiredIdempotencyKeysArePurgedLiveOnesKept(t *testing.T) {
-	both(t, func(t *testing.T, _ migrations.Dialect, s store.Store) {
-		ctx := context.Background()
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		for i, exp := range []time.Time{now.Add(-time.Second), now.Add(-72 * time.Hour), now.Add(time.Second), now.Add(72 * time.Hour)} {
 			rec := idempotency.Record{CallerUID: 1, Key: fmt.Sprint("k", i), Route: "POST /x", RequestHash: "h", ExpiresAt: exp}
@@ -147,8 +122,8 @@ func TestExpiredIdempotencyKeysArePurgedLiveOnesKept(t *testing.T) {
 }
 
 func TestDryRunCountsWhatThePassThenDoesAndChangesNothing(t *testing.T) {
-	both(t, func(t *testing.T, d migrations.Dialect, s store.Store) {
-		ctx := context.Background()
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		d := s.Dialect()
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		// Archived a year ago by an earlier pass: half past the archive
 		// retention now.
@@ -224,7 +199,8 @@ func ids(t *testing.T, d migrations.Dialect, s store.Store) (live, archived []st
 }
 
 func TestArchiveNeverLosesARowWhileRowsArrive(t *testing.T) {
-	both(t, func(t *testing.T, d migrations.Dialect, s store.Store) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		d := s.Dialect()
 		now := time.Now()
 		old := finished(t, s, "orders.dlq.v1", 1000, dlq.StatusResolved, now.Add(-40*day))
 		var wg sync.WaitGroup
@@ -245,12 +221,12 @@ func TestArchiveNeverLosesARowWhileRowsArrive(t *testing.T) {
 		}()
 		sch := scheduler(s, now, 100)
 		for i := 0; i < 5; i++ {
-			_, err := sch.RunOnce(context.Background())
+			_, err := sch.RunOnce(ctx)
 			require.NoError(t, err)
 		}
 		close(stop)
 		wg.Wait()
-		_, err := sch.RunOnce(context.Background())
+		_, err := sch.RunOnce(ctx)
 		require.NoError(t, err)
 		live, archived := ids(t, d, s)
 		require.Len(t, append(live, archived...), len(old)+inserted, "live + archived = everything ever stored")
@@ -267,7 +243,7 @@ func TestArchiveNeverLosesARowWhileRowsArrive(t *testing.T) {
 }
 
 func TestArchiveProcedureKeepsTheInvariant(t *testing.T) {
-	s := open(t, migrations.Postgres, "").(*store.Postgres)
+	s := storetest.Open(t, migrations.Postgres).(*store.Postgres)
 	now := time.Now()
 	finished(t, s, "a", 250, dlq.StatusResolved, now.Add(-40*day))
 	finished(t, s, "a", 50, dlq.StatusDead, now.Add(-31*day))
@@ -284,9 +260,9 @@ func TestArchiveProcedureKeepsTheInvariant(t *testing.T) {
 }
 
 func TestOnePassAtATimeAcrossDaemons(t *testing.T) {
-	dsn := testsvc.PGDatabase(t)
-	s1 := open(t, migrations.Postgres, dsn)
-	s2 := open(t, migrations.Postgres, dsn)
+	dsn := storetest.DSN(t, migrations.Postgres)
+	s1 := storetest.OpenDSN(t, migrations.Postgres, dsn)
+	s2 := storetest.OpenDSN(t, migrations.Postgres, dsn)
 	unlock, ok, err := s1.TryRetentionLock(context.Background())
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -40,7 +40,7 @@ type Failure struct {
 
 // DeletionReport is the outcome of running deleters: every deleter appears
 // exactly once, in Succeeded or in Failed. It is returned without an error
-// on purpose, so that callers must look at HasFailures.
+// on purpose, so that callers must look at Failed.
 type DeletionReport struct {
 	Succeeded map[string]Result `json:"succeeded"`
 	Failed    []Failure         `json:"failed"`
@@ -55,9 +55,6 @@ type Verification struct {
 	Count     int64            `json:"count"`
 	Breakdown map[string]int64 `json:"breakdown"`
 }
-
-// HasFailures reports whether any deleter failed.
-func (r DeletionReport) HasFailures() bool { return len(r.Failed) > 0 }
 
 // CountReport is the outcome of counting with every deleter.
 type CountReport struct {
@@ -97,11 +94,6 @@ func NewRegistry(src Deleters, concurrency func() int) *Registry {
 
 // Names lists the configured deleters.
 func (r *Registry) Names() []string { return r.src.DeleterNames() }
-
-// DeleteAll runs every configured deleter for tenant.
-func (r *Registry) DeleteAll(ctx context.Context, tenant string) DeletionReport {
-	return r.DeleteSome(ctx, tenant, r.src.DeleterNames(), nil)
-}
 
 // DeleteSome runs the named deleters; progress, when set, receives each
 // deleter's running count.

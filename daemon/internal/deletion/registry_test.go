@@ -100,8 +100,7 @@ var errDown = sdk.Retryable(errors.New("connection refused"), 0)
 
 func TestDeleteAllAllSucceed(t *testing.T) {
 	src := newMem("postgres:workflows", seeded(3, nil), "redis:sessions", seeded(5, nil), "dynamodb:audit_logs", seeded(8, nil))
-	report := deletion.NewRegistry(src, func() int { return 4 }).DeleteAll(context.Background(), "t1")
-	require.False(t, report.HasFailures())
+	report := deletion.NewRegistry(src, func() int { return 4 }).DeleteSome(context.Background(), "t1", src.names, nil)
 	require.Empty(t, report.Failed)
 	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(3), "redis:sessions": res(5), "dynamodb:audit_logs": res(8)}, report.Succeeded)
 	for _, name := range src.names {
@@ -111,8 +110,8 @@ func TestDeleteAllAllSucceed(t *testing.T) {
 
 func TestDeleteAllFirstFailsRestStillRun(t *testing.T) {
 	src := newMem("a", seeded(4, errDown), "b", seeded(5, nil), "c", seeded(6, nil))
-	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteAll(context.Background(), "t1")
-	require.True(t, report.HasFailures())
+	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteSome(context.Background(), "t1", src.names, nil)
+	require.NotEmpty(t, report.Failed)
 	require.Len(t, report.Failed, 1)
 	require.Equal(t, "a", report.Failed[0].Deleter)
 	require.Contains(t, report.Failed[0].Error, "connection refused")
@@ -123,15 +122,15 @@ func TestDeleteAllFirstFailsRestStillRun(t *testing.T) {
 
 func TestDeleteAllLastFailsEarlierResultsKept(t *testing.T) {
 	src := newMem("a", seeded(4, nil), "b", seeded(5, nil), "c", seeded(6, errDown))
-	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteAll(context.Background(), "t1")
-	require.True(t, report.HasFailures())
+	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteSome(context.Background(), "t1", src.names, nil)
+	require.NotEmpty(t, report.Failed)
 	require.Equal(t, map[string]deletion.Result{"a": res(4), "b": res(5)}, report.Succeeded)
 	require.Equal(t, "c", report.Failed[0].Deleter)
 }
 
 func TestDeleteAllAllFail(t *testing.T) {
 	src := newMem("a", seeded(4, errDown), "b", seeded(5, errDown), "c", seeded(6, sdk.Permanent(errors.New("permission denied"))))
-	report := deletion.NewRegistry(src, func() int { return 2 }).DeleteAll(context.Background(), "t1")
+	report := deletion.NewRegistry(src, func() int { return 2 }).DeleteSome(context.Background(), "t1", src.names, nil)
 	require.Empty(t, report.Succeeded)
 	require.Len(t, report.Failed, 3)
 	var names []string
@@ -139,11 +138,6 @@ func TestDeleteAllAllFail(t *testing.T) {
 		names = append(names, f.Deleter)
 	}
 	require.Equal(t, []string{"a", "b", "c"}, names, "failures in config order")
-}
-
-func TestHasFailures(t *testing.T) {
-	require.False(t, deletion.DeletionReport{Succeeded: map[string]deletion.Result{"a": res(1)}}.HasFailures())
-	require.True(t, deletion.DeletionReport{Failed: []deletion.Failure{{Deleter: "a", Error: "x"}}}.HasFailures())
 }
 
 func TestUnknownDeleterIsAFailureNotAPanic(t *testing.T) {
@@ -161,7 +155,8 @@ func TestConcurrencyLimit(t *testing.T) {
 		d.maxPar, d.running, d.delay = &maxPar, &running, 30*time.Millisecond
 		specs = append(specs, fmt.Sprint("d", i), d)
 	}
-	report := deletion.NewRegistry(newMem(specs...), func() int { return 3 }).DeleteAll(context.Background(), "t1")
+	src := newMem(specs...)
+	report := deletion.NewRegistry(src, func() int { return 3 }).DeleteSome(context.Background(), "t1", src.names, nil)
 	require.Len(t, report.Succeeded, 8)
 	require.LessOrEqual(t, maxPar.Load(), int32(3))
 	require.GreaterOrEqual(t, maxPar.Load(), int32(2), "deleters do run in parallel")

@@ -3,7 +3,6 @@ package deletion_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/migrations"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -28,13 +28,6 @@ func runnerConfig() deletion.RunnerConfig {
 		RetryPolicy:  retry.Policy{Initial: 100 * time.Millisecond, Multiplier: 2, Max: time.Second, Jitter: retry.JitterNone},
 		Verify:       true,
 	}
-}
-
-func openSQLite(t *testing.T) store.Store {
-	s, err := store.Open(testsvc.Context(t, time.Minute), migrations.SQLite, filepath.Join(t.TempDir(), "s.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 func startRunner(t *testing.T, st deletion.JobStore, src deletion.Deleters, owner string) (*deletion.Runner, *deletion.Service) {
@@ -59,7 +52,7 @@ func waitStatus(t *testing.T, st deletion.JobStore, want deletion.JobStatus) *de
 func items(n int64) *memDeleter { return &memDeleter{items: map[string]int64{tenant: n, "other": 9}} }
 
 func TestJobCompletesVerified(t *testing.T) {
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	src := newMem("postgres:workflows", items(3), "redis:sessions", items(5))
 	_, svc := startRunner(t, st, src, "d1")
 	job, created, err := svc.StartDeletion(context.Background(), tenant)
@@ -84,7 +77,7 @@ func TestJobCompletesVerified(t *testing.T) {
 }
 
 func TestPartialJobRetriesOnlyFailedDeleters(t *testing.T) {
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	flaky := items(10)
 	flaky.fail, flaky.failAt = errDown, 4
 	steady := items(6)
@@ -140,7 +133,7 @@ func (w wrapped) Deleter(name string) (sdk.TenantDeleter, error) {
 }
 
 func TestVerificationSendsJobBackToWork(t *testing.T) {
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	inner := items(4)
 	src := wrapped{memDeleters: newMem("dynamodb:audit_logs", inner), override: map[string]sdk.TenantDeleter{"dynamodb:audit_logs": leaky{inner}}}
 	_, svc := startRunner(t, st, src, "d1")
@@ -153,42 +146,30 @@ func TestVerificationSendsJobBackToWork(t *testing.T) {
 }
 
 func TestDeadDaemonsJobIsTakenOverWithExactCounts(t *testing.T) {
-	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
-		t.Run(string(d), func(t *testing.T) {
-			var st store.Store
-			if d == migrations.SQLite {
-				st = openSQLite(t)
-			} else {
-				var err error
-				st, err = store.Open(testsvc.Context(t, time.Minute), d, testsvc.PGDatabase(t))
-				require.NoError(t, err)
-				t.Cleanup(func() { st.Close() })
-			}
-			ctx := context.Background()
-			src := newMem("postgres:workflows", items(10))
-			job, _, err := st.CreateDeletionJob(ctx, tenant, src.names, time.Now())
-			require.NoError(t, err)
-			// A daemon claims the job, records the total, deletes 7 items
-			// (reporting only 3 of them) and dies.
-			now := time.Now()
-			claimed, err := st.ClaimDeletionJob(ctx, "dead-daemon", now, now.Add(300*time.Millisecond))
-			require.NoError(t, err)
-			require.Equal(t, job.ID, claimed.ID)
-			require.NoError(t, st.SetDeleterState(ctx, job.ID, "dead-daemon", deletion.DeleterState{
-				Name: "postgres:workflows", Status: deletion.DeleterRunning, DeletedCount: 3, Total: 10, Attempts: 1, UpdatedAt: now}))
-			src.byName["postgres:workflows"].items[tenant] = 3
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
+		src := newMem("postgres:workflows", items(10))
+		job, _, err := st.CreateDeletionJob(ctx, tenant, src.names, time.Now())
+		require.NoError(t, err)
+		// A daemon claims the job, records the total, deletes 7 items
+		// (reporting only 3 of them) and dies.
+		now := time.Now()
+		claimed, err := st.ClaimDeletionJob(ctx, "dead-daemon", now, now.Add(300*time.Millisecond))
+		require.NoError(t, err)
+		require.Equal(t, job.ID, claimed.ID)
+		require.NoError(t, st.SetDeleterState(ctx, job.ID, "dead-daemon", deletion.DeleterState{
+			Name: "postgres:workflows", Status: deletion.DeleterRunning, DeletedCount: 3, Total: 10, Attempts: 1, UpdatedAt: now}))
+		src.byName["postgres:workflows"].items[tenant] = 3
 
-			startRunner(t, st, src, "live-daemon")
-			done := waitStatus(t, st, deletion.JobCompleted)
-			require.True(t, done.Verified)
-			require.EqualValues(t, 10, done.ToJSON().Report.Succeeded["postgres:workflows"].DeletedCount,
-				"total minus what is left, not what the dead daemon managed to report")
-		})
-	}
+		startRunner(t, st, src, "live-daemon")
+		done := waitStatus(t, st, deletion.JobCompleted)
+		require.True(t, done.Verified)
+		require.EqualValues(t, 10, done.ToJSON().Report.Succeeded["postgres:workflows"].DeletedCount,
+			"total minus what is left, not what the dead daemon managed to report")
+	})
 }
 
 func TestShutdownHandsTheJobBack(t *testing.T) {
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	slow := items(5)
 	slow.delay = 2 * time.Second
 	src := newMem("redis:sessions", slow)
@@ -211,7 +192,7 @@ func TestShutdownHandsTheJobBack(t *testing.T) {
 }
 
 func TestServiceValidatesBeforeAnyDeleterRuns(t *testing.T) {
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	d := items(5)
 	_, svc := startRunner(t, st, newMem("a", d), "d1")
 	for _, bad := range []string{"", "*", "not-a-uuid", "550e8400-e29b-41d4-a716-44665544000?", "'; DROP TABLE x; --"} {

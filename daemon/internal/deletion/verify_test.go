@@ -11,26 +11,11 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/migrations"
 	"github.com/lifecycled/lifecycled/sdk"
 )
-
-func bothStores(t *testing.T, fn func(t *testing.T, st store.Store)) {
-	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			if d == migrations.SQLite {
-				fn(t, openSQLite(t))
-				return
-			}
-			st, err := store.Open(testsvc.Context(t, time.Minute), d, testsvc.PGDatabase(t))
-			require.NoError(t, err)
-			t.Cleanup(func() { st.Close() })
-			fn(t, st)
-		})
-	}
-}
 
 func run(t *testing.T, st deletion.JobStore, src deletion.Deleters, cfg func(*deletion.RunnerConfig)) *deletion.Service {
 	t.Helper()
@@ -74,8 +59,7 @@ func deleterJSON(j deletion.JobJSON, name string) deletion.DeleterJSON {
 // over derives what is gone per table from the count before the first
 // attempt and the count now, as it does for the deleter's total.
 func TestBreakdownIsExactAcrossADeadDaemon(t *testing.T) {
-	bothStores(t, func(t *testing.T, st store.Store) {
-		ctx := context.Background()
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		d := tables(tenant, map[string]int64{"public.steps": 8, "public.instances": 4}, "other", map[string]int64{"public.steps": 5})
 		src := configured("postgres:app", d)
 		job, _, err := st.CreateDeletionJob(ctx, tenant, src.names, time.Now())
@@ -105,7 +89,7 @@ func TestBreakdownIsExactAcrossADeadDaemon(t *testing.T) {
 // TestBreakdownIsExactAcrossAFailedAttempt: a delete that fails part way
 // reports only a total; the next attempt's count puts every table right.
 func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
-	bothStores(t, func(t *testing.T, st store.Store) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		d := tables(tenant, map[string]int64{"a": 6, "b": 4, "c": 0})
 		d.failAfter = 8
 		src := configured("postgres:app", d)
@@ -133,7 +117,7 @@ func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
 func TestBreakdownFromCountsWhenThePluginReportsNone(t *testing.T) {
 	d := tables(tenant, map[string]int64{"session:{tenant}:*": 5, "csrf:{tenant}:*": 2})
 	d.noDeleteBreakdown = true
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	svc := run(t, st, configured("redis:sessions", d), nil)
 	_, _, err := svc.StartDeletion(context.Background(), tenant)
 	require.NoError(t, err)
@@ -147,7 +131,7 @@ func TestBreakdownFromCountsWhenThePluginReportsNone(t *testing.T) {
 // verified with the canonical spelling only.
 func TestStoredNonCanonicalIDRunsWithTheCanonicalID(t *testing.T) {
 	const upper, lower = "44444444-DDDD-4DDD-8DDD-444444444444", "44444444-dddd-4ddd-8ddd-444444444444"
-	bothStores(t, func(t *testing.T, st store.Store) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		d := tables(lower, map[string]int64{"k": 3}, upper, map[string]int64{"k": 7})
 		src := configured("redis:sessions", d)
 		_, _, err := st.CreateDeletionJob(context.Background(), upper, src.names, time.Now())
@@ -164,7 +148,7 @@ func TestStoredNonCanonicalIDRunsWithTheCanonicalID(t *testing.T) {
 // TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin: the format changed
 // since the job was stored; the job waits, and nothing is called.
 func TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin(t *testing.T) {
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	d := tables("acme", map[string]int64{"k": 3})
 	src := configured("redis:sessions", d)
 	_, _, err := st.CreateDeletionJob(context.Background(), "acme", src.names, time.Now())
@@ -180,7 +164,7 @@ func TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin(t *testing.T) {
 // the job is active holds the tenant's data too; the job is not verified
 // until it ran and counted 0.
 func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
-	bothStores(t, func(t *testing.T, st store.Store) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		a := tables(tenant, map[string]int64{"t": 2})
 		a.failAfter = 1
 		b := tables(tenant, map[string]int64{"k": 5}, "other", map[string]int64{"k": 1})
@@ -208,7 +192,7 @@ func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
 // TestVerificationThatCannotCountIsNotVerified: the store answers the
 // delete but not the count after it; the job must not say verified.
 func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
-	bothStores(t, func(t *testing.T, st store.Store) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		d := tables(tenant, map[string]int64{"t": 3})
 		down := errors.New("count: connection refused")
 		d.countErr = func(call int) error {
@@ -239,8 +223,7 @@ func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
 // in an earlier attempt and was then removed from the config cannot be
 // counted, so the job cannot be verified.
 func TestSucceededDeleterNoLongerConfiguredIsNotVerified(t *testing.T) {
-	bothStores(t, func(t *testing.T, st store.Store) {
-		ctx := context.Background()
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		a := tables(tenant, map[string]int64{"t": 2})
 		job, _, err := st.CreateDeletionJob(ctx, tenant, []string{"a", "gone"}, time.Now())
 		require.NoError(t, err)
@@ -260,7 +243,7 @@ func TestSucceededDeleterNoLongerConfiguredIsNotVerified(t *testing.T) {
 // TestCountThatDisagreesWithItsBreakdownIsNotVerified: a count of 0 whose
 // breakdown shows items is not a zero.
 func TestCountThatDisagreesWithItsBreakdownIsNotVerified(t *testing.T) {
-	st := openSQLite(t)
+	st := storetest.Open(t, migrations.SQLite)
 	d := tables(tenant, map[string]int64{"t": 3})
 	d.lieAfterDelete = true
 	svc := run(t, st, configured("liar", d), nil)

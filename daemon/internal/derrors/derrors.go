@@ -5,7 +5,10 @@
 // context.
 package derrors
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrNotFound: the thing asked for does not exist.
@@ -23,4 +26,11 @@ var (
 	ErrStoreUnavailable = errors.New("the state store is unavailable")
 	// ErrLeaseLost: another daemon took over work this one had claimed.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrStoreUnavailable: the state store cannot serve now (connection
+	// lost, server shutting down, timed out, file locked); try later. It is
+	// an ErrUnavailable, told apart so that the admin API can say which
+	// dependency failed. The store's errors of this kind say it in generic
+	// words and keep the driver's error, which can name the database user,
+	// as their cause (errors.Unwrap) for logs.
+	ErrStoreUnavailable = fmt.Errorf("state store %w", ErrUnavailable)
 )

@@ -11,52 +11,12 @@ package dlq
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
-
-// Status is where a dead letter is in its life.
-type Status string
-
-// The status machine of a dead letter:
-//
-//	PENDING -> RETRYING -> RESOLVED            (the broker acknowledged the republish)
-//	           RETRYING -> PENDING, count+1    (the republish failed)
-//	           RETRYING -> DEAD                (count reached max_retries)
-//	PENDING | RETRYING -> DEAD                 (by an operator)
-//
-// RESOLVED and DEAD are terminal.
-const (
-	StatusPending  Status = "PENDING"
-	StatusRetrying Status = "RETRYING"
-	StatusResolved Status = "RESOLVED"
-	StatusDead     Status = "DEAD"
-)
-
-// Statuses lists every status in display order.
-var Statuses = []Status{StatusPending, StatusRetrying, StatusResolved, StatusDead}
-
-// ErrInvalidStatus is returned by ParseStatus.
-var ErrInvalidStatus = errors.New("invalid status")
-
-// ParseStatus parses the string form of a status (exact, upper case).
-func ParseStatus(s string) (Status, error) {
-	for _, st := range Statuses {
-		if string(st) == s {
-			return st, nil
-		}
-	}
-	return "", fmt.Errorf("%w %q: must be one of PENDING, RETRYING, RESOLVED, DEAD", ErrInvalidStatus, s)
-}
-
-func (s Status) String() string { return string(s) }
-
-// Terminal reports whether no transition leaves s.
-func (s Status) Terminal() bool { return s == StatusResolved || s == StatusDead }
 
 // Header is one Kafka-style record header. Key and value are bytes, kept
 // and republished exactly as they came; neither needs to be UTF-8.
@@ -131,40 +91,6 @@ type Message struct {
 // Truncated reports whether the message was too large to take in whole:
 // its value was not kept, so it cannot be republished.
 func (m *Message) Truncated() bool { return m.Payload == nil }
-
-// IsRetryable is the seed's is_retryable: PENDING or RETRYING with attempts
-// left.
-func (m *Message) IsRetryable() bool {
-	return (m.Status == StatusPending || m.Status == StatusRetrying) && m.RetryCount < m.MaxRetries
-}
-
-// NotRetryableReason explains why IsRetryable is false, in the seed's words.
-func (m *Message) NotRetryableReason() string {
-	return fmt.Sprintf("message is not retryable: status=%s, retry_count=%d/%d", m.Status, m.RetryCount, m.MaxRetries)
-}
-
-// AfterFailedAttempt returns the status and count after one failed republish
-// (or a replay that came back to the DLQ): back to PENDING with one more
-// attempt counted, or DEAD once the count reaches max_retries.
-func AfterFailedAttempt(retryCount, maxRetries int) (Status, int) {
-	n := retryCount + 1
-	if n >= maxRetries {
-		return StatusDead, n
-	}
-	return StatusPending, n
-}
-
-// CanTransition reports whether the status machine allows from -> to.
-func CanTransition(from, to Status) bool {
-	switch from {
-	case StatusPending:
-		return to == StatusRetrying || to == StatusDead
-	case StatusRetrying:
-		return to == StatusResolved || to == StatusPending || to == StatusDead
-	default:
-		return false
-	}
-}
 
 // JSON is the admin API form of a message.
 type JSON struct {

@@ -55,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer, store Store, p *periodic.Metrics) *Me
 	if reg != nil {
 		reg.MustRegister(m.ingested, m.duplicates, m.returned, m.retries, m.dead, m.depth)
 	}
-	for _, o := range []string{"resolved", "failed", "dead", "unavailable"} {
+	for _, o := range outcomeNames {
 		for _, t := range []Trigger{TriggerManual, TriggerRetryAll, TriggerAuto} {
 			m.retries.WithLabelValues(o, string(t))
 		}

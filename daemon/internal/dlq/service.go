@@ -109,11 +109,11 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (*Message, error) {
 		return nil, err
 	}
 	o := outcomes[0]
-	switch {
-	case o.Acked:
-		m.Status = StatusResolved
+	switch o.Event {
+	case EventAcked:
+		m.Status = o.To.Status
 		return m, nil
-	case !o.Counted:
+	case EventReleased:
 		return nil, fmt.Errorf("%w: %s; the message stays PENDING", derrors.ErrUnavailable, o.Error)
 	default:
 		after, _ := s.store.GetDLQ(ctx, id)
@@ -147,8 +147,8 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	for i, m := range msgs {
 		if m.Truncated() {
 			// Nothing to send: the value was not kept at intake.
-			outcomes[i] = Outcome{ID: m.ID, Counted: true, NextRetryAt: s.nextRetry(pol, m.RetryCount+1),
-				Error: "the message was too large to take in whole and its value was not kept: it cannot be republished"}
+			outcomes[i] = Finish(m, EventRefused)
+			outcomes[i].Error = "the message was too large to take in whole and its value was not kept: it cannot be republished"
 			continue
 		}
 		bySource[m.Position.Source] = append(bySource[m.Position.Source], i)
@@ -168,31 +168,28 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 			}
 		}
 		for j, i := range idx {
-			m := &msgs[i]
-			o := Outcome{ID: m.ID}
 			switch {
 			case err != nil:
 				// The source could not try: not the message's fault.
-				o.Error = err.Error()
-				o.NextRetryAt = s.nextRetry(pol, m.RetryCount)
+				outcomes[i] = Finish(msgs[i], EventReleased)
+				outcomes[i].Error = err.Error()
 			case resp.Results[j].Acked:
-				o.Acked = true
+				outcomes[i] = Finish(msgs[i], EventAcked)
 			case retry.Classify(resp.Results[j].Err).Retry:
-				o.Error = resp.Results[j].Err.Error()
-				o.NextRetryAt = s.nextRetry(pol, m.RetryCount)
+				outcomes[i] = Finish(msgs[i], EventReleased)
+				outcomes[i].Error = resp.Results[j].Err.Error()
 			default:
-				o.Counted = true
-				o.Error = resp.Results[j].Err.Error()
-				o.NextRetryAt = s.nextRetry(pol, m.RetryCount+1)
+				outcomes[i] = Finish(msgs[i], EventRefused)
+				outcomes[i].Error = resp.Results[j].Err.Error()
 			}
-			outcomes[i] = o
 		}
 	}
 	now := s.now()
 	for i := range outcomes {
 		o := &outcomes[i]
+		o.NextRetryAt = s.nextRetryAfter(pol, *o)
 		o.Error = sanitize(o.Error, maxErrorLength)
-		o.Attempt = &Attempt{At: now, Outcome: outcomeName(*o, msgs[i]), Error: o.Error, Trigger: trigger}
+		o.Attempt = &Attempt{At: now, Outcome: o.Name(), Error: o.Error, Trigger: trigger}
 	}
 	// Record with a context of its own: a cancelled request must not leave
 	// acknowledged messages looking unresolved until their lease ends.
@@ -202,7 +199,7 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 		return nil, fmt.Errorf("record retry outcomes: %w", err)
 	}
 	for _, o := range outcomes {
-		outcome := o.Attempt.Outcome
+		outcome := o.Name()
 		s.metrics.retries.WithLabelValues(outcome, string(trigger)).Inc()
 		if outcome != OutcomeResolved {
 			s.log.Warn("retry did not resolve", "id", o.ID.String(), "outcome", outcome, "error", o.Error, "trigger", trigger)
@@ -211,19 +208,13 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	return outcomes, nil
 }
 
-// outcomeName is how an outcome shows in the history and the metrics. The
-// claim's lease makes m's count the one the store updates.
-func outcomeName(o Outcome, m Message) string {
-	switch {
-	case o.Acked:
-		return OutcomeResolved
-	case o.Counted && m.RetryCount+1 >= m.MaxRetries:
-		return OutcomeDead
-	case o.Counted:
-		return OutcomeFailed
-	default:
-		return OutcomeUnavailable
+// nextRetryAfter is the next automatic retry of a message that o sends
+// back to PENDING, after the attempts o leaves it with.
+func (s *Service) nextRetryAfter(pol Policy, o Outcome) *time.Time {
+	if o.To.Status != StatusPending {
+		return nil
 	}
+	return s.nextRetry(pol, o.To.RetryCount)
 }
 
 // nextRetry draws its own jitter for every message.
@@ -243,8 +234,9 @@ func (s *Service) nextRetry(pol Policy, attempt int) *time.Time {
 func (s *Service) Revive(ctx context.Context, id uuid.UUID, uid uint32) (*Message, error) {
 	pol := s.policy()
 	now := s.now()
-	maxRetries := max(pol.MaxRetries, 1)
-	m, err := s.store.ReviveDLQ(ctx, id, Revive{Now: now, MaxRetries: maxRetries, NextRetryAt: s.nextRetry(pol, 0),
+	from := State{Status: StatusDead, MaxRetries: max(pol.MaxRetries, 1)}
+	to, _ := from.Next(EventRevived)
+	m, err := s.store.ReviveDLQ(ctx, id, Revive{Now: now, From: from.Status, To: to, NextRetryAt: s.nextRetry(pol, to.RetryCount),
 		Attempt: Attempt{At: now, Outcome: OutcomeRevived, UID: &uid}})
 	if err != nil {
 		return nil, err
@@ -347,10 +339,10 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 					continue
 				}
 				for _, o := range outcomes {
-					switch {
-					case o.Acked:
+					switch o.Event {
+					case EventAcked:
 						res.Retried++
-					case o.Counted:
+					case EventRefused:
 						res.Failed++
 					default:
 						res.Unavailable++
@@ -378,7 +370,8 @@ func (s *Service) release(msgs []Message) {
 	}
 	outs := make([]Outcome, len(msgs))
 	for i, m := range msgs {
-		outs[i] = Outcome{ID: m.ID, NextRetryAt: s.nextRetry(s.policy(), m.RetryCount)}
+		outs[i] = Finish(m, EventReleased)
+		outs[i].NextRetryAt = s.nextRetryAfter(s.policy(), outs[i])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

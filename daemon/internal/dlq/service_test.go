@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -19,8 +18,8 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
-	"github.com/lifecycled/lifecycled/migrations"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -154,25 +153,14 @@ var backoffPolicy = retry.Policy{Initial: time.Minute, Multiplier: 2, Max: time.
 
 // each runs fn on a fresh SQLite and a fresh PostgreSQL state store.
 func each(t *testing.T, auto bool, fn func(t *testing.T, f *fixture)) {
-	for _, d := range []migrations.Dialect{migrations.SQLite, migrations.Postgres} {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			ctx := testsvc.Context(t, 30*time.Second)
-			dsn := filepath.Join(t.TempDir(), "state.db")
-			if d == migrations.Postgres {
-				dsn = testsvc.PGDatabase(t)
-			}
-			st, err := store.Open(ctx, d, dsn)
-			require.NoError(t, err)
-			t.Cleanup(func() { st.Close() })
-			f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
-				policy: dlq.Policy{AutoRetry: auto, MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
-			metrics := dlq.NewMetrics(nil, st, periodic.New(nil))
-			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(), metrics)
-			dlq.SetClock(f.svc, nil, f.clock.now)
-			fn(t, f)
-		})
-	}
+	storetest.Each(t, func(t *testing.T, _ context.Context, st store.Store) {
+		f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
+			policy: dlq.Policy{AutoRetry: auto, MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
+		metrics := dlq.NewMetrics(nil, st, periodic.New(nil))
+		f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(), metrics)
+		dlq.SetClock(f.svc, nil, f.clock.now)
+		fn(t, f)
+	})
 }
 
 func (f *fixture) ingest(t *testing.T, n int) []uuid.UUID {

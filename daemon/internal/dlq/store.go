@@ -80,26 +80,13 @@ type Cursor struct {
 	ID        uuid.UUID
 }
 
-// Outcome is how one claimed message's republish ended.
-type Outcome struct {
-	ID uuid.UUID
-	// Acked: the broker acknowledged it; RESOLVED.
-	Acked bool
-	// Counted: the attempt failed for this message (not because the source
-	// was unavailable), so it counts against max_retries.
-	Counted     bool
-	NextRetryAt *time.Time
-	Error       string
-	// Attempt is appended to the message's history; nil for a claim handed
-	// back without an attempt.
-	Attempt *Attempt
-}
-
-// Revive is what ReviveDLQ needs: a DEAD message goes back to PENDING with
-// no attempts counted, the current max_retries and a next retry time.
+// Revive is what ReviveDLQ needs: a message in status From (DEAD) goes to
+// To, the state Next gives it on EventRevived (PENDING, no attempts
+// counted, the current max_retries), due for a retry at NextRetryAt.
 type Revive struct {
 	Now         time.Time
-	MaxRetries  int
+	From        Status
+	To          State
 	NextRetryAt *time.Time
 	Attempt     Attempt
 }
@@ -122,8 +109,9 @@ type Store interface {
 	CountRetryableDLQTopic(ctx context.Context, topic string) (int64, error)
 	// ClaimDueDLQ claims PENDING messages whose next_retry_at has come.
 	ClaimDueDLQ(ctx context.Context, limit int, c Claim) ([]Message, error)
-	// FinishDLQ records the outcome of claimed messages; only rows still
-	// leased by owner change.
+	// FinishDLQ writes the outcomes of claimed messages (see Outcome): only
+	// rows still leased by owner, in the status and count they were claimed
+	// with, change.
 	FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []Outcome) error
 	// ReleaseExpiredDLQLeases returns RETRYING messages whose lease ended to
 	// PENDING, due now, without counting an attempt.

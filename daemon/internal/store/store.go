@@ -1,6 +1,7 @@
 // Package store is lifecycled's state store: dead letters, deletion jobs,
 // Idempotency-Keys and the retention archive, behind one interface with two
-// implementations that pass one contract suite (store_test.go):
+// implementations that pass one contract suite (the *_test.go files, run
+// on both through storetest.Each):
 //
 //   - PostgreSQL (pgx/v5), for one or many daemons sharing the work: claims
 //     use FOR UPDATE SKIP LOCKED leases and retention runs under an advisory
@@ -8,8 +9,10 @@
 //   - SQLite (modernc.org/sqlite, pure Go), the embedded default for one
 //     daemon on one VM.
 //
-// The SQL of each implementation lives in its own file. Driver errors are
-// translated to derrors sentinels here, at the edge.
+// Each consumer interface has one file of SQL per dialect
+// (postgres_dlq.go, sqlite_dlq.go, ...) and one file of the Go both run
+// (dlq.go, ...). One adapter per dialect talks to the driver and translates
+// its errors into derrors sentinels (pgError, sqliteError).
 package store
 
 import (
@@ -54,19 +57,17 @@ func Open(ctx context.Context, dialect migrations.Dialect, dsn string) (Store, e
 
 // MigrationStatus reports the schema state without changing anything.
 func MigrationStatus(ctx context.Context, dialect migrations.Dialect, dsn string) (migrations.Status, error) {
-	db, err := openSQL(dialect, dsn)
-	if err != nil {
-		return migrations.Status{}, err
-	}
-	defer db.Close()
-	if err := db.PingContext(ctx); err != nil {
-		return migrations.Status{}, fmt.Errorf("connect to state store: %w", err)
-	}
-	return migrations.GetStatus(dialect, db)
+	return withSQL(ctx, dialect, dsn, migrations.GetStatus)
 }
 
 // MigrateUp applies pending migrations and reports the result.
 func MigrateUp(ctx context.Context, dialect migrations.Dialect, dsn string) (migrations.Status, error) {
+	return withSQL(ctx, dialect, dsn, migrations.Up)
+}
+
+// withSQL runs fn on a database/sql handle to the store, which
+// golang-migrate needs.
+func withSQL(ctx context.Context, dialect migrations.Dialect, dsn string, fn func(migrations.Dialect, *sql.DB) (migrations.Status, error)) (migrations.Status, error) {
 	db, err := openSQL(dialect, dsn)
 	if err != nil {
 		return migrations.Status{}, err
@@ -75,7 +76,7 @@ func MigrateUp(ctx context.Context, dialect migrations.Dialect, dsn string) (mig
 	if err := db.PingContext(ctx); err != nil {
 		return migrations.Status{}, fmt.Errorf("connect to state store: %w", err)
 	}
-	return migrations.Up(dialect, db)
+	return fn(dialect, db)
 }
 
 func openSQL(dialect migrations.Dialect, dsn string) (*sql.DB, error) {

@@ -3,10 +3,6 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -112,78 +108,6 @@ func decodeAttempts(b []byte) ([]dlq.Attempt, error) {
 	return out, err
 }
 
-// statusOf is the status a new message is stored with.
-func statusOf(in dlq.Incoming) string {
-	if in.Dead {
-		return string(dlq.StatusDead)
-	}
-	return string(dlq.StatusPending)
-}
-
-// firstRetry is a new message's first automatic retry: none when it is
-// stored DEAD or automatic retries are off.
-func firstRetry(in dlq.Incoming, opts dlq.IngestOptions) *time.Time {
-	if in.Dead || opts.FirstRetryAt == nil {
-		return nil
-	}
-	return opts.FirstRetryAt()
-}
-
-// isOurReplay is the rule for x-dlq-id: the record exists (the caller found
-// it), the broker acknowledged a republish of it, and the message came back
-// on the source and DLQ topic the record was read from. A header copied onto
-// another dead letter (Kafka Streams and many frameworks propagate headers)
-// fails it, and the message is stored as a new record.
-func isOurReplay(in dlq.Incoming, source, dlqTopic string, republishedAt *time.Time) bool {
-	return republishedAt != nil && in.Position.Source == source && in.Position.Topic == dlqTopic
-}
-
-// returnAttempt is the history entry of a replay that came back.
-func returnAttempt(in dlq.Incoming, now time.Time) (*dlq.Attempt, string) {
-	reason := fmt.Sprintf("the replay failed again and came back to %s (partition %d, offset %d): %s",
-		in.Position.Topic, in.Position.Partition, in.Position.Offset, in.ErrorMessage)
-	return &dlq.Attempt{At: now, Outcome: dlq.OutcomeReturned, Error: reason}, reason
-}
-
-func collectTopicSummaries(each func(yield func(topic, status string, n int64, oldest *time.Time)) error) ([]dlq.TopicSummary, error) {
-	var out []dlq.TopicSummary
-	index := map[string]int{}
-	err := each(func(topic, status string, n int64, oldest *time.Time) {
-		i, ok := index[topic]
-		if !ok {
-			i = len(out)
-			index[topic] = i
-			counts := map[dlq.Status]int64{}
-			for _, s := range dlq.Statuses {
-				counts[s] = 0
-			}
-			out = append(out, dlq.TopicSummary{Topic: topic, Counts: counts})
-		}
-		out[i].Counts[dlq.Status(status)] += n
-		if oldest != nil {
-			t := oldest.UTC()
-			out[i].OldestPendingAt = &t
-		}
-	})
-	return out, err
-}
-
-func sortByCreation(msgs []dlq.Message) {
-	sort.Slice(msgs, func(i, j int) bool {
-		if !msgs[i].CreatedAt.Equal(msgs[j].CreatedAt) {
-			return msgs[i].CreatedAt.Before(msgs[j].CreatedAt)
-		}
-		return msgs[i].ID.String() < msgs[j].ID.String()
-	})
-}
-
-func ensureDir(file string) error {
-	if file == ":memory:" {
-		return nil
-	}
-	return os.MkdirAll(filepath.Dir(file), 0o750)
-}
-
 // deleterBreakdown is how a deleter's per-key counts are stored (one JSON
 // column), next to initial_count and deleted_count.
 type deleterBreakdown struct {
@@ -192,19 +116,37 @@ type deleterBreakdown struct {
 }
 
 // encodeDeleterDetail returns the breakdown and verification columns of a
-// deleter's row; nil is NULL (nothing known).
-func encodeDeleterDetail(st deletion.DeleterState) (breakdown, verification []byte, err error) {
+// deleter's row as JSON text; nil is NULL (nothing known).
+func encodeDeleterDetail(st deletion.DeleterState) (breakdown, verification *string, err error) {
 	if st.TotalBreakdown != nil || st.DeletedBreakdown != nil {
-		if breakdown, err = json.Marshal(deleterBreakdown{Total: st.TotalBreakdown, Deleted: st.DeletedBreakdown}); err != nil {
+		if breakdown, err = jsonText(deleterBreakdown{Total: st.TotalBreakdown, Deleted: st.DeletedBreakdown}); err != nil {
 			return nil, nil, fmt.Errorf("encode breakdown of %s: %w", st.Name, err)
 		}
 	}
 	if st.Verification != nil {
-		if verification, err = json.Marshal(st.Verification); err != nil {
+		if verification, err = jsonText(st.Verification); err != nil {
 			return nil, nil, fmt.Errorf("encode verification of %s: %w", st.Name, err)
 		}
 	}
 	return breakdown, verification, nil
+}
+
+// text is JSON as SQL text; nil is NULL.
+func text(b json.RawMessage) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+func jsonText(v any) (*string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return &s, nil
 }
 
 // decodeDeleterDetail fills a deleter's breakdowns and verification from
@@ -233,12 +175,4 @@ func nonNilCounts(m map[string]int64) map[string]int64 {
 		return map[string]int64{}
 	}
 	return m
-}
-
-// nullText stores JSON as TEXT in SQLite, nil as NULL.
-func nullText(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
 }

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+var pgDLQ = dlqSQL{
+	get:    `SELECT ` + dlqColumns + ` FROM dlq.dlq_messages WHERE id = $1`,
+	delete: `DELETE FROM dlq.dlq_messages WHERE id = $1`,
+	topics: `
+		SELECT c.dlq_topic, c.status, c.n,
+			(SELECT min(m.created_at) FROM dlq.dlq_messages m WHERE m.dlq_topic = c.dlq_topic AND m.status = 'PENDING')
+		FROM (SELECT dlq_topic, status, sum(n)::bigint AS n FROM dlq.dlq_topic_counts GROUP BY 1, 2 HAVING sum(n) > 0) c
+		ORDER BY c.dlq_topic`,
+	// Each topic column has its own ordered index: the union of two index
+	// scans keeps page 1 cheap on a million-row topic, and the total comes
+	// from the counter table.
+	listPage: `
+		SELECT ` + dlqColumns + ` FROM (
+			(SELECT ` + dlqColumns + ` FROM dlq.dlq_messages WHERE dlq_topic = $1 AND ($5 = '' OR status = $5)
+			 ORDER BY created_at DESC, id DESC LIMIT $4)
+			UNION ALL
+			(SELECT ` + dlqColumns + ` FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1
+				AND ($5 = '' OR status = $5)
+			 ORDER BY created_at DESC, id DESC LIMIT $4)
+		) t ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+	listCount: `
+		SELECT COALESCE(sum(n), 0)::bigint FROM dlq.dlq_topic_counts
+		WHERE (dlq_topic = $1 OR (original_topic = $1 AND dlq_topic <> $1)) AND ($2 = '' OR status = $2)`,
+	returned: `
+		UPDATE dlq.dlq_messages SET status = $2, retry_count = $3, error_message = $4, next_retry_at = $5,
+			last_feedback = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, last_error = $8,
+			attempt_log = ` + pgAppendAttempt("$9") + `
+		WHERE id = $1`,
+	claimSQL: claimSQL{
+		claim: `
+			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3,
+				lease_expires_at = $4, updated_at = $2
+			WHERE id = $1 AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < $2)
+			RETURNING ` + dlqColumns,
+		claimTopic: `
+			WITH cand AS (
+				(SELECT id FROM dlq.dlq_messages WHERE dlq_topic = $1 AND status = 'PENDING'
+					AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4)
+				UNION ALL
+				(SELECT id FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1 AND status = 'PENDING'
+					AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4)
+			), pick AS (
+				SELECT id AS pick_id FROM dlq.dlq_messages m JOIN cand USING (id)
+				WHERE status = 'PENDING' AND ` + retryable + `
+				ORDER BY created_at, id LIMIT $4
+				FOR UPDATE OF m SKIP LOCKED
+			)
+			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $5, lease_owner = $6,
+				lease_expires_at = $7, updated_at = $5
+			FROM pick WHERE id = pick_id
+			RETURNING ` + dlqColumns,
+		countRetryable: `
+			SELECT (SELECT count(*) FROM dlq.dlq_messages WHERE dlq_topic = $1 AND status = 'PENDING' AND ` + retryable + `)
+				+ (SELECT count(*) FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1
+					AND status = 'PENDING' AND ` + retryable + `)`,
+		claimDue: `
+			WITH due AS (
+				SELECT id AS due_id FROM dlq.dlq_messages
+				WHERE status = 'PENDING' AND next_retry_at <= $1 AND ` + retryable + `
+				ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED
+			)
+			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $1, lease_owner = $3,
+				lease_expires_at = $4, updated_at = $1
+			FROM due WHERE id = due_id
+			RETURNING ` + dlqColumns,
+		releaseExpired: `
+			UPDATE dlq.dlq_messages SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL,
+				next_retry_at = $1, updated_at = $1
+			WHERE status = 'RETRYING' AND lease_expires_at < $1`,
+		revive: `
+			UPDATE dlq.dlq_messages SET status = $6, retry_count = $7, max_retries = $2, next_retry_at = $3,
+				lease_owner = NULL, lease_expires_at = NULL, updated_at = $4, attempt_log = ` + pgAppendAttempt("$5") + `
+			WHERE id = $1 AND status = $8 AND raw_payload IS NOT NULL
+			RETURNING ` + dlqColumns,
+	},
+}
+
+// pgAppendAttempt is the SQL that appends the JSON history entry in param
+// to attempt_log, keeping the newest dlq.MaxAttempts.
+func pgAppendAttempt(param string) string {
+	return fmt.Sprintf("(CASE WHEN jsonb_array_length(attempt_log) >= %d THEN attempt_log - 0 ELSE attempt_log END)"+
+		" || jsonb_build_array(%s::jsonb)", dlq.MaxAttempts, param)
+}
+
+// pgSafeJSON reports whether PostgreSQL's jsonb accepts payload: it rejects
+// \u0000 and unpaired surrogates that encoding/json lets through. Such a
+// payload is still stored byte for byte in raw_payload.
+func pgSafeJSON(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	s := string(b)
+	for i := strings.Index(s, `\u`); i >= 0; i = strings.Index(s, `\u`) {
+		if len(s) >= i+6 {
+			code := strings.ToLower(s[i+2 : i+6])
+			if code == "0000" || (code[0] == 'd' && code[1] >= '8') {
+				return false
+			}
+		}
+		s = s[i+2:]
+	}
+	return true
+}
+
+// pgIngest inserts what is new of a batch given as arrays, and adds it to
+// the per-topic counts, in one statement (one round trip). A position
+// already in the live table or in the archive is a duplicate: an archived
+// position stays known, so a consumer group that reads it again does not
+// make it a new dead letter.
+const pgIngest = `
+	WITH ins AS (
+		INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload,
+			status, created_at, updated_at, source, dlq_topic, source_partition, source_offset, message_key,
+			headers, raw_payload, produced_at, next_retry_at, last_error, attempt_log)
+		SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, u.st, $14, $14, u.src, u.dt, u.pt, u.off, u.k,
+			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
+			$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[], $15::text[],
+			$16::timestamptz[], $17::text[], $18::text[])
+			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al)
+		WHERE NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.source = u.src
+			AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off)
+		ORDER BY u.id
+		ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING
+		RETURNING dlq_topic, original_topic, status
+	), counted AS (
+		INSERT INTO dlq.dlq_topic_counts AS c (dlq_topic, original_topic, status, n)
+		SELECT dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+		ON CONFLICT (dlq_topic, original_topic, status) DO UPDATE SET n = c.n + EXCLUDED.n
+	)
+	SELECT count(*) FROM ins`
+
+// IngestDLQ implements dlq.Store: returning replays are applied, and the
+// new messages inserted with pgIngest, in one transaction.
+func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
+	return p.ingest(ctx, batch, func(q querier, res *dlq.IngestResult) error {
+		fresh, err := p.applyReturns(ctx, q, batch, opts, res)
+		if err != nil || len(fresh) == 0 {
+			return err
+		}
+		n := len(fresh)
+		var (
+			ids        = make([]uuid.UUID, n)
+			origTopics = make([]string, n)
+			errMsgs    = make([]string, n)
+			payloads   = make([]*string, n)
+			raws       = make([][]byte, n)
+			sources    = make([]string, n)
+			topics     = make([]string, n)
+			parts      = make([]int32, n)
+			offsets    = make([]int64, n)
+			keys       = make([][]byte, n)
+			headers    = make([][]byte, n)
+			produced   = make([]*time.Time, n)
+			statuses   = make([]string, n)
+			nexts      = make([]*time.Time, n)
+			lastErrs   = make([]*string, n)
+			logs       = make([]string, n)
+		)
+		for i, in := range fresh {
+			r := newRowOf(in, opts)
+			ids[i], statuses[i], nexts[i], lastErrs[i], headers[i], logs[i] = r.id, r.status, r.nextRetryAt, r.lastError,
+				[]byte(r.headers), r.attempts
+			origTopics[i], errMsgs[i], keys[i], produced[i] = in.OriginalTopic, in.ErrorMessage, in.Key, in.ProducedAt
+			sources[i], topics[i], parts[i], offsets[i] = in.Position.Source, in.Position.Topic, in.Position.Partition,
+				in.Position.Offset
+			if pgSafeJSON(in.Payload) {
+				s := string(in.Payload)
+				payloads[i] = &s
+			}
+			raws[i] = in.Payload // nil (NULL) only for a message too large to keep whole
+		}
+		var inserted int64
+		if err := q.queryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets,
+			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs).Scan(&inserted); err != nil {
+			return fmt.Errorf("insert dead letters: %w", err)
+		}
+		res.Inserted = int(inserted)
+		res.Duplicates = n - res.Inserted
+		return nil
+	})
+}
+
+// applyReturns applies the returning replays of a batch, reading the
+// records they name in one statement; it returns what is left to insert.
+func (p *Postgres) applyReturns(ctx context.Context, q querier, batch []dlq.Incoming, opts dlq.IngestOptions, res *dlq.IngestResult) ([]dlq.Incoming, error) {
+	var ids []uuid.UUID
+	for _, in := range batch {
+		if in.FeedbackOf != nil {
+			ids = append(ids, *in.FeedbackOf)
+		}
+	}
+	if len(ids) == 0 {
+		return batch, nil
+	}
+	targets, err := queryAll(ctx, q, scanReplayTarget, `SELECT `+replayColumns+`
+		FROM dlq.dlq_messages WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read replayed dead letters: %w", err)
+	}
+	known := map[uuid.UUID]*replayTarget{}
+	for _, t := range targets {
+		known[t.id] = t
+	}
+	var fresh []dlq.Incoming
+	for _, in := range batch {
+		applied := false
+		if t := known[feedbackOf(in)]; t != nil {
+			if applied, err = p.applyReturn(ctx, q, in, t, opts, res); err != nil {
+				return nil, err
+			}
+		}
+		if !applied {
+			fresh = append(fresh, in)
+		}
+	}
+	return fresh, nil
+}
+
+// FinishDLQ implements dlq.Store in one statement, so that the per-topic
+// counts trigger fires once and takes its counter rows in its sorted order.
+// Separate statements for acked, counted and released messages in one
+// transaction took them in statement order instead, and deadlocked against
+// concurrent claims of the same topic.
+func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) error {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	rows, err := json.Marshal(outcomeRows(now, outcomes))
+	if err != nil {
+		return fmt.Errorf("record retry outcomes: %w", err)
+	}
+	if _, err := p.db.exec(ctx, `
+		UPDATE dlq.dlq_messages SET status = u.to_status, retry_count = u.to_count, next_retry_at = u.next,
+			last_error = COALESCE(u.err, last_error), republished_at = COALESCE(u.republished, republished_at),
+			attempt_log = CASE WHEN u.entry IS NULL THEN attempt_log ELSE `+pgAppendAttempt("u.entry")+` END,
+			lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+		FROM jsonb_to_recordset($1::jsonb) AS u(uid uuid, to_status text, to_count int, next timestamptz, err text,
+			republished timestamptz, entry jsonb, from_status text, from_count int)
+		WHERE id = u.uid AND status = u.from_status AND retry_count = u.from_count AND lease_owner = $2`,
+		string(rows), owner, now); err != nil {
+		return fmt.Errorf("record retry outcomes: %w", err)
+	}
+	return nil
+}
+
+// ClaimDLQTopic implements dlq.Store; the first page of a retry-all
+// refreshes the table's statistics first when they are stale.
+func (p *Postgres) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.Cursor, limit int, c dlq.Claim) ([]dlq.Message, error) {
+	if after == nil {
+		p.refreshStats(ctx)
+	}
+	return p.sqlStore.ClaimDLQTopic(ctx, topic, after, limit, c)
+}
+
+// refreshStats analyzes the dead-letter table when a large share of it
+// changed since the last analysis. A retry-all typically follows a burst of
+// new dead letters, before autovacuum noticed it; with the old statistics the
+// planner bitmap-scans and sorts the whole topic for every page of 100
+// instead of walking its ordered index. Failures only cost speed.
+func (p *Postgres) refreshStats(ctx context.Context) {
+	var stale bool
+	err := p.db.queryRow(ctx, `SELECT COALESCE(n_mod_since_analyze > GREATEST(10000, 0.1 * n_live_tup), false)
+		FROM pg_stat_user_tables WHERE schemaname = 'dlq' AND relname = 'dlq_messages'`).Scan(&stale)
+	if err == nil && stale {
+		_, _ = p.db.exec(ctx, `ANALYZE dlq.dlq_messages`)
+	}
+}

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/archive"
+)
+
+// retentionSQL is the SQL of archive.Store in one dialect
+// (postgres_retention.go, sqlite_retention.go), beside the archive move and
+// the retention lock, which each dialect does its own way.
+type retentionSQL struct {
+	// count counts what a pass would archive and purge: (archive cutoff,
+	// purge cutoff, now).
+	count     string
+	purge     string // archived messages: (cutoff, limit)
+	purgeKeys string // expired Idempotency-Keys: (now, limit)
+}
+
+// finished is the status part of the archive predicate, the same in both
+// dialects: only messages nothing will change any more are archived.
+const finished = `status IN ('RESOLVED', 'DEAD')`
+
+// CountRetentionCandidates implements archive.Store with the predicates of
+// ArchiveDLQBatch, PurgeDLQArchiveBatch and PurgeExpiredIdempotencyKeys.
+func (s *sqlStore) CountRetentionCandidates(ctx context.Context, archiveCutoff, purgeCutoff, now time.Time) (archive.RetentionCounts, error) {
+	var c archive.RetentionCounts
+	if err := s.db.queryRow(ctx, s.sql.retention.count, archiveCutoff, purgeCutoff, now).Scan(&c.Archive, &c.PurgeArchive,
+		&c.PurgeKeys); err != nil {
+		return c, fmt.Errorf("count retention candidates: %w", err)
+	}
+	return c, nil
+}
+
+// PurgeDLQArchiveBatch implements archive.Store.
+func (s *sqlStore) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	n, err := s.db.exec(ctx, s.sql.retention.purge, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge archive: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeExpiredIdempotencyKeys implements archive.Store.
+func (s *sqlStore) PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error) {
+	n, err := s.db.exec(ctx, s.sql.retention.purgeKeys, now, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,178 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+var sqliteDLQ = dlqSQL{
+	get:    `SELECT ` + dlqColumns + ` FROM dlq_messages WHERE id = ?1`,
+	delete: `DELETE FROM dlq_messages WHERE id = ?1`,
+	topics: `
+		SELECT c.dlq_topic, c.status, c.n,
+			(SELECT min(m.created_at) FROM dlq_messages m WHERE m.dlq_topic = c.dlq_topic AND m.status = 'PENDING')
+		FROM (SELECT dlq_topic, status, sum(n) AS n FROM dlq_topic_counts GROUP BY 1, 2 HAVING sum(n) > 0) c
+		ORDER BY c.dlq_topic`,
+	listPage: `
+		SELECT ` + dlqColumns + ` FROM (
+			SELECT * FROM (SELECT ` + dlqColumns + ` FROM dlq_messages WHERE dlq_topic = ?1 AND (?5 = '' OR status = ?5)
+				ORDER BY created_at DESC, id DESC LIMIT ?4)
+			UNION ALL
+			SELECT * FROM (SELECT ` + dlqColumns + ` FROM dlq_messages WHERE original_topic = ?1 AND dlq_topic <> ?1
+				AND (?5 = '' OR status = ?5)
+				ORDER BY created_at DESC, id DESC LIMIT ?4)
+		) ORDER BY created_at DESC, id DESC LIMIT ?2 OFFSET ?3`,
+	listCount: `
+		SELECT COALESCE(sum(n), 0) FROM dlq_topic_counts
+		WHERE (dlq_topic = ?1 OR (original_topic = ?1 AND dlq_topic <> ?1)) AND (?2 = '' OR status = ?2)`,
+	returned: `
+		UPDATE dlq_messages SET status = ?2, retry_count = ?3, error_message = ?4, next_retry_at = ?5,
+			last_feedback = ?6, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?7, last_error = ?8,
+			attempt_log = ` + sqliteAppendAttempt("?9") + `
+		WHERE id = ?1`,
+	claimSQL: claimSQL{
+		claim: `
+			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4,
+				updated_at = ?2
+			WHERE id = ?1 AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < ?2)
+			RETURNING ` + dlqColumns,
+		claimTopic: `
+			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?5, lease_owner = ?6, lease_expires_at = ?7,
+				updated_at = ?5
+			WHERE id IN (
+				SELECT id FROM (
+					SELECT * FROM (SELECT id, created_at FROM dlq_messages WHERE dlq_topic = ?1 AND status = 'PENDING'
+						AND ` + retryable + ` AND (created_at, id) > (?2, ?3) ORDER BY created_at, id LIMIT ?4)
+					UNION ALL
+					SELECT * FROM (SELECT id, created_at FROM dlq_messages WHERE original_topic = ?1 AND dlq_topic <> ?1
+						AND status = 'PENDING' AND ` + retryable + ` AND (created_at, id) > (?2, ?3)
+						ORDER BY created_at, id LIMIT ?4)
+				) ORDER BY created_at, id LIMIT ?4)
+			RETURNING ` + dlqColumns,
+		countRetryable: `
+			SELECT (SELECT count(*) FROM dlq_messages WHERE dlq_topic = ?1 AND status = 'PENDING' AND ` + retryable + `)
+				+ (SELECT count(*) FROM dlq_messages WHERE original_topic = ?1 AND dlq_topic <> ?1
+					AND status = 'PENDING' AND ` + retryable + `)`,
+		claimDue: `
+			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?1, lease_owner = ?3, lease_expires_at = ?4,
+				updated_at = ?1
+			WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'PENDING' AND next_retry_at <= ?1
+				AND ` + retryable + ` ORDER BY next_retry_at LIMIT ?2)
+			RETURNING ` + dlqColumns,
+		releaseExpired: `
+			UPDATE dlq_messages SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL,
+				next_retry_at = ?1, updated_at = ?1
+			WHERE status = 'RETRYING' AND lease_expires_at < ?1`,
+		revive: `
+			UPDATE dlq_messages SET status = ?6, retry_count = ?7, max_retries = ?2, next_retry_at = ?3,
+				lease_owner = NULL, lease_expires_at = NULL, updated_at = ?4, attempt_log = ` + sqliteAppendAttempt("?5") + `
+			WHERE id = ?1 AND status = ?8 AND raw_payload IS NOT NULL
+			RETURNING ` + dlqColumns,
+	},
+}
+
+// sqliteAppendAttempt is the SQL that appends the JSON history entry in
+// param to attempt_log, keeping the newest dlq.MaxAttempts.
+func sqliteAppendAttempt(param string) string {
+	return fmt.Sprintf("json_insert(CASE WHEN json_array_length(attempt_log) >= %d THEN json_remove(attempt_log, '$[0]')"+
+		" ELSE attempt_log END, '$[#]', json(%s))", dlq.MaxAttempts, param)
+}
+
+// rawPayload is what goes into raw_payload: NULL only for a message too
+// large to keep whole (nil), an empty BLOB for an empty one.
+func rawPayload(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// sqliteIngest inserts one new dead letter, unless its position is stored
+// already, live or archived (an archived position stays known).
+const sqliteIngest = `
+	INSERT INTO dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload, status, created_at,
+		updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, produced_at,
+		next_retry_at, last_error, attempt_log)
+	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.source = ?8 AND a.dlq_topic = ?9
+		AND a.source_partition = ?10 AND a.source_offset = ?11)
+	ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING`
+
+// IngestDLQ implements dlq.Store, a message at a time in one transaction.
+func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
+	return s.ingest(ctx, batch, func(q querier, res *dlq.IngestResult) error {
+		ins, err := q.(liteConn).prepare(ctx, sqliteIngest) // a transaction's querier is a liteConn
+		if err != nil {
+			return fmt.Errorf("insert dead letters: %w", err)
+		}
+		defer ins.close()
+		for _, in := range batch {
+			applied, err := s.applyReturnOf(ctx, q, in, opts, res)
+			if err != nil {
+				return err
+			}
+			if applied {
+				continue
+			}
+			var payload *string
+			if json.Valid(in.Payload) {
+				p := string(in.Payload)
+				payload = &p
+			}
+			r := newRowOf(in, opts)
+			n, err := ins.exec(ctx, r.id, in.OriginalTopic, in.ErrorMessage, opts.MaxRetries, payload, r.status, opts.Now,
+				in.Position.Source, in.Position.Topic, in.Position.Partition, in.Position.Offset, in.Key, r.headers,
+				rawPayload(in.Payload), in.ProducedAt, r.nextRetryAt, r.lastError, r.attempts)
+			if err != nil {
+				return fmt.Errorf("insert dead letter: %w", err)
+			}
+			if n == 1 {
+				res.Inserted++
+			} else {
+				res.Duplicates++
+			}
+		}
+		return nil
+	})
+}
+
+// applyReturnOf applies in when it is a returning replay of a record this
+// store holds; false when it is to be stored as a new dead letter.
+func (s *SQLite) applyReturnOf(ctx context.Context, q querier, in dlq.Incoming, opts dlq.IngestOptions, res *dlq.IngestResult) (bool, error) {
+	if in.FeedbackOf == nil {
+		return false, nil
+	}
+	t, err := scanReplayTarget(q.queryRow(ctx, `SELECT `+replayColumns+` FROM dlq_messages WHERE id = ?1`, *in.FeedbackOf))
+	if errors.Is(err, derrors.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read replayed dead letter: %w", err)
+	}
+	return s.applyReturn(ctx, q, in, t, opts, res)
+}
+
+// FinishDLQ implements dlq.Store, an outcome at a time in one transaction.
+func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) error {
+	return s.db.tx(ctx, func(q querier) error {
+		for _, r := range outcomeRows(now, outcomes) {
+			if _, err := q.exec(ctx, `
+				UPDATE dlq_messages SET status = ?4, retry_count = ?5, next_retry_at = ?6,
+					last_error = COALESCE(?7, last_error), republished_at = COALESCE(?8, republished_at),
+					attempt_log = CASE WHEN ?9 IS NULL THEN attempt_log ELSE `+sqliteAppendAttempt("?9")+` END,
+					lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3
+				WHERE id = ?1 AND lease_owner = ?2 AND status = ?10 AND retry_count = ?11`,
+				r.ID, owner, now, r.Status, r.RetryCount, r.NextRetryAt, r.LastError, r.Republished, text(r.Attempt),
+				r.FromStatus, r.FromCount); err != nil {
+				return fmt.Errorf("finish retry of %s: %w", r.ID, err)
+			}
+		}
+		return nil
+	})
+}

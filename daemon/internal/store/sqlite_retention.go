@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+var sqliteRetention = retentionSQL{
+	count: `SELECT
+		(SELECT count(*) FROM dlq_messages WHERE ` + finished + ` AND updated_at < ?1),
+		(SELECT count(*) FROM dlq_messages_archive WHERE updated_at < ?2)
+			+ (SELECT count(*) FROM dlq_messages WHERE ` + finished + ` AND updated_at < min(?1, ?2)),
+		(SELECT count(*) FROM idempotency_keys WHERE expires_at <= ?3)`,
+	purge: `
+		DELETE FROM dlq_messages_archive WHERE id IN (
+			SELECT id FROM dlq_messages_archive WHERE updated_at < ?1 ORDER BY updated_at LIMIT ?2)`,
+	purgeKeys: `
+		DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE expires_at <= ?1 LIMIT ?2)`,
+}
+
+// ArchiveDLQBatch implements archive.Store. SQLite has no data-modifying
+// CTEs, so one transaction copies the chosen ids and deletes the same ids,
+// and rolls back unless both touched the same number of rows.
+func (s *SQLite) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	var moved int64
+	err := s.db.tx(ctx, func(q querier) error {
+		moved = 0
+		if _, err := q.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS archive_ids (id TEXT PRIMARY KEY)`); err != nil {
+			return err
+		}
+		if _, err := q.exec(ctx, `DELETE FROM archive_ids`); err != nil {
+			return err
+		}
+		if _, err := q.exec(ctx, `INSERT INTO archive_ids SELECT id FROM dlq_messages
+			WHERE `+finished+` AND updated_at < ?1 ORDER BY updated_at LIMIT ?2`, cutoff, limit); err != nil {
+			return err
+		}
+		ni, err := q.exec(ctx, `INSERT INTO dlq_messages_archive SELECT * FROM dlq_messages
+			WHERE id IN (SELECT id FROM archive_ids)`)
+		if err != nil {
+			return fmt.Errorf("copy to archive: %w", err)
+		}
+		nd, err := q.exec(ctx, `DELETE FROM dlq_messages WHERE id IN (SELECT id FROM archive_ids)`)
+		if err != nil {
+			return fmt.Errorf("delete archived: %w", err)
+		}
+		if ni != nd {
+			return fmt.Errorf("archive batch copied %d rows but would delete %d; rolled back", ni, nd)
+		}
+		moved = nd
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("archive dead letters: %w", err)
+	}
+	return moved, nil
+}
+
+// TryRetentionLock implements archive.Store. One daemon owns a SQLite file,
+// so an in-process lock is enough.
+func (s *SQLite) TryRetentionLock(context.Context) (func(), bool, error) {
+	if !s.retentionLock.TryLock() {
+		return nil, false, nil
+	}
+	return s.retentionLock.Unlock, true, nil
+}
