@@ -19,11 +19,6 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: a dependency (plugin, broker, store) cannot serve now; try later.
 	ErrUnavailable = errors.New("unavailable")
-	// ErrStoreUnavailable: the state store cannot be reached or stopped
-	// answering (connection refused or lost, shut down, timed out). Its
-	// message never carries the driver's text, which may name users and
-	// databases; the cause is kept for the log.
-	ErrStoreUnavailable = errors.New("the state store is unavailable")
 	// ErrLeaseLost: another daemon took over work this one had claimed.
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrStoreUnavailable: the state store cannot serve now (connection
