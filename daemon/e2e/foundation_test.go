@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -448,4 +449,38 @@ func notifyListener(t *testing.T, dir string) (path string, next func(want strin
 			}
 		}
 	}
+}
+
+// A state-store outage is a 503 with a code that says so, and `status`
+// says the dead-letter counts are unknown rather than 0.
+func TestStateStoreOutageIs503AndStatusSaysUnknown(t *testing.T) {
+	state := testsvc.PGDatabase(t)
+	u, err := url.Parse(state)
+	require.NoError(t, err)
+	db := strings.TrimPrefix(u.Path, "/")
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state})
+	admin, err := pgx.Connect(testsvc.Context(t, time.Minute), testsvc.PGAdminDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	outage := func(on bool) {
+		ctx := testsvc.Context(t, time.Minute)
+		_, err := admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s ALLOW_CONNECTIONS %v`, db, !on))
+		require.NoError(t, err)
+		if on {
+			_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
+			require.NoError(t, err)
+		}
+	}
+	outage(true)
+	t.Cleanup(func() { outage(false) })
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		code, body := d.Do("GET", "/api/v1/dlq", nil, nil)
+		return code == 503 && strings.Contains(string(body), "SYS_STATE_STORE_UNAVAILABLE") && !strings.Contains(string(body), db)
+	}, "503 SYS_STATE_STORE_UNAVAILABLE without the database's name")
+	out, _, code := d.CLI("status")
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, "dead letters  unknown")
+	require.NotContains(t, out, "PENDING 0")
+	outage(false)
+	testsvc.Eventually(t, 30*time.Second, func() bool { code, _ := d.Do("GET", "/api/v1/dlq", nil, nil); return code == 200 }, "back after the outage")
 }

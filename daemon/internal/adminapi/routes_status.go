@@ -50,11 +50,14 @@ type PluginSummary struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// DLQStatusSummary totals the dead-letter queues.
+// DLQStatusSummary totals the dead-letter queues. When the state store
+// cannot say, Counts is null and Error says why: "PENDING 0" would claim
+// there is nothing waiting.
 type DLQStatusSummary struct {
 	Topics          int              `json:"topics"`
 	Counts          map[string]int64 `json:"counts"`
 	OldestPendingAt *string          `json:"oldest_pending_at"`
+	Error           string           `json:"error,omitempty"`
 }
 
 // StatusRoutes serves /api/v1/status, /api/v1/version and /api/v1/plugins.
@@ -90,8 +93,10 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 			if err := st.Ping(ctx); err != nil {
 				body.StateStore.OK, body.StateStore.Error = false, err.Error()
 				body.Degraded = append(body.Degraded, "state store: "+err.Error())
+				body.DLQ.Counts, body.DLQ.Error = nil, "unknown: the state store is unavailable"
 			} else if topics, err := st.DLQTopics(ctx); err != nil {
 				body.Degraded = append(body.Degraded, "dlq summary: "+err.Error())
+				body.DLQ.Counts, body.DLQ.Error = nil, "unknown: "+err.Error()
 			} else {
 				body.DLQ.Topics = len(topics)
 				var oldest *time.Time

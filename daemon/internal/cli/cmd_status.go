@@ -55,8 +55,12 @@ func printStatus(g *globals, st *adminapi.StatusBody) {
 		store = "FAILING: " + st.StateStore.Error
 	}
 	fmt.Fprintf(w, "state store\t%s (%s)\n", store, st.StateStore.Dialect)
-	fmt.Fprintf(w, "dead letters\tPENDING %d  RETRYING %d  RESOLVED %d  DEAD %d  in %d topics\n",
-		st.DLQ.Counts["PENDING"], st.DLQ.Counts["RETRYING"], st.DLQ.Counts["RESOLVED"], st.DLQ.Counts["DEAD"], st.DLQ.Topics)
+	if st.DLQ.Counts == nil {
+		fmt.Fprintf(w, "dead letters\t%s\n", st.DLQ.Error)
+	} else {
+		fmt.Fprintf(w, "dead letters\tPENDING %d  RETRYING %d  RESOLVED %d  DEAD %d  in %s\n",
+			st.DLQ.Counts["PENDING"], st.DLQ.Counts["RETRYING"], st.DLQ.Counts["RESOLVED"], st.DLQ.Counts["DEAD"], plural(st.DLQ.Topics, "topic"))
+	}
 	if st.DLQ.OldestPendingAt != nil {
 		fmt.Fprintf(w, "oldest pending\t%s\n", *st.DLQ.OldestPendingAt)
 	}
