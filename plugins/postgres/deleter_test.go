@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -213,5 +212,4 @@ func TestStoreDownMidDeleteIsPartialAndRetryable(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, remaining, resp.DeletedCount)
 	require.Zero(t, f.Remaining(t, "victim"))
-	_ = errors.New
 }

@@ -3,7 +3,6 @@ package adminapi_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -200,5 +199,4 @@ func FuzzRouteParams(f *testing.F) {
 			}
 		}
 	})
-	_ = fmt.Sprint
 }
