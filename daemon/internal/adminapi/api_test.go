@@ -37,7 +37,7 @@ func newHandler(t testing.TB) http.Handler {
 	t.Cleanup(func() { st.Close() })
 	cfg := config.Defaults()
 	log := hclog.NewNullLogger()
-	host := pluginhost.New(&cfg, log, nil)
+	host := pluginhost.New(pluginhost.Options{}, log, nil) // no plugins configured
 	svc := dlq.NewService(st, host, func() dlq.Policy { return dlq.Policy{MaxRetries: 3, Lease: time.Minute} }, "test", log,
 		dlq.NewMetrics(nil, st, nil))
 	reg := deletion.NewRegistry(host, func() int { return 1 })

@@ -1,0 +1,100 @@
+package pluginhost_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/app"
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+// Reloads: Reconcile applies a new config to running plugins.
+
+func TestReconcileAddsRemovesAndRestartsChangedPlugins(t *testing.T) {
+	h, _ := newHost(t, "", basic+`
+[[deleter]]
+name = "test:b"
+plugin = "misbehave"
+`)
+	pidA := status(t, h, "test:a").PID
+	pidB := status(t, h, "test:b").PID
+	text := fmt.Sprintf(`version = 1
+[daemon]
+plugin_dir = %q
+[plugins]
+start_timeout = "5s"
+call_timeout = "10s"
+restart_initial_delay = "100ms"
+restart_max_delay = "500ms"
+shutdown_timeout = "2s"
+env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
+[[deleter]]
+name = "test:a"
+plugin = "misbehave"
+[deleter.config]
+seed = { t1 = 42 }
+[[deleter]]
+name = "test:c"
+plugin = "misbehave"
+[deleter.config]
+seed = { t1 = 1 }
+`, filepath.Dir(misbehave(t)))
+	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "c.toml"), os.LookupEnv)
+	require.NoError(t, err)
+	h.Reconcile(context.Background(), app.PluginOptions(cfg))
+	testsvc.Eventually(t, 30*time.Second, func() bool { return h.Check("test:c") == nil }, "test:c started")
+	require.Equal(t, []string{"test:a", "test:c"}, h.DeleterNames())
+	require.Equal(t, pidA, status(t, h, "test:a").PID, "unchanged plugin kept running")
+	require.Error(t, syscall.Kill(pidB, 0), "removed plugin's process is gone")
+}
+
+// TestTenantIDFormatIsSentAndReloaded checks that every Configure carries
+// [daemon] tenant_id_format, and that a reload that changes it configures
+// the plugins again (they check ids and patterns against it).
+func TestTenantIDFormatIsSentAndReloaded(t *testing.T) {
+	t.Setenv("TESTPLUGIN_MODE", "format-version")
+	parse := func(format string) *config.Config {
+		text := fmt.Sprintf(`version = 1
+[daemon]
+plugin_dir = %q
+tenant_id_format = %q
+[plugins]
+start_timeout = "5s"
+call_timeout = "10s"
+restart_initial_delay = "100ms"
+restart_max_delay = "500ms"
+shutdown_timeout = "2s"
+env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
+%s`, filepath.Dir(misbehave(t)), format, basic)
+		cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
+		require.NoError(t, err)
+		return cfg
+	}
+	h := pluginhost.New(app.PluginOptions(parse("uuid")), hclog.NewNullLogger(), prometheus.NewRegistry())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, h.Start(ctx))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	require.Equal(t, "format=uuid", status(t, h, "test:a").Version)
+	pid := status(t, h, "test:a").PID
+
+	h.Reconcile(ctx, app.PluginOptions(parse("uuid")))
+	require.Equal(t, pid, status(t, h, "test:a").PID, "same format: the plugin keeps running")
+
+	h.Reconcile(ctx, app.PluginOptions(parse(`^[a-z0-9-]{3,64}$`)))
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		return status(t, h, "test:a").Version == "format=^[a-z0-9-]{3,64}$"
+	}, "the plugin was configured with the new tenant_id_format")
+	require.NotEqual(t, pid, status(t, h, "test:a").PID)
+}
