@@ -176,34 +176,59 @@ func TestPasswordFromConfigAndScrubbed(t *testing.T) {
 	require.NotContains(t, err.Error(), "s3cr3t-from-file")
 }
 
+// TestStoreDownMidDeleteIsPartialAndRetryable takes the database away from
+// the plugin in the middle of a Delete, at a point the test chooses: a lock
+// lets the plugin delete every step but holds its first delete of
+// instances, and the plugin's connections are terminated while it waits.
 func TestStoreDownMidDeleteIsPartialAndRetryable(t *testing.T) {
+	t.Parallel()
 	dsn, pool := setupDB(t, "text")
 	f := &fixture{dsn: dsn, pool: pool}
 	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
 	d := p.Deleter(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 100}, TenantIDFormat: anyTenantID})
+	ctx := testsvc.Context(t, 2*time.Minute)
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn,
+		"tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 100, "lock_timeout": "2m"},
+		TenantIDFormat: anyTenantID})
 	require.NoError(t, err)
-	seeded := f.Seed(t, "victim", 20000)
+	seeded := f.Seed(t, "victim", 2000)
+	f.Seed(t, "bystander", 50)
+	bystanders := f.Checksum(t, "bystander")
+	var steps int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM workflow_steps WHERE tenant_id = 'victim'`).Scan(&steps))
 
-	// Terminate the plugin's connections after its first batches.
-	killed := make(chan struct{})
-	_, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(n int64) {
-		select {
-		case <-killed:
-		default:
-			close(killed)
-			_, _ = pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE application_name = 'lifecycled-plugin-postgres' AND datname = current_database()`)
-		}
-	})
-	if err == nil {
-		t.Skip("delete finished before the connections were terminated")
+	// SHARE lets the plugin read every table, but not delete from this one.
+	lock, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, `LOCK TABLE workflow_instances IN SHARE MODE`)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(int64) {})
+		done <- err
+	}()
+	const plugin = `application_name = 'lifecycled-plugin-postgres' AND datname = current_database()`
+	testsvc.Eventually(t, time.Minute, func() bool {
+		var waiting int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE `+plugin+` AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting > 0
+	}, "the plugin waits for the lock on workflow_instances")
+	_, err = pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE `+plugin)
+	require.NoError(t, err)
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		t.Fatal("Delete did not return after its connections were terminated")
 	}
+	require.NoError(t, lock.Rollback(ctx))
+
+	require.Error(t, err, "the store went away mid-delete")
 	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
 	deleted, ok := sdk.DeletedBefore(err)
 	require.True(t, ok)
+	require.Equal(t, steps, deleted, "every step, and nothing after them")
 	remaining := f.Remaining(t, "victim")
 	require.Equal(t, seeded, deleted+remaining, "the partial count is exact")
 
@@ -212,4 +237,5 @@ func TestStoreDownMidDeleteIsPartialAndRetryable(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, remaining, resp.DeletedCount)
 	require.Zero(t, f.Remaining(t, "victim"))
+	require.Equal(t, bystanders, f.Checksum(t, "bystander"), "another tenant's rows are untouched")
 }
