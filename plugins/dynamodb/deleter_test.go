@@ -49,7 +49,7 @@ func newClient(t testing.TB, endpoint string) *dynamodb.Client {
 }
 
 func createTable(t testing.TB, c *dynamodb.Client, name string) {
-	require.NoError(t, seed001.CreateAuditLogTable(context.Background(), c, name))
+	require.NoError(t, seed001.CreateAuditLogTable(testsvc.Context(t, time.Minute), c, name))
 }
 
 // fixture seeds and reads a table whose partition key tenant_id is of
@@ -75,10 +75,10 @@ func (f *fixture) key(tenant string) types.AttributeValue {
 
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
 	if f.keyType != types.ScalarAttributeTypeN {
-		require.NoError(t, seed001.PutAuditLogs(context.Background(), f.c, f.table, tenant, n))
+		require.NoError(t, seed001.PutAuditLogs(testsvc.Context(t, time.Minute), f.c, f.table, tenant, n))
 		return int64(n)
 	}
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	for start := 0; start < n; start += 25 {
 		var reqs []types.WriteRequest
 		for i := start; i < min(start+25, n); i++ {
@@ -110,7 +110,7 @@ func (f *fixture) query(t testing.TB, tenant string, count bool) (int64, []map[s
 	var items []map[string]types.AttributeValue
 	p := dynamodb.NewQueryPaginator(f.c, in)
 	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
+		out, err := p.NextPage(testsvc.Context(t, time.Minute))
 		require.NoError(t, err)
 		n += int64(out.Count)
 		items = append(items, out.Items...)

@@ -99,7 +99,7 @@ func TestRepublishToATopicCreatedMomentsAgoSucceeds(t *testing.T) {
 
 	go func() {
 		time.Sleep(1500 * time.Millisecond)
-		_, _ = kadm.NewClient(f.c).CreateTopics(context.Background(), 1, 1, nil, "late.events.v1")
+		_, _ = kadm.NewClient(f.c).CreateTopics(ctx, 1, 1, nil, "late.events.v1")
 	}()
 	var msgs []sdk.RepublishMessage
 	for i := 0; i < 20; i++ {

@@ -19,7 +19,7 @@ import (
 
 func setupDB(t testing.TB, tenantType string) (string, *pgxpool.Pool) {
 	dsn := testsvc.PGDatabase(t)
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	pool, err := pgxpool.New(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -39,7 +39,7 @@ func (f *fixture) Config(testing.TB) map[string]any {
 
 // Seed creates n instances, n steps and one definition per 10 instances.
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	rows, err := seed001.SeedWorkflows(context.Background(), f.pool, tenant, n)
+	rows, err := seed001.SeedWorkflows(testsvc.Context(t, time.Minute), f.pool, tenant, n)
 	require.NoError(t, err)
 	return rows
 }
@@ -47,7 +47,7 @@ func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
 // Checksum hashes every row of the tenant in the three tables.
 func (f *fixture) Checksum(t testing.TB, tenant string) string {
 	var sum string
-	err := f.pool.QueryRow(context.Background(), `SELECT md5(
+	err := f.pool.QueryRow(testsvc.Context(t, time.Minute), `SELECT md5(
 		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_steps x WHERE tenant_id = $1), '') || '#' ||
 		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_instances x WHERE tenant_id = $1), '') || '#' ||
 		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_definitions x WHERE tenant_id = $1), ''))`, tenant).Scan(&sum)
@@ -63,7 +63,7 @@ func (f *fixture) StoresDistinct(id string) bool {
 
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 	var n int64
-	err := f.pool.QueryRow(context.Background(), `SELECT
+	err := f.pool.QueryRow(testsvc.Context(t, time.Minute), `SELECT
 		(SELECT count(*) FROM workflow_steps WHERE tenant_id = $1) +
 		(SELECT count(*) FROM workflow_instances WHERE tenant_id = $1) +
 		(SELECT count(*) FROM workflow_definitions WHERE tenant_id = $1)`, tenant).Scan(&n)

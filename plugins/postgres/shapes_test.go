@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -187,7 +186,7 @@ INSERT INTO notes SELECT g, 'a' FROM generate_series(1, 5) g;`)
 	role := "lcd_rls_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_"))[:10] + fmt.Sprint(time.Now().UnixNano()%100000)
 	e.exec(t, `CREATE ROLE `+role+` LOGIN`)
 	t.Cleanup(func() {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		_, _ = e.pool.Exec(ctx, `DROP OWNED BY `+role)
 		_, _ = e.pool.Exec(ctx, `DROP ROLE `+role)
 	})

@@ -48,7 +48,7 @@ func (f *fixture) Config(testing.TB) map[string]any {
 // Seed writes n session keys and n csrf keys, plus keys that look alike but
 // belong to nobody: they must survive every delete.
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	pipe := f.c.Pipeline()
 	var keys []string
 	for i := 0; i < n; i++ {
@@ -90,8 +90,9 @@ func (f *fixture) seeded(tenant string, all bool) []string {
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 	keys := f.seeded(tenant, false)
 	var n int64
+	ctx := testsvc.Context(t, time.Minute)
 	for start := 0; start < len(keys); start += 1000 {
-		got, err := f.c.Exists(context.Background(), keys[start:min(start+1000, len(keys))]...).Result()
+		got, err := f.c.Exists(ctx, keys[start:min(start+1000, len(keys))]...).Result()
 		require.NoError(t, err)
 		n += got
 	}
@@ -103,7 +104,7 @@ func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 func (f *fixture) Checksum(t testing.TB, tenant string) string {
 	keys := f.seeded(tenant, true)
 	sort.Strings(keys)
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	pipe := f.c.Pipeline()
 	cmds := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {

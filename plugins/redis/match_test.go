@@ -145,7 +145,7 @@ func TestGlobMatchAgreesWithRedis(t *testing.T) {
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	// Bytes on both sides of 0x80 (and a UTF-8 lead byte) besides the
 	// glob metacharacters.
 	alphabet := []byte("ab-:*?[]^\\z\x80\xc3\xff")

@@ -1,7 +1,6 @@
 package archive_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -56,7 +55,7 @@ func scheduler(s archive.Store, now time.Time, batch int) *archive.Scheduler {
 
 // finished stores n messages that reached status at the given time.
 func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Status, at time.Time) []uuid.UUID {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	var batch []dlq.Incoming
 	base := int64(time.Now().UnixNano())
 	for i := 0; i < n; i++ {
@@ -88,7 +87,7 @@ func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Statu
 }
 
 func count(t *testing.T, s store.Store, topic string, status dlq.Status) int64 {
-	_, total, err := s.ListDLQ(context.Background(), dlq.ListFilter{Topic: topic, Status: status, Page: 1, PageSize: 1})
+	_, total, err := s.ListDLQ(testsvc.Context(t, time.Minute), dlq.ListFilter{Topic: topic, Status: status, Page: 1, PageSize: 1})
 	require.NoError(t, err)
 	return total
 }
@@ -103,7 +102,7 @@ func TestArchiveBoundariesAndStatuses(t *testing.T) {
 		finished(t, s, "pending", 2, dlq.StatusPending, cutoff.Add(-300*day))
 		finished(t, s, "retrying", 2, dlq.StatusRetrying, cutoff.Add(-300*day))
 
-		res, err := scheduler(s, now, 2).RunOnce(context.Background())
+		res, err := scheduler(s, now, 2).RunOnce(testsvc.Context(t, time.Minute))
 		require.NoError(t, err)
 		require.EqualValues(t, 5, res.Archived, "just older than retention: archived")
 		require.GreaterOrEqual(t, res.Batches, 3, "in batches of 2")
@@ -115,11 +114,11 @@ func TestArchiveBoundariesAndStatuses(t *testing.T) {
 		// A year after they finished, archived rows are purged. (By then
 		// the younger ones are archived too, half a second short of purging.)
 		olderAt := cutoff.Add(-time.Second)
-		res, err = scheduler(s, olderAt.Add(365*day-500*time.Millisecond), 100).RunOnce(context.Background())
+		res, err = scheduler(s, olderAt.Add(365*day-500*time.Millisecond), 100).RunOnce(testsvc.Context(t, time.Minute))
 		require.NoError(t, err)
 		require.EqualValues(t, 4, res.Archived)
 		require.Zero(t, res.PurgedDLQ, "just younger than archive_retention: kept")
-		res, err = scheduler(s, olderAt.Add(365*day+500*time.Millisecond), 100).RunOnce(context.Background())
+		res, err = scheduler(s, olderAt.Add(365*day+500*time.Millisecond), 100).RunOnce(testsvc.Context(t, time.Minute))
 		require.NoError(t, err)
 		require.EqualValues(t, 5, res.PurgedDLQ, "just older: purged")
 	})
@@ -127,7 +126,7 @@ func TestArchiveBoundariesAndStatuses(t *testing.T) {
 
 func TestExpiredIdempotencyKeysArePurgedLiveOnesKept(t *testing.T) {
 	both(t, func(t *testing.T, _ migrations.Dialect, s store.Store) {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		for i, exp := range []time.Time{now.Add(-time.Second), now.Add(-72 * time.Hour), now.Add(time.Second), now.Add(72 * time.Hour)} {
 			rec := idempotency.Record{CallerUID: 1, Key: fmt.Sprint("k", i), Route: "POST /x", RequestHash: "h", ExpiresAt: exp}
@@ -148,7 +147,7 @@ func TestExpiredIdempotencyKeysArePurgedLiveOnesKept(t *testing.T) {
 
 func TestDryRunCountsWhatThePassThenDoesAndChangesNothing(t *testing.T) {
 	both(t, func(t *testing.T, d migrations.Dialect, s store.Store) {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 		// Archived a year ago by an earlier pass: half past the archive
 		// retention now.
@@ -194,7 +193,7 @@ func counts(r archive.Result) [3]int64 { return [3]int64{r.Archived, r.PurgedDLQ
 
 // ids lists every id in the live table and in the archive.
 func ids(t *testing.T, d migrations.Dialect, s store.Store) (live, archived []string) {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	q := func(table string) []string {
 		var out []string
 		switch x := s.(type) {
@@ -245,12 +244,12 @@ func TestArchiveNeverLosesARowWhileRowsArrive(t *testing.T) {
 		}()
 		sch := scheduler(s, now, 100)
 		for i := 0; i < 5; i++ {
-			_, err := sch.RunOnce(context.Background())
+			_, err := sch.RunOnce(testsvc.Context(t, time.Minute))
 			require.NoError(t, err)
 		}
 		close(stop)
 		wg.Wait()
-		_, err := sch.RunOnce(context.Background())
+		_, err := sch.RunOnce(testsvc.Context(t, time.Minute))
 		require.NoError(t, err)
 		live, archived := ids(t, d, s)
 		require.Len(t, append(live, archived...), len(old)+inserted, "live + archived = everything ever stored")
@@ -274,7 +273,7 @@ func TestArchiveProcedureKeepsTheInvariant(t *testing.T) {
 	finished(t, s, "a", 30, dlq.StatusResolved, now.Add(-29*day))
 	finished(t, s, "a", 20, dlq.StatusPending, now.Add(-100*day))
 	liveBefore, _ := ids(t, migrations.Postgres, s)
-	_, err := s.Pool().Exec(context.Background(), "CALL dlq.archive_old_dlq_messages(30, 40)")
+	_, err := s.Pool().Exec(testsvc.Context(t, time.Minute), "CALL dlq.archive_old_dlq_messages(30, 40)")
 	require.NoError(t, err)
 	live, archived := ids(t, migrations.Postgres, s)
 	require.Len(t, archived, 300)
@@ -287,13 +286,13 @@ func TestOnePassAtATimeAcrossDaemons(t *testing.T) {
 	dsn := testsvc.PGDatabase(t)
 	s1 := open(t, migrations.Postgres, dsn)
 	s2 := open(t, migrations.Postgres, dsn)
-	unlock, ok, err := s1.TryRetentionLock(context.Background())
+	unlock, ok, err := s1.TryRetentionLock(testsvc.Context(t, time.Minute))
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = scheduler(s2, time.Now(), 10).RunOnce(context.Background())
+	_, err = scheduler(s2, time.Now(), 10).RunOnce(testsvc.Context(t, time.Minute))
 	require.True(t, errors.Is(err, archive.ErrBusy), "%v", err)
 	unlock()
-	_, err = scheduler(s2, time.Now(), 10).RunOnce(context.Background())
+	_, err = scheduler(s2, time.Now(), 10).RunOnce(testsvc.Context(t, time.Minute))
 	require.NoError(t, err)
 
 	// Concurrent passes from two daemons: exactly the eligible rows move once.
@@ -305,7 +304,7 @@ func TestOnePassAtATimeAcrossDaemons(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = scheduler(s, time.Now(), 50).RunOnce(context.Background())
+			results[i], errs[i] = scheduler(s, time.Now(), 50).RunOnce(testsvc.Context(t, time.Minute))
 		}()
 	}
 	wg.Wait()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -100,7 +102,7 @@ var errDown = sdk.Retryable(errors.New("connection refused"), 0)
 
 func TestDeleteAllAllSucceed(t *testing.T) {
 	src := newMem("postgres:workflows", seeded(3, nil), "redis:sessions", seeded(5, nil), "dynamodb:audit_logs", seeded(8, nil))
-	report := deletion.NewRegistry(src, func() int { return 4 }).DeleteAll(context.Background(), "t1")
+	report := deletion.NewRegistry(src, func() int { return 4 }).DeleteAll(testsvc.Context(t, time.Minute), "t1")
 	require.False(t, report.HasFailures())
 	require.Empty(t, report.Failed)
 	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(3), "redis:sessions": res(5), "dynamodb:audit_logs": res(8)}, report.Succeeded)
@@ -111,7 +113,7 @@ func TestDeleteAllAllSucceed(t *testing.T) {
 
 func TestDeleteAllFirstFailsRestStillRun(t *testing.T) {
 	src := newMem("a", seeded(4, errDown), "b", seeded(5, nil), "c", seeded(6, nil))
-	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteAll(context.Background(), "t1")
+	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteAll(testsvc.Context(t, time.Minute), "t1")
 	require.True(t, report.HasFailures())
 	require.Len(t, report.Failed, 1)
 	require.Equal(t, "a", report.Failed[0].Deleter)
@@ -123,7 +125,7 @@ func TestDeleteAllFirstFailsRestStillRun(t *testing.T) {
 
 func TestDeleteAllLastFailsEarlierResultsKept(t *testing.T) {
 	src := newMem("a", seeded(4, nil), "b", seeded(5, nil), "c", seeded(6, errDown))
-	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteAll(context.Background(), "t1")
+	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteAll(testsvc.Context(t, time.Minute), "t1")
 	require.True(t, report.HasFailures())
 	require.Equal(t, map[string]deletion.Result{"a": res(4), "b": res(5)}, report.Succeeded)
 	require.Equal(t, "c", report.Failed[0].Deleter)
@@ -131,7 +133,7 @@ func TestDeleteAllLastFailsEarlierResultsKept(t *testing.T) {
 
 func TestDeleteAllAllFail(t *testing.T) {
 	src := newMem("a", seeded(4, errDown), "b", seeded(5, errDown), "c", seeded(6, sdk.Permanent(errors.New("permission denied"))))
-	report := deletion.NewRegistry(src, func() int { return 2 }).DeleteAll(context.Background(), "t1")
+	report := deletion.NewRegistry(src, func() int { return 2 }).DeleteAll(testsvc.Context(t, time.Minute), "t1")
 	require.Empty(t, report.Succeeded)
 	require.Len(t, report.Failed, 3)
 	var names []string
@@ -148,7 +150,7 @@ func TestHasFailures(t *testing.T) {
 
 func TestUnknownDeleterIsAFailureNotAPanic(t *testing.T) {
 	src := newMem("a", seeded(1, nil))
-	report := deletion.NewRegistry(src, nil).DeleteSome(context.Background(), "t1", []string{"a", "ghost"}, nil)
+	report := deletion.NewRegistry(src, nil).DeleteSome(testsvc.Context(t, time.Minute), "t1", []string{"a", "ghost"}, nil)
 	require.Equal(t, map[string]deletion.Result{"a": res(1)}, report.Succeeded)
 	require.Equal(t, "ghost", report.Failed[0].Deleter)
 }
@@ -161,7 +163,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		d.maxPar, d.running, d.delay = &maxPar, &running, 30*time.Millisecond
 		specs = append(specs, fmt.Sprint("d", i), d)
 	}
-	report := deletion.NewRegistry(newMem(specs...), func() int { return 3 }).DeleteAll(context.Background(), "t1")
+	report := deletion.NewRegistry(newMem(specs...), func() int { return 3 }).DeleteAll(testsvc.Context(t, time.Minute), "t1")
 	require.Len(t, report.Succeeded, 8)
 	require.LessOrEqual(t, maxPar.Load(), int32(3))
 	require.GreaterOrEqual(t, maxPar.Load(), int32(2), "deleters do run in parallel")
@@ -169,7 +171,7 @@ func TestConcurrencyLimit(t *testing.T) {
 
 func TestCountAllReportsEveryFailure(t *testing.T) {
 	src := newMem("a", seeded(4, nil), "b", seeded(5, nil))
-	report := deletion.NewRegistry(src, nil).CountSome(context.Background(), "t1", []string{"a", "missing", "b", "gone"})
+	report := deletion.NewRegistry(src, nil).CountSome(testsvc.Context(t, time.Minute), "t1", []string{"a", "missing", "b", "gone"})
 	require.Equal(t, map[string]int64{"a": 4, "b": 5}, report.Counts)
 	var failed []string
 	for _, f := range report.Failed {

@@ -1,7 +1,6 @@
 package deletion_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -42,17 +41,18 @@ func run(t *testing.T, st deletion.JobStore, src deletion.Deleters, cfg func(*de
 		}
 		return c
 	}, hclog.NewNullLogger(), nil, nil)
-	require.NoError(t, r.Start(context.Background()))
-	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+	require.NoError(t, r.Start(testsvc.Context(t, time.Minute)))
+	t.Cleanup(func() { _ = r.Stop(testsvc.Context(t, time.Minute)) })
 	return deletion.NewService(st, reg, r, func() string { return "uuid" })
 }
 
 func waitFor(t *testing.T, st deletion.JobStore, tenant string, cond func(j *deletion.Job) bool, what string) *deletion.Job {
 	t.Helper()
 	var job *deletion.Job
+	ctx := testsvc.Context(t, time.Minute)
 	testsvc.Eventually(t, 20*time.Second, func() bool {
 		var err error
-		job, err = st.LatestDeletionJob(context.Background(), tenant)
+		job, err = st.LatestDeletionJob(ctx, tenant)
 		return err == nil && cond(job)
 	}, "%s (job: %+v)", what, job)
 	return job
@@ -75,7 +75,7 @@ func deleterJSON(j deletion.JobJSON, name string) deletion.DeleterJSON {
 // attempt and the count now, as it does for the deleter's total.
 func TestBreakdownIsExactAcrossADeadDaemon(t *testing.T) {
 	bothStores(t, func(t *testing.T, st store.Store) {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		d := tables(tenant, map[string]int64{"public.steps": 8, "public.instances": 4}, "other", map[string]int64{"public.steps": 5})
 		src := configured("postgres:app", d)
 		job, _, err := st.CreateDeletionJob(ctx, tenant, src.names, time.Now())
@@ -110,7 +110,7 @@ func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
 		d.failAfter = 8
 		src := configured("postgres:app", d)
 		svc := run(t, st, src, nil)
-		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
 		pj := partial.ToJSON()
@@ -135,7 +135,7 @@ func TestBreakdownFromCountsWhenThePluginReportsNone(t *testing.T) {
 	d.noDeleteBreakdown = true
 	st := openSQLite(t)
 	svc := run(t, st, configured("redis:sessions", d), nil)
-	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	j := waitFor(t, st, tenant, completed, "job completes").ToJSON()
 	require.Equal(t, deletion.Result{DeletedCount: 7, Breakdown: map[string]int64{"session:{tenant}:*": 5, "csrf:{tenant}:*": 2}},
@@ -150,7 +150,7 @@ func TestStoredNonCanonicalIDRunsWithTheCanonicalID(t *testing.T) {
 	bothStores(t, func(t *testing.T, st store.Store) {
 		d := tables(lower, map[string]int64{"k": 3}, upper, map[string]int64{"k": 7})
 		src := configured("redis:sessions", d)
-		_, _, err := st.CreateDeletionJob(context.Background(), upper, src.names, time.Now())
+		_, _, err := st.CreateDeletionJob(testsvc.Context(t, time.Minute), upper, src.names, time.Now())
 		require.NoError(t, err)
 		run(t, st, src, nil)
 		done := waitFor(t, st, upper, completed, "job completes")
@@ -167,7 +167,7 @@ func TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin(t *testing.T) {
 	st := openSQLite(t)
 	d := tables("acme", map[string]int64{"k": 3})
 	src := configured("redis:sessions", d)
-	_, _, err := st.CreateDeletionJob(context.Background(), "acme", src.names, time.Now())
+	_, _, err := st.CreateDeletionJob(testsvc.Context(t, time.Minute), "acme", src.names, time.Now())
 	require.NoError(t, err)
 	run(t, st, src, nil)
 	job := waitFor(t, st, "acme", func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "attempt refused")
@@ -186,7 +186,7 @@ func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
 		b := tables(tenant, map[string]int64{"k": 5}, "other", map[string]int64{"k": 1})
 		src := configured("a", a)
 		svc := run(t, st, src, nil)
-		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 		require.NoError(t, err)
 		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
 
@@ -219,7 +219,7 @@ func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
 		}
 		steady := tables(tenant, map[string]int64{"u": 1})
 		svc := run(t, st, configured("flaky", d, "steady", steady), nil)
-		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification fails")
 		require.False(t, partial.Verified)
@@ -240,7 +240,7 @@ func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
 // counted, so the job cannot be verified.
 func TestSucceededDeleterNoLongerConfiguredIsNotVerified(t *testing.T) {
 	bothStores(t, func(t *testing.T, st store.Store) {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		a := tables(tenant, map[string]int64{"t": 2})
 		job, _, err := st.CreateDeletionJob(ctx, tenant, []string{"a", "gone"}, time.Now())
 		require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestCountThatDisagreesWithItsBreakdownIsNotVerified(t *testing.T) {
 	d := tables(tenant, map[string]int64{"t": 3})
 	d.lieAfterDelete = true
 	svc := run(t, st, configured("liar", d), nil)
-	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification refuses")
 	require.False(t, partial.Verified)

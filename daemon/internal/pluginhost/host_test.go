@@ -73,7 +73,7 @@ env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, h.Start(ctx))
-	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	t.Cleanup(func() { _ = h.Stop(testsvc.Context(t, time.Minute)) })
 	return h, logs
 }
 
@@ -310,7 +310,7 @@ func TestKill9MidCallRestartsPlugin(t *testing.T) {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.Delete(context.Background(), &sdk.DeleteRequest{TenantID: "t1"}, func(int64) { once.Do(func() { close(progressed) }) })
+		_, err := d.Delete(testsvc.Context(t, time.Minute), &sdk.DeleteRequest{TenantID: "t1"}, func(int64) { once.Do(func() { close(progressed) }) })
 		done <- err
 	}()
 	<-progressed
@@ -389,7 +389,7 @@ func TestHostEnvironmentIsNotInherited(t *testing.T) {
 func TestStopLeavesNoProcess(t *testing.T) {
 	h, _ := newHost(t, "", basic)
 	pid := status(t, h, "test:a").PID
-	require.NoError(t, h.Stop(context.Background()))
+	require.NoError(t, h.Stop(testsvc.Context(t, time.Minute)))
 	require.Error(t, syscall.Kill(pid, 0), "plugin process ended")
 	require.Equal(t, pluginhost.StateStopped, status(t, h, "test:a").State)
 }

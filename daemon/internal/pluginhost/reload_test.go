@@ -52,7 +52,7 @@ seed = { t1 = 1 }
 `, filepath.Dir(misbehave(t)))
 	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "c.toml"), os.LookupEnv)
 	require.NoError(t, err)
-	h.Reconcile(context.Background(), app.PluginOptions(cfg))
+	h.Reconcile(testsvc.Context(t, time.Minute), app.PluginOptions(cfg))
 	testsvc.Eventually(t, 30*time.Second, func() bool { return h.Check("test:c") == nil }, "test:c started")
 	require.Equal(t, []string{"test:a", "test:c"}, h.DeleterNames())
 	require.Equal(t, pidA, status(t, h, "test:a").PID, "unchanged plugin kept running")
@@ -85,7 +85,7 @@ env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, h.Start(ctx))
-	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	t.Cleanup(func() { _ = h.Stop(testsvc.Context(t, time.Minute)) })
 	require.Equal(t, "format=uuid", status(t, h, "test:a").Version)
 	pid := status(t, h, "test:a").PID
 
