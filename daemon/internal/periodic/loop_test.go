@@ -68,31 +68,14 @@ type fixture struct {
 	rec  *recorder
 	loop *Loop
 	reg  *prometheus.Registry
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs *testsvc.SyncBuffer
 }
 
 // setup starts a loop named "job" around a recorder; edit adjusts the
 // config first. The loop is stopped when the test ends.
 func setup(t *testing.T, edit func(*Config)) *fixture {
 	t.Helper()
-	f := &fixture{rec: newRecorder(), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	f := &fixture{rec: newRecorder(), reg: prometheus.NewRegistry(), logs: &testsvc.SyncBuffer{}}
 	cfg := Config{
 		Name: "test", Job: "job", Interval: func() time.Duration { return time.Hour },
 		Pass: f.rec.pass, Metrics: New(f.reg),
@@ -148,20 +131,49 @@ func (f *fixture) noSuccess(t *testing.T) {
 	require.False(t, ok, "no success recorded")
 }
 
-func TestLoopRunsAtStartThenWaitsForInterval(t *testing.T) {
-	t.Parallel()
-	f := setup(t, nil)
-	f.rec.next(t)
-	f.answer(Done, nil)
-	f.rec.none(t, 100*time.Millisecond) // the interval is an hour
+// step is one move of a scripted loop test.
+type step func(t *testing.T, f *fixture)
+
+var (
+	next = func(t *testing.T, f *fixture) { f.rec.next(t) }
+	kick = func(_ *testing.T, f *fixture) { f.loop.Kick() }
+	none = func(t *testing.T, f *fixture) { f.rec.none(t, 100*time.Millisecond) }
+)
+
+func answer(o Outcome, err error) step {
+	return func(_ *testing.T, f *fixture) { f.answer(o, err) }
 }
 
-func TestLoopRunsAgainAfterEachInterval(t *testing.T) {
+// TestLoopSchedulesPasses scripts when passes start: the interval is an
+// hour unless a case says otherwise, so a pass that starts came from the
+// start, a kick or a More.
+func TestLoopSchedulesPasses(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *Config) { c.Interval = func() time.Duration { return 20 * time.Millisecond } })
-	for range 3 {
-		f.rec.next(t)
-		f.answer(Done, nil)
+	tests := map[string]struct {
+		interval time.Duration
+		steps    []step
+	}{
+		"a pass at start, then the interval": {steps: []step{next, answer(Done, nil), none}},
+		"a pass after each interval": {interval: 20 * time.Millisecond,
+			steps: []step{next, answer(Done, nil), next, answer(Done, nil), next, answer(Done, nil)}},
+		"a kick starts the next pass now":        {steps: []step{next, answer(Done, nil), kick, next, answer(Done, nil), none}},
+		"kicks during a pass make one more pass": {steps: []step{next, kick, kick, kick, answer(Done, nil), next, answer(Done, nil), none}},
+		"More runs again at once":                {steps: []step{next, answer(More, nil), next, answer(Done, nil), none}},
+		"a failed More waits":                    {steps: []step{next, answer(More, errors.New("boom")), none}},
+		"Skipped waits":                          {steps: []step{next, answer(Skipped, nil), none}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, func(c *Config) {
+				if tc.interval > 0 {
+					c.Interval = func() time.Duration { return tc.interval }
+				}
+			})
+			for _, s := range tc.steps {
+				s(t, f)
+			}
+		})
 	}
 }
 
@@ -172,48 +184,6 @@ func TestLoopFirstDelay(t *testing.T) {
 	f.rec.next(t)
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
 	f.answer(Done, nil)
-}
-
-func TestLoopKickStartsTheNextPassNow(t *testing.T) {
-	t.Parallel()
-	f := setup(t, nil)
-	f.rec.next(t)
-	f.answer(Done, nil)
-	f.loop.Kick()
-	f.rec.next(t)
-	f.answer(Done, nil)
-	f.rec.none(t, 100*time.Millisecond)
-}
-
-func TestLoopKicksDuringAPassMakeOneMorePass(t *testing.T) {
-	t.Parallel()
-	f := setup(t, nil)
-	f.rec.next(t)
-	f.loop.Kick()
-	f.loop.Kick()
-	f.loop.Kick()
-	f.answer(Done, nil)
-	f.rec.next(t)
-	f.answer(Done, nil)
-	f.rec.none(t, 100*time.Millisecond)
-}
-
-func TestLoopMoreRunsAgainAtOnce(t *testing.T) {
-	t.Parallel()
-	f := setup(t, nil)
-	f.rec.next(t)
-	f.answer(More, nil)
-	f.rec.next(t)
-	f.answer(Done, nil)
-	f.rec.none(t, 100*time.Millisecond)
-}
-
-func TestLoopFailedMoreWaits(t *testing.T) {
-	t.Parallel()
-	f := setup(t, nil)
-	f.rec.next(t)
-	f.answer(More, errors.New("boom"))
-	f.rec.none(t, 100*time.Millisecond)
 }
 
 func TestLoopRecordsSuccessOnlyForSucceededPasses(t *testing.T) {
@@ -276,6 +246,25 @@ func TestLoopStopDuringAPassCancelsItAndWaits(t *testing.T) {
 	f.noSuccess(t)
 }
 
+// A pass cut short by a stop may fail with anything (a driver's "conn
+// closed"): while the loop is stopping, that is not logged.
+func TestLoopAnyErrorOfAStoppingPassIsNotLogged(t *testing.T) {
+	t.Parallel()
+	logs := &testsvc.SyncBuffer{}
+	started := make(chan struct{})
+	loop := NewLoop(Config{Name: "test", Interval: func() time.Duration { return time.Hour },
+		Log: hclog.New(&hclog.LoggerOptions{Output: logs}),
+		Pass: func(ctx context.Context) (Outcome, error) {
+			close(started)
+			<-ctx.Done()
+			return Done, errors.New("driver: conn closed")
+		}})
+	require.NoError(t, loop.Start(testsvc.Context(t, 10*time.Second)))
+	<-started
+	require.NoError(t, loop.Stop(testsvc.Context(t, 10*time.Second)))
+	require.Empty(t, logs.String())
+}
+
 func TestLoopStopGivesUpWithItsContext(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder()
@@ -298,15 +287,22 @@ func TestLoopStopGivesUpWithItsContext(t *testing.T) {
 func TestLoopDoubleStopAndStopBeforeStart(t *testing.T) {
 	t.Parallel()
 	ctx := testsvc.Context(t, 10*time.Second)
+	passes := make(chan struct{}, 10)
 	loop := NewLoop(Config{Interval: func() time.Duration { return time.Hour },
-		Pass: func(context.Context) (Outcome, error) { return Done, nil }})
+		Pass: func(context.Context) (Outcome, error) { passes <- struct{}{}; return Done, nil }})
 	require.NoError(t, loop.Stop(ctx), "never started")
 	require.NoError(t, loop.Start(ctx))
+	<-passes
 	require.NoError(t, loop.Stop(ctx))
 	require.NoError(t, loop.Stop(ctx))
 
 	var wg sync.WaitGroup
-	require.NoError(t, loop.Start(ctx), "a stopped loop starts again")
+	require.NoError(t, loop.Start(ctx))
+	select {
+	case <-passes:
+	case <-ctx.Done():
+		t.Fatal("a stopped loop did not start again")
+	}
 	for range 4 {
 		wg.Add(1)
 		go func() {

@@ -52,11 +52,13 @@ func newHost(t *testing.T, mode string, blocks string) (*pluginhost.Host, *syncB
 	return newHostIn(t, mode, filepath.Dir(misbehave(t)), blocks)
 }
 
-func newHostIn(t *testing.T, mode, pluginDir string, blocks string) (*pluginhost.Host, *syncBuf) {
-	t.Setenv("TESTPLUGIN_MODE", mode)
+// parseConfig is a config with the host tests' [plugins] settings; daemon
+// adds lines to [daemon], blocks are the plugin blocks.
+func parseConfig(t *testing.T, pluginDir, daemon, blocks string) *config.Config {
 	text := fmt.Sprintf(`version = 1
 [daemon]
 plugin_dir = %q
+%s
 [plugins]
 start_timeout = "5s"
 call_timeout = "10s"
@@ -64,9 +66,15 @@ restart_initial_delay = "100ms"
 restart_max_delay = "500ms"
 shutdown_timeout = "2s"
 env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
-%s`, pluginDir, blocks)
+%s`, pluginDir, daemon, blocks)
 	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
 	require.NoError(t, err)
+	return cfg
+}
+
+func newHostIn(t *testing.T, mode, pluginDir string, blocks string) (*pluginhost.Host, *syncBuf) {
+	t.Setenv("TESTPLUGIN_MODE", mode)
+	cfg := parseConfig(t, pluginDir, "", blocks)
 	logs := &syncBuf{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace, JSONFormat: true})
 	h := pluginhost.New(app.PluginOptions(cfg), log, prometheus.NewRegistry())

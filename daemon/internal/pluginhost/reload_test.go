@@ -3,7 +3,6 @@ package pluginhost_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -29,16 +28,7 @@ plugin = "misbehave"
 `)
 	pidA := status(t, h, "test:a").PID
 	pidB := status(t, h, "test:b").PID
-	text := fmt.Sprintf(`version = 1
-[daemon]
-plugin_dir = %q
-[plugins]
-start_timeout = "5s"
-call_timeout = "10s"
-restart_initial_delay = "100ms"
-restart_max_delay = "500ms"
-shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
+	cfg := parseConfig(t, filepath.Dir(misbehave(t)), "", `
 [[deleter]]
 name = "test:a"
 plugin = "misbehave"
@@ -49,9 +39,7 @@ name = "test:c"
 plugin = "misbehave"
 [deleter.config]
 seed = { t1 = 1 }
-`, filepath.Dir(misbehave(t)))
-	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "c.toml"), os.LookupEnv)
-	require.NoError(t, err)
+`)
 	h.Reconcile(testsvc.Context(t, time.Minute), app.PluginOptions(cfg))
 	testsvc.Eventually(t, 30*time.Second, func() bool { return h.Check("test:c") == nil }, "test:c started")
 	require.Equal(t, []string{"test:a", "test:c"}, h.DeleterNames())
@@ -65,21 +53,7 @@ seed = { t1 = 1 }
 func TestTenantIDFormatIsSentAndReloaded(t *testing.T) {
 	t.Setenv("TESTPLUGIN_MODE", "format-version")
 	parse := func(format string) *config.Config {
-		text := fmt.Sprintf(`version = 1
-[daemon]
-plugin_dir = %q
-tenant_id_format = %q
-[plugins]
-start_timeout = "5s"
-call_timeout = "10s"
-restart_initial_delay = "100ms"
-restart_max_delay = "500ms"
-shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
-%s`, filepath.Dir(misbehave(t)), format, basic)
-		cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
-		require.NoError(t, err)
-		return cfg
+		return parseConfig(t, filepath.Dir(misbehave(t)), fmt.Sprintf("tenant_id_format = %q", format), basic)
 	}
 	h := pluginhost.New(app.PluginOptions(parse("uuid")), hclog.NewNullLogger(), prometheus.NewRegistry())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
