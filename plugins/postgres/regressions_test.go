@@ -5,7 +5,6 @@ package main
 // what is true). Each failed against the first version of the model.
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"testing"
@@ -23,7 +22,7 @@ func (e *schemaEnv) role(t *testing.T, prefix, options string) string {
 	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1_000_000_000)
 	e.exec(t, `CREATE ROLE `+name+` `+options)
 	t.Cleanup(func() {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		_, _ = e.pool.Exec(ctx, `REASSIGN OWNED BY `+name+` TO postgres`)
 		_, _ = e.pool.Exec(ctx, `DROP OWNED BY `+name)
 		_, _ = e.pool.Exec(ctx, `DROP ROLE `+name)
