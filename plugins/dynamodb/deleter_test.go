@@ -33,6 +33,7 @@ import (
 )
 
 func TestComputeBackoff(t *testing.T) {
+	t.Parallel()
 	// Seed 000's four cases.
 	require.Equal(t, 100*time.Millisecond, computeBackoff(0))
 	require.Equal(t, 200*time.Millisecond, computeBackoff(1))
@@ -205,6 +206,7 @@ func setupNumeric(t testing.TB) *fixture {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	// With UUIDs; and with a format that accepts nearly anything, so that
 	// the kit seeds bystanders like A+":x", " "+A and A in upper case, and
 	// sends hostile ids the plugin must treat as data.
@@ -234,6 +236,7 @@ func TestConformance(t *testing.T) {
 // ("+1001", "1001.0", "1001e0", " 1001") reach the plugin, which must refuse
 // them instead of deleting tenant 1001.
 func TestConformanceNumericKey(t *testing.T) {
+	t.Parallel()
 	f := setupNumeric(t)
 	var next atomic.Int64
 	next.Store(999)
@@ -345,6 +348,7 @@ func deleterVia(t *testing.T, f *fixture, endpoint string, concurrency int) sdk.
 }
 
 func TestUnprocessedItemsRetriedAndCountedExactly(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	proxy := &throttlingProxy{target: f.endpoint, mode: "half"}
 	srv := httptest.NewServer(proxy)
@@ -367,6 +371,7 @@ func TestUnprocessedItemsRetriedAndCountedExactly(t *testing.T) {
 }
 
 func TestUnprocessedItemsGiveUpAfterFiveRetries(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	proxy := &throttlingProxy{target: f.endpoint, mode: "all"}
 	srv := httptest.NewServer(proxy)
@@ -395,6 +400,7 @@ func TestUnprocessedItemsGiveUpAfterFiveRetries(t *testing.T) {
 }
 
 func TestStoreDownIsRetryable(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	d := deleterVia(t, f, f.endpoint, 2)
 	f.Seed(t, "t", 5)

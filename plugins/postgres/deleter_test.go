@@ -74,6 +74,7 @@ func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 func binary(t testing.TB) string { return testsvc.Binary(t, "lifecycled-plugin-postgres") }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	t.Run("uuid", func(t *testing.T) { conformance(t, "") })
 	t.Run("permissive", func(t *testing.T) { conformance(t, `^[A-Za-z0-9:._/ +-]{1,64}$`) })
 }
@@ -99,6 +100,7 @@ func conformance(t *testing.T, format string) {
 }
 
 func TestDiscoverOrdersChildFirstAndUUIDColumns(t *testing.T) {
+	t.Parallel()
 	dsn, pool := setupDB(t, "uuid")
 	f := &fixture{dsn: dsn, pool: pool}
 	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
@@ -130,6 +132,7 @@ func TestDiscoverOrdersChildFirstAndUUIDColumns(t *testing.T) {
 }
 
 func TestDiscoverRejectsCyclesAndWarnsAboutMissingIndexes(t *testing.T) {
+	t.Parallel()
 	dsn := testsvc.PGDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -160,6 +163,7 @@ func TestDiscoverRejectsCyclesAndWarnsAboutMissingIndexes(t *testing.T) {
 }
 
 func TestPasswordFromConfigAndScrubbed(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin, err := pgxpool.New(ctx, testsvc.PGAdminDSN())

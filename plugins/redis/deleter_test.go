@@ -133,6 +133,7 @@ func buildPlugin(t *testing.T) string {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	// The default UUID format with ':' after {tenant}; and a format that
 	// accepts nearly anything but '|', with '|' after {tenant}, so that the
 	// kit seeds bystanders like A+":x" and " "+A and sends hostile ids with
@@ -164,6 +165,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestGlobEscape(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"550e8400-e29b-41d4-a716-446655440000": `550e8400\-e29b\-41d4\-a716\-446655440000`,
 		"a*b?c[d]e\\f^g":                       `a\*b\?c\[d\]e\\f\^g`,
@@ -180,6 +182,7 @@ func TestGlobEscape(t *testing.T) {
 }
 
 func TestStoreDownIsRetryableAndPartial(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
@@ -208,6 +211,7 @@ func TestStoreDownIsRetryableAndPartial(t *testing.T) {
 }
 
 func TestPasswordNeverLeaves(t *testing.T) {
+	t.Parallel()
 	p := plugintest.Launch(t, buildPlugin(t), sdk.KindTenantDeleter)
 	d := p.Deleter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -222,6 +226,7 @@ func TestPasswordNeverLeaves(t *testing.T) {
 // TestDeleteBreakdownPerPattern: Delete says how many keys each pattern
 // lost, as Count said beforehand, so that a report shows what went.
 func TestDeleteBreakdownPerPattern(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
