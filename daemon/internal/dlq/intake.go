@@ -20,11 +20,12 @@ type IntakeConfig struct {
 	Wait      time.Duration // how long a fetch waits for a first message
 }
 
-// Intake runs one loop per configured source: fetch a batch, store it in one
-// round trip, then commit it. A batch that cannot be stored is retried as is
-// and nothing after it is fetched, so no offset is ever committed past a
-// message that is not stored: at-least-once, no loss; redeliveries are
-// absorbed by the unique position.
+// Intake runs one pipeline per configured source (see loop): it fetches
+// ahead while earlier batches are stored by several workers, and commits
+// stored batches in fetch order. A batch that cannot be stored is retried as
+// is and every later commit waits for it, so no offset is ever committed
+// past a message that is not stored: at-least-once, no loss; redeliveries
+// are absorbed by the unique position.
 type Intake struct {
 	store   Store
 	sources Sources
