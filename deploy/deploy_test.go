@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,33 +17,50 @@ import (
 )
 
 func TestAlertRulesPassPromtool(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("promtool"); err != nil {
 		t.Fatal("promtool is needed (Debian package prometheus; make test-deps installs it)")
 	}
-	out, err := exec.Command("promtool", "check", "rules", "prometheus/alerts.yml").CombinedOutput()
+	ctx := testsvc.Context(t, 2*time.Minute)
+	out, err := exec.CommandContext(ctx, "promtool", "check", "rules", "prometheus/alerts.yml").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	out, err = exec.Command("promtool", "test", "rules", "prometheus/alerts_test.yml").CombinedOutput()
+	out, err = exec.CommandContext(ctx, "promtool", "test", "rules", "prometheus/alerts_test.yml").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 }
 
-func TestSystemdUnitVerifies(t *testing.T) {
-	if _, err := exec.LookPath("systemd-analyze"); err != nil {
-		t.Skip("systemd-analyze not installed")
-	}
+// unitSettings are the unit's lines that the daemon and docs/operations.md
+// rely on.
+var unitSettings = []string{"Type=notify", "KillMode=mixed", "NoNewPrivileges=yes", "ProtectSystem=strict",
+	"CapabilityBoundingSet=\n", "PrivateTmp=yes", "StateDirectory=lifecycled", "RuntimeDirectory=lifecycled",
+	"RestartPreventExitStatus=78", "WatchdogSec=", "ExecReload=/bin/kill -HUP $MAINPID"}
+
+func systemdUnit(t *testing.T) string {
+	t.Helper()
 	unit, err := os.ReadFile("systemd/lifecycled.service")
 	require.NoError(t, err)
-	text := string(unit)
-	for _, want := range []string{"Type=notify", "KillMode=mixed", "NoNewPrivileges=yes", "ProtectSystem=strict",
-		"CapabilityBoundingSet=\n", "PrivateTmp=yes", "StateDirectory=lifecycled", "RuntimeDirectory=lifecycled",
-		"RestartPreventExitStatus=78", "WatchdogSec=", "ExecReload=/bin/kill -HUP $MAINPID"} {
+	return string(unit)
+}
+
+// TestSystemdUnitSettings needs no tool: it runs everywhere.
+func TestSystemdUnitSettings(t *testing.T) {
+	t.Parallel()
+	text := systemdUnit(t)
+	for _, want := range unitSettings {
 		require.Contains(t, text, want)
 	}
+}
+
+func TestSystemdUnitVerifies(t *testing.T) {
+	t.Parallel()
+	analyze := testsvc.Tool(t, "systemd-analyze", "Debian package systemd; make test-deps installs it")
+	text := systemdUnit(t)
 	// verify needs the ExecStart binary to exist; point it at a real build.
 	bin := filepath.Join(testsvc.Binaries(t), "lifecycled")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "lifecycled.service")
 	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(text, "/usr/bin/lifecycled", bin)), 0o644))
-	out, err := exec.Command("systemd-analyze", "verify", path).CombinedOutput()
+	ctx := testsvc.Context(t, 2*time.Minute)
+	out, err := exec.CommandContext(ctx, analyze, "verify", path).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Empty(t, strings.TrimSpace(string(out)), "systemd-analyze verify warnings")
 }

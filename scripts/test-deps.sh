@@ -13,6 +13,8 @@ have npm || need_apt+=(npm)
 have kcat || need_apt+=(kcat)
 have promtool || need_apt+=(prometheus)
 have protoc || need_apt+=(protobuf-compiler)
+have systemd-analyze || need_apt+=(systemd)
+have curl || need_apt+=(curl)
 have psql || need_apt+=(postgresql-client)
 have_initdb() { [ -x "$(pg_config --bindir 2>/dev/null)/initdb" ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
 if [ -z "${LIFECYCLED_TEST_PG:-}" ] && ! have_initdb; then need_apt+=(postgresql); fi
@@ -43,4 +45,4 @@ if [ ! -f test/dynalite/node_modules/dynalite/cli.js ] || [ test/dynalite/packag
   echo "test-deps: installing dynalite"
   npm ci --prefix test/dynalite --no-audit --no-fund --loglevel=error >/dev/null
 fi
-echo "test-deps: ok (PostgreSQL, redis-server, dynalite, kcat, promtool, protoc)"
+echo "test-deps: ok (PostgreSQL, redis-server, dynalite, kcat, promtool, protoc, systemd-analyze, curl)"

@@ -161,9 +161,28 @@ func InvalidArgument(format string, args ...any) error {
 }
 
 // Unavailable reports that the store cannot be reached now (retryable).
-func Unavailable(err error) error {
+func Unavailable(err error) error { return withCode(err, ClassRetryable, CodeUnavailable) }
+
+// NotFound reports that what the config names does not exist (a table, a
+// topic): permanent until the config or the store changes.
+func NotFound(err error) error { return withCode(err, ClassPermanent, CodeNotFound) }
+
+// Invalid reports a request the store refuses as such (a tenant id that does
+// not fit the column type): permanent.
+func Invalid(err error) error { return withCode(err, ClassPermanent, CodeInvalidArgument) }
+
+// Unsupported reports an operation this plugin or store cannot do: permanent.
+func Unsupported(err error) error { return withCode(err, ClassPermanent, CodeUnsupported) }
+
+// withCode gives err a class and a code. The error built keeps err as its
+// cause, for errors.Is and errors.As on the plugin's side; only the message
+// and the meaning cross to the daemon.
+func withCode(err error, class Class, code Code) error {
+	if err == nil {
+		return nil
+	}
 	e := asError(err)
-	e.Class, e.Code = ClassRetryable, CodeUnavailable
+	e.Class, e.Code = class, code
 	return e
 }
 

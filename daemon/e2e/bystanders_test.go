@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ func TestErasureLeavesEveryBystanderUnchanged(t *testing.T) {
 		a := uuid.NewString()
 		upperA, b := strings.ToUpper(a), uuid.NewString()
 		roles := map[string]string{a: "A", b: "B (unrelated UUID)", upperA: "C (A in upper case, a separate string)"}
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		for tenant, n := range map[string]int{a: 30, b: 20} {
 			_, err := seed001.SeedWorkflows(ctx, e.pg, tenant, n)
 			require.NoError(t, err)
@@ -157,7 +156,7 @@ func TestErasureLeavesEveryBystanderUnchanged(t *testing.T) {
 			CREATE INDEX ON accounts (tenant_id);`, "accounts")
 		e.redisPatterns("acct/{tenant}/*")
 		e.dynamoTable(t, "events", types.ScalarAttributeTypeN)
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		// Each spelling below is another spelling of its own bystander, so
 		// that what one spelling did is not hidden by another.
 		for tenant, n := range map[string]int{"7": 5, "70": 3, "4": 6, "5": 2, "6": 3, "8": 4, "1000": 4, "2000": 2} {
@@ -215,7 +214,7 @@ func delimiterEstate(t *testing.T, patterns ...string) (*estate, *testsvc.Daemon
 	const a = "acme"
 	roles := map[string]string{"globex": "B (unrelated)", "acme:eu": "D (A + ':' suffix)", "acme.eu": "E (A + '.' suffix)"}
 	for tenant, n := range map[string]int{a: 5, "globex": 3, "acme:eu": 4, "acme.eu": 6} {
-		_, err := e.pg.Exec(context.Background(), `INSERT INTO notes (tenant_id, body) SELECT $1, 'note ' || g FROM generate_series(1, $2) g`, tenant, n)
+		_, err := e.pg.Exec(testsvc.Context(t, time.Minute), `INSERT INTO notes (tenant_id, body) SELECT $1, 'note ' || g FROM generate_series(1, $2) g`, tenant, n)
 		require.NoError(t, err)
 		e.seedKeys(t, tenant, n)
 		e.seedItems(t, "audit_logs", tenant, n)

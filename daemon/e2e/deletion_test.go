@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -36,7 +35,7 @@ type stores struct {
 }
 
 func newStores(t *testing.T, persistentRedis bool) *stores {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	s := &stores{pgDSN: testsvc.PGDatabase(t), pgBatch: 1000}
 	var err error
 	s.pg, err = pgxpool.New(ctx, s.pgDSN)
@@ -102,7 +101,7 @@ type seeded struct{ pg, redis, dynamo int64 }
 // seed gives a tenant n workflow instances and steps (one definition per
 // ten), n sessions and n csrf keys, and n audit log items.
 func (s *stores) seed(t *testing.T, tenant string, n int) seeded {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	pgRows, err := seed001.SeedWorkflows(ctx, s.pg, tenant, n)
 	require.NoError(t, err)
 	pipe := s.rc.Pipeline()
@@ -118,7 +117,7 @@ func (s *stores) seed(t *testing.T, tenant string, n int) seeded {
 
 // remaining counts a tenant's data in each store with the store's own client.
 func (s *stores) remaining(t *testing.T, tenant string) seeded {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	var out seeded
 	require.NoError(t, s.pg.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM workflow_steps WHERE tenant_id = $1) +

@@ -169,7 +169,7 @@ func consumeRecords(t *testing.T, k *testsvc.KafkaBroker, topic string, n int) [
 			per[r.Partition]++
 			last[r.Partition] = max(last[r.Partition], r.Offset)
 		}
-		ends, err := kadm.NewClient(k.Client(t)).ListEndOffsets(context.Background(), topic)
+		ends, err := kadm.NewClient(k.Client(t)).ListEndOffsets(testsvc.Context(t, time.Minute), topic)
 		require.NoError(t, err)
 		ends.Each(func(o kadm.ListedOffset) {
 			t.Logf("partition %d: end offset %d, consumed %d, last consumed %d", o.Partition, o.Offset, per[o.Partition], last[o.Partition])

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"testing"
@@ -21,7 +20,7 @@ import (
 // search_path). Both deleters now refuse their config, say why, and the job
 // is never verified; nothing changes.
 func TestErasureOnSchemasTheDeleterCannotSeeIsNeverVerified(t *testing.T) {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	dsn := testsvc.PGDatabase(t)
 	pool, err := pgxpool.New(ctx, dsn)
 	require.NoError(t, err)
@@ -34,9 +33,10 @@ func TestErasureOnSchemasTheDeleterCannotSeeIsNeverVerified(t *testing.T) {
 	}
 	mustExec(`CREATE ROLE ` + owner + ` LOGIN`)
 	t.Cleanup(func() {
-		_, _ = pool.Exec(context.Background(), `REASSIGN OWNED BY `+owner+` TO postgres`)
-		_, _ = pool.Exec(context.Background(), `DROP OWNED BY `+owner)
-		_, _ = pool.Exec(context.Background(), `DROP ROLE `+owner)
+		ctx := testsvc.Context(t, time.Minute)
+		_, _ = pool.Exec(ctx, `REASSIGN OWNED BY `+owner+` TO postgres`)
+		_, _ = pool.Exec(ctx, `DROP OWNED BY `+owner)
+		_, _ = pool.Exec(ctx, `DROP ROLE `+owner)
 	})
 	mustExec(`GRANT CREATE ON SCHEMA public TO ` + owner)
 	mustExec(`CREATE SCHEMA extensions; CREATE EXTENSION citext SCHEMA extensions; GRANT USAGE ON SCHEMA extensions TO ` + owner)

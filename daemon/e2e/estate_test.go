@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -48,7 +47,7 @@ type estate struct {
 func newEstate(t *testing.T) *estate {
 	e := &estate{pgDSN: testsvc.PGDatabase(t), dynTables: map[string]types.ScalarAttributeType{}}
 	var err error
-	e.pg, err = pgxpool.New(context.Background(), e.pgDSN)
+	e.pg, err = pgxpool.New(testsvc.Context(t, time.Minute), e.pgDSN)
 	require.NoError(t, err)
 	t.Cleanup(e.pg.Close)
 	e.redis = testsvc.Redis(t)
@@ -61,7 +60,7 @@ func newEstate(t *testing.T) *estate {
 }
 
 func (e *estate) sql(t *testing.T, ddl string, tables ...string) {
-	_, err := e.pg.Exec(context.Background(), ddl)
+	_, err := e.pg.Exec(testsvc.Context(t, time.Minute), ddl)
 	require.NoError(t, err)
 	e.pgTables = append(e.pgTables, tables...)
 }
@@ -80,9 +79,9 @@ func (e *estate) redisPatterns(patterns ...string) {
 
 func (e *estate) dynamoTable(t *testing.T, name string, pk types.ScalarAttributeType) {
 	if pk == types.ScalarAttributeTypeS {
-		require.NoError(t, seed001.CreateAuditLogTable(context.Background(), e.dc, name))
+		require.NoError(t, seed001.CreateAuditLogTable(testsvc.Context(t, time.Minute), e.dc, name))
 	} else {
-		_, err := e.dc.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		_, err := e.dc.CreateTable(testsvc.Context(t, time.Minute), &dynamodb.CreateTableInput{
 			TableName: aws.String(name),
 			AttributeDefinitions: []types.AttributeDefinition{
 				{AttributeName: aws.String("tenant_id"), AttributeType: pk},
@@ -101,14 +100,15 @@ func (e *estate) dynamoTable(t *testing.T, name string, pk types.ScalarAttribute
 
 // seedKeys gives tenant n keys per pattern.
 func (e *estate) seedKeys(t *testing.T, tenant string, n int) {
+	ctx := testsvc.Context(t, time.Minute)
 	pipe := e.rc.Pipeline()
 	for _, p := range e.patterns {
 		for i := 0; i < n; i++ {
 			key := strings.Replace(strings.Replace(p, "{tenant}", tenant, 1), "*", fmt.Sprint(i), 1)
-			pipe.Set(context.Background(), key, fmt.Sprintf("v-%s-%d", tenant, i), 0)
+			pipe.Set(ctx, key, fmt.Sprintf("v-%s-%d", tenant, i), 0)
 		}
 	}
-	_, err := pipe.Exec(context.Background())
+	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
 }
 
@@ -116,11 +116,11 @@ func (e *estate) seedKeys(t *testing.T, tenant string, n int) {
 // table's key type, spelled as given).
 func (e *estate) seedItems(t *testing.T, table, tenant string, n int) {
 	if e.dynTables[table] == types.ScalarAttributeTypeS {
-		require.NoError(t, seed001.PutAuditLogs(context.Background(), e.dc, table, tenant, n))
+		require.NoError(t, seed001.PutAuditLogs(testsvc.Context(t, time.Minute), e.dc, table, tenant, n))
 		return
 	}
 	for i := 0; i < n; i++ {
-		_, err := e.dc.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		_, err := e.dc.PutItem(testsvc.Context(t, time.Minute), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 			"tenant_id": &types.AttributeValueMemberN{Value: tenant},
 			"log_id":    &types.AttributeValueMemberS{Value: fmt.Sprintf("%08d", i)},
 			"action":    &types.AttributeValueMemberS{Value: "login " + tenant},

@@ -198,9 +198,8 @@ func TestIdempotencyMismatchStatus422AndExpiry(t *testing.T) {
 }
 
 func TestIdempotencyKeysAreScopedByCaller(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to make a request as another user")
-	}
+	testsvc.Need(t, os.Getuid() == 0, "needs root to make a request as another user")
+	curl := testsvc.Tool(t, "curl", "Debian package curl; make test-deps installs it")
 	s := newIdemSetup(t, "sqlite", "")
 	d := s.d
 	// Let user nobody reach the socket through its group.
@@ -212,7 +211,7 @@ func TestIdempotencyKeysAreScopedByCaller(t *testing.T) {
 
 	// Another uid sends the same key for another message: not a mismatch
 	// and not a replay of root's answer; its own request runs.
-	cmd := exec.Command("curl", "-sS", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", d.Socket,
+	cmd := exec.CommandContext(testsvc.Context(t, time.Minute), curl, "-sS", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", d.Socket,
 		"-X", "POST", "-H", "Idempotency-Key: "+key, "http://localhost/api/v1/dlq/messages/"+s.ids[1]+"/retry")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out, errOut bytes.Buffer

@@ -36,6 +36,32 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// Need stops the test when something it needs is missing (a program, root):
+// under CI=true it fails, because CI installs everything and a skip there
+// would hide a test that did not run; elsewhere it skips, saying what is
+// missing and how to get it.
+func Need(t testing.TB, ok bool, format string, args ...any) {
+	t.Helper()
+	if ok {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: a missing requirement fails instead of skipping)", msg)
+		return
+	}
+	t.Skip(msg)
+}
+
+// Tool returns the path of a program the test runs; see Need for when it
+// is not installed.
+func Tool(t testing.TB, name, install string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	Need(t, err == nil, "%s is needed (%s)", name, install)
+	return path
+}
+
 // RepoRoot finds the module root (the directory holding go.mod).
 func RepoRoot(t testing.TB) string {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,19 +215,16 @@ func classify(err error) error {
 			"InternalServerError", "ServiceUnavailable", "LimitExceededException", "TransactionConflictException":
 			return sdk.Retryable(err, 0)
 		case "ResourceNotFoundException":
-			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeNotFound, Message: err.Error()}
+			return sdk.NotFound(err)
 		case "ValidationException":
-			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeInvalidArgument, Message: err.Error()}
+			return sdk.Invalid(err)
 		}
 		if apiErr.ErrorFault() == smithy.FaultServer {
 			return sdk.Retryable(err, 0)
 		}
 		return sdk.Permanent(err)
 	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
-		return sdk.Retryable(err, 0)
-	}
+	// Network errors, timeouts and anything unknown may pass.
 	return sdk.Retryable(err, 0)
 }
 

@@ -33,6 +33,7 @@ import (
 )
 
 func TestComputeBackoff(t *testing.T) {
+	t.Parallel()
 	// Seed 000's four cases.
 	require.Equal(t, 100*time.Millisecond, computeBackoff(0))
 	require.Equal(t, 200*time.Millisecond, computeBackoff(1))
@@ -49,7 +50,7 @@ func newClient(t testing.TB, endpoint string) *dynamodb.Client {
 }
 
 func createTable(t testing.TB, c *dynamodb.Client, name string) {
-	require.NoError(t, seed001.CreateAuditLogTable(context.Background(), c, name))
+	require.NoError(t, seed001.CreateAuditLogTable(testsvc.Context(t, time.Minute), c, name))
 }
 
 // fixture seeds and reads a table whose partition key tenant_id is of
@@ -75,10 +76,10 @@ func (f *fixture) key(tenant string) types.AttributeValue {
 
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
 	if f.keyType != types.ScalarAttributeTypeN {
-		require.NoError(t, seed001.PutAuditLogs(context.Background(), f.c, f.table, tenant, n))
+		require.NoError(t, seed001.PutAuditLogs(testsvc.Context(t, time.Minute), f.c, f.table, tenant, n))
 		return int64(n)
 	}
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	for start := 0; start < n; start += 25 {
 		var reqs []types.WriteRequest
 		for i := start; i < min(start+25, n); i++ {
@@ -110,7 +111,7 @@ func (f *fixture) query(t testing.TB, tenant string, count bool) (int64, []map[s
 	var items []map[string]types.AttributeValue
 	p := dynamodb.NewQueryPaginator(f.c, in)
 	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
+		out, err := p.NextPage(testsvc.Context(t, time.Minute))
 		require.NoError(t, err)
 		n += int64(out.Count)
 		items = append(items, out.Items...)
@@ -205,6 +206,7 @@ func setupNumeric(t testing.TB) *fixture {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	// With UUIDs; and with a format that accepts nearly anything, so that
 	// the kit seeds bystanders like A+":x", " "+A and A in upper case, and
 	// sends hostile ids the plugin must treat as data.
@@ -234,6 +236,7 @@ func TestConformance(t *testing.T) {
 // ("+1001", "1001.0", "1001e0", " 1001") reach the plugin, which must refuse
 // them instead of deleting tenant 1001.
 func TestConformanceNumericKey(t *testing.T) {
+	t.Parallel()
 	f := setupNumeric(t)
 	var next atomic.Int64
 	next.Store(999)
@@ -345,6 +348,7 @@ func deleterVia(t *testing.T, f *fixture, endpoint string, concurrency int) sdk.
 }
 
 func TestUnprocessedItemsRetriedAndCountedExactly(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	proxy := &throttlingProxy{target: f.endpoint, mode: "half"}
 	srv := httptest.NewServer(proxy)
@@ -367,6 +371,7 @@ func TestUnprocessedItemsRetriedAndCountedExactly(t *testing.T) {
 }
 
 func TestUnprocessedItemsGiveUpAfterFiveRetries(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	proxy := &throttlingProxy{target: f.endpoint, mode: "all"}
 	srv := httptest.NewServer(proxy)
@@ -395,6 +400,7 @@ func TestUnprocessedItemsGiveUpAfterFiveRetries(t *testing.T) {
 }
 
 func TestStoreDownIsRetryable(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	d := deleterVia(t, f, f.endpoint, 2)
 	f.Seed(t, "t", 5)

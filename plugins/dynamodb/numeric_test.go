@@ -17,6 +17,7 @@ import (
 // DynamoDB compares numbers by value. Every spelling of a number but the
 // canonical one is refused, permanently, and nothing is touched.
 func TestNumericKeyRefusesOtherSpellings(t *testing.T) {
+	t.Parallel()
 	f := setupNumeric(t)
 	tenants := []string{"1000", "1", "10", "100", "0", "4", "5", "-5", "1.5", "0.001", "12345678901234567890123456789012345678"}
 	for _, tenant := range tenants {
@@ -101,6 +102,7 @@ func requirePermanentInvalidArgument(t *testing.T, err error, id string) {
 // TestStringKeyTakesIDsAsTheyAre: with a string key "1000" and "1e3" are
 // two tenants, and the tenant id format decides what reaches the table.
 func TestStringKeyTakesIDsAsTheyAre(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	for _, tenant := range []string{"1000", "1e3", "01000"} {
 		f.Seed(t, tenant, 3)
@@ -121,6 +123,7 @@ func TestStringKeyTakesIDsAsTheyAre(t *testing.T) {
 }
 
 func TestNumberProblem(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{ // id -> part of the problem; "" when canonical
 		"0": "", "1": "", "1000": "", "-5": "", "1.5": "", "-0.5": "", "0.001": "",
 		strings.Repeat("9", 38):                           "",

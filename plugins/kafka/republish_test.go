@@ -20,6 +20,7 @@ import (
 )
 
 func TestErrorClasses(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		err  error
 		want errClass
@@ -51,6 +52,7 @@ func TestErrorClasses(t *testing.T) {
 // After the metadata retries: a topic still unknown is the message's
 // problem (counted), a partition still without a leader the broker's.
 func TestRepublishErrorsAfterTheMetadataWait(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		err       error
 		wantClass sdk.Class
@@ -92,6 +94,7 @@ func configured(t *testing.T, addr string, extra map[string]any) sdk.DLQSource {
 // created: the writer's metadata did not know it yet, and
 // UnknownTopicOrPartition was permanent.
 func TestRepublishToATopicCreatedMomentsAgoSucceeds(t *testing.T) {
+	t.Parallel()
 	broker := testsvc.Kafka(t, 1)
 	f := newFixture(t, broker.Addr)
 	s := configured(t, broker.Addr, nil)
@@ -99,7 +102,7 @@ func TestRepublishToATopicCreatedMomentsAgoSucceeds(t *testing.T) {
 
 	go func() {
 		time.Sleep(1500 * time.Millisecond)
-		_, _ = kadm.NewClient(f.c).CreateTopics(context.Background(), 1, 1, nil, "late.events.v1")
+		_, _ = kadm.NewClient(f.c).CreateTopics(ctx, 1, 1, nil, "late.events.v1")
 	}()
 	var msgs []sdk.RepublishMessage
 	for i := 0; i < 20; i++ {
@@ -115,6 +118,7 @@ func TestRepublishToATopicCreatedMomentsAgoSucceeds(t *testing.T) {
 }
 
 func TestRepublishToATopicThatNeverExistsFailsAloneAfterTheWait(t *testing.T) {
+	t.Parallel()
 	broker := testsvc.Kafka(t, 1)
 	f := newFixture(t, broker.Addr)
 	s := configured(t, broker.Addr, map[string]any{"metadata_wait": "1s"})
@@ -136,6 +140,7 @@ func TestRepublishToATopicThatNeverExistsFailsAloneAfterTheWait(t *testing.T) {
 // A batch of messages that together exceed the broker's limit (1 MB), each
 // well under it, goes through; one message over the limit fails alone.
 func TestRepublishKeepsBatchesUnderTheBrokerLimitAndFailsAnOversizedMessageAlone(t *testing.T) {
+	t.Parallel()
 	broker := testsvc.Kafka(t, 1)
 	f := newFixture(t, broker.Addr)
 	s := configured(t, broker.Addr, nil)

@@ -17,6 +17,7 @@ import (
 // authenticated clients, and checks that bad credentials are refused at
 // Configure with an error the operator can act on.
 func TestSASL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ kfake, config string }{
 		{"PLAIN", "plain"},
 		{"SCRAM-SHA-256", "scram-sha-256"},

@@ -77,6 +77,7 @@ func (f *fixture) Consume(t testing.TB, topic string, n int) []plugintest.Produc
 func binary(t testing.TB) string { return testsvc.Binary(t, "lifecycled-plugin-kafka") }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	broker := testsvc.Kafka(t, 3)
 	plugintest.RunDLQSource(t, plugintest.SourceOptions{
 		Binary:  binary(t),
@@ -93,6 +94,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestNewTopicsArePickedUpAndMapped(t *testing.T) {
+	t.Parallel()
 	broker := testsvc.Kafka(t, 1)
 	f := newFixture(t, broker.Addr)
 	p := plugintest.Launch(t, binary(t), sdk.KindDLQSource)
@@ -122,6 +124,7 @@ func TestNewTopicsArePickedUpAndMapped(t *testing.T) {
 }
 
 func TestBrokerDownRepublishIsRetryable(t *testing.T) {
+	t.Parallel()
 	broker := testsvc.Kafka(t, 1)
 	f := newFixture(t, broker.Addr)
 	p := plugintest.Launch(t, binary(t), sdk.KindDLQSource)
@@ -142,6 +145,7 @@ func TestBrokerDownRepublishIsRetryable(t *testing.T) {
 // protocol 1 the whole fetch failed in gRPC marshalling after the reader had
 // moved past all five.
 func TestFetchCarriesHeaderKeysAsBytes(t *testing.T) {
+	t.Parallel()
 	broker := testsvc.Kafka(t, 1)
 	broker.CreateTopics(t, 1, "bytes.dlq.v1")
 	for i := 0; i < 5; i++ {

@@ -34,9 +34,9 @@ func classify(err error) error {
 			pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "55P03":
 			return sdk.Retryable(err, 0)
 		case strings.HasPrefix(pgErr.Code, "22"): // data exception: the tenant id does not fit the column
-			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeInvalidArgument, Message: err.Error()}
+			return sdk.Invalid(err)
 		case pgErr.Code == "42P01":
-			return &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeNotFound, Message: err.Error()}
+			return sdk.NotFound(err)
 		default:
 			return sdk.Permanent(err)
 		}

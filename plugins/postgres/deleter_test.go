@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ import (
 
 func setupDB(t testing.TB, tenantType string) (string, *pgxpool.Pool) {
 	dsn := testsvc.PGDatabase(t)
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	pool, err := pgxpool.New(ctx, dsn)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -40,7 +39,7 @@ func (f *fixture) Config(testing.TB) map[string]any {
 
 // Seed creates n instances, n steps and one definition per 10 instances.
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	rows, err := seed001.SeedWorkflows(context.Background(), f.pool, tenant, n)
+	rows, err := seed001.SeedWorkflows(testsvc.Context(t, time.Minute), f.pool, tenant, n)
 	require.NoError(t, err)
 	return rows
 }
@@ -48,7 +47,7 @@ func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
 // Checksum hashes every row of the tenant in the three tables.
 func (f *fixture) Checksum(t testing.TB, tenant string) string {
 	var sum string
-	err := f.pool.QueryRow(context.Background(), `SELECT md5(
+	err := f.pool.QueryRow(testsvc.Context(t, time.Minute), `SELECT md5(
 		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_steps x WHERE tenant_id = $1), '') || '#' ||
 		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_instances x WHERE tenant_id = $1), '') || '#' ||
 		coalesce((SELECT string_agg(x::text, '|' ORDER BY x::text) FROM workflow_definitions x WHERE tenant_id = $1), ''))`, tenant).Scan(&sum)
@@ -64,7 +63,7 @@ func (f *fixture) StoresDistinct(id string) bool {
 
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 	var n int64
-	err := f.pool.QueryRow(context.Background(), `SELECT
+	err := f.pool.QueryRow(testsvc.Context(t, time.Minute), `SELECT
 		(SELECT count(*) FROM workflow_steps WHERE tenant_id = $1) +
 		(SELECT count(*) FROM workflow_instances WHERE tenant_id = $1) +
 		(SELECT count(*) FROM workflow_definitions WHERE tenant_id = $1)`, tenant).Scan(&n)
@@ -75,6 +74,7 @@ func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 func binary(t testing.TB) string { return testsvc.Binary(t, "lifecycled-plugin-postgres") }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	t.Run("uuid", func(t *testing.T) { conformance(t, "") })
 	t.Run("permissive", func(t *testing.T) { conformance(t, `^[A-Za-z0-9:._/ +-]{1,64}$`) })
 }
@@ -100,6 +100,7 @@ func conformance(t *testing.T, format string) {
 }
 
 func TestDiscoverOrdersChildFirstAndUUIDColumns(t *testing.T) {
+	t.Parallel()
 	dsn, pool := setupDB(t, "uuid")
 	f := &fixture{dsn: dsn, pool: pool}
 	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
@@ -131,6 +132,7 @@ func TestDiscoverOrdersChildFirstAndUUIDColumns(t *testing.T) {
 }
 
 func TestDiscoverRejectsCyclesAndWarnsAboutMissingIndexes(t *testing.T) {
+	t.Parallel()
 	dsn := testsvc.PGDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -161,6 +163,7 @@ func TestDiscoverRejectsCyclesAndWarnsAboutMissingIndexes(t *testing.T) {
 }
 
 func TestPasswordFromConfigAndScrubbed(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin, err := pgxpool.New(ctx, testsvc.PGAdminDSN())
@@ -177,34 +180,59 @@ func TestPasswordFromConfigAndScrubbed(t *testing.T) {
 	require.NotContains(t, err.Error(), "s3cr3t-from-file")
 }
 
+// TestStoreDownMidDeleteIsPartialAndRetryable takes the database away from
+// the plugin in the middle of a Delete, at a point the test chooses: a lock
+// lets the plugin delete every step but holds its first delete of
+// instances, and the plugin's connections are terminated while it waits.
 func TestStoreDownMidDeleteIsPartialAndRetryable(t *testing.T) {
+	t.Parallel()
 	dsn, pool := setupDB(t, "text")
 	f := &fixture{dsn: dsn, pool: pool}
 	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
 	d := p.Deleter(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 100}, TenantIDFormat: anyTenantID})
+	ctx := testsvc.Context(t, 2*time.Minute)
+	_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn,
+		"tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 100, "lock_timeout": "2m"},
+		TenantIDFormat: anyTenantID})
 	require.NoError(t, err)
-	seeded := f.Seed(t, "victim", 20000)
+	seeded := f.Seed(t, "victim", 2000)
+	f.Seed(t, "bystander", 50)
+	bystanders := f.Checksum(t, "bystander")
+	var steps int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM workflow_steps WHERE tenant_id = 'victim'`).Scan(&steps))
 
-	// Terminate the plugin's connections after its first batches.
-	killed := make(chan struct{})
-	_, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(n int64) {
-		select {
-		case <-killed:
-		default:
-			close(killed)
-			_, _ = pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE application_name = 'lifecycled-plugin-postgres' AND datname = current_database()`)
-		}
-	})
-	if err == nil {
-		t.Skip("delete finished before the connections were terminated")
+	// SHARE lets the plugin read every table, but not delete from this one.
+	lock, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, `LOCK TABLE workflow_instances IN SHARE MODE`)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(int64) {})
+		done <- err
+	}()
+	const plugin = `application_name = 'lifecycled-plugin-postgres' AND datname = current_database()`
+	testsvc.Eventually(t, time.Minute, func() bool {
+		var waiting int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE `+plugin+` AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting > 0
+	}, "the plugin waits for the lock on workflow_instances")
+	_, err = pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE `+plugin)
+	require.NoError(t, err)
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		t.Fatal("Delete did not return after its connections were terminated")
 	}
+	require.NoError(t, lock.Rollback(ctx))
+
+	require.Error(t, err, "the store went away mid-delete")
 	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
 	deleted, ok := sdk.DeletedBefore(err)
 	require.True(t, ok)
+	require.Equal(t, steps, deleted, "every step, and nothing after them")
 	remaining := f.Remaining(t, "victim")
 	require.Equal(t, seeded, deleted+remaining, "the partial count is exact")
 
@@ -213,5 +241,5 @@ func TestStoreDownMidDeleteIsPartialAndRetryable(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, remaining, resp.DeletedCount)
 	require.Zero(t, f.Remaining(t, "victim"))
-	_ = errors.New
+	require.Equal(t, bystanders, f.Checksum(t, "bystander"), "another tenant's rows are untouched")
 }

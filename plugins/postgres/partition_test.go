@@ -27,6 +27,7 @@ INSERT INTO payment SELECT g, 'tenant-b', g + 10, 2.5, '2024-02-15' FROM generat
 `
 
 func TestRangePartitionsDeleteOnlyTheTenant(t *testing.T) {
+	t.Parallel()
 	for name, cfg := range map[string]map[string]any{
 		"tables":   {"tables": []any{"payment", "customer"}, "batch_size": 3},
 		"discover": {"discover": true, "batch_size": 3},
@@ -50,6 +51,7 @@ func TestRangePartitionsDeleteOnlyTheTenant(t *testing.T) {
 }
 
 func TestHashPartitionsByTenantDeleteOnlyTheTenant(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE events (id int NOT NULL, tenant_id text NOT NULL, body text, PRIMARY KEY (tenant_id, id)) PARTITION BY HASH (tenant_id);
 CREATE TABLE events_0 PARTITION OF events FOR VALUES WITH (MODULUS 2, REMAINDER 0);
@@ -64,6 +66,7 @@ INSERT INTO events SELECT g, t, 'e' || g FROM generate_series(1, 10) g, unnest(A
 }
 
 func TestListPartitionsWithDefaultAndSubpartitions(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE accounts (id int PRIMARY KEY, tenant_id text NOT NULL);
 CREATE TABLE invoices (id int NOT NULL, tenant_id text NOT NULL, region text NOT NULL, account_id int NOT NULL REFERENCES accounts (id),
@@ -84,6 +87,7 @@ INSERT INTO invoices SELECT g, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, r, g, 
 }
 
 func TestConfigureRefusesAPartitionListedInsteadOfItsRoot(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, pagilaPayments)
 	_, err := e.configure(t, map[string]any{"tables": []any{"payment_p2024_01", "customer"}})
 	require.Error(t, err)
@@ -91,6 +95,7 @@ func TestConfigureRefusesAPartitionListedInsteadOfItsRoot(t *testing.T) {
 }
 
 func TestAPartitionAttachedAfterConfigureIsDeletedToo(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, pagilaPayments)
 	e.mustConfigure(t, map[string]any{"tables": []any{"payment", "customer"}, "batch_size": 3})
 	e.exec(t, `CREATE TABLE payment_p2024_03 PARTITION OF payment FOR VALUES FROM ('2024-03-01') TO ('2024-04-01');

@@ -17,6 +17,7 @@ INSERT INTO comments SELECT g, CASE WHEN g <= 20 THEN 'a' ELSE 'b' END, CASE WHE
 `
 
 func TestCascadeOrSetNullIntoAnotherTenantIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, action := range []string{"CASCADE", "SET NULL", "SET DEFAULT"} {
 		for mode, cfg := range map[string]map[string]any{
 			"tables":   {"tables": []any{"comments", "posts"}},
@@ -42,6 +43,7 @@ func TestCascadeOrSetNullIntoAnotherTenantIsRefused(t *testing.T) {
 // erasure stops at the referenced table with an error that names the key
 // and counts the rows, and nothing of the other tenant changes.
 func TestPlainKeyFromAnotherTenantStopsTheErasure(t *testing.T) {
+	t.Parallel()
 	for _, action := range []string{"NO ACTION", "RESTRICT"} {
 		t.Run(action, func(t *testing.T) {
 			e := newSchemaEnv(t, withAction(postsAndComments, action))
@@ -63,6 +65,7 @@ func TestPlainKeyFromAnotherTenantStopsTheErasure(t *testing.T) {
 }
 
 func TestCascadeIntoAnUnlistedTableIsCountedOrRefused(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, withAction(postsAndComments, "CASCADE"))
 	// Only posts is listed: A's comments go by cascade and are counted.
 	e.mustConfigure(t, map[string]any{"tables": []any{"posts"}, "batch_size": 2})
@@ -79,6 +82,7 @@ func TestCascadeIntoAnUnlistedTableIsCountedOrRefused(t *testing.T) {
 }
 
 func TestSetNullThatWouldLeaveTheTenantsRowsWithoutTenantIsRefused(t *testing.T) {
+	t.Parallel()
 	// A cycle: projects name their lead task (plain key), tasks belong to a
 	// project with a composite key that nulls tenant_id too on delete.
 	const ddl = `
@@ -122,6 +126,7 @@ UPDATE employee SET reports_to = employee_id - 1 WHERE employee_id > 3001;
 `
 
 func TestSelfReferencingTreeDeletesAtAnyBatchSize(t *testing.T) {
+	t.Parallel()
 	for mode, cfg := range map[string]map[string]any{
 		"tables":   {"tables": []any{"employee"}, "batch_size": 2},
 		"discover": {"discover": true, "batch_size": 2},
@@ -162,6 +167,7 @@ COMMIT;
 `
 
 func TestDeferrableCycleIsDeletedInOneTransaction(t *testing.T) {
+	t.Parallel()
 	for mode, cfg := range map[string]map[string]any{
 		"discover":        {"discover": true, "batch_size": 2},
 		"tables in order": {"tables": []any{"users", "orgs"}},
@@ -179,6 +185,7 @@ func TestDeferrableCycleIsDeletedInOneTransaction(t *testing.T) {
 }
 
 func TestPlainKeyCycleIsRefusedWithAdviceThatWorks(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE a (id int PRIMARY KEY, tenant_id text, b_id int);
 CREATE TABLE b (id int PRIMARY KEY, tenant_id text, a_id int REFERENCES a (id));

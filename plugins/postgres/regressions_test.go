@@ -5,7 +5,6 @@ package main
 // what is true). Each failed against the first version of the model.
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"testing"
@@ -23,7 +22,7 @@ func (e *schemaEnv) role(t *testing.T, prefix, options string) string {
 	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1_000_000_000)
 	e.exec(t, `CREATE ROLE `+name+` `+options)
 	t.Cleanup(func() {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		_, _ = e.pool.Exec(ctx, `REASSIGN OWNED BY `+name+` TO postgres`)
 		_, _ = e.pool.Exec(ctx, `DROP OWNED BY `+name)
 		_, _ = e.pool.Exec(ctx, `DROP ROLE `+name)
@@ -58,6 +57,7 @@ func (e *schemaEnv) count1(t *testing.T, sql string) int64 {
 // reference: another tenant's row referencing the erased tenant's row
 // through ON DELETE CASCADE is deleted by the cascade.
 func TestAttackCharKeyReferencedFromTextColumnEvadesPreflight(t *testing.T) {
+	t.Parallel()
 	for _, typ := range []string{"text", "varchar(8)"} {
 		t.Run(typ, func(t *testing.T) { charKeyInSet(t, typ) })
 	}
@@ -84,6 +84,7 @@ INSERT INTO tasks VALUES (1, 'a', 'P1'), (2, 'b', 'P2'),
 // Same, with tasks outside the set (a cascade target): the tenant b row
 // must never be deleted by a's erasure.
 func TestAttackCharKeyCascadeTargetDeletesOtherTenant(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE projects (code char(8) PRIMARY KEY, tenant_id text NOT NULL);
 CREATE TABLE tasks (id int PRIMARY KEY, tenant_id text NOT NULL,
@@ -105,6 +106,7 @@ INSERT INTO tasks VALUES (1, 'a', 'P1'), (2, 'b', 'P2'), (3, 'b', 'P1 ');
 // cascade (run by the RI trigger as the owner, ignoring RLS) deletes them.
 // The deleter connects as the owner, as docs/plugins.md advises.
 func TestAttackForcedRLSOnReferencingTableBlindsPreflight(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `SELECT 1`)
 	owner := e.role(t, "lcd_owner", "LOGIN")
 	e.exec(t, `GRANT CREATE ON SCHEMA public TO `+owner)
@@ -146,6 +148,7 @@ INSERT INTO attachments VALUES (1, 1), (2, 2)`)
 // the role (ownership needs inherited privileges). Count sees nothing,
 // Delete deletes nothing, and the daemon would call the job verified.
 func TestAttackNoInheritMemberOfOwnerIsBlindToRLS(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `SELECT 1`)
 	owner := e.role(t, "lcd_app", "NOLOGIN")
 	deleter := e.role(t, "lcd_eraser", "LOGIN NOINHERIT")
@@ -178,6 +181,7 @@ INSERT INTO notes SELECT g, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END FROM gener
 // "ACME" are two tenants in the text table, but erasing "acme" deletes
 // ACME's rows of the citext table (and "ACME" cannot be erased at all).
 func TestAttackMixedCitextAndTextColumnsEraseAnotherTenant(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE EXTENSION IF NOT EXISTS citext;
 CREATE TABLE accounts (id int PRIMARY KEY, tenant_id text NOT NULL);
@@ -192,6 +196,7 @@ INSERT INTO contacts VALUES (1, 'acme', 'x@acme'), (2, 'ACME', 'y@ACME');`)
 // 5. tenant_columns keyed "crm.accounts" (schema crm, table accounts) also
 // applies to a table literally named "crm.accounts" in public.
 func TestAttackTenantColumnsKeyWithDotHitsPublicTableNamedWithDot(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE SCHEMA crm;
 CREATE TABLE crm.accounts (id int PRIMARY KEY, name text);
@@ -213,6 +218,7 @@ INSERT INTO public."crm.accounts" VALUES (7, 3, 'belongs to account 3'), (8, 7, 
 // 6. Multiple inheritance: a child of two listed parents is counted under
 // both, so Count reports its rows twice (Delete once).
 func TestAttackMultipleInheritanceCountedTwice(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE billable (id int, tenant_id text NOT NULL);
 CREATE TABLE auditable (id int, tenant_id text NOT NULL);
@@ -230,6 +236,7 @@ INSERT INTO invoices VALUES (4, 'a', 10), (5, 'a', 20), (6, 'b', 30);`)
 // table removes rows of the same table through the cycle, and those rows
 // are not counted.
 func TestAttackMutualCascadeUndercountsAtSmallBatch(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE documents (id int PRIMARY KEY, tenant_id text NOT NULL, current_version int);
 CREATE TABLE versions (id int PRIMARY KEY, tenant_id text NOT NULL, document_id int NOT NULL REFERENCES documents ON DELETE CASCADE);
@@ -251,6 +258,7 @@ UPDATE documents SET current_version = CASE id WHEN 1 THEN 1 WHEN 2 THEN 4 ELSE 
 // memberships can no longer be found through them, so the commit fails
 // every time. docs/plugins.md says deferrable cycles are supported.
 func TestAttackDeferrableCycleWithDependentTableNeverErasable(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE accounts (id int PRIMARY KEY, tenant_id text NOT NULL, owner_membership int);
 CREATE TABLE memberships (id int PRIMARY KEY, account_id int NOT NULL REFERENCES accounts DEFERRABLE INITIALLY DEFERRED, role text);
@@ -269,6 +277,7 @@ COMMIT;`)
 // hold a matching value, the cascade deletes only those of the partition
 // with the key.
 func TestAttackCascadeKeyOnOnePartitionOnly(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE projects (id int PRIMARY KEY, tenant_id text NOT NULL);
 CREATE TABLE events (id int NOT NULL, tenant_id text NOT NULL, project_id int) PARTITION BY RANGE (id);
@@ -296,6 +305,7 @@ INSERT INTO events VALUES (1, 'a', 1), (2, 'b', 2), (150, 'a', 1), (151, 'b', 2)
 // "ACME" as "the upper-case spelling of acme", but erasing "acme" leaves
 // the rows 'Acme' and 'ACME' and the count afterwards says 0.
 func TestAttackCitextOutsideSearchPathComparesCaseSensitively(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE SCHEMA extensions;
 CREATE EXTENSION citext SCHEMA extensions;
@@ -314,6 +324,7 @@ INSERT INTO contacts VALUES (1, 'acme', 'a@x'), (2, 'Acme', 'b@x'), (3, 'ACME', 
 // domain and the name only, takes it for text, and accepts the upper-case
 // spelling, which then erases the lower-case tenant's rows.
 func TestAttackNestedDomainNamedTextHidesCitext(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE EXTENSION IF NOT EXISTS citext;
 CREATE SCHEMA types;
@@ -334,6 +345,7 @@ INSERT INTO contacts VALUES (1, 'acme'), (2, 'ACME'), (3, 'other');`)
 // misses them; with ON DELETE CASCADE they go uncounted with the parent,
 // with NO ACTION the erasure fails on them.
 func TestAttackDependentRowsThroughTextToCharKey(t *testing.T) {
+	t.Parallel()
 	for _, action := range []string{"ON DELETE CASCADE", "ON DELETE NO ACTION"} {
 		t.Run(action, func(t *testing.T) {
 			e := newSchemaEnv(t, `
@@ -359,6 +371,7 @@ INSERT INTO order_lines VALUES (1, 'O1'), (2, 'O1 '), (3, 'O2');`)
 // it: Count (which reads the root) leaves its rows out, Delete (leaf by
 // leaf) deletes them, so the reported count exceeds the count before.
 func TestAttackDetachPendingPartitionCountVersusDelete(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE events (id int NOT NULL, tenant_id text NOT NULL) PARTITION BY RANGE (id);
 CREATE TABLE events_new PARTITION OF events FOR VALUES FROM (100) TO (200);
@@ -397,6 +410,7 @@ INSERT INTO events VALUES (1, 'a'), (2, 'b'), (150, 'a'), (151, 'b');`)
 // report 0, and the count afterwards still sees the rows, so the daemon's
 // verification would not call the job complete.
 func TestAttackHeldSoftDeleteTriggerIsSeenByVerification(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE docs (id int PRIMARY KEY, tenant_id text NOT NULL, deleted_at timestamptz);
 CREATE FUNCTION soft_delete() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -15,6 +14,7 @@ import (
 )
 
 func TestSeveralSchemasAndQuotedMixedCaseIdentifiers(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE SCHEMA "App";
 CREATE SCHEMA billing;
@@ -61,6 +61,7 @@ INSERT INTO clicks SELECT c, g, 1 + g % 6 FROM generate_series(1, 12) c, generat
 `
 
 func TestCompositeTenantKeysWithANumericTenantColumn(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, citus)
 	e.mustConfigure(t, map[string]any{"discover": true, "tenant_column": "company_id",
 		"tenant_columns": map[string]any{"companies": "id"}, "batch_size": 4})
@@ -85,6 +86,7 @@ func TestCompositeTenantKeysWithANumericTenantColumn(t *testing.T) {
 }
 
 func TestUUIDTenantColumnRefusesOtherSpellings(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE docs (id int PRIMARY KEY, tenant_id uuid NOT NULL);
 INSERT INTO docs SELECT g, '44444444-dddd-4ddd-8ddd-444444444444' FROM generate_series(1, 5) g;
@@ -103,6 +105,7 @@ INSERT INTO docs SELECT 10 + g, '55555555-eeee-4eee-8eee-555555555555' FROM gene
 }
 
 func TestCaseInsensitiveOrPaddedTenantColumns(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE fixed (id int PRIMARY KEY, tenant_id char(8) NOT NULL);
 INSERT INTO fixed VALUES (1, 'acme'), (2, 'acme'), (3, 'other');`)
@@ -141,6 +144,7 @@ INSERT INTO order_item_notes SELECT g, 1 + (g - 1) % 32, 'n' FROM generate_serie
 `
 
 func TestRowsWithoutTenantColumnGoThroughTheirForeignKeyPath(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, shop)
 	e.mustConfigure(t, map[string]any{"discover": true, "batch_size": 5})
 	aItems := "x.order_id IN (SELECT id FROM orders WHERE tenant_id = 'a')"
@@ -153,6 +157,7 @@ func TestRowsWithoutTenantColumnGoThroughTheirForeignKeyPath(t *testing.T) {
 }
 
 func TestARowReferencingTwoTenantsIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, shop)
 	// Item 1 is on tenant a's order 1 but names tenant b's product 5.
 	e.exec(t, `UPDATE order_items SET product_id = 5 WHERE id = 1`)
@@ -162,6 +167,7 @@ func TestARowReferencingTwoTenantsIsRefused(t *testing.T) {
 }
 
 func TestUnlistedRowsWithoutTenantColumnBlockAndAreNamed(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, shop)
 	// With an explicit list that leaves out the line tables, a's orders are
 	// referenced by rows this deleter would not delete: refused up front.
@@ -179,6 +185,7 @@ func TestUnlistedRowsWithoutTenantColumnBlockAndAreNamed(t *testing.T) {
 }
 
 func TestRowLevelSecurityThatHidesRowsIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE notes (id int PRIMARY KEY, tenant_id text NOT NULL);
 ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
@@ -187,7 +194,7 @@ INSERT INTO notes SELECT g, 'a' FROM generate_series(1, 5) g;`)
 	role := "lcd_rls_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_"))[:10] + fmt.Sprint(time.Now().UnixNano()%100000)
 	e.exec(t, `CREATE ROLE `+role+` LOGIN`)
 	t.Cleanup(func() {
-		ctx := context.Background()
+		ctx := testsvc.Context(t, 2*time.Minute)
 		_, _ = e.pool.Exec(ctx, `DROP OWNED BY `+role)
 		_, _ = e.pool.Exec(ctx, `DROP ROLE `+role)
 	})

@@ -48,7 +48,7 @@ func (f *fixture) Config(testing.TB) map[string]any {
 // Seed writes n session keys and n csrf keys, plus keys that look alike but
 // belong to nobody: they must survive every delete.
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	pipe := f.c.Pipeline()
 	var keys []string
 	for i := 0; i < n; i++ {
@@ -90,8 +90,9 @@ func (f *fixture) seeded(tenant string, all bool) []string {
 func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 	keys := f.seeded(tenant, false)
 	var n int64
+	ctx := testsvc.Context(t, time.Minute)
 	for start := 0; start < len(keys); start += 1000 {
-		got, err := f.c.Exists(context.Background(), keys[start:min(start+1000, len(keys))]...).Result()
+		got, err := f.c.Exists(ctx, keys[start:min(start+1000, len(keys))]...).Result()
 		require.NoError(t, err)
 		n += got
 	}
@@ -103,7 +104,7 @@ func (f *fixture) Remaining(t testing.TB, tenant string) int64 {
 func (f *fixture) Checksum(t testing.TB, tenant string) string {
 	keys := f.seeded(tenant, true)
 	sort.Strings(keys)
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	pipe := f.c.Pipeline()
 	cmds := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
@@ -132,6 +133,7 @@ func buildPlugin(t *testing.T) string {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	// The default UUID format with ':' after {tenant}; and a format that
 	// accepts nearly anything but '|', with '|' after {tenant}, so that the
 	// kit seeds bystanders like A+":x" and " "+A and sends hostile ids with
@@ -163,6 +165,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestGlobEscape(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"550e8400-e29b-41d4-a716-446655440000": `550e8400\-e29b\-41d4\-a716\-446655440000`,
 		"a*b?c[d]e\\f^g":                       `a\*b\?c\[d\]e\\f\^g`,
@@ -179,6 +182,7 @@ func TestGlobEscape(t *testing.T) {
 }
 
 func TestStoreDownIsRetryableAndPartial(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
@@ -207,6 +211,7 @@ func TestStoreDownIsRetryableAndPartial(t *testing.T) {
 }
 
 func TestPasswordNeverLeaves(t *testing.T) {
+	t.Parallel()
 	p := plugintest.Launch(t, buildPlugin(t), sdk.KindTenantDeleter)
 	d := p.Deleter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -221,6 +226,7 @@ func TestPasswordNeverLeaves(t *testing.T) {
 // TestDeleteBreakdownPerPattern: Delete says how many keys each pattern
 // lost, as Count said beforehand, so that a report shows what went.
 func TestDeleteBreakdownPerPattern(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })

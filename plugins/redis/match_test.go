@@ -15,6 +15,7 @@ import (
 )
 
 func TestGlobMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, key string
 		want         bool
@@ -67,6 +68,7 @@ func TestGlobMatch(t *testing.T) {
 // TestGlobMatchRangesAgreeWithRedis matches every single-byte key against
 // ranges whose bounds lie on both sides of 0x80, and compares with KEYS.
 func TestGlobMatchRangesAgreeWithRedis(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
@@ -98,6 +100,7 @@ func TestGlobMatchRangesAgreeWithRedis(t *testing.T) {
 // TestGlobMatchNestingLimitAgreesWithRedis: Redis gives up (no match) on a
 // pattern that nests more than 1000 stars deep, to protect itself.
 func TestGlobMatchNestingLimitAgreesWithRedis(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
@@ -142,10 +145,11 @@ func compareWithKeys(t *testing.T, ctx context.Context, c *redis.Client, pattern
 // TestGlobMatchAgreesWithRedis compares the matcher with KEYS on a real
 // server over random keys and patterns built from glob metacharacters.
 func TestGlobMatchAgreesWithRedis(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
-	ctx := context.Background()
+	ctx := testsvc.Context(t, 2*time.Minute)
 	// Bytes on both sides of 0x80 (and a UTF-8 lead byte) besides the
 	// glob metacharacters.
 	alphabet := []byte("ab-:*?[]^\\z\x80\xc3\xff")

@@ -28,6 +28,7 @@ func checksums(t *testing.T, f *fixture, tenants ...string) map[string]string {
 // "session:{tenant}:*" deleted the keys of tenant "a:b" and reported
 // success. Configure must refuse the pattern, naming it and the byte.
 func TestPatternWhoseTenantCanHoldTheDelimiterIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
@@ -74,6 +75,7 @@ func TestPatternWhoseTenantCanHoldTheDelimiterIsRefused(t *testing.T) {
 // daemon. An id the format does not accept (an upper-case UUID under
 // "uuid") is refused with a permanent error and nothing is touched.
 func TestTenantIDOutsideTheFormatIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := testsvc.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
@@ -113,6 +115,7 @@ func requireInvalidArgument(t *testing.T, err error, id string) {
 }
 
 func TestPatternRules(t *testing.T) {
+	t.Parallel()
 	const permissive = `^[a-z:]+$`
 	tests := map[string]struct {
 		format, pattern string
@@ -159,6 +162,7 @@ func TestPatternRules(t *testing.T) {
 }
 
 func TestRangeRules(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		pattern, want string
 	}{

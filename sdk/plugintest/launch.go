@@ -15,6 +15,7 @@ package plugintest
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -128,4 +129,19 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// needOption stops a check that an option left out has nothing to run on:
+// under CI=true it fails (a skip there would pass a check that did not run),
+// elsewhere it skips.
+func needOption(t testing.TB, given bool, msg string) {
+	t.Helper()
+	if given {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: a check that cannot run fails instead of skipping)", msg)
+		return
+	}
+	t.Skip(msg)
 }

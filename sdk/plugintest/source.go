@@ -91,9 +91,7 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 	}
 
 	t.Run("Configure rejects bad config with field errors", func(t *testing.T) {
-		if len(o.BadConfigs) == 0 {
-			t.Skip("no BadConfigs given")
-		}
+		needOption(t, len(o.BadConfigs) > 0, "no BadConfigs given")
 		for name, cfg := range o.BadConfigs {
 			_, err := s.Configure(ctxFor(t, time.Minute), &sdk.ConfigureRequest{Name: "conformance", Config: cfg})
 			var e *sdk.Error

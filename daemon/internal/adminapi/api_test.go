@@ -2,7 +2,6 @@ package adminapi_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -30,7 +29,7 @@ func newHandler(t testing.TB) http.Handler {
 	st := storetest.Open(t, migrations.SQLite)
 	cfg := config.Defaults()
 	log := hclog.NewNullLogger()
-	host := pluginhost.New(&cfg, log, nil)
+	host := pluginhost.New(pluginhost.Options{}, log, nil) // no plugins configured
 	svc := dlq.NewService(st, host, func() dlq.Policy { return dlq.Policy{MaxRetries: 3, Lease: time.Minute} }, "test", log,
 		dlq.NewMetrics(nil, st, nil))
 	reg := deletion.NewRegistry(host, func() int { return 1 })
@@ -192,5 +191,4 @@ func FuzzRouteParams(f *testing.F) {
 			}
 		}
 	})
-	_ = fmt.Sprint
 }

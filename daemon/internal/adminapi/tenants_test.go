@@ -111,8 +111,8 @@ func tenantAPI(t *testing.T, st store.Store, src deletion.Deleters, format strin
 		return deletion.RunnerConfig{PollInterval: 20 * time.Millisecond, Lease: time.Second, Verify: true, TenantIDFormat: format,
 			RetryPolicy: retry.Policy{Initial: 50 * time.Millisecond, Multiplier: 2, Max: time.Second, Jitter: retry.JitterNone}}
 	}, log, nil, nil)
-	require.NoError(t, runner.Start(context.Background()))
-	t.Cleanup(func() { _ = runner.Stop(context.Background()) })
+	require.NoError(t, runner.Start(testsvc.Context(t, time.Minute)))
+	t.Cleanup(func() { _ = runner.Stop(testsvc.Context(t, time.Minute)) })
 	formatFn := func() string { return format }
 	srv := adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },

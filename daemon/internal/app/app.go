@@ -249,7 +249,7 @@ func reload(ctx context.Context, path string, holder *config.Holder, plugins *pl
 	if l, ok := log.(interface{ SetLevel(hclog.Level) }); ok {
 		l.SetLevel(hclog.LevelFromString(next.Daemon.LogLevel))
 	}
-	plugins.Reconcile(ctx, next)
+	plugins.Reconcile(ctx, PluginOptions(next))
 	log.Info("config reloaded", "path", path)
 }
 
@@ -302,7 +302,7 @@ func newStore(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger) (store.S
 }
 
 func newPluginHost(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer) *pluginhost.Host {
-	h := pluginhost.New(holder.Get(), log, reg)
+	h := pluginhost.New(PluginOptions(holder.Get()), log, reg)
 	lc.Append(fx.Hook{OnStart: h.Start, OnStop: h.Stop})
 	return h
 }

@@ -79,10 +79,8 @@ type Scheduler struct {
 	purged   *prometheus.CounterVec
 	batchDur prometheus.Histogram
 
-	runMu  sync.Mutex // one pass at a time in this process
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	runMu sync.Mutex // one pass at a time in this process
+	loop  *periodic.Loop
 }
 
 // New returns a scheduler; reg and p may be nil.
@@ -105,61 +103,41 @@ func New(store Store, cfg func() Config, log hclog.Logger, reg prometheus.Regist
 	if reg != nil {
 		reg.MustRegister(s.archived, s.purged, s.batchDur)
 	}
+	s.loop = periodic.NewLoop(periodic.Config{
+		Name: "retention", Job: "archive", Log: s.log, Metrics: p, Pass: s.pass,
+		Interval:   func() time.Duration { return s.cfg().Interval },
+		FirstDelay: 10 * time.Second, // let the daemon settle before the first pass
+	})
 	return s
 }
 
 // Start runs a pass soon after start and then every interval.
-func (s *Scheduler) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan struct{})
-	go s.loop(ctx)
-	return nil
-}
+func (s *Scheduler) Start(ctx context.Context) error { return s.loop.Start(ctx) }
 
 // Stop ends the loop; a batch in progress finishes (it is one transaction).
-func (s *Scheduler) Stop(ctx context.Context) error {
-	if s.cancel == nil {
-		return nil
-	}
-	s.once.Do(s.cancel)
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *Scheduler) Stop(ctx context.Context) error { return s.loop.Stop(ctx) }
 
-func (s *Scheduler) loop(ctx context.Context) {
-	defer close(s.done)
-	wait := 10 * time.Second // let the daemon settle before the first pass
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		cfg := s.cfg()
-		wait = cfg.Interval
-		s.periodic.Interval("archive", cfg.Interval)
-		if !cfg.Enabled {
-			continue
-		}
-		res, err := s.RunOnce(ctx)
-		switch {
-		case errors.Is(err, ErrBusy):
-			s.log.Debug("another daemon is running retention; skipping this pass")
-			s.periodic.Success("archive", cfg.Interval) // the work is being done
-		case err != nil && ctx.Err() == nil:
-			s.log.Error("retention pass failed", "error", err)
-		case err == nil:
-			s.periodic.Success("archive", cfg.Interval)
-			if res.Archived+res.PurgedDLQ+res.PurgedKeys > 0 {
-				s.log.Info("retention pass", "archived", res.Archived, "purged_archive", res.PurgedDLQ,
-					"purged_idempotency_keys", res.PurgedKeys, "longest_batch", res.LongestBatch.String(), "took", res.Took.String())
-			}
-		}
+// pass is the loop's scheduled pass: skipped while retention is off, and a
+// success when another daemon is running it (the work is being done).
+func (s *Scheduler) pass(ctx context.Context) (periodic.Outcome, error) {
+	cfg := s.cfg()
+	s.periodic.Interval("archive", cfg.Interval)
+	if !cfg.Enabled {
+		return periodic.Skipped, nil
 	}
+	res, err := s.RunOnce(ctx)
+	switch {
+	case errors.Is(err, ErrBusy):
+		s.log.Debug("another daemon is running retention; skipping this pass")
+		return periodic.Done, nil
+	case err != nil:
+		return periodic.Done, err
+	}
+	if res.Archived+res.PurgedDLQ+res.PurgedKeys > 0 {
+		s.log.Info("retention pass", "archived", res.Archived, "purged_archive", res.PurgedDLQ,
+			"purged_idempotency_keys", res.PurgedKeys, "longest_batch", res.LongestBatch.String(), "took", res.Took.String())
+	}
+	return periodic.Done, nil
 }
 
 // RunOnce runs one pass now. It returns ErrBusy when another daemon holds

@@ -18,6 +18,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
@@ -32,7 +33,7 @@ func scheduler(s archive.Store, now time.Time, batch int) *archive.Scheduler {
 
 // finished stores n messages that reached status at the given time.
 func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Status, at time.Time) []uuid.UUID {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, time.Minute)
 	var batch []dlq.Incoming
 	base := int64(time.Now().UnixNano())
 	for i := 0; i < n; i++ {
@@ -64,7 +65,7 @@ func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Statu
 }
 
 func count(t *testing.T, s store.Store, topic string, status dlq.Status) int64 {
-	_, total, err := s.ListDLQ(context.Background(), dlq.ListFilter{Topic: topic, Status: status, Page: 1, PageSize: 1})
+	_, total, err := s.ListDLQ(testsvc.Context(t, time.Minute), dlq.ListFilter{Topic: topic, Status: status, Page: 1, PageSize: 1})
 	require.NoError(t, err)
 	return total
 }
@@ -169,7 +170,7 @@ func counts(r archive.Result) [3]int64 { return [3]int64{r.Archived, r.PurgedDLQ
 
 // ids lists every id in the live table and in the archive.
 func ids(t *testing.T, d migrations.Dialect, s store.Store) (live, archived []string) {
-	ctx := context.Background()
+	ctx := testsvc.Context(t, time.Minute)
 	q := func(table string) []string {
 		var out []string
 		switch x := s.(type) {
@@ -250,7 +251,7 @@ func TestArchiveProcedureKeepsTheInvariant(t *testing.T) {
 	finished(t, s, "a", 30, dlq.StatusResolved, now.Add(-29*day))
 	finished(t, s, "a", 20, dlq.StatusPending, now.Add(-100*day))
 	liveBefore, _ := ids(t, migrations.Postgres, s)
-	_, err := s.Pool().Exec(context.Background(), "CALL dlq.archive_old_dlq_messages(30, 40)")
+	_, err := s.Pool().Exec(testsvc.Context(t, time.Minute), "CALL dlq.archive_old_dlq_messages(30, 40)")
 	require.NoError(t, err)
 	live, archived := ids(t, migrations.Postgres, s)
 	require.Len(t, archived, 300)
@@ -263,13 +264,13 @@ func TestOnePassAtATimeAcrossDaemons(t *testing.T) {
 	dsn := storetest.DSN(t, migrations.Postgres)
 	s1 := storetest.OpenDSN(t, migrations.Postgres, dsn)
 	s2 := storetest.OpenDSN(t, migrations.Postgres, dsn)
-	unlock, ok, err := s1.TryRetentionLock(context.Background())
+	unlock, ok, err := s1.TryRetentionLock(testsvc.Context(t, time.Minute))
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = scheduler(s2, time.Now(), 10).RunOnce(context.Background())
+	_, err = scheduler(s2, time.Now(), 10).RunOnce(testsvc.Context(t, time.Minute))
 	require.True(t, errors.Is(err, archive.ErrBusy), "%v", err)
 	unlock()
-	_, err = scheduler(s2, time.Now(), 10).RunOnce(context.Background())
+	_, err = scheduler(s2, time.Now(), 10).RunOnce(testsvc.Context(t, time.Minute))
 	require.NoError(t, err)
 
 	// Concurrent passes from two daemons: exactly the eligible rows move once.
@@ -281,7 +282,7 @@ func TestOnePassAtATimeAcrossDaemons(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = scheduler(s, time.Now(), 50).RunOnce(context.Background())
+			results[i], errs[i] = scheduler(s, time.Now(), 50).RunOnce(testsvc.Context(t, time.Minute))
 		}()
 	}
 	wg.Wait()

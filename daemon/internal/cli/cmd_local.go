@@ -57,7 +57,7 @@ func validatePlugins(g *globals, cfg *config.Config) error {
 		return nil
 	}
 	log := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
-	host := pluginhost.New(cfg, log, nil)
+	host := pluginhost.New(app.PluginOptions(cfg), log, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(cfg.Instances())+1)*cfg.Plugins.StartTimeout.Duration+time.Minute)
 	defer cancel()
 	if err := host.Start(ctx); err != nil {

@@ -33,82 +33,46 @@ type RunnerConfig struct {
 // runners (daemons) may share one PostgreSQL store: a job is leased by one
 // runner at a time, and a dead runner's job is taken over when its lease ends.
 type Runner struct {
-	store    JobStore
-	reg      *Registry
-	owner    string
-	cfg      func() RunnerConfig
-	log      hclog.Logger
-	metrics  *metrics
-	periodic *periodic.Metrics
-	now      func() time.Time
-
-	kick   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	store   JobStore
+	reg     *Registry
+	owner   string
+	cfg     func() RunnerConfig
+	log     hclog.Logger
+	metrics *metrics
+	now     func() time.Time
+	loop    *periodic.Loop
 }
 
 // NewRunner returns a runner; owner names this daemon in leases.
 // promReg and p may be nil (no metrics).
 func NewRunner(store JobStore, reg *Registry, owner string, cfg func() RunnerConfig, log hclog.Logger, promReg prometheus.Registerer, p *periodic.Metrics) *Runner {
-	return &Runner{
+	r := &Runner{
 		store: store, reg: reg, owner: owner, cfg: cfg, log: log.Named("deletion"),
-		metrics: newMetrics(promReg), periodic: p, now: time.Now, kick: make(chan struct{}, 1),
+		metrics: newMetrics(promReg), now: time.Now,
 	}
+	r.loop = periodic.NewLoop(periodic.Config{
+		Name: "deletion", Job: "deletion", Log: r.log, Metrics: p,
+		Interval: func() time.Duration { return r.cfg().PollInterval },
+		Pass: func(ctx context.Context) (periodic.Outcome, error) {
+			ran, err := r.runOnce(ctx)
+			if ran {
+				return periodic.More, err // there may be more due work
+			}
+			return periodic.Done, err
+		},
+	})
+	return r
 }
 
 // Kick asks the runner to look for work now (a job was just created).
-func (r *Runner) Kick() {
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-}
+func (r *Runner) Kick() { r.loop.Kick() }
 
 // Start runs the loop in the background.
-func (r *Runner) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.done = make(chan struct{})
-	go r.loop(ctx)
-	return nil
-}
+func (r *Runner) Start(ctx context.Context) error { return r.loop.Start(ctx) }
 
 // Stop ends the loop; a job in progress is handed back (PARTIAL, due now)
 // for the next start or another daemon. Safe to call twice.
-func (r *Runner) Stop(ctx context.Context) error {
-	if r.cancel == nil {
-		return nil
-	}
-	r.once.Do(r.cancel)
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (r *Runner) loop(ctx context.Context) {
-	defer close(r.done)
-	for {
-		ran, err := r.runOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Error("deletion pass failed", "error", err)
-		} else if err == nil {
-			r.periodic.Success("deletion", r.cfg().PollInterval)
-		}
-		if ran {
-			continue // there may be more due work
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.kick:
-		case <-time.After(r.cfg().PollInterval):
-		}
-	}
-}
+func (r *Runner) Stop(ctx context.Context) error { return r.loop.Stop(ctx) }
 
 // runOnce claims and runs one due job; ran is false when there was none.
 func (r *Runner) runOnce(ctx context.Context) (ran bool, err error) {

@@ -33,7 +33,7 @@ func runnerConfig() deletion.RunnerConfig {
 func startRunner(t *testing.T, st deletion.JobStore, src deletion.Deleters, owner string) (*deletion.Runner, *deletion.Service) {
 	reg := deletion.NewRegistry(src, func() int { return 4 })
 	r := deletion.NewRunner(st, reg, owner, runnerConfig, hclog.NewNullLogger(), nil, nil)
-	require.NoError(t, r.Start(context.Background()))
+	require.NoError(t, r.Start(testsvc.Context(t, time.Minute)))
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
 	return r, deletion.NewService(st, reg, r, func() string { return "uuid" })
 }
@@ -43,7 +43,7 @@ func waitStatus(t *testing.T, st deletion.JobStore, want deletion.JobStatus) *de
 	var job *deletion.Job
 	testsvc.Eventually(t, 20*time.Second, func() bool {
 		var err error
-		job, err = st.LatestDeletionJob(context.Background(), tenant)
+		job, err = st.LatestDeletionJob(testsvc.Context(t, time.Minute), tenant)
 		return err == nil && job.Status == want
 	}, "job status %s", want)
 	return job
@@ -55,7 +55,7 @@ func TestJobCompletesVerified(t *testing.T) {
 	st := storetest.Open(t, migrations.SQLite)
 	src := newMem("postgres:workflows", items(3), "redis:sessions", items(5))
 	_, svc := startRunner(t, st, src, "d1")
-	job, created, err := svc.StartDeletion(context.Background(), tenant)
+	job, created, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Equal(t, deletion.JobPending, job.Status)
@@ -70,7 +70,7 @@ func TestJobCompletesVerified(t *testing.T) {
 
 	// A second request after completion starts a new job (the tenant may
 	// have written again); while one is active it is returned instead.
-	again, created, err := svc.StartDeletion(context.Background(), tenant)
+	again, created, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	require.True(t, created)
 	require.NotEqual(t, job.ID, again.ID)
@@ -83,7 +83,7 @@ func TestPartialJobRetriesOnlyFailedDeleters(t *testing.T) {
 	steady := items(6)
 	src := newMem("redis:sessions", flaky, "postgres:workflows", steady)
 	_, svc := startRunner(t, st, src, "d1")
-	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 
 	partial := waitStatus(t, st, deletion.JobPartial)
@@ -137,7 +137,7 @@ func TestVerificationSendsJobBackToWork(t *testing.T) {
 	inner := items(4)
 	src := wrapped{memDeleters: newMem("dynamodb:audit_logs", inner), override: map[string]sdk.TenantDeleter{"dynamodb:audit_logs": leaky{inner}}}
 	_, svc := startRunner(t, st, src, "d1")
-	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	done := waitStatus(t, st, deletion.JobCompleted)
 	require.True(t, done.Verified)
@@ -174,12 +174,12 @@ func TestShutdownHandsTheJobBack(t *testing.T) {
 	slow.delay = 2 * time.Second
 	src := newMem("redis:sessions", slow)
 	r, svc := startRunner(t, st, src, "d1")
-	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	waitStatus(t, st, deletion.JobRunning)
 	time.Sleep(100 * time.Millisecond)
-	require.NoError(t, r.Stop(context.Background()))
-	job, err := st.LatestDeletionJob(context.Background(), tenant)
+	require.NoError(t, r.Stop(testsvc.Context(t, time.Minute)))
+	job, err := st.LatestDeletionJob(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	// The in-process fake ignores cancellation and finishes its sleep, so
 	// the attempt may complete; a real plugin returns early and the job is
@@ -196,12 +196,12 @@ func TestServiceValidatesBeforeAnyDeleterRuns(t *testing.T) {
 	d := items(5)
 	_, svc := startRunner(t, st, newMem("a", d), "d1")
 	for _, bad := range []string{"", "*", "not-a-uuid", "550e8400-e29b-41d4-a716-44665544000?", "'; DROP TABLE x; --"} {
-		_, _, err := svc.StartDeletion(context.Background(), bad)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), bad)
 		require.ErrorIs(t, err, derrors.ErrInvalid, bad)
-		_, err = svc.Counts(context.Background(), bad)
+		_, err = svc.Counts(testsvc.Context(t, time.Minute), bad)
 		require.ErrorIs(t, err, derrors.ErrInvalid, bad)
 	}
 	require.Zero(t, d.calls.Load())
-	_, err := svc.Latest(context.Background(), tenant)
+	_, err := svc.Latest(testsvc.Context(t, time.Minute), tenant)
 	require.True(t, errors.Is(err, derrors.ErrNotFound))
 }

@@ -27,7 +27,7 @@ func run(t *testing.T, st deletion.JobStore, src deletion.Deleters, cfg func(*de
 		}
 		return c
 	}, hclog.NewNullLogger(), nil, nil)
-	require.NoError(t, r.Start(context.Background()))
+	require.NoError(t, r.Start(testsvc.Context(t, time.Minute)))
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
 	return deletion.NewService(st, reg, r, func() string { return "uuid" })
 }
@@ -37,7 +37,7 @@ func waitFor(t *testing.T, st deletion.JobStore, tenant string, cond func(j *del
 	var job *deletion.Job
 	testsvc.Eventually(t, 20*time.Second, func() bool {
 		var err error
-		job, err = st.LatestDeletionJob(context.Background(), tenant)
+		job, err = st.LatestDeletionJob(testsvc.Context(t, time.Minute), tenant)
 		return err == nil && cond(job)
 	}, "%s (job: %+v)", what, job)
 	return job
@@ -94,7 +94,7 @@ func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
 		d.failAfter = 8
 		src := configured("postgres:app", d)
 		svc := run(t, st, src, nil)
-		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
 		pj := partial.ToJSON()
@@ -119,7 +119,7 @@ func TestBreakdownFromCountsWhenThePluginReportsNone(t *testing.T) {
 	d.noDeleteBreakdown = true
 	st := storetest.Open(t, migrations.SQLite)
 	svc := run(t, st, configured("redis:sessions", d), nil)
-	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	j := waitFor(t, st, tenant, completed, "job completes").ToJSON()
 	require.Equal(t, deletion.Result{DeletedCount: 7, Breakdown: map[string]int64{"session:{tenant}:*": 5, "csrf:{tenant}:*": 2}},
@@ -134,7 +134,7 @@ func TestStoredNonCanonicalIDRunsWithTheCanonicalID(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		d := tables(lower, map[string]int64{"k": 3}, upper, map[string]int64{"k": 7})
 		src := configured("redis:sessions", d)
-		_, _, err := st.CreateDeletionJob(context.Background(), upper, src.names, time.Now())
+		_, _, err := st.CreateDeletionJob(testsvc.Context(t, time.Minute), upper, src.names, time.Now())
 		require.NoError(t, err)
 		run(t, st, src, nil)
 		done := waitFor(t, st, upper, completed, "job completes")
@@ -151,7 +151,7 @@ func TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin(t *testing.T) {
 	st := storetest.Open(t, migrations.SQLite)
 	d := tables("acme", map[string]int64{"k": 3})
 	src := configured("redis:sessions", d)
-	_, _, err := st.CreateDeletionJob(context.Background(), "acme", src.names, time.Now())
+	_, _, err := st.CreateDeletionJob(testsvc.Context(t, time.Minute), "acme", src.names, time.Now())
 	require.NoError(t, err)
 	run(t, st, src, nil)
 	job := waitFor(t, st, "acme", func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "attempt refused")
@@ -170,7 +170,7 @@ func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
 		b := tables(tenant, map[string]int64{"k": 5}, "other", map[string]int64{"k": 1})
 		src := configured("a", a)
 		svc := run(t, st, src, nil)
-		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 		require.NoError(t, err)
 		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
 
@@ -203,7 +203,7 @@ func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
 		}
 		steady := tables(tenant, map[string]int64{"u": 1})
 		svc := run(t, st, configured("flaky", d, "steady", steady), nil)
-		_, _, err := svc.StartDeletion(context.Background(), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification fails")
 		require.False(t, partial.Verified)
@@ -247,7 +247,7 @@ func TestCountThatDisagreesWithItsBreakdownIsNotVerified(t *testing.T) {
 	d := tables(tenant, map[string]int64{"t": 3})
 	d.lieAfterDelete = true
 	svc := run(t, st, configured("liar", d), nil)
-	_, _, err := svc.StartDeletion(context.Background(), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
 	require.NoError(t, err)
 	partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification refuses")
 	require.False(t, partial.Verified)

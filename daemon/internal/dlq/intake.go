@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -19,11 +20,12 @@ type IntakeConfig struct {
 	Wait      time.Duration // how long a fetch waits for a first message
 }
 
-// Intake runs one loop per configured source: fetch a batch, store it in one
-// round trip, then commit it. A batch that cannot be stored is retried as is
-// and nothing after it is fetched, so no offset is ever committed past a
-// message that is not stored: at-least-once, no loss; redeliveries are
-// absorbed by the unique position.
+// Intake runs one pipeline per configured source (see loop): it fetches
+// ahead while earlier batches are stored by several workers, and commits
+// stored batches in fetch order. A batch that cannot be stored is retried as
+// is and every later commit waits for it, so no offset is ever committed
+// past a message that is not stored: at-least-once, no loss; redeliveries
+// are absorbed by the unique position.
 type Intake struct {
 	store   Store
 	sources Sources
@@ -34,9 +36,9 @@ type Intake struct {
 	now     func() time.Time
 	rnd     func() float64 // jitter source
 
-	mu      sync.Mutex
-	running map[string]context.CancelFunc
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	running  map[string]*periodic.Loop
+	stopping sync.WaitGroup // loops of removed sources, winding down
 }
 
 // NewIntake returns the intake; Start launches its loops.
@@ -48,7 +50,7 @@ func NewIntake(store Store, sources Sources, policy func() Policy, cfg IntakeCon
 		cfg.Wait = time.Second
 	}
 	return &Intake{store: store, sources: sources, policy: policy, cfg: cfg, log: log.Named("dlq.intake"), metrics: m,
-		now: time.Now, rnd: rand.Float64, running: map[string]context.CancelFunc{}}
+		now: time.Now, rnd: rand.Float64, running: map[string]*periodic.Loop{}}
 }
 
 // Start launches a loop for every configured source.
@@ -68,33 +70,47 @@ func (in *Intake) Sync() {
 		if _, ok := in.running[name]; ok {
 			continue
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		in.running[name] = cancel
-		in.wg.Add(1)
-		go func() {
-			defer in.wg.Done()
-			in.loop(ctx, name)
-		}()
+		// The pipeline runs until the loop stops, and records its own
+		// successes (one per fetch wait).
+		l := periodic.NewLoop(periodic.Config{
+			Name: "intake", Log: in.log.With("source", name),
+			Interval: func() time.Duration { return in.cfg.Wait },
+			Pass: func(ctx context.Context) (periodic.Outcome, error) {
+				in.loop(ctx, name)
+				return periodic.Done, nil
+			},
+		})
+		in.running[name] = l
+		_ = l.Start(context.Background())
 	}
-	for name, cancel := range in.running {
+	for name, l := range in.running {
 		if !want[name] {
-			cancel()
 			delete(in.running, name)
+			in.stopInBackground(l)
 		}
 	}
+}
+
+// stopInBackground stops l without waiting; Stop waits for it.
+func (in *Intake) stopInBackground(l *periodic.Loop) {
+	in.stopping.Add(1)
+	go func() {
+		defer in.stopping.Done()
+		_ = l.Stop(context.Background()) // the pipeline ends soon after its cancel
+	}()
 }
 
 // Stop ends every loop; a batch fetched but not stored is not committed and
 // comes again after the next start.
 func (in *Intake) Stop(ctx context.Context) error {
 	in.mu.Lock()
-	for name, cancel := range in.running {
-		cancel()
+	for name, l := range in.running {
 		delete(in.running, name)
+		in.stopInBackground(l)
 	}
 	in.mu.Unlock()
 	done := make(chan struct{})
-	go func() { in.wg.Wait(); close(done) }()
+	go func() { in.stopping.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

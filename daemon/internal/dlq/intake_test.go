@@ -74,8 +74,8 @@ func TestIntakeStoresEverythingOnceAndCommitsOnlyWhatIsStored(t *testing.T) {
 		in := dlq.NewIntake(fs, sources{f.broker}, func() dlq.Policy { return f.policy },
 			dlq.IntakeConfig{BatchSize: 500, Wait: 50 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, fs, periodic.New(nil)))
 		dlq.SetClock(nil, in, f.clock.now)
-		require.NoError(t, in.Start(context.Background()))
-		t.Cleanup(func() { _ = in.Stop(context.Background()) })
+		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
+		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 
 		// The source redelivers a stretch it had already handed out, as
 		// Kafka does after a rebalance: stored once.
@@ -87,7 +87,7 @@ func TestIntakeStoresEverythingOnceAndCommitsOnlyWhatIsStored(t *testing.T) {
 			return len(f.broker.committed)
 		}
 		testsvc.Eventually(t, 30*time.Second, func() bool { return committed() == 5700 }, "every fetched message committed (%d)", committed())
-		require.NoError(t, in.Stop(context.Background()))
+		require.NoError(t, in.Stop(testsvc.Context(t, time.Minute)))
 
 		ctx := testsvc.Context(t, 30*time.Second)
 		msgs, total, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
@@ -111,8 +111,8 @@ func TestIntakePausesWhileTheSourceIsDown(t *testing.T) {
 		})
 		in := dlq.NewIntake(f.store, sources{f.broker}, func() dlq.Policy { return f.policy },
 			dlq.IntakeConfig{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, periodic.New(nil)))
-		require.NoError(t, in.Start(context.Background()))
-		t.Cleanup(func() { _ = in.Stop(context.Background()) })
+		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
+		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 
 		time.Sleep(300 * time.Millisecond)
 		ctx := testsvc.Context(t, 30*time.Second)

@@ -41,8 +41,8 @@ func (f *fixture) intake(t *testing.T, st dlq.Store, rnd func() float64) *dlq.In
 	if rnd != nil {
 		dlq.SetRand(nil, in, rnd)
 	}
-	require.NoError(t, in.Start(context.Background()))
-	t.Cleanup(func() { _ = in.Stop(context.Background()) })
+	require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
+	t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 	return in
 }
 

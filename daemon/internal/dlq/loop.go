@@ -2,8 +2,9 @@ package dlq
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 )
 
 // RetryLoop republishes due PENDING messages automatically (when [retry]
@@ -11,55 +12,26 @@ import (
 // mid-retry) to PENDING. Due messages are claimed with FOR UPDATE SKIP
 // LOCKED leases on PostgreSQL, so several daemons share the work.
 type RetryLoop struct {
-	svc      *Service
-	interval func() time.Duration
-	batch    int
-
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	svc   *Service
+	batch int
+	loop  *periodic.Loop
 }
 
 // NewRetryLoop returns the loop; Start launches it.
 func NewRetryLoop(svc *Service, interval func() time.Duration) *RetryLoop {
-	return &RetryLoop{svc: svc, interval: interval, batch: 100}
+	l := &RetryLoop{svc: svc, batch: 100}
+	l.loop = periodic.NewLoop(periodic.Config{
+		Name: "retry", Job: string(jobRetry), Interval: interval, Log: svc.log, Metrics: svc.metrics.periodic,
+		Pass: func(ctx context.Context) (periodic.Outcome, error) { return periodic.Done, l.RunOnce(ctx) },
+	})
+	return l
 }
 
-// Start launches the loop.
-func (l *RetryLoop) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	l.cancel, l.done = cancel, make(chan struct{})
-	go l.run(ctx)
-	return nil
-}
+// Start launches the loop: a pass now, then one every interval.
+func (l *RetryLoop) Start(ctx context.Context) error { return l.loop.Start(ctx) }
 
 // Stop ends the loop after the batch in progress. Safe to call twice.
-func (l *RetryLoop) Stop(ctx context.Context) error {
-	if l.cancel == nil {
-		return nil
-	}
-	l.once.Do(l.cancel)
-	select {
-	case <-l.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (l *RetryLoop) run(ctx context.Context) {
-	defer close(l.done)
-	for {
-		if err := l.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			l.svc.log.Error("retry pass failed", "error", err)
-		} else if err == nil {
-			l.svc.metrics.markSuccess(jobRetry, l.interval())
-		}
-		if !sleepCtx(ctx, l.interval()) {
-			return
-		}
-	}
-}
+func (l *RetryLoop) Stop(ctx context.Context) error { return l.loop.Stop(ctx) }
 
 // RunOnce releases expired leases and, when automatic retries are on,
 // republishes every message that is due, a batch at a time.

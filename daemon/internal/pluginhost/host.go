@@ -17,14 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -37,16 +35,15 @@ type Host struct {
 	metrics *metrics
 
 	mu        sync.Mutex
-	cfg       *config.Config
+	opts      Options
 	instances map[string]*instance
 	order     []string
 	stopped   bool
 }
 
-// New returns a host for cfg; Start launches the plugins.
-func New(cfg *config.Config, log hclog.Logger, reg prometheus.Registerer) *Host {
-	h := &Host{log: log.Named("plugin"), metrics: newMetrics(reg), cfg: cfg, instances: map[string]*instance{}}
-	return h
+// New returns a host for opts; Start launches the plugins.
+func New(opts Options, log hclog.Logger, reg prometheus.Registerer) *Host {
+	return &Host{log: log.Named("plugin"), metrics: newMetrics(reg), opts: opts, instances: map[string]*instance{}}
 }
 
 // Start launches every configured plugin and waits until each finished its
@@ -55,10 +52,10 @@ func New(cfg *config.Config, log hclog.Logger, reg prometheus.Registerer) *Host 
 func (h *Host) Start(ctx context.Context) error {
 	h.mu.Lock()
 	var started []*instance
-	for _, ic := range h.cfg.Instances() {
-		in := h.newInstance(h.cfg, ic)
-		h.instances[ic.Name] = in
-		h.order = append(h.order, ic.Name)
+	for _, p := range h.opts.Plugins {
+		in := h.newInstance(p)
+		h.instances[p.Name] = in
+		h.order = append(h.order, p.Name)
 		started = append(started, in)
 	}
 	h.mu.Unlock()
@@ -75,35 +72,8 @@ func (h *Host) Start(ctx context.Context) error {
 	return nil
 }
 
-func (h *Host) newInstance(cfg *config.Config, ic config.Instance) *instance {
-	path, pluginDir := ic.Path, ""
-	if path == "" {
-		pluginDir = cfg.ResolvePath(cfg.Daemon.PluginDir)
-		path = filepath.Join(pluginDir, "lifecycled-plugin-"+ic.Plugin)
-	} else {
-		path = cfg.ResolvePath(path)
-	}
-	pick := func(own, def config.Duration) config.Duration {
-		if own.Duration > 0 {
-			return own
-		}
-		return def
-	}
-	return newInstance(instanceConfig{
-		Instance:        ic,
-		Path:            path,
-		StartTimeout:    pick(ic.StartTimeout, cfg.Plugins.StartTimeout).Duration,
-		CallTimeout:     pick(ic.CallTimeout, cfg.Plugins.CallTimeout).Duration,
-		DeleteTimeout:   pick(ic.DeleteTimeout, cfg.Plugins.DeleteTimeout).Duration,
-		ShutdownTimeout: pick(ic.ShutdownTimeout, cfg.Plugins.ShutdownTimeout).Duration,
-		RestartInitial:  cfg.Plugins.RestartInitialDelay.Duration,
-		RestartMax:      cfg.Plugins.RestartMaxDelay.Duration,
-		Env:             cfg.Plugins.Env,
-		GOMAXPROCS:      cfg.Plugins.GOMAXPROCS,
-		TenantIDFormat:  cfg.Daemon.TenantIDFormat,
-		MaxMessageBytes: cfg.Plugins.MaxMessageBytes,
-		PluginDir:       pluginDir,
-	}, h.log.Named(ic.Name), h.metrics)
+func (h *Host) newInstance(p Plugin) *instance {
+	return newInstance(p, h.log.Named(p.Name), h.metrics)
 }
 
 // Stop stops every plugin, each within its shutdown timeout. Safe to call twice.
@@ -132,22 +102,22 @@ func (h *Host) Stop(ctx context.Context) error {
 // daemon's tenant_id_format, which every plugin is configured with) are
 // restarted, and so configured again. Unchanged plugins keep running
 // untouched.
-func (h *Host) Reconcile(ctx context.Context, cfg *config.Config) {
+func (h *Host) Reconcile(ctx context.Context, opts Options) {
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
 		return
 	}
-	want := map[string]config.Instance{}
+	want := map[string]Plugin{}
 	var order []string
-	for _, ic := range cfg.Instances() {
-		want[ic.Name] = ic
-		order = append(order, ic.Name)
+	for _, p := range opts.Plugins {
+		want[p.Name] = p
+		order = append(order, p.Name)
 	}
 	var toStop, toStart []*instance
 	for name, in := range h.instances {
-		ic, keep := want[name]
-		if keep && !h.changed(in, cfg, ic) {
+		p, keep := want[name]
+		if keep && !changed(in.cfg, p) {
 			continue
 		}
 		toStop = append(toStop, in)
@@ -157,11 +127,11 @@ func (h *Host) Reconcile(ctx context.Context, cfg *config.Config) {
 		if _, ok := h.instances[name]; ok {
 			continue
 		}
-		in := h.newInstance(cfg, want[name])
+		in := h.newInstance(want[name])
 		h.instances[name] = in
 		toStart = append(toStart, in)
 	}
-	h.order, h.cfg = order, cfg
+	h.order, h.opts = order, opts
 	h.mu.Unlock()
 
 	for _, in := range toStop {
@@ -174,17 +144,16 @@ func (h *Host) Reconcile(ctx context.Context, cfg *config.Config) {
 	}
 }
 
-func (h *Host) changed(in *instance, cfg *config.Config, ic config.Instance) bool {
-	next := h.newInstance(cfg, ic)
-	a, b := in.cfg, next.cfg
+// changed reports whether b differs from a in what needs a restart.
+func changed(a, b Plugin) bool {
 	return a.Kind != b.Kind || a.Path != b.Path || a.SHA256 != b.SHA256 ||
 		a.StartTimeout != b.StartTimeout || a.CallTimeout != b.CallTimeout || a.DeleteTimeout != b.DeleteTimeout ||
 		a.ShutdownTimeout != b.ShutdownTimeout ||
-		!reflect.DeepEqual(a.PluginConfig(), b.PluginConfig()) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS ||
+		!reflect.DeepEqual(a.Config, b.Config) || !reflect.DeepEqual(a.Env, b.Env) || a.GOMAXPROCS != b.GOMAXPROCS ||
 		a.TenantIDFormat != b.TenantIDFormat || a.MaxMessageBytes != b.MaxMessageBytes
 }
 
-func (h *Host) get(name string, kind config.Kind) (*instance, error) {
+func (h *Host) get(name string, kind Kind) (*instance, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	in, ok := h.instances[name]
@@ -196,7 +165,7 @@ func (h *Host) get(name string, kind config.Kind) (*instance, error) {
 
 // Deleter returns a handle to the named deleter plugin.
 func (h *Host) Deleter(name string) (sdk.TenantDeleter, error) {
-	in, err := h.get(name, config.KindDeleter)
+	in, err := h.get(name, KindDeleter)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +174,7 @@ func (h *Host) Deleter(name string) (sdk.TenantDeleter, error) {
 
 // Source returns a handle to the named DLQ source plugin.
 func (h *Host) Source(name string) (sdk.DLQSource, error) {
-	in, err := h.get(name, config.KindDLQSource)
+	in, err := h.get(name, KindDLQSource)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +182,7 @@ func (h *Host) Source(name string) (sdk.DLQSource, error) {
 }
 
 // Names returns the configured plugin names of a kind, in config order.
-func (h *Host) Names(kind config.Kind) []string {
+func (h *Host) Names(kind Kind) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
@@ -269,7 +238,7 @@ func (h *Host) Check(name string) error {
 }
 
 // DeleterNames lists the configured deleters in config order.
-func (h *Host) DeleterNames() []string { return h.Names(config.KindDeleter) }
+func (h *Host) DeleterNames() []string { return h.Names(KindDeleter) }
 
 // SourceNames lists the configured DLQ sources in config order.
-func (h *Host) SourceNames() []string { return h.Names(config.KindDLQSource) }
+func (h *Host) SourceNames() []string { return h.Names(KindDLQSource) }

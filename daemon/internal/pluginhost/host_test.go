@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/app"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -51,11 +52,13 @@ func newHost(t *testing.T, mode string, blocks string) (*pluginhost.Host, *syncB
 	return newHostIn(t, mode, filepath.Dir(misbehave(t)), blocks)
 }
 
-func newHostIn(t *testing.T, mode, pluginDir string, blocks string) (*pluginhost.Host, *syncBuf) {
-	t.Setenv("TESTPLUGIN_MODE", mode)
+// parseConfig is a config with the host tests' [plugins] settings; daemon
+// adds lines to [daemon], blocks are the plugin blocks.
+func parseConfig(t *testing.T, pluginDir, daemon, blocks string) *config.Config {
 	text := fmt.Sprintf(`version = 1
 [daemon]
 plugin_dir = %q
+%s
 [plugins]
 start_timeout = "5s"
 call_timeout = "10s"
@@ -63,16 +66,22 @@ restart_initial_delay = "100ms"
 restart_max_delay = "500ms"
 shutdown_timeout = "2s"
 env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
-%s`, pluginDir, blocks)
+%s`, pluginDir, daemon, blocks)
 	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
 	require.NoError(t, err)
+	return cfg
+}
+
+func newHostIn(t *testing.T, mode, pluginDir string, blocks string) (*pluginhost.Host, *syncBuf) {
+	t.Setenv("TESTPLUGIN_MODE", mode)
+	cfg := parseConfig(t, pluginDir, "", blocks)
 	logs := &syncBuf{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace, JSONFormat: true})
-	h := pluginhost.New(cfg, log, prometheus.NewRegistry())
+	h := pluginhost.New(app.PluginOptions(cfg), log, prometheus.NewRegistry())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, h.Start(ctx))
-	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	t.Cleanup(func() { _ = h.Stop(testsvc.Context(t, time.Minute)) })
 	return h, logs
 }
 
@@ -309,7 +318,7 @@ func TestKill9MidCallRestartsPlugin(t *testing.T) {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.Delete(context.Background(), &sdk.DeleteRequest{TenantID: "t1"}, func(int64) { once.Do(func() { close(progressed) }) })
+		_, err := d.Delete(testsvc.Context(t, time.Minute), &sdk.DeleteRequest{TenantID: "t1"}, func(int64) { once.Do(func() { close(progressed) }) })
 		done <- err
 	}()
 	<-progressed
@@ -385,88 +394,10 @@ func TestHostEnvironmentIsNotInherited(t *testing.T) {
 	require.Contains(t, v, "GOMAXPROCS", "plugins run with [plugins] gomaxprocs")
 }
 
-func TestReconcileAddsRemovesAndRestartsChangedPlugins(t *testing.T) {
-	h, _ := newHost(t, "", basic+`
-[[deleter]]
-name = "test:b"
-plugin = "misbehave"
-`)
-	pidA := status(t, h, "test:a").PID
-	pidB := status(t, h, "test:b").PID
-	text := fmt.Sprintf(`version = 1
-[daemon]
-plugin_dir = %q
-[plugins]
-start_timeout = "5s"
-call_timeout = "10s"
-restart_initial_delay = "100ms"
-restart_max_delay = "500ms"
-shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
-[[deleter]]
-name = "test:a"
-plugin = "misbehave"
-[deleter.config]
-seed = { t1 = 42 }
-[[deleter]]
-name = "test:c"
-plugin = "misbehave"
-[deleter.config]
-seed = { t1 = 1 }
-`, filepath.Dir(misbehave(t)))
-	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "c.toml"), os.LookupEnv)
-	require.NoError(t, err)
-	h.Reconcile(context.Background(), cfg)
-	testsvc.Eventually(t, 30*time.Second, func() bool { return h.Check("test:c") == nil }, "test:c started")
-	require.Equal(t, []string{"test:a", "test:c"}, h.DeleterNames())
-	require.Equal(t, pidA, status(t, h, "test:a").PID, "unchanged plugin kept running")
-	require.Error(t, syscall.Kill(pidB, 0), "removed plugin's process is gone")
-}
-
 func TestStopLeavesNoProcess(t *testing.T) {
 	h, _ := newHost(t, "", basic)
 	pid := status(t, h, "test:a").PID
-	require.NoError(t, h.Stop(context.Background()))
+	require.NoError(t, h.Stop(testsvc.Context(t, time.Minute)))
 	require.Error(t, syscall.Kill(pid, 0), "plugin process ended")
 	require.Equal(t, pluginhost.StateStopped, status(t, h, "test:a").State)
-}
-
-// TestTenantIDFormatIsSentAndReloaded checks that every Configure carries
-// [daemon] tenant_id_format, and that a reload that changes it configures
-// the plugins again (they check ids and patterns against it).
-func TestTenantIDFormatIsSentAndReloaded(t *testing.T) {
-	t.Setenv("TESTPLUGIN_MODE", "format-version")
-	parse := func(format string) *config.Config {
-		text := fmt.Sprintf(`version = 1
-[daemon]
-plugin_dir = %q
-tenant_id_format = %q
-[plugins]
-start_timeout = "5s"
-call_timeout = "10s"
-restart_initial_delay = "100ms"
-restart_max_delay = "500ms"
-shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
-%s`, filepath.Dir(misbehave(t)), format, basic)
-		cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
-		require.NoError(t, err)
-		return cfg
-	}
-	h := pluginhost.New(parse("uuid"), hclog.NewNullLogger(), prometheus.NewRegistry())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, h.Start(ctx))
-	t.Cleanup(func() { _ = h.Stop(context.Background()) })
-	require.Equal(t, "format=uuid", status(t, h, "test:a").Version)
-	pid := status(t, h, "test:a").PID
-
-	h.Reconcile(ctx, parse("uuid"))
-	require.Equal(t, pid, status(t, h, "test:a").PID, "same format: the plugin keeps running")
-
-	h.Reconcile(ctx, parse(`^[a-z0-9-]{3,64}$`))
-	testsvc.Eventually(t, 30*time.Second, func() bool {
-		return status(t, h, "test:a").Version == "format=^[a-z0-9-]{3,64}$"
-	}, "the plugin was configured with the new tenant_id_format")
-	require.NotEqual(t, pid, status(t, h, "test:a").PID)
 }

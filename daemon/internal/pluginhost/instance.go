@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -52,34 +51,12 @@ type Info struct {
 	Warnings   []string   `json:"warnings,omitempty"`
 }
 
-type instanceConfig struct {
-	config.Instance
-	Path            string
-	StartTimeout    time.Duration
-	CallTimeout     time.Duration
-	DeleteTimeout   time.Duration
-	ShutdownTimeout time.Duration
-	RestartInitial  time.Duration
-	RestartMax      time.Duration
-	Env             []string
-	GOMAXPROCS      int
-	// TenantIDFormat is [daemon] tenant_id_format, sent on every Configure
-	// so that a plugin can check ids and refuse config that could confuse
-	// one tenant's data with another's.
-	TenantIDFormat string
-	// MaxMessageBytes is the gRPC message limit, the same on both ends.
-	MaxMessageBytes int
-	// PluginDir is set when Path is the default one inside plugin_dir, so a
-	// symlink out of it can be refused.
-	PluginDir string
-}
-
 // stableAfter is how long a plugin must run before a later crash starts the
 // restart backoff from the beginning again.
 const stableAfter = time.Minute
 
 type instance struct {
-	cfg     instanceConfig
+	cfg     Plugin
 	log     hclog.Logger
 	metrics *metrics
 	stderr  *tailBuffer
@@ -105,7 +82,7 @@ type instance struct {
 	firstAttempt chan struct{}
 }
 
-func newInstance(cfg instanceConfig, log hclog.Logger, m *metrics) *instance {
+func newInstance(cfg Plugin, log hclog.Logger, m *metrics) *instance {
 	// Known label sets start at 0, so that rate() and alerts see the
 	// series before the first restart.
 	m.restarts.WithLabelValues(cfg.Name)
@@ -364,7 +341,7 @@ func (in *instance) launch() error {
 		return fail(in.explainStartError(err, sum))
 	}
 	kindName := sdk.KindTenantDeleter
-	if in.cfg.Kind == config.KindDLQSource {
+	if in.cfg.Kind == KindDLQSource {
 		kindName = sdk.KindDLQSource
 		if v := client.NegotiatedVersion(); v < sdk.MinSourceProtocolVersion {
 			return fail(fmt.Errorf("plugin %s speaks plugin protocol %d, and a DLQ source needs protocol %d or later "+
@@ -378,7 +355,7 @@ func (in *instance) launch() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.CallTimeout)
 	defer cancel()
-	req := &sdk.ConfigureRequest{Name: in.cfg.Name, Config: in.cfg.PluginConfig(), TenantIDFormat: in.cfg.TenantIDFormat}
+	req := &sdk.ConfigureRequest{Name: in.cfg.Name, Config: in.cfg.Config, TenantIDFormat: in.cfg.TenantIDFormat}
 	var resp *sdk.ConfigureResponse
 	switch p := raw.(type) {
 	case sdk.TenantDeleter:

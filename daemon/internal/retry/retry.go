@@ -88,12 +88,6 @@ func Classify(err error) Decision {
 	}
 }
 
-// RetryableHTTPStatus reports whether an HTTP status is worth retrying:
-// 408, 429 and 5xx; never other 4xx.
-func RetryableHTTPStatus(code int) bool {
-	return code == 408 || code == 429 || (code >= 500 && code <= 599)
-}
-
 // Next returns when to try again after attempt failed with err at now:
 // the policy's delay, but never earlier than a Retry-After hint.
 func (p Policy) Next(now time.Time, attempt int, err error) time.Time {

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
@@ -42,7 +43,7 @@ func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.
 		}
 	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return nil, sdk.Retryable(&sdk.Error{Code: sdk.CodeUnavailable, Message: "root is not a directory: " + root}, 0)
+		return nil, sdk.Unavailable(fmt.Errorf("root is not a directory: %s", root))
 	}
 	d.root, d.format = root, req.TenantIDFormat
 	return &sdk.ConfigureResponse{PluginVersion: "0.1.0"}, nil

@@ -1,0 +1,38 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+
+	"google.golang.org/grpc"
+
+	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
+)
+
+// What the daemon's clients of both plugin kinds share.
+
+func configureRequestPB(req *ConfigureRequest) (*pb.ConfigureRequest, error) {
+	cfg := req.Config
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, InvalidConfig(FieldError{Field: "config", Problem: err.Error()})
+	}
+	return &pb.ConfigureRequest{Name: req.Name, ConfigJson: b, TenantIdFormat: req.TenantIDFormat}, nil
+}
+
+// configureCall is Configure on the daemon's side, for either plugin kind.
+func configureCall(ctx context.Context, req *ConfigureRequest,
+	call func(context.Context, *pb.ConfigureRequest, ...grpc.CallOption) (*pb.ConfigureResponse, error)) (*ConfigureResponse, error) {
+	r, err := configureRequestPB(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := call(ctx, r)
+	if err != nil {
+		return nil, FromStatus(err)
+	}
+	return &ConfigureResponse{PluginVersion: resp.GetPluginVersion(), Warnings: resp.GetWarnings()}, nil
+}
