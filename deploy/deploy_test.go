@@ -32,7 +32,7 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 // rely on.
 var unitSettings = []string{"Type=notify", "KillMode=mixed", "NoNewPrivileges=yes", "ProtectSystem=strict",
 	"CapabilityBoundingSet=\n", "PrivateTmp=yes", "StateDirectory=lifecycled", "RuntimeDirectory=lifecycled",
-	"RestartPreventExitStatus=78", "WatchdogSec=", "ExecReload=/bin/kill -HUP $MAINPID"}
+	"RestartPreventExitStatus=78", "WatchdogSec=", "ExecReload=/usr/bin/lifecycled --addr unix:///run/lifecycled/admin.sock reload"}
 
 func systemdUnit(t *testing.T) string {
 	t.Helper()

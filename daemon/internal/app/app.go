@@ -88,6 +88,7 @@ func Run(ctx context.Context, o Options) error {
 		plugins *pluginhost.Host
 		st      store.Store
 		intake  *dlq.Intake
+		rl      *reloader
 	)
 	fxApp := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxLogger{l: log.Named("fx")} }),
@@ -99,9 +100,12 @@ func Run(ctx context.Context, o Options) error {
 			newStore,
 			newPluginHost,
 			newAdminServer,
+			func(reg prometheus.Registerer) *reloader {
+				return newReloader(o.ConfigPath, holder, log.Named("reload"), notifier, reg)
+			},
 		),
 		modules(),
-		fx.Populate(&admin, &plugins, &st, &intake),
+		fx.Populate(&admin, &plugins, &st, &intake, &rl),
 	)
 	if err := fxApp.Err(); err != nil {
 		return startupError(err)
@@ -113,7 +117,7 @@ func Run(ctx context.Context, o Options) error {
 		return startupError(err)
 	}
 	log.Info("lifecycled ready", "version", buildinfo.Version, "state", st.Dialect(), "plugins", len(cfg.Instances()), "daemon_id", string(id))
-	_ = notifier.Ready(statusLine(plugins, "ready"))
+	_ = notifier.Ready(rl.status(plugins))
 
 	sigs := o.Signals
 	if sigs == nil {
@@ -138,10 +142,17 @@ loop:
 		case <-watchdog:
 			_ = notifier.Watchdog()
 		case <-statusTick.C:
-			_ = notifier.Status(statusLine(plugins, "ready"))
+			_ = notifier.Status(rl.status(plugins))
+		case reply := <-rl.requests:
+			rctx, cancel := context.WithTimeout(ctx, reloadTimeout(holder.Get()))
+			reply <- rl.apply(rctx, plugins)
+			cancel()
+			intake.Sync()
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				reload(ctx, o.ConfigPath, holder, plugins, log, notifier)
+				rctx, cancel := context.WithTimeout(ctx, reloadTimeout(holder.Get()))
+				_ = rl.apply(rctx, plugins)
+				cancel()
 				intake.Sync()
 				continue
 			}
@@ -231,28 +242,6 @@ func statusLine(h *pluginhost.Host, state string) string {
 	return line
 }
 
-// reload validates the new config; when valid it replaces the old one and
-// reconciles plugins, otherwise the old one keeps running.
-func reload(ctx context.Context, path string, holder *config.Holder, plugins *pluginhost.Host, log hclog.Logger, n sdnotify.Notifier) {
-	_ = n.Reloading()
-	defer func() { _ = n.Ready(statusLine(plugins, "ready")) }()
-	next, err := config.Load(path)
-	if err != nil {
-		log.Error("reload refused: the new config is invalid; keeping the running one", "error", err)
-		return
-	}
-	prev := holder.Get()
-	if restartOnly := restartOnlyChanges(prev, next); len(restartOnly) > 0 {
-		log.Warn("reload: some settings only take effect after a restart", "settings", restartOnly)
-	}
-	holder.Set(next)
-	if l, ok := log.(interface{ SetLevel(hclog.Level) }); ok {
-		l.SetLevel(hclog.LevelFromString(next.Daemon.LogLevel))
-	}
-	plugins.Reconcile(ctx, PluginOptions(next))
-	log.Info("config reloaded", "path", path)
-}
-
 func restartOnlyChanges(a, b *config.Config) []string {
 	var out []string
 	if a.Daemon.State != b.Daemon.State || a.Daemon.StatePasswordFile != b.Daemon.StatePasswordFile {
@@ -315,7 +304,7 @@ type adminRoutes struct {
 }
 
 func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg *prometheus.Registry,
-	st store.Store, plugins *pluginhost.Host, extra adminRoutes) (*adminapi.Server, error) {
+	st store.Store, plugins *pluginhost.Host, rl *reloader, extra adminRoutes) (*adminapi.Server, error) {
 	cfg := holder.Get()
 	path, err := cfg.SocketPath()
 	if err != nil {
@@ -329,6 +318,7 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 	var srv *adminapi.Server
 	routes := []func(*http.ServeMux){
 		adminapi.StatusRoutes(st, string(st.Dialect()), plugins, started, func() bool { return srv.Draining() }),
+		adminapi.ReloadRoutes(rl.request),
 	}
 	routes = append(routes, extra.Routes...)
 	srv = adminapi.New(adminapi.Options{

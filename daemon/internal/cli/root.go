@@ -138,6 +138,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		tenantCmd(g),
 		dlqCmd(g),
 		archiveCmd(g),
+		reloadCmd(g),
 	)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -97,16 +98,19 @@ func (h *Host) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Reconcile applies a reloaded config: plugins that were removed stop, new
-// ones start, and changed ones (binary, checksum, timeouts, config, or the
-// daemon's tenant_id_format, which every plugin is configured with) are
-// restarted, and so configured again. Unchanged plugins keep running
-// untouched.
-func (h *Host) Reconcile(ctx context.Context, opts Options) {
+// Reconcile applies a reloaded config, or refuses it: plugins that are new
+// or changed (binary, checksum, timeouts, config, or the daemon's
+// tenant_id_format, which every plugin is configured with) are started as
+// new instances first, while the running ones keep serving. Only when every
+// one of them started and accepted its config are the changed and removed
+// instances stopped and the new ones put in their place; otherwise the new
+// instances are stopped, nothing changes, and the error names each plugin
+// that refused and why. Unchanged plugins keep running untouched.
+func (h *Host) Reconcile(ctx context.Context, opts Options) error {
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
-		return
+		return errors.New("the plugin host is stopped")
 	}
 	want := map[string]Plugin{}
 	var order []string
@@ -114,35 +118,70 @@ func (h *Host) Reconcile(ctx context.Context, opts Options) {
 		want[p.Name] = p
 		order = append(order, p.Name)
 	}
-	var toStop, toStart []*instance
-	for name, in := range h.instances {
-		p, keep := want[name]
-		if keep && !changed(in.cfg, p) {
-			continue
-		}
-		toStop = append(toStop, in)
-		delete(h.instances, name)
-	}
+	var candidates []*instance
 	for _, name := range order {
-		if _, ok := h.instances[name]; ok {
+		if in, ok := h.instances[name]; ok && !changed(in.cfg, want[name]) {
 			continue
 		}
-		in := h.newInstance(want[name])
-		h.instances[name] = in
-		toStart = append(toStart, in)
+		candidates = append(candidates, h.newInstance(want[name]))
 	}
-	h.order, h.opts = order, opts
 	h.mu.Unlock()
 
-	for _, in := range toStop {
-		h.log.Info("stopping plugin removed or changed by reload", "name", in.cfg.Name)
-		in.stop(ctx)
-	}
-	for _, in := range toStart {
+	for _, in := range candidates {
 		h.log.Info("starting plugin added or changed by reload", "name", in.cfg.Name)
 		go in.supervise()
 	}
+	var refused []string
+	for _, in := range candidates {
+		select {
+		case <-in.firstAttempt:
+		case <-ctx.Done():
+		}
+		if st := in.status(); st.State != StateRunning {
+			why := st.LastError
+			if why == "" {
+				why = string(st.State)
+			}
+			refused = append(refused, why)
+		}
+	}
+	if len(refused) > 0 {
+		for _, in := range candidates {
+			in.stop(ctx)
+		}
+		return fmt.Errorf("%w: %s", ErrReloadRefused, strings.Join(refused, "; "))
+	}
+
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		for _, in := range candidates {
+			in.stop(ctx)
+		}
+		return errors.New("the plugin host is stopped")
+	}
+	var toStop []*instance
+	for name, in := range h.instances {
+		if p, keep := want[name]; !keep || changed(in.cfg, p) {
+			toStop = append(toStop, in)
+			delete(h.instances, name)
+		}
+	}
+	for _, in := range candidates {
+		h.instances[in.cfg.Name] = in
+	}
+	h.order, h.opts = order, opts
+	h.mu.Unlock()
+	for _, in := range toStop {
+		h.log.Info("stopping plugin removed or replaced by reload", "name", in.cfg.Name)
+		in.stop(ctx)
+	}
+	return nil
 }
+
+// ErrReloadRefused means a reload's new or changed plugins did not all start
+// with their new config; the running ones were kept.
+var ErrReloadRefused = errors.New("reload refused: the running plugins were kept")
 
 // changed reports whether b differs from a in what needs a restart.
 func changed(a, b Plugin) bool {

@@ -1,0 +1,35 @@
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+)
+
+// ReloadBody is POST /api/v1/reload's answer.
+type ReloadBody struct {
+	Reloaded bool   `json:"reloaded"`
+	Message  string `json:"message"`
+}
+
+// ReloadRoutes serves POST /api/v1/reload: the same reload as SIGHUP, but
+// the caller learns whether it was applied. A refused reload (invalid file,
+// a plugin that did not start with its new config) answers 409
+// SYS_RELOAD_REFUSED and the running config stays.
+func ReloadRoutes(reload func(context.Context) error) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /api/v1/reload", func(w http.ResponseWriter, r *http.Request) {
+			err := reload(r.Context())
+			switch {
+			case err == nil:
+				writeJSON(w, http.StatusOK, ReloadBody{Reloaded: true, Message: "config reloaded"})
+			case errors.Is(err, derrors.ErrConflict):
+				writeError(w, r, ScopeNone, &apiError{status: http.StatusConflict, code: "SYS_RELOAD_REFUSED", message: err.Error()})
+			default:
+				writeError(w, r, ScopeNone, err)
+			}
+		})
+	}
+}
