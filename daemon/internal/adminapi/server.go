@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
 )
 
 // Check is one readiness check.
@@ -51,7 +53,7 @@ type Server struct {
 	opts     Options
 	log      hclog.Logger
 	mw       *middleware
-	idem     *idempotencyMiddleware
+	idem     *idempotency.Middleware
 	unix     *http.Server
 	tcp      *http.Server
 	unixL    *net.UnixListener
@@ -149,7 +151,7 @@ func (s *Server) Handler() http.Handler {
 		add(mux)
 	}
 	if s.idem != nil {
-		return s.mw.wrap(s.idem.wrap(mux), mux, true)
+		return s.mw.wrap(s.idem.Wrap(mux), mux, true)
 	}
 	return s.mw.wrap(mux, mux, true)
 }

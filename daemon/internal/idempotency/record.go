@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"net/http"
 	"time"
 )
 
@@ -16,16 +17,22 @@ const (
 
 // Record is one stored Idempotency-Key.
 type Record struct {
-	CallerUID      uint32
-	Key            string
-	Route          string
-	RequestHash    string
-	State          State
-	ResponseStatus int
-	ResponseBody   []byte
-	CreatedAt      time.Time
-	LockedAt       time.Time
-	ExpiresAt      time.Time
+	CallerUID   uint32
+	Key         string
+	Route       string
+	RequestHash string
+	State       State
+	Response    Response // once State is DONE
+	CreatedAt   time.Time
+	LockedAt    time.Time
+	ExpiresAt   time.Time
+}
+
+// Response is a stored answer: what a replay gives back.
+type Response struct {
+	Status  int
+	Headers http.Header // the headers that matter (Location, ...)
+	Body    []byte
 }
 
 // Store is what the middleware needs from the state store.
@@ -36,7 +43,7 @@ type Store interface {
 	// key is held, the holder is returned and nothing is written.
 	ReserveIdempotencyKey(ctx context.Context, rec Record, now, staleBefore time.Time) (holder *Record, err error)
 	// CompleteIdempotencyKey stores the response of the request that holds the key.
-	CompleteIdempotencyKey(ctx context.Context, uid uint32, key, requestHash string, status int, body []byte, expiresAt time.Time) error
+	CompleteIdempotencyKey(ctx context.Context, uid uint32, key, requestHash string, resp Response, expiresAt time.Time) error
 	// ReleaseIdempotencyKey forgets a reservation whose request did not
 	// complete, so that a retry with the same key runs again.
 	ReleaseIdempotencyKey(ctx context.Context, uid uint32, key, requestHash string) error

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,12 +16,12 @@ type keySQL struct {
 	// request hash, now, expires_at, stale before).
 	reserve  string
 	holder   string // (uid, key)
-	complete string // (uid, key, request hash, status, body, expires_at)
+	complete string // (uid, key, request hash, status, body, expires_at, headers)
 	release  string // (uid, key, request hash)
 }
 
 // keyColumns is what holder selects, for ReserveIdempotencyKey.
-const keyColumns = `route, request_hash, state, response_status, response_body, created_at, locked_at, expires_at`
+const keyColumns = `route, request_hash, state, response_status, response_body, response_headers, created_at, locked_at, expires_at`
 
 // ReserveIdempotencyKey implements idempotency.Store.
 func (s *sqlStore) ReserveIdempotencyKey(ctx context.Context, rec idempotency.Record, now, staleBefore time.Time) (*idempotency.Record, error) {
@@ -37,16 +38,22 @@ func (s *sqlStore) ReserveIdempotencyKey(ctx context.Context, rec idempotency.Re
 		}
 		h := idempotency.Record{CallerUID: rec.CallerUID, Key: rec.Key}
 		var (
-			state  string
-			status *int
+			state   string
+			status  *int
+			headers *string
 		)
 		if err := q.queryRow(ctx, s.sql.keys.holder, int64(rec.CallerUID), rec.Key).Scan(&h.Route, &h.RequestHash, &state,
-			&status, &h.ResponseBody, &h.CreatedAt, &h.LockedAt, &h.ExpiresAt); err != nil {
+			&status, &h.Response.Body, &headers, &h.CreatedAt, &h.LockedAt, &h.ExpiresAt); err != nil {
 			return fmt.Errorf("read idempotency key: %w", err)
 		}
 		h.State = idempotency.State(state)
 		if status != nil {
-			h.ResponseStatus = *status
+			h.Response.Status = *status
+		}
+		if headers != nil && *headers != "" {
+			if err := json.Unmarshal([]byte(*headers), &h.Response.Headers); err != nil {
+				return fmt.Errorf("read idempotency key headers: %w", err)
+			}
 		}
 		holder = &h
 		return nil
@@ -55,8 +62,12 @@ func (s *sqlStore) ReserveIdempotencyKey(ctx context.Context, rec idempotency.Re
 }
 
 // CompleteIdempotencyKey implements idempotency.Store.
-func (s *sqlStore) CompleteIdempotencyKey(ctx context.Context, uid uint32, key, hash string, status int, body []byte, expiresAt time.Time) error {
-	if _, err := s.db.exec(ctx, s.sql.keys.complete, int64(uid), key, hash, status, nonNil(body), expiresAt); err != nil {
+func (s *sqlStore) CompleteIdempotencyKey(ctx context.Context, uid uint32, key, hash string, resp idempotency.Response, expiresAt time.Time) error {
+	headers, err := json.Marshal(resp.Headers)
+	if err != nil {
+		return fmt.Errorf("encode idempotency key headers: %w", err)
+	}
+	if _, err := s.db.exec(ctx, s.sql.keys.complete, int64(uid), key, hash, resp.Status, nonNil(resp.Body), expiresAt, string(headers)); err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
 	return nil

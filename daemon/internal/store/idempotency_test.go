@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -32,12 +33,14 @@ func TestIdempotencyKeys(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, holder)
 
-		require.NoError(t, s.CompleteIdempotencyKey(ctx, 1000, "k-1", "h1", 202, []byte(`{"ok":true}`), t0.Add(72*time.Hour)))
+		require.NoError(t, s.CompleteIdempotencyKey(ctx, 1000, "k-1", "h1", idempotency.Response{Status: 202, Body: []byte(`{"ok":true}`),
+			Headers: http.Header{"Location": {"/api/v1/tenants/t/deletion"}}}, t0.Add(72*time.Hour)))
 		holder, err = s.ReserveIdempotencyKey(ctx, rec, t0.Add(time.Minute), t0.Add(time.Minute-5*time.Minute))
 		require.NoError(t, err)
 		require.Equal(t, idempotency.StateDone, holder.State)
-		require.Equal(t, 202, holder.ResponseStatus)
-		require.Equal(t, `{"ok":true}`, string(holder.ResponseBody))
+		require.Equal(t, 202, holder.Response.Status)
+		require.Equal(t, `{"ok":true}`, string(holder.Response.Body))
+		require.Equal(t, http.Header{"Location": {"/api/v1/tenants/t/deletion"}}, holder.Response.Headers)
 		require.Equal(t, "h1", holder.RequestHash)
 
 		// Expired: treated as new.

@@ -1,0 +1,1 @@
+ALTER TABLE lifecycle.idempotency_keys DROP COLUMN IF EXISTS response_headers;
