@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -227,45 +224,6 @@ func TestMetricsListenerServesOnlyMetricsAndHealth(t *testing.T) {
 	require.Equal(t, 200, code)
 }
 
-// Idle clients of the loopback metrics port must never make the admin
-// socket unreachable by using up the daemon's file descriptors, and the
-// socket itself holds a bounded number of connections.
-func TestIdleConnectionsCannotStarveTheAdminSocket(t *testing.T) {
-	port := testsvc.FreePort(t)
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port),
-		Wrap: []string{"prlimit", "--nofile=64:64", "--"}})
-	var conns []net.Conn
-	t.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	for i := 0; i < 100; i++ {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second)
-		require.NoError(t, err)
-		conns = append(conns, c)
-	}
-	for i := 0; i < 10; i++ {
-		c, err := net.DialTimeout("unix", d.Socket, 2*time.Second)
-		require.NoError(t, err)
-		conns = append(conns, c)
-	}
-	time.Sleep(500 * time.Millisecond) // let the daemon accept what it will
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dd net.Dialer
-		return dd.DialContext(ctx, "unix", d.Socket)
-	}}}
-	testsvc.Eventually(t, 10*time.Second, func() bool {
-		resp, err := client.Get("http://localhost/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	}, "the admin socket answers while 100 idle clients hold the metrics port and 10 the socket")
-	require.NotContains(t, d.Logs(), "too many open files")
-}
-
 func TestSdNotifyReadyReloadAndStopping(t *testing.T) {
 	dir := testsvc.ShortTempDir(t)
 	notify, next := notifyListener(t, dir)
@@ -400,87 +358,4 @@ func TestStateStoreRefusingTheCredentialsExitsWithExConfig(t *testing.T) {
 	require.Equal(t, 78, d.Wait(60*time.Second))
 	require.Contains(t, d.Logs(), "does not exist")
 	require.NotContains(t, d.Logs(), "makeFuncStub")
-}
-
-// Counters that alert rules use exist at 0 for every configured plugin and
-// deleter before their first increment.
-func TestMetricFamiliesExistBeforeTheirFirstIncrement(t *testing.T) {
-	redis := testsvc.Redis(t)
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(
-		"[[deleter]]\nname = \"redis:s\"\nplugin = \"redis\"\n[deleter.config]\naddr = %q\npatterns = [\"s:{tenant}\"]\n", redis.Addr)})
-	testsvc.Eventually(t, 30*time.Second, func() bool {
-		code, body := d.Do("GET", "/metrics", nil, nil)
-		return code == 200 && strings.Contains(string(body), `lifecycled_plugin_restarts_total{plugin="redis:s"} 0`) &&
-			strings.Contains(string(body), `lifecycled_deletion_failures_total{deleter="redis:s"} 0`)
-	}, "restart and failure counters of redis:s at 0")
-}
-
-// notifyListener plays systemd's notify socket in dir; next waits for a
-// message containing want and returns it.
-func notifyListener(t *testing.T, dir string) (path string, next func(want string) string) {
-	path = filepath.Join(dir, "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	msgs := make(chan string, 32)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, _, err := conn.ReadFromUnix(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	return path, func(want string) string {
-		t.Helper()
-		timeout := time.After(30 * time.Second)
-		for {
-			select {
-			case m, ok := <-msgs:
-				require.True(t, ok)
-				if strings.Contains(m, want) {
-					return m
-				}
-			case <-timeout:
-				t.Fatalf("no %s notification", want)
-			}
-		}
-	}
-}
-
-// A state-store outage is a 503 with a code that says so, and `status`
-// says the dead-letter counts are unknown rather than 0.
-func TestStateStoreOutageIs503AndStatusSaysUnknown(t *testing.T) {
-	state := testsvc.PGDatabase(t)
-	u, err := url.Parse(state)
-	require.NoError(t, err)
-	db := strings.TrimPrefix(u.Path, "/")
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state})
-	admin, err := pgx.Connect(testsvc.Context(t, time.Minute), testsvc.PGAdminDSN())
-	require.NoError(t, err)
-	t.Cleanup(func() { admin.Close(context.Background()) })
-	outage := func(on bool) {
-		ctx := testsvc.Context(t, time.Minute)
-		_, err := admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s ALLOW_CONNECTIONS %v`, db, !on))
-		require.NoError(t, err)
-		if on {
-			_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
-			require.NoError(t, err)
-		}
-	}
-	outage(true)
-	t.Cleanup(func() { outage(false) })
-	testsvc.Eventually(t, 30*time.Second, func() bool {
-		code, body := d.Do("GET", "/api/v1/dlq", nil, nil)
-		return code == 503 && strings.Contains(string(body), "SYS_STATE_STORE_UNAVAILABLE") && !strings.Contains(string(body), db)
-	}, "503 SYS_STATE_STORE_UNAVAILABLE without the database's name")
-	out, _, code := d.CLI("status")
-	require.Equal(t, 3, code, out)
-	require.Contains(t, out, "dead letters  unknown")
-	require.NotContains(t, out, "PENDING 0")
-	outage(false)
-	testsvc.Eventually(t, 30*time.Second, func() bool { code, _ := d.Do("GET", "/api/v1/dlq", nil, nil); return code == 200 }, "back after the outage")
 }
