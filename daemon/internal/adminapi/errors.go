@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
-	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
 
 // Scope selects the SYS_<SCOPE>_ prefix of error codes for a route family.
@@ -79,46 +76,31 @@ func notFound(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusNotFound, kind: "NOT_FOUND", message: fmt.Sprintf(format, args...)}
 }
 
-// errorTable is the one place where meaning becomes an HTTP status and a code:
-// derrors sentinel -> status and SYS_<scope>_<kind>.
+// classify turns err into the answer the errorTable gives its meaning; an
+// error that already knows its answer (apiError) keeps it.
 func classify(err error, scope Scope) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
 	}
-	var (
-		nre  *dlq.NotRetryableError
-		nrev *dlq.NotRevivableError
-	)
-	switch {
-	case errors.As(err, &nre):
-		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: nre.Reason}
-	case errors.As(err, &nrev):
-		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: nrev.Reason}
-	case errors.Is(err, dlq.ErrRepublishFailed):
-		// The broker refused the message: an upstream failure, not ours.
-		return &apiError{status: http.StatusBadGateway, kind: "REPUBLISH_FAILED", message: err.Error()}
-	case errors.Is(err, derrors.ErrNotFound):
-		return &apiError{status: http.StatusNotFound, kind: "NOT_FOUND", message: err.Error()}
-	case errors.Is(err, derrors.ErrInvalid):
-		return &apiError{status: http.StatusBadRequest, kind: "VALIDATION_ERROR", message: err.Error()}
-	case errors.Is(err, derrors.ErrConflict):
-		return &apiError{status: http.StatusConflict, kind: "CONFLICT", message: err.Error()}
-	case errors.Is(err, derrors.ErrStoreUnavailable):
-		return &apiError{status: http.StatusServiceUnavailable, code: "SYS_STATE_STORE_UNAVAILABLE",
-			message: "the state store is unavailable; try again later (the daemon's log has the cause under this request id)"}
-	case errors.Is(err, derrors.ErrUnavailable):
-		kind := "UNAVAILABLE"
-		if scope == ScopeDLQ {
-			kind = "SOURCE_UNAVAILABLE"
+	for _, row := range errorTable {
+		if !errors.Is(err, row.err) {
+			continue
 		}
-		return &apiError{status: http.StatusServiceUnavailable, kind: kind, message: err.Error()}
-	default:
-		// The cause goes to the log (writeError), never to the caller: driver
-		// texts name users, databases and hosts.
-		return &apiError{status: http.StatusInternalServerError, kind: "INTERNAL_ERROR",
-			message: "internal error; the daemon's log has the details under this request id"}
+		msg := row.message
+		if msg == "" {
+			msg = err.Error()
+		}
+		kind := row.kind
+		if k, ok := row.scoped[scope]; ok {
+			kind = k
+		}
+		return &apiError{status: row.status, kind: kind, code: row.code, message: msg}
 	}
+	// The cause goes to the log (writeError), never to the caller: driver
+	// texts name users, databases and hosts.
+	return &apiError{status: http.StatusInternalServerError, kind: "INTERNAL_ERROR",
+		message: "internal error; the daemon's log has the details under this request id"}
 }
 
 func (e *apiError) fullCode(scope Scope) string {

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"time"
 
 	"github.com/google/uuid"
@@ -130,6 +131,10 @@ type NotRetryableError struct {
 
 func (e *NotRetryableError) Error() string { return e.Reason }
 
+// Unwrap makes it a derrors.ErrConflict: the request is well-formed, the
+// message's state refuses it.
+func (e *NotRetryableError) Unwrap() error { return derrors.ErrConflict }
+
 // NotRevivableError is a 409: the message exists but cannot be revived.
 type NotRevivableError struct {
 	Message *Message
@@ -137,6 +142,9 @@ type NotRevivableError struct {
 }
 
 func (e *NotRevivableError) Error() string { return e.Reason }
+
+// Unwrap makes it a derrors.ErrConflict.
+func (e *NotRevivableError) Unwrap() error { return derrors.ErrConflict }
 
 // NotRevivable explains why m cannot be revived.
 func NotRevivable(m *Message) *NotRevivableError {
