@@ -200,7 +200,9 @@ func (k *kit) failureMidDelete(t *testing.T) {
 	if r != nil {
 		r()
 	}
-	remaining := k.o.Fixture.Remaining(t, id)
+	// A statement the store was running when the connection broke may
+	// still commit: wait until the store settles.
+	remaining := settled(func() int64 { return k.o.Fixture.Remaining(t, id) })
 	gone := seeded - remaining
 	switch {
 	case r == nil:
@@ -257,4 +259,19 @@ func (k *kit) injector() (func(testing.TB) func(), string) {
 		}, "the store going down"
 	}
 	return nil, ""
+}
+
+// settled polls count until two readings half a second apart agree (for up
+// to 15 s) and returns the last.
+func settled(count func() int64) int64 {
+	prev := count()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(cancelGrace)
+		cur := count()
+		if cur == prev {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
 }
