@@ -46,7 +46,9 @@ type deleter struct {
 // scrubs secrets; its default logger writes to stderr past the scrubber.
 type driverLog struct{}
 
-func (driverLog) Print(v ...any) { sdk.Logger().Warn("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...))) }
+func (driverLog) Print(v ...any) {
+	sdk.Logger().Warn("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
+}
 
 // safeName is what a character set or collation name may be, since it is
 // written into statements (it comes from the server's catalogue).

@@ -316,7 +316,9 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 
 // owner reports whether e is how its child, a table without the tenant
 // column, belongs to the tenant.
-func owner(e *medge) bool { return e.childT != nil && e.childT.tenant == nil && slices.Contains(e.childT.owners, e) }
+func owner(e *medge) bool {
+	return e.childT != nil && e.childT.tenant == nil && slices.Contains(e.childT.owners, e)
+}
 
 // setNullStripsTenant reports whether e's ON DELETE SET NULL/DEFAULT would
 // take a row of its child out of its tenant: it writes the tenant column,

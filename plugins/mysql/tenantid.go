@@ -59,7 +59,9 @@ func (c catColumn) kind() columnKind {
 	return kindUnsupported
 }
 
-func (c catColumn) unsigned() bool { return strings.Contains(strings.ToLower(c.columnType), "unsigned") }
+func (c catColumn) unsigned() bool {
+	return strings.Contains(strings.ToLower(c.columnType), "unsigned")
+}
 
 // columnProblem says why a column cannot hold tenant ids, or "".
 func columnProblem(c catColumn) string {
