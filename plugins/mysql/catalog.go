@@ -56,6 +56,7 @@ type catFK struct {
 	fkCols        []string
 	refCols       []string
 	action        byte // c cascade, n set null, d set default, r restrict, a no action
+	nullable      bool // every referencing column allows NULL
 }
 
 func (f *catFK) describe() string {
@@ -151,7 +152,9 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 	}
 
 	rows, err = db.QueryContext(ctx, `SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME,
-			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, rc.DELETE_RULE
+			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, rc.DELETE_RULE,
+			(SELECT c.IS_NULLABLE FROM information_schema.COLUMNS c
+				WHERE c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME) = 'YES'
 		FROM information_schema.KEY_COLUMN_USAGE k
 		JOIN information_schema.REFERENTIAL_CONSTRAINTS rc
 			ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND rc.TABLE_NAME = k.TABLE_NAME
@@ -164,7 +167,8 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 	for rows.Next() {
 		var f catFK
 		var col, refCol, rule string
-		if err := rows.Scan(&f.name, &f.child[0], &f.child[1], &col, &f.parent[0], &f.parent[1], &refCol, &rule); err != nil {
+		var nullable bool
+		if err := rows.Scan(&f.name, &f.child[0], &f.child[1], &col, &f.parent[0], &f.parent[1], &refCol, &rule, &nullable); err != nil {
 			rows.Close()
 			return nil, classify(err)
 		}
@@ -173,9 +177,11 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 			if f.action == 0 {
 				f.action = 'a' // NO ACTION
 			}
+			f.nullable = true
 			last = &f
 			c.fks = append(c.fks, last)
 		}
+		last.nullable = last.nullable && nullable
 		last.fkCols = append(last.fkCols, col)
 		last.refCols = append(last.refCols, refCol)
 	}

@@ -341,6 +341,14 @@ func warningsFor(m *model) []string {
 			warnings = append(warnings, fmt.Sprintf("table %s uses the %s engine, which has neither foreign keys nor transactions: a batch cut short is not rolled back", t.name(), t.cat.engine))
 		}
 	}
+	for _, t := range m.targets {
+		var via []string
+		for _, e := range t.cascadeFrom {
+			via = append(via, e.fk.name)
+		}
+		warnings = append(warnings, fmt.Sprintf("table %s is not listed, but ON DELETE CASCADE (%s) reaches it: the deleter deletes the tenant's rows there that the cascade would, first, and counts them under %s",
+			t.name(), strings.Join(via, ", "), t.name()))
+	}
 	for _, e := range m.inbound {
 		if e.childT == nil {
 			warnings = append(warnings, fmt.Sprintf("table %s references %s (%s) but is not deleted by this deleter: erasing a tenant whose rows it references is refused (add it to tables, or use discover = true)",

@@ -52,6 +52,24 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{db: db, dsn: cfg.FormatDSN(), proxy: proxy}
 }
 
+// user is the deleter's MySQL user.
+func (f *fixture) user(t testing.TB) string {
+	cfg, err := mysql.ParseDSN(f.dsn)
+	require.NoError(t, err)
+	return cfg.User
+}
+
+// newSchemaEnvFor starts the plugin configured with the fixture's config
+// (no proxy in between is needed: the fixture's proxy just forwards).
+func newSchemaEnvFor(t *testing.T, f *fixture) sdk.TenantDeleter {
+	d := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter).Deleter(t)
+	cfg := f.Config(t)
+	cfg["batch_size"] = 500
+	_, err := d.Configure(testsvc.Context(t, time.Minute), &sdk.ConfigureRequest{Name: "mysql:workflows", Config: cfg, TenantIDFormat: anyTenantID})
+	require.NoError(t, err)
+	return d
+}
+
 func (f *fixture) Config(testing.TB) map[string]any {
 	return map[string]any{"dsn": f.dsn, "tables": workflowTables, "batch_size": 1000}
 }

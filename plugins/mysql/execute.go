@@ -96,8 +96,7 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 // size can violate a self key), locks them, deletes them by primary key and
 // counts, in the same transaction, what the cascades removed: MySQL does
 // not report cascaded rows. Rows left that reference each other in a loop
-// go in one statement at the end, which only a CASCADE or SET NULL key
-// allows (MySQL checks keys row by row).
+// go at the end, in one transaction.
 func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -119,8 +118,30 @@ func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
 	if left == 0 {
 		return nil
 	}
+	// What is left references itself in loops. MySQL checks keys row by
+	// row, even within one statement, so the loops are cut first: in one
+	// transaction, the self keys of these rows are set to NULL and the rows
+	// deleted. Nobody sees the NULLs, and only this tenant's rows change
+	// (the preflight refused any other row referencing them).
+	for _, e := range t.self {
+		if !e.fk.nullable {
+			return sdk.Permanent(fmt.Errorf("%s of %s reference each other in a loop through %s, whose column does not allow NULL: "+
+				"MySQL checks keys row by row, so the loop cannot be deleted; allow NULL in %s (the deleter then cuts the loop inside its transaction)",
+				rows(left), t.name(), e.fk.name, strings.Join(e.fk.fkCols, ", ")))
+		}
+	}
 	_, err := x.inTx(ctx, t, func(tx *sql.Tx) (int64, error) {
+		var set []string
+		for _, e := range t.self {
+			for _, c := range e.fk.fkCols {
+				set = append(set, quoteIdent(c)+" = NULL")
+			}
+		}
 		p := newPredicate(x.vals)
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET %s WHERE %s", t.cat.ident(), strings.Join(set, ", "), p.gone(t, t.cat.ident())), p.args...); err != nil {
+			return 0, err
+		}
+		p = newPredicate(x.vals)
 		res, err := tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE %s", t.cat.ident(), p.gone(t, t.cat.ident())), p.args...)
 		if err != nil {
 			return 0, err
@@ -128,12 +149,6 @@ func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
 		return res.RowsAffected()
 	})
 	if err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == 1451 && len(t.self) > 0 {
-			return sdk.Permanent(fmt.Errorf("%s of %s reference each other in a loop through %s (%s), and MySQL checks keys row by row: "+
-				"they cannot be deleted until the loop is broken; make the key ON DELETE CASCADE or SET NULL (%w)",
-				rows(left), t.name(), t.self[0].fk.name, actionName(t.self[0].fk), err))
-		}
 		return fmt.Errorf("delete the rows of %s that reference each other: %w", t.name(), err)
 	}
 	return nil
@@ -144,10 +159,12 @@ func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
 func (x *eraser) leafBatch(ctx context.Context, tx *sql.Tx, t *mtable) (int64, error) {
 	p := newPredicate(x.vals)
 	cond := p.gone(t, "a")
+	// A row that references itself is no leaf either: InnoDB refuses to
+	// delete it through a NO ACTION key.
 	for _, e := range t.self {
 		c := p.alias()
-		cond += fmt.Sprintf(" AND NOT EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s) AND (%s) <> (%s))",
-			t.cat.ident(), c, cols(c, e.fk.fkCols), cols("a", e.fk.refCols), cols(c, t.cat.pk), cols("a", t.cat.pk))
+		cond += fmt.Sprintf(" AND NOT EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s))",
+			t.cat.ident(), c, cols(c, e.fk.fkCols), cols("a", e.fk.refCols))
 	}
 	pk := cols("a", t.cat.pk)
 	q := fmt.Sprintf("SELECT %s FROM %s a WHERE %s ORDER BY %s LIMIT %d FOR UPDATE", pk, t.cat.ident(), cond, pk, x.batch)

@@ -42,11 +42,21 @@ func openDB(t testing.TB, dsn string) *sql.DB {
 	return db
 }
 
+// numbers is a table of 1..10000 for schemas to seed from (MySQL has no
+// generate_series, and recursive queries stop at 1000 rows by default).
+const numbers = `CREATE TABLE nums (n INT PRIMARY KEY);
+INSERT INTO nums SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d FROM
+	(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
+	(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b,
+	(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c,
+	(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) e;
+`
+
 func newSchemaEnv(t *testing.T, ddl string) *schemaEnv {
 	t.Helper()
 	name, dsn := testsvc.MySQLDatabase(t)
 	db := openDB(t, dsn)
-	_, err := db.ExecContext(testsvc.Context(t, time.Minute), ddl)
+	_, err := db.ExecContext(testsvc.Context(t, time.Minute), numbers+ddl)
 	require.NoError(t, err, "load schema")
 	p := plugintest.Launch(t, binary(t), sdk.KindTenantDeleter)
 	return &schemaEnv{name: name, dsn: dsn, db: db, d: p.Deleter(t)}
@@ -112,7 +122,9 @@ func (e *schemaEnv) snapshot(t *testing.T) rowSet {
 	rs.Close()
 	out := rowSet{}
 	for _, tb := range tables {
-		out[e.name+"."+tb] = e.rowsWhere(t, tb, "TRUE")
+		if tb != "nums" { // the helper table of numbers
+			out[e.name+"."+tb] = e.rowsWhere(t, tb, "TRUE")
+		}
 	}
 	return out
 }
@@ -121,7 +133,13 @@ func (e *schemaEnv) snapshot(t *testing.T) rowSet {
 // pred (over alias x), each as its values quoted.
 func (e *schemaEnv) rowsWhere(t *testing.T, table, pred string) []string {
 	t.Helper()
-	rs, err := e.db.QueryContext(testsvc.Context(t, time.Minute), fmt.Sprintf("SELECT * FROM %s x WHERE %s", quoteIdent(table), pred))
+	return e.rowsIn(t, e.name, table, pred)
+}
+
+// rowsIn is rowsWhere for a table of any database.
+func (e *schemaEnv) rowsIn(t *testing.T, schema, table, pred string) []string {
+	t.Helper()
+	rs, err := e.db.QueryContext(testsvc.Context(t, time.Minute), fmt.Sprintf("SELECT * FROM %s.%s x WHERE %s", quoteIdent(schema), quoteIdent(table), pred))
 	require.NoError(t, err, "%s where %s", table, pred)
 	defer rs.Close()
 	colNames, err := rs.Columns()
@@ -149,9 +167,9 @@ func (e *schemaEnv) rowsWhere(t *testing.T, table, pred string) []string {
 	return texts
 }
 
-// victimRows names, per table (unqualified), the rows a deletion must
-// remove (a SQL predicate over alias x); everything else must stay byte for
-// byte.
+// victimRows names, per table, the rows a deletion must remove (a SQL
+// predicate over alias x); everything else must stay byte for byte. A table
+// is named alone (in the test's database) or as "database|table".
 type victimRows map[string]string
 
 // expectErased erases tenant and checks that exactly the victim rows went:
@@ -167,9 +185,15 @@ func (e *schemaEnv) expectErased(t *testing.T, tenant string, victims victimRows
 		want[table] = rows
 	}
 	for table, pred := range victims {
-		v := e.rowsWhere(t, table, pred)
+		schema := e.name
+		if db, tb, ok := strings.Cut(table, "|"); ok {
+			schema, table = db, tb
+			before[schema+"."+table] = e.rowsIn(t, schema, table, "TRUE")
+			want[schema+"."+table] = before[schema+"."+table]
+		}
+		v := e.rowsIn(t, schema, table, pred)
 		require.NotEmpty(t, v, "the test seeds victim rows in %s", table)
-		full := e.name + "." + table
+		full := schema + "." + table
 		want[full] = minus(want[full], v)
 		gone[full] = int64(len(v))
 		total += int64(len(v))
@@ -183,6 +207,10 @@ func (e *schemaEnv) expectErased(t *testing.T, tenant string, victims victimRows
 	require.NoError(t, err, "Delete(%q)", tenant)
 	after := e.snapshot(t)
 	for table := range before {
+		if _, ok := after[table]; !ok { // another database's
+			schema, name, _ := strings.Cut(table, ".")
+			after[table] = e.rowsIn(t, schema, name, "TRUE")
+		}
 		require.Equal(t, want[table], after[table], "rows of %s after erasing %q: only the victim rows may go", table, tenant)
 	}
 	require.Equal(t, total, resp.DeletedCount, "reported deleted count")

@@ -345,6 +345,7 @@ func (m *model) sortTables(cfg config) error {
 			edges = append(edges, e)
 		}
 	}
+	cyclic := sccs(all, edges)
 	for _, drop := range []string{"c", "nd"} {
 		comp := sccs(all, edges)
 		kept := edges[:0:0]
@@ -356,6 +357,22 @@ func (m *model) sortTables(cfg config) error {
 			kept = append(kept, e)
 		}
 		edges = kept
+	}
+	// InnoDB checks every key row by row, even against the row it is
+	// deleting: a cascade through a cycle trips over a NO ACTION key of the
+	// same cycle that still points at the row the cascade removes.
+	for _, c := range m.dropped {
+		if c.fk.action != 'c' {
+			continue
+		}
+		for _, e := range edges {
+			if cyclic[e.childT] == cyclic[c.childT] && cyclic[e.parentT] == cyclic[c.childT] && (e.fk.action == 'a' || e.fk.action == 'r') {
+				return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
+					"foreign keys form a cycle between %s and %s in which %s cascades but %s is %s: MySQL checks keys row by row, so the cascade "+
+						"would fail on it; make %s ON DELETE CASCADE too, or one key of the cycle ON DELETE SET NULL on a column that is not the tenant column",
+					e.childT.name(), e.parentT.name(), c.fk.name, e.fk.name, actionName(e.fk), e.fk.name)})
+			}
+		}
 	}
 	before := func(a, b *mtable) bool {
 		pa, pb := a.pos, b.pos
@@ -383,7 +400,7 @@ func (m *model) sortTables(cfg config) error {
 		}
 		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
 			"foreign keys form a cycle between %s that no delete order satisfies (%s is %s), and MySQL checks keys row by row without deferring them: "+
-				"make one key of the cycle ON DELETE CASCADE, or ON DELETE SET NULL on a column that is not the tenant column",
+				"make one key of the cycle ON DELETE SET NULL on a column that is not the tenant column, or every key of it ON DELETE CASCADE",
 			strings.Join(names, ", "), culprit.describe(), actionName(culprit.fk))})
 	}
 	m.order = order
@@ -502,7 +519,7 @@ func (m *model) stepOf(t *mtable) int { return slices.Index(m.order, t) }
 
 // planCascades finds, for each table, the tables a batch of it can remove
 // rows of by cascade: through keys given up in a cycle (their child is not
-// emptied before it) and through its own CASCADE self keys.
+// emptied before it).
 func (m *model) planCascades() {
 	for _, t := range m.order {
 		seen := map[*mtable]bool{}
@@ -511,10 +528,12 @@ func (m *model) planCascades() {
 			x := queue[0]
 			queue = queue[1:]
 			for _, e := range m.inbound {
-				if e.parentT != x || e.fk.action != 'c' || e.childT == nil || seen[e.childT] {
+				if e.parentT != x || e.fk.action != 'c' || e.childT == nil || seen[e.childT] || e.childT == e.parentT {
+					// A self key never cascades: leaves go first, and a loop
+					// is cut (its key set to NULL) before it is deleted.
 					continue
 				}
-				if e.childT != t && m.stepOf(e.childT) < m.stepOf(t) {
+				if m.stepOf(e.childT) < m.stepOf(t) {
 					continue // emptied of this tenant before t
 				}
 				seen[e.childT] = true
