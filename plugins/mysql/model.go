@@ -332,4 +332,3 @@ func setNullStripsTenant(e *medge) bool {
 	}
 	return slices.Contains(e.fk.fkCols, e.childT.tenant.name)
 }
-
