@@ -228,8 +228,10 @@ UPDATE documents SET current_version = CASE id WHEN 1 THEN 1 WHEN 2 THEN 4 ELSE 
 }
 
 // The server kills the deleter's connections part way: the error is
-// retryable and its partial count exact (a killed statement is rolled
-// back), and the next Delete finishes.
+// retryable, its partial count never more than what went and short by at
+// most the batch in flight (a batch whose commit landed just before the
+// kill, without its answer reaching the plugin), and the next Delete
+// finishes.
 func TestConnectionsKilledMidDeleteIsPartialAndRetryable(t *testing.T) {
 	f := newFixture(t)
 	d := newSchemaEnvFor(t, f)
@@ -263,7 +265,8 @@ func TestConnectionsKilledMidDeleteIsPartialAndRetryable(t *testing.T) {
 	deleted, ok := sdk.DeletedBefore(err)
 	require.True(t, ok)
 	remaining := f.Remaining(t, "victim")
-	require.Equal(t, seeded, deleted+remaining, "the partial count is exact")
+	require.LessOrEqual(t, deleted, seeded-remaining, "the partial count never overstates")
+	require.LessOrEqual(t, seeded-remaining-deleted, int64(500), "short by at most one batch (batch_size 500)")
 	resp, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(int64) {})
 	require.NoError(t, err)
 	require.Equal(t, remaining, resp.DeletedCount)
