@@ -75,7 +75,7 @@ func (f *fixture) pluginEndpoint() string {
 // The secret key is not checked by dynalite; the kit checks it never shows.
 func (f *fixture) Config(testing.TB) map[string]any {
 	return map[string]any{"table": f.table, "partition_key": "tenant_id", "region": "us-east-1", "endpoint": f.pluginEndpoint(),
-		"access_key_id": "test", "secret_access_key": "kit-secret-key-8812", "concurrency": 4}
+		"access_key_id": "kit-access-key-id", "secret_access_key": "kit-secret-key-8812", "concurrency": 4}
 }
 
 func (f *fixture) StopStore(testing.TB)  { f.proxy.setDown(true) }
