@@ -177,6 +177,7 @@ func TestKitFailsBrokenPlugins(t *testing.T) {
 		"accentfold":  {"the same id without the accent"},
 		"numeric":     {"another spelling of the same number"},
 		"prefix":      {"the id with the suffix :x"},
+		"tabtrim":     {`Count("\t`, "= 20, want 0: a tenant id is data, never syntax"},
 		// A store that is down or unreachable.
 		"downzero":           {"Count returned 0 while the store was down", "Delete succeeded (0 deleted) while the store was down"},
 		"downpermanent":      {"Count while the store was down failed with a permanent error", "Configure against a store that cannot be reached failed with a permanent error"},

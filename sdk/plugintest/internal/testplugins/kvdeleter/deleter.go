@@ -47,6 +47,9 @@ type Flaws struct {
 	// LeakToken: does not register the session token as a secret and puts
 	// it in its errors.
 	LeakToken bool
+	// NoIDCheck: does not check tenant ids (sdk.CheckTenantID), relying on
+	// the daemon's.
+	NoIDCheck bool
 }
 
 // rawLog writes to the process's stderr as it was at start: go-plugin
@@ -197,9 +200,17 @@ func (d *Deleter) tenants(ctx context.Context, c *teststore.Client, id string) (
 	return out, nil
 }
 
+// checkID is sdk.CheckTenantID, unless the flaw skips it.
+func (d *Deleter) checkID(id string) error {
+	if d.Flaws.NoIDCheck {
+		return nil
+	}
+	return sdk.CheckTenantID(d.format, id)
+}
+
 // Count counts the tenant's items.
 func (d *Deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
-	if err := sdk.CheckTenantID(d.format, req.TenantID); err != nil {
+	if err := d.checkID(req.TenantID); err != nil {
 		return nil, err
 	}
 	total, err := d.count(ctx, req.TenantID)
@@ -234,7 +245,7 @@ func (d *Deleter) count(ctx context.Context, id string) (int64, error) {
 
 // Delete deletes the tenant's items in batches.
 func (d *Deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
-	if err := sdk.CheckTenantID(d.format, req.TenantID); err != nil {
+	if err := d.checkID(req.TenantID); err != nil {
 		return nil, err
 	}
 	sctx := d.storeCtx(ctx)
