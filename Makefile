@@ -9,6 +9,9 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 TOOLS := $(CURDIR)/.tools/bin
 TEST_BIN := bin/test-race
+# The sdk is a module of its own (sdk/go.mod) in the workspace (go.work):
+# ./... from the root does not reach into it.
+PACKAGES := ./... ./sdk/...
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
 .PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz bench demo clean
@@ -33,10 +36,10 @@ test-bins: ## build the binaries the tests start, with -race, once for all packa
 	@for p in $(PLUGINS); do $(GO) build -race -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
 test: test-deps lint proto-check test-bins ## run every test against real servers (a throwaway PostgreSQL, see scripts/test-pg.sh), with the race detector
-	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test $(GOTEST_FLAGS) ./...
+	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test $(GOTEST_FLAGS) $(PACKAGES)
 
 lint: ## go vet, gofmt and promtool on the alert rules
-	$(GO) vet ./...
+	$(GO) vet $(PACKAGES)
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@if command -v promtool >/dev/null; then promtool check rules deploy/prometheus/alerts.yml && promtool test rules deploy/prometheus/alerts_test.yml; else echo "promtool missing: run make test-deps"; exit 1; fi
 
