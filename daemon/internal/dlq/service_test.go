@@ -156,7 +156,7 @@ func each(t *testing.T, auto bool, fn func(t *testing.T, f *fixture)) {
 	storetest.Each(t, func(t *testing.T, _ context.Context, st store.Store) {
 		f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
 			policy: dlq.Policy{AutoRetry: auto, MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
-		metrics := dlq.NewMetrics(nil, st, periodic.New(nil))
+		metrics := dlq.NewMetrics(nil, st, nil, periodic.New(nil))
 		f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(), metrics)
 		dlq.SetClock(f.svc, nil, f.clock.now)
 		fn(t, f)
