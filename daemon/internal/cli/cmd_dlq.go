@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -58,7 +59,21 @@ func dlqTopicsCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Topic, t.Counts["PENDING"], t.Counts["RETRYING"], t.Counts["RESOLVED"], t.Counts["DEAD"], oldest)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			for _, t := range body.Topics {
+				sources := make([]string, 0, len(t.UnconfiguredSources))
+				for s := range t.UnconfiguredSources {
+					sources = append(sources, s)
+				}
+				sort.Strings(sources)
+				for _, s := range sources {
+					fmt.Fprintf(g.stdout, "%s: %d PENDING: source %q is not configured; they are not retried until a [[dlq_source]] of that name is (or are deleted)\n",
+						t.Topic, t.UnconfiguredSources[s], s)
+				}
+			}
+			return nil
 		},
 	}
 }

@@ -160,8 +160,10 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (*Message, error) {
 	case r.Outcome.Event == EventAcked:
 		return nil, fmt.Errorf("%w: the broker acknowledged the republish, but the message changed meanwhile (its lease ran out) "+
 			"and was not marked RESOLVED%s", derrors.ErrConflict, stored())
+	case r.Outcome.Event == EventReleased && r.Applied && r.Record.To.Status == StatusPending:
+		return nil, fmt.Errorf("%w: %s; the message stays PENDING, nothing counted", derrors.ErrUnavailable, r.Outcome.Error)
 	case r.Outcome.Event == EventReleased:
-		return nil, fmt.Errorf("%w: %s; nothing was counted%s", derrors.ErrUnavailable, r.Outcome.Error, stored())
+		return nil, fmt.Errorf("%w: %s; nothing counted%s", derrors.ErrUnavailable, r.Outcome.Error, stored())
 	default:
 		return nil, fmt.Errorf("%w: %s%s", ErrRepublishFailed, r.Outcome.Error, stored())
 	}

@@ -38,6 +38,8 @@ type broker struct {
 	// a position that is not is recorded in early.
 	stored func(sdk.Position) bool
 	early  []sdk.Position
+	// during runs while a Republish is in flight, before the broker answers.
+	during func()
 }
 
 func newBroker() *broker { return &broker{refuse: map[string]error{}, running: true} }
@@ -79,6 +81,12 @@ func (b *broker) Commit(_ context.Context, req *sdk.CommitRequest) (*sdk.CommitR
 }
 
 func (b *broker) Republish(_ context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
+	b.mu.Lock()
+	during := b.during
+	b.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.down != nil {

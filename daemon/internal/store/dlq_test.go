@@ -259,7 +259,7 @@ func TestFeedbackOnlyForOurOwnReplays(t *testing.T) {
 			copied("billing.dlq.v1", "kafka", 1, republished),  // another DLQ topic
 			copied("orders.dlq.v1", "kafka-2", 3, republished), // another source
 			copied("orders.dlq.v1", "kafka", 4, never),         // never republished
-			otherBytes,                                         // not the bytes that were republished
+			otherBytes, // not the bytes that were republished
 		}, opts)
 		require.NoError(t, err)
 		require.Equal(t, dlq.IngestResult{Inserted: 4}, res)
