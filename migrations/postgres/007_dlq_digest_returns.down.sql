@@ -12,6 +12,7 @@ FROM (SELECT DISTINCT ON (message_id) message_id,
       FROM dlq.dlq_returns ORDER BY message_id, applied_at DESC) r
 WHERE m.id = r.message_id;
 DROP TABLE IF EXISTS dlq.dlq_returns;
+DROP INDEX IF EXISTS dlq.idx_dlq_messages_undigested;
 
 DELETE FROM dlq.dlq_messages a
 USING dlq.dlq_messages b

@@ -48,6 +48,8 @@ CREATE INDEX IF NOT EXISTS idx_dlq_messages_created_at ON dlq_messages (created_
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_due ON dlq_messages (source, next_retry_at) WHERE status = 'PENDING';
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_leases ON dlq_messages (lease_expires_at) WHERE status = 'RETRYING';
 CREATE INDEX IF NOT EXISTS idx_dlq_messages_finished ON dlq_messages (updated_at) WHERE status IN ('RESOLVED', 'DEAD');
+CREATE INDEX IF NOT EXISTS idx_dlq_messages_undigested ON dlq_messages (source, dlq_topic, source_partition, source_offset)
+    WHERE content_digest = x'';
 
 CREATE TRIGGER IF NOT EXISTS trg_dlq_counts_insert AFTER INSERT ON dlq_messages
 BEGIN

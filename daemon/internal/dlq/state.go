@@ -175,8 +175,8 @@ func (m *Message) IsRetryable() bool { return m.State().Retryable() }
 // NotRetryableReason explains why IsRetryable is false, in the seed's words.
 func (m *Message) NotRetryableReason() string {
 	if m.OriginalTopic == "" && (m.Status == StatusPending || m.Status == StatusRetrying) {
-		reason := "no header names it and its source maps none"
-		if m.LastError != "" {
+		reason := "nothing names one"
+		if strings.HasPrefix(m.LastError, NoOriginalTopicPrefix) {
 			reason = m.LastError
 		}
 		return fmt.Sprintf("message cannot be retried: it has no original topic to republish to (%s); "+

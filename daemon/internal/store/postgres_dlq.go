@@ -152,7 +152,9 @@ func pgSafeJSON(b []byte) bool {
 
 // pgIngest inserts what is new of a batch given as arrays, and adds it to
 // the per-topic counts, in one statement (one round trip). A position
-// already stored with the same digest, live or archived, is a redelivery:
+// already stored with the same digest, live or archived, or stored before
+// digests (an empty one, found in a partial index that only such rows are
+// in), is a redelivery:
 // an archived position stays known, so a consumer group that reads it
 // again does not make it a new dead letter; the same position with another
 // digest is a new dead letter (its topic was deleted and created again).
@@ -167,10 +169,10 @@ const pgIngest = `
 			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al, dg)
 		WHERE NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.source = u.src
 				AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off
-				AND (a.content_digest = u.dg OR a.content_digest = '\x'::bytea OR u.dg = '\x'::bytea))
+				AND (a.content_digest = u.dg OR a.content_digest = '\x'::bytea))
 			AND NOT EXISTS (SELECT 1 FROM dlq.dlq_messages m WHERE m.source = u.src
 				AND m.dlq_topic = u.dt AND m.source_partition = u.pt AND m.source_offset = u.off
-				AND (m.content_digest = '\x'::bytea OR u.dg = '\x'::bytea))
+				AND m.content_digest = '\x'::bytea)
 		ORDER BY u.id
 		ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING
 		RETURNING dlq_topic, original_topic, status

@@ -130,16 +130,16 @@ func rawPayload(b []byte) any {
 }
 
 // sqliteIngest inserts one new dead letter, unless its position is stored
-// already with the same digest, live or archived (an archived position
-// stays known; a position with another digest is a new dead letter).
+// already with the same digest, live or archived, or before digests (an
+// empty one, which matches any): an archived position stays known; a
+// position with another digest is a new dead letter.
 const sqliteIngest = `
 	INSERT INTO dlq_messages (` + dlqInsertColumns + `)
 	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
 	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.source = ?8 AND a.dlq_topic = ?9
-			AND a.source_partition = ?10 AND a.source_offset = ?11
-			AND (a.content_digest = ?19 OR a.content_digest = x'' OR ?19 = x''))
+			AND a.source_partition = ?10 AND a.source_offset = ?11 AND (a.content_digest = ?19 OR a.content_digest = x''))
 		AND NOT EXISTS (SELECT 1 FROM dlq_messages m WHERE m.source = ?8 AND m.dlq_topic = ?9
-			AND m.source_partition = ?10 AND m.source_offset = ?11 AND (m.content_digest = x'' OR ?19 = x''))
+			AND m.source_partition = ?10 AND m.source_offset = ?11 AND m.content_digest = x'')
 	ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING`
 
 // IngestDLQ implements dlq.Store, a message at a time in one transaction.
