@@ -229,14 +229,15 @@ lease = "30s"
 	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "x-dlq-id="+a.ID, "-H", "x-dlq-retry-count=1", "-H", "error=group X failed")
 	testsvc.Eventually(t, time.Minute, func() bool { return getMessage(t, d, a.ID).RetryCount == 1 }, "return applied")
 
-	// The broker takes 4 s to acknowledge the next republish.
+	// The broker takes 8 s to acknowledge the next republish: time for a
+	// return to be taken in meanwhile, even on a loaded machine.
 	c := k.Cluster()
 	var slow atomic.Bool
 	slow.Store(true)
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
 			if tp.Topic == "orders.events.v1" && slow.CompareAndSwap(true, false) {
-				c.SleepControl(func() { time.Sleep(4 * time.Second) })
+				c.SleepControl(func() { time.Sleep(8 * time.Second) })
 			}
 		}
 		return nil, nil, false
@@ -253,7 +254,7 @@ lease = "30s"
 	testsvc.Eventually(t, 3*time.Second, func() bool { return getMessage(t, d, a.ID).Status == "RETRYING" }, "retry in flight")
 	// Meanwhile consumer group Y's failure on replay 1 arrives.
 	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "x-dlq-id="+a.ID, "-H", "x-dlq-retry-count=1", "-H", "error=group Y failed")
-	testsvc.Eventually(t, 3*time.Second, func() bool { return getMessage(t, d, a.ID).RetryCount == 2 }, "the return is counted during the retry")
+	testsvc.Eventually(t, 6*time.Second, func() bool { return getMessage(t, d, a.ID).RetryCount == 2 }, "the return is counted during the retry")
 	mid := getMessage(t, d, a.ID)
 	require.Equal(t, "RETRYING", mid.Status, "the return does not take the record out of its retry")
 
