@@ -159,7 +159,10 @@ type DeadLetter struct {
 	Timestamp time.Time
 	// OriginalTopic is the source's mapping of the dead-letter topic to the
 	// topic the message failed on ("orders.dlq.v1" -> "orders.events.v1").
-	// The daemon uses it when no header names the original topic.
+	// The daemon uses it when no header names the original topic. Leave it
+	// empty when the source maps none: the message then has no original
+	// topic and is never republished (the daemon never falls back to the
+	// dead-letter topic itself, nor to any other dead-letter topic).
 	OriginalTopic string
 	// Truncated is set by the SDK (never by a plugin) when this message alone
 	// was larger than the RPC limit: its value, and when that was not enough
