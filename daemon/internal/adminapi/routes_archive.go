@@ -15,9 +15,18 @@ type Retention interface {
 
 // ArchiveRunBody is POST /api/v1/archive/run.
 type ArchiveRunBody struct {
-	archive.Result
+	Archived            int64   `json:"archived"`
+	PurgedArchive       int64   `json:"purged_archive"`
+	PurgedKeys          int64   `json:"purged_idempotency_keys"`
+	Batches             int     `json:"batches"`
+	DryRun              bool    `json:"dry_run,omitempty"`
 	TookSeconds         float64 `json:"took_seconds"`
 	LongestBatchSeconds float64 `json:"longest_batch_seconds"`
+}
+
+func archiveRunBody(r archive.Result) ArchiveRunBody {
+	return ArchiveRunBody{Archived: r.Archived, PurgedArchive: r.PurgedDLQ, PurgedKeys: r.PurgedKeys, Batches: r.Batches,
+		DryRun: r.DryRun, TookSeconds: r.Took.Seconds(), LongestBatchSeconds: r.LongestBatch.Seconds()}
 }
 
 // ArchiveRoutes serves POST /api/v1/archive/run: one retention pass now, or
@@ -39,7 +48,7 @@ func ArchiveRoutes(r Retention) func(*http.ServeMux) {
 				writeError(w, req, ScopeNone, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, ArchiveRunBody{Result: res, TookSeconds: res.Took.Seconds(), LongestBatchSeconds: res.LongestBatch.Seconds()})
+			writeJSON(w, http.StatusOK, archiveRunBody(res))
 		})
 	}
 }

@@ -29,8 +29,8 @@ type DLQ interface {
 
 // ListBody is GET /api/v1/dlq/{topic}.
 type ListBody struct {
-	Messages   []dlq.JSON `json:"messages"`
-	Pagination Pagination `json:"pagination"`
+	Messages   []MessageJSON `json:"messages"`
+	Pagination Pagination    `json:"pagination"`
 	// Note says, on an empty answer, that nothing was ever stored for the
 	// topic (as DLQ topic or original topic): most likely a typo.
 	Note string `json:"note,omitempty"`
@@ -88,7 +88,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 					tj.Counts[string(s)] = t.Counts[s]
 				}
 				if t.OldestPendingAt != nil {
-					s := t.OldestPendingAt.UTC().Format(dlq.TimeFormat)
+					s := t.OldestPendingAt.UTC().Format(TimeFormat)
 					tj.OldestPendingAt = &s
 				}
 				out = append(out, tj)
@@ -125,11 +125,11 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 					return
 				}
 			}
-			body := ListBody{Messages: make([]dlq.JSON, len(msgs)), Pagination: Pagination{
+			body := ListBody{Messages: make([]MessageJSON, len(msgs)), Pagination: Pagination{
 				TotalCount: total, Page: q.Page, PageSize: q.PageSize, HasNext: int64(q.Page)*int64(q.PageSize) < total,
 			}, Note: note, DidYouMean: didYouMean}
 			for i := range msgs {
-				body.Messages[i] = msgs[i].ToJSON(svc.SourceConfigured(msgs[i].Position.Source))
+				body.Messages[i] = messageJSON(&msgs[i], svc.SourceConfigured(msgs[i].Position.Source))
 			}
 			writeJSON(w, http.StatusOK, body)
 		})
@@ -144,7 +144,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
 				return
 			}
-			writeJSON(w, http.StatusOK, m.ToJSON(svc.SourceConfigured(m.Position.Source)))
+			writeJSON(w, http.StatusOK, messageJSON(m, svc.SourceConfigured(m.Position.Source)))
 		})
 		mux.HandleFunc("DELETE /api/v1/dlq/messages/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id, err := parseID(r.PathValue("id"))

@@ -67,13 +67,11 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 			writeJSON(w, http.StatusOK, buildinfo.Get())
 		})
 		mux.HandleFunc("GET /api/v1/plugins", func(w http.ResponseWriter, r *http.Request) {
-			list := plugins.Status()
-			for i := range list {
-				if list[i].StderrTail == nil {
-					list[i].StderrTail = []string{}
-				}
+			body := PluginsBody{Plugins: []PluginJSON{}}
+			for _, p := range plugins.Status() {
+				body.Plugins = append(body.Plugins, pluginJSON(p))
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"plugins": list})
+			writeJSON(w, http.StatusOK, body)
 		})
 		mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
@@ -109,7 +107,7 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 					}
 				}
 				if oldest != nil {
-					s := oldest.UTC().Format(dlq.TimeFormat)
+					s := oldest.UTC().Format(TimeFormat)
 					body.DLQ.OldestPendingAt = &s
 				}
 			}

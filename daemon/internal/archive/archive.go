@@ -56,13 +56,13 @@ type Config struct {
 
 // Result is what one pass did.
 type Result struct {
-	Archived     int64         `json:"archived"`
-	PurgedDLQ    int64         `json:"purged_archive"`
-	PurgedKeys   int64         `json:"purged_idempotency_keys"`
-	Batches      int           `json:"batches"`
-	DryRun       bool          `json:"dry_run,omitempty"`
-	LongestBatch time.Duration `json:"-"`
-	Took         time.Duration `json:"-"`
+	Archived     int64
+	PurgedDLQ    int64
+	PurgedKeys   int64
+	Batches      int
+	DryRun       bool
+	LongestBatch time.Duration
+	Took         time.Duration
 }
 
 // ErrBusy means another daemon is running a pass right now.

@@ -42,11 +42,11 @@ func archiveCmd(g *globals) *cobra.Command {
 			}
 			if body.DryRun {
 				fmt.Fprintf(g.stdout, "dry run: would archive %d dead letters, purge %d archived rows and %d expired idempotency keys\n",
-					body.Archived, body.PurgedDLQ, body.PurgedKeys)
+					body.Archived, body.PurgedArchive, body.PurgedKeys)
 				return nil
 			}
 			fmt.Fprintf(g.stdout, "archived %d dead letters, purged %d archived rows and %d expired idempotency keys in %.2fs (longest batch %.3fs)\n",
-				body.Archived, body.PurgedDLQ, body.PurgedKeys, body.TookSeconds, body.LongestBatchSeconds)
+				body.Archived, body.PurgedArchive, body.PurgedKeys, body.TookSeconds, body.LongestBatchSeconds)
 			return nil
 		},
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
-	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
 
 func dlqCmd(g *globals) *cobra.Command {
@@ -161,7 +160,7 @@ func dlqGetCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var m dlq.JSON
+			var m adminapi.MessageJSON
 			raw, err := c.getJSON(ctx, "/api/v1/dlq/messages/"+id, &m)
 			if err != nil {
 				return err

@@ -101,9 +101,7 @@ func pluginsCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(15 * time.Second)
 			defer cancel()
-			var body struct {
-				Plugins []pluginhost.Info `json:"plugins"`
-			}
+			var body adminapi.PluginsBody
 			raw, err := c.getJSON(ctx, "/api/v1/plugins", &body)
 			if err != nil {
 				return err
@@ -127,7 +125,7 @@ func pluginsCmd(g *globals) *cobra.Command {
 			}
 			w.Flush()
 			for _, p := range body.Plugins {
-				if len(p.StderrTail) > 0 && p.State != pluginhost.StateRunning {
+				if len(p.StderrTail) > 0 && p.State != string(pluginhost.StateRunning) {
 					fmt.Fprintf(g.stdout, "\n%s: last stderr lines\n", p.Name)
 					for _, l := range p.StderrTail {
 						fmt.Fprintln(g.stdout, "  "+oneLine(l))

@@ -180,7 +180,6 @@ func TestIntakeStoresATruncatedMessageDeadWithTheReason(t *testing.T) {
 		require.Contains(t, m.LastError, "73400320 bytes")
 		require.Equal(t, "NPE", m.ErrorMessage)
 		require.Equal(t, dlq.OutcomeTruncated, m.Attempts[0].Outcome)
-		require.True(t, m.ToJSON(true).Truncated)
 		require.Equal(t, dlq.StatusPending, ok.Status)
 		require.False(t, ok.Truncated())
 

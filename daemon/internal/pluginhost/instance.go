@@ -36,21 +36,22 @@ const (
 	StateStopped    State = "stopped"
 )
 
-// Info is what GET /api/v1/plugins shows of one plugin.
+// Info is the state of one plugin; the admin API renders it
+// (adminapi.PluginJSON).
 type Info struct {
-	Name       string     `json:"name"`
-	Kind       string     `json:"kind"`
-	Plugin     string     `json:"plugin"`
-	Path       string     `json:"path"`
-	SHA256     string     `json:"sha256"`
-	Version    string     `json:"version"`
-	State      State      `json:"state"`
-	Restarts   int        `json:"restarts"`
-	LastError  string     `json:"last_error"`
-	StderrTail []string   `json:"stderr_tail"`
-	PID        int        `json:"pid,omitempty"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	Warnings   []string   `json:"warnings,omitempty"`
+	Name       string
+	Kind       string
+	Plugin     string
+	Path       string
+	SHA256     string
+	Version    string
+	State      State
+	Restarts   int
+	LastError  string
+	StderrTail []string
+	PID        int
+	StartedAt  *time.Time
+	Warnings   []string
 }
 
 // stableAfter is how long a plugin must run before a later crash starts the
