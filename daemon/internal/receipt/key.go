@@ -15,13 +15,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/config"
 )
 
 // Algorithm is the one signature algorithm of receipts.
 const Algorithm = "Ed25519"
 
 // KeyFileName is the generated key's name in the state directory.
-const KeyFileName = "receipt-ed25519.pem"
+const KeyFileName = config.ReceiptKeyFileName
 
 // KeyID names a public key: "sha256:" and the hex SHA-256 of its 32 raw bytes.
 func KeyID(pub ed25519.PublicKey) string {
