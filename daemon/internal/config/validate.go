@@ -2,13 +2,13 @@ package config
 
 import (
 	"fmt"
-	"time"
 	"net"
 	"net/url"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
