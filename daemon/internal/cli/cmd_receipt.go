@@ -81,7 +81,10 @@ could not be made (no file, no key).`,
 			if err != nil {
 				return localErrorf("read receipt: %v", err)
 			}
-			var keys receipt.KeyResolver
+			var (
+				keys   receipt.KeyResolver
+				keyErr error
+			)
 			if keyFile != "" {
 				raw, err := os.ReadFile(keyFile)
 				if err != nil {
@@ -93,13 +96,25 @@ could not be made (no file, no key).`,
 				}
 				keys = func(string) (ed25519.PublicKey, string, error) { return pub, keyFile, nil }
 			} else {
-				keys = daemonKey(g)
+				ask := daemonKey(g)
+				keys = func(id string) (ed25519.PublicKey, string, error) {
+					pub, from, err := ask(id)
+					keyErr = err
+					return pub, from, err
+				}
 			}
 			rep := receipt.Verify(data, keys, receipt.Options{AllowReformatted: reformatted})
 			if g.json() {
 				_ = g.printValue(rep)
 			} else {
 				printVerification(g, args[0], rep)
+			}
+			var se *serverError
+			if keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
+				// Not a verdict on the receipt: the key could not be had. (A
+				// key the daemon's store never registered is one: no daemon
+				// of it signed the receipt.)
+				return &exitError{code: ExitLocal, silent: true, err: keyErr}
 			}
 			if !rep.Valid {
 				return &exitError{code: ExitInvalid, silent: true, err: errors.New("receipt not valid")}
