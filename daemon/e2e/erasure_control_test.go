@@ -156,7 +156,7 @@ func TestCancelInTheMiddleOfALargePostgresDeletion(t *testing.T) {
 			require.Equal(t, "CANCELLED", job.Deleters[0].Status)
 			require.Equal(t, seedA-total(left), job.Deleters[0].DeletedCount, "the report is exact")
 			for table, n := range initial {
-				require.Equal(t, n-left[table], job.Deleters[0].Breakdown[table], "exact for %s", table)
+				require.Equal(t, n-left[table], job.Deleters[0].Breakdown["public."+table], "exact for %s (breakdown %v)", table, job.Deleters[0].Breakdown)
 			}
 			require.Equal(t, job.Deleters[0].DeletedCount, job.Report.Cancelled["postgres:workflows"].DeletedCount)
 			require.NotNil(t, job.CancelRequestedAt)
