@@ -1,4 +1,4 @@
--- Erasure depth; see postgres/008_erasure_depth.up.sql for what the columns
+-- Erasure depth; see postgres/009_erasure_depth.up.sql for what the columns
 -- and tables mean. SQLite cannot change a CHECK constraint, so both job
 -- tables are rebuilt. The deleters are first copied aside without their
 -- foreign key: dropping deletion_jobs while a table references it would
