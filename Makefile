@@ -4,14 +4,17 @@ GO ?= go
 BIN := ./bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lifecycled/lifecycled/daemon/internal/buildinfo.Version=$(VERSION)
-PLUGINS := postgres dynamodb redis kafka
+PLUGINS := postgres mysql dynamodb redis kafka
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 TOOLS := $(CURDIR)/.tools/bin
 TEST_BIN := bin/test-race
+# The sdk is a module of its own (sdk/go.mod) in the workspace (go.work):
+# ./... from the root does not reach into it.
+PACKAGES := ./... ./sdk/...
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: help build run test test-deps test-bins lint proto proto-check fuzz bench demo clean
+.PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz bench demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,7 +28,7 @@ build: ## build the daemon and every plugin into ./bin
 run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
 	$(BIN)/lifecycled run --config config.toml
 
-test-deps: ## install what the tests need (PostgreSQL server binaries, redis-server, node+dynalite, kcat, promtool, protoc)
+test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, redis-server, node+dynalite, kcat, promtool, protoc, Python gRPC)
 	./scripts/test-deps.sh
 
 test-bins: ## build the binaries the tests start, with -race, once for all packages
@@ -33,10 +36,10 @@ test-bins: ## build the binaries the tests start, with -race, once for all packa
 	@for p in $(PLUGINS); do $(GO) build -race -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
 test: test-deps lint proto-check test-bins ## run every test against real servers (a throwaway PostgreSQL, see scripts/test-pg.sh), with the race detector
-	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test $(GOTEST_FLAGS) ./...
+	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test $(GOTEST_FLAGS) $(PACKAGES)
 
 lint: ## go vet, gofmt and promtool on the alert rules
-	$(GO) vet ./...
+	$(GO) vet $(PACKAGES)
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@if command -v promtool >/dev/null; then promtool check rules deploy/prometheus/alerts.yml && promtool test rules deploy/prometheus/alerts_test.yml; else echo "promtool missing: run make test-deps"; exit 1; fi
 
@@ -50,8 +53,14 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc ## regenerate sdk/prot
 	PATH=$(TOOLS):$$PATH protoc -I sdk/proto --go_out=sdk/proto --go_opt=paths=source_relative \
 		--go-grpc_out=sdk/proto --go-grpc_opt=paths=source_relative sdk/proto/lifecycled/plugin/v1/plugin.proto
 
-proto-check: proto ## fail when the committed generated code is stale
+PYGEN := sdk/example/python-deleter/plugin/gen
+
+proto-python: ## regenerate the Python example plugin's code (protoc --python_out, python3 -m grpc_tools.protoc)
+	rm -rf $(PYGEN) && sdk/example/python-deleter/generate.sh
+
+proto-check: proto proto-python ## fail when the committed generated code (Go and Python) is stale
 	@git diff --exit-code -- sdk/proto >/dev/null || { echo "sdk/proto is stale: run make proto and commit"; git diff --stat -- sdk/proto; exit 1; }
+	@if [ -n "$$(git status --porcelain -- $(PYGEN))" ]; then echo "$(PYGEN) is stale: run make proto-python and commit"; git status --short -- $(PYGEN); exit 1; fi
 
 FUZZTIME ?= 30s
 fuzz: ## run every fuzz target for FUZZTIME each

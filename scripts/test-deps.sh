@@ -16,6 +16,18 @@ have protoc || need_apt+=(protobuf-compiler)
 have systemd-analyze || need_apt+=(systemd)
 have curl || need_apt+=(curl)
 have psql || need_apt+=(postgresql-client)
+# The Python example plugin runs on Debian's interpreter and packages.
+pyhas() { /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
+pyhas grpc || need_apt+=(python3-grpcio)
+pyhas google.protobuf || need_apt+=(python3-protobuf)
+pyhas cryptography || need_apt+=(python3-cryptography)
+pyhas grpc_tools || need_apt+=(python3-grpc-tools)
+# MariaDB for the mysql plugin, unless LIFECYCLED_TEST_MYSQL names a server.
+fresh_mariadb=""
+if [ -z "${LIFECYCLED_TEST_MYSQL:-}" ] && ! have mariadbd && ! have mysqld && [ ! -x /usr/sbin/mariadbd ]; then
+  need_apt+=(mariadb-server)
+  fresh_mariadb=1
+fi
 have_initdb() { [ -x "$(pg_config --bindir 2>/dev/null)/initdb" ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
 if [ -z "${LIFECYCLED_TEST_PG:-}" ] && ! have_initdb; then need_apt+=(postgresql); fi
 
@@ -40,9 +52,36 @@ if [ -z "${LIFECYCLED_TEST_PG:-}" ] && ! have_initdb; then
   exit 1
 fi
 
+# MariaDB: the tests connect as root without a password over TCP
+# (127.0.0.1:3306) and create a database per test; LIFECYCLED_TEST_MYSQL
+# names another server (go-sql-driver DSN, e.g. root:pw@tcp(db:3306)/).
+if [ -z "${LIFECYCLED_TEST_MYSQL:-}" ]; then
+  mysql_up() { mysqladmin --protocol=tcp -h127.0.0.1 -uroot ping >/dev/null 2>&1; }
+  if ! mysql_up; then
+    if [ "$(id -u)" = 0 ]; then
+      echo "test-deps: starting MariaDB"
+      if have service; then service mariadb start >/dev/null 2>&1 || service mysql start >/dev/null 2>&1 || true; fi
+      if ! mysqladmin ping >/dev/null 2>&1; then
+        (mysqld_safe >/dev/null 2>&1 &) # no init system (a container)
+      fi
+      for _ in $(seq 1 60); do mysqladmin ping >/dev/null 2>&1 && break; sleep 0.5; done
+      # A fresh Debian install lets root in through the Unix socket only;
+      # the tests come over TCP. Only a server this script installed is
+      # changed this way.
+      if ! mysql_up && [ -n "$fresh_mariadb" ]; then
+        mysql -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('')" || true
+      fi
+    fi
+    if ! mysql_up; then
+      echo "test-deps: MariaDB does not answer as root without a password on 127.0.0.1:3306; start it, or set LIFECYCLED_TEST_MYSQL to a go-sql-driver DSN of a user that may create databases and users" >&2
+      exit 1
+    fi
+  fi
+fi
+
 # dynalite, pinned by test/dynalite/package-lock.json.
 if [ ! -f test/dynalite/node_modules/dynalite/cli.js ] || [ test/dynalite/package-lock.json -nt test/dynalite/node_modules/.package-lock.json ]; then
   echo "test-deps: installing dynalite"
   npm ci --prefix test/dynalite --no-audit --no-fund --loglevel=error >/dev/null
 fi
-echo "test-deps: ok (PostgreSQL, redis-server, dynalite, kcat, promtool, protoc, systemd-analyze, curl)"
+echo "test-deps: ok (PostgreSQL, MariaDB, redis-server, dynalite, kcat, promtool, protoc, Python gRPC, systemd-analyze, curl)"

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"io"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -25,8 +26,9 @@ func IsSecretKey(k string) bool {
 var (
 	// scheme://user:password@host
 	urlPasswordRE = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"']*):([^@\s"']*)@`)
-	// user:password@tcp(host:port)/db, go-sql-driver/mysql's DSN
-	driverDSNRE = regexp.MustCompile(`([^\s:/@"'(]+):([^@\s"']*)@((?:tcp|tcp6|unix|udp)\()`)
+	// user:password@tcp(host:port)/db, go-sql-driver/mysql's DSN; the
+	// password may hold '@' and '/', so it runs to the last "@tcp(".
+	driverDSNRE = regexp.MustCompile(`([^\s:/@"'(]+):([^\s"']*)@((?:tcp|tcp6|unix|udp|udp6)\()`)
 	// password=..., sslpassword=..., key_passphrase=..., token: ..., in
 	// key/value DSNs, URL query strings and messages
 	kvSecretRE = regexp.MustCompile(`(?i)\b(\w*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key)\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&"']+)`)
@@ -75,6 +77,12 @@ func (s *Scrubber) addValue(secret bool, v any) {
 		if secret {
 			s.Add(x)
 		}
+		// A password inside a connection string is a secret wherever it
+		// shows up later, not only where it still looks like part of one:
+		// drivers repeat it in their own words.
+		for _, pw := range connPasswords(x) {
+			s.Add(pw)
+		}
 	case map[string]any:
 		s.AddFromConfig(x)
 	case []any:
@@ -82,6 +90,35 @@ func (s *Scrubber) addValue(secret bool, v any) {
 			s.addValue(secret, e)
 		}
 	}
+}
+
+var kvPasswordRE = regexp.MustCompile(`(?i)(?:^|[\s;?&])(?:password|pwd|sslpassword)\s*=\s*('(?:[^'\\]|\\.)*'|"[^"]*"|[^\s;&]+)`)
+
+// connPasswords returns the passwords a connection string holds: a URL's
+// user info (as written and decoded), go-sql-driver's user:password@tcp(...)
+// and key=value password=....
+func connPasswords(v string) []string {
+	var out []string
+	if i := strings.Index(v, "://"); i > 0 {
+		auth := v[i+3:]
+		if end := strings.IndexAny(auth, "/?#"); end >= 0 {
+			auth = auth[:end]
+		}
+		if at := strings.LastIndex(auth, "@"); at > 0 {
+			if _, raw, ok := strings.Cut(auth[:at], ":"); ok {
+				out = append(out, raw)
+				if dec, err := url.PathUnescape(raw); err == nil {
+					out = append(out, dec)
+				}
+			}
+		}
+	} else if m := driverDSNRE.FindStringSubmatch(v); m != nil {
+		out = append(out, m[2])
+	}
+	for _, m := range kvPasswordRE.FindAllStringSubmatch(v, -1) {
+		out = append(out, strings.Trim(m[1], `'"`))
+	}
+	return out
 }
 
 // Scrub returns text without registered secrets, URL passwords or

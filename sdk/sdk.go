@@ -16,8 +16,20 @@
 // returns or logs is scrubbed of passwords and tokens before it leaves the
 // process. sdk/plugintest is the conformance kit to run against a plugin.
 //
-// This package imports nothing from the daemon, so that it can become its own
-// module for outside plugin authors.
+// # Module and stability
+//
+// The sdk is a Go module of its own (github.com/lifecycled/lifecycled/sdk),
+// with few dependencies (go-plugin, gRPC, protobuf, hclog) and nothing of
+// the daemon, so that a plugin outside this repository depends on it alone:
+//
+//	go get github.com/lifecycled/lifecycled/sdk@<version or commit>
+//
+// Releases are tagged sdk/vX.Y.Z. Until v1, a minor release may change the
+// Go API (said in the changelog); the wire protocol never changes without a
+// new protocol version, and the daemon keeps serving the previous one for at
+// least one minor release. From v1 on, the Go API follows semantic
+// versioning: request and response structs only gain fields, interfaces
+// gain methods only in a new major version.
 package sdk
 
 import (
@@ -147,7 +159,10 @@ type DeadLetter struct {
 	Timestamp time.Time
 	// OriginalTopic is the source's mapping of the dead-letter topic to the
 	// topic the message failed on ("orders.dlq.v1" -> "orders.events.v1").
-	// The daemon uses it when no header names the original topic.
+	// The daemon uses it when no header names the original topic. Leave it
+	// empty when the source maps none: the message then has no original
+	// topic and is never republished (the daemon never falls back to the
+	// dead-letter topic itself, nor to any other dead-letter topic).
 	OriginalTopic string
 	// Truncated is set by the SDK (never by a plugin) when this message alone
 	// was larger than the RPC limit: its value, and when that was not enough

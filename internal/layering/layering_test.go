@@ -18,7 +18,7 @@ import (
 func TestModuleKeepsItsLayers(t *testing.T) {
 	t.Parallel()
 	ctx := testsvc.Context(t, 2*time.Minute)
-	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-test=false", "-json", "./...")
+	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-test=false", "-json", "./...", "./sdk/...")
 	cmd.Dir = testsvc.RepoRoot(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

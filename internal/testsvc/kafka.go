@@ -157,3 +157,10 @@ func (k *KafkaBroker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Cleanup(c.Close)
 	return c
 }
+
+// Cluster is the running kfake cluster (for control functions in tests).
+func (k *KafkaBroker) Cluster() *kfake.Cluster {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cluster
+}

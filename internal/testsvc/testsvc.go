@@ -1,5 +1,5 @@
-// Package testsvc gives tests real servers: a fresh PostgreSQL database, a
-// throwaway redis-server, a dynalite (DynamoDB API) server, an in-process
+// Package testsvc gives tests real servers: a fresh PostgreSQL or MySQL
+// (MariaDB) database, a throwaway redis-server, a dynalite (DynamoDB API) server, an in-process
 // Kafka broker (kfake), and the project's binaries built for the test run.
 // Everything is created per test (or per package, where said) and removed
 // in t.Cleanup, so no test depends on what another run left behind.

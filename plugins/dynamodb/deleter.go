@@ -119,7 +119,17 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	})
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.Table)})
 	if err != nil {
-		return nil, classify(fmt.Errorf("describe table %s: %w", cfg.Table, err))
+		// Name the key the operator fixes: where DynamoDB is, when it did
+		// not answer at all; the table when it answered.
+		where := "table"
+		var apiErr smithy.APIError
+		if !errors.As(err, &apiErr) {
+			where = "region"
+			if cfg.Endpoint != "" {
+				where = "endpoint"
+			}
+		}
+		return nil, classify(fmt.Errorf("%s: describe table %s: %w", where, cfg.Table, err))
 	}
 	var hashKey, sortKey string
 	for _, k := range desc.Table.KeySchema {

@@ -60,11 +60,89 @@ type fixture struct {
 	c        *dynamodb.Client
 	table    string
 	keyType  types.ScalarAttributeType
+	// proxy, when set, stands between the plugin and dynalite, for the
+	// kit's outage checks.
+	proxy *outageProxy
 }
 
+// pluginEndpoint is where the plugin reaches dynalite.
+func (f *fixture) pluginEndpoint() string {
+	if f.proxy != nil {
+		return f.proxy.srv.URL
+	}
+	return f.endpoint
+}
+
+// The secret key is not checked by dynalite; the kit checks it never shows.
 func (f *fixture) Config(testing.TB) map[string]any {
-	return map[string]any{"table": f.table, "partition_key": "tenant_id", "region": "us-east-1", "endpoint": f.endpoint,
-		"access_key_id": "test", "secret_access_key": "test", "concurrency": 4}
+	return map[string]any{"table": f.table, "partition_key": "tenant_id", "region": "us-east-1", "endpoint": f.pluginEndpoint(),
+		"access_key_id": "kit-access-key-id", "secret_access_key": "kit-secret-key-8812", "concurrency": 4}
+}
+
+func (f *fixture) StopStore(testing.TB)  { f.proxy.setDown(true) }
+func (f *fixture) StartStore(testing.TB) { f.proxy.setDown(false) }
+
+// UnreachableConfig points at a port nothing listens on.
+func (f *fixture) UnreachableConfig(t testing.TB) (map[string]any, string) {
+	cfg := f.Config(t)
+	cfg["endpoint"] = fmt.Sprintf("http://127.0.0.1:%d", testsvc.FreePort(t))
+	return cfg, "endpoint"
+}
+
+// withProxy routes the plugin through an outageProxy.
+func (f *fixture) withProxy(t testing.TB) *fixture {
+	f.proxy = &outageProxy{target: f.endpoint}
+	f.proxy.srv = httptest.NewServer(f.proxy)
+	t.Cleanup(f.proxy.srv.Close)
+	return f
+}
+
+// outageProxy forwards whole requests to dynalite and, while down, breaks
+// every connection. A TCP-level cut (plugintest.Proxy) would end requests
+// half sent, which dynalite answers by crashing; DynamoDB would not.
+type outageProxy struct {
+	target string
+	srv    *httptest.Server
+	mu     sync.Mutex
+	down   bool
+}
+
+func (p *outageProxy) setDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	p.mu.Unlock()
+	if down {
+		p.srv.CloseClientConnections()
+	}
+}
+
+func (p *outageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	p.mu.Lock()
+	down := p.down
+	p.mu.Unlock()
+	if err != nil || down {
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	}
+	// A request forwarded completes in dynalite even if the plugin's
+	// connection breaks meanwhile.
+	req, _ := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, p.target+r.URL.Path, bytes.NewReader(body))
+	req.Header = r.Header.Clone()
+	req.ContentLength = int64(len(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
 
 func (f *fixture) key(tenant string) types.AttributeValue {
@@ -212,7 +290,7 @@ func TestConformance(t *testing.T) {
 	// sends hostile ids the plugin must treat as data.
 	for name, format := range map[string]string{"uuid": "uuid", "permissive": `^.{1,200}$`} {
 		t.Run(name, func(t *testing.T) {
-			f := setup(t)
+			f := setup(t).withProxy(t)
 			plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
 				Binary:         binary(t),
 				Fixture:        f,
@@ -223,6 +301,10 @@ func TestConformance(t *testing.T) {
 					"half credentials": {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "access_key_id": "a"},
 					"bad concurrency":  {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "concurrency": 0},
 					"unknown key":      {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "tabel": "x"},
+				},
+				BadConfigFields: map[string]string{
+					"missing table": "table", "wrong key": "partition_key", "half credentials": "access_key_id",
+					"bad concurrency": "concurrency", "unknown key": "tabel",
 				},
 				Seed:       60,
 				CancelSeed: 3000,
@@ -237,7 +319,7 @@ func TestConformance(t *testing.T) {
 // them instead of deleting tenant 1001.
 func TestConformanceNumericKey(t *testing.T) {
 	t.Parallel()
-	f := setupNumeric(t)
+	f := setupNumeric(t).withProxy(t)
 	var next atomic.Int64
 	next.Store(999)
 	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{

@@ -97,7 +97,10 @@ func (s *source) currentReader(ctx context.Context) (*kafka.Reader, error) {
 		HeartbeatInterval:     min(time.Second, s.session/3),
 		SessionTimeout:        s.session,
 		RebalanceTimeout:      s.session,
-		ErrorLogger:           kafka.LoggerFunc(func(msg string, args ...any) { sdk.Logger().Warn(fmt.Sprintf(msg, args...)) }),
+		// An offset past the end of a partition is reported, not waited
+		// out (see offsets.go).
+		OffsetOutOfRangeError: true,
+		ErrorLogger:           s.outOfRange.logger(),
 	})
 	return s.reader, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 	"time"
 
@@ -78,6 +79,14 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 		msg := toKafka(m)
 		if err := validTopic(m.Topic); err != nil {
 			resp.Results[i] = sdk.RepublishResult{ID: m.ID, Err: sdk.Permanent(err)}
+			continue
+		}
+		if ok, _ := path.Match(cfg.TopicPattern, m.Topic); ok {
+			// The daemon never sends a message to its own DLQ topic, nor to
+			// one it read dead letters from; a DLQ topic it has not seen yet
+			// is refused here: the message would only come back.
+			resp.Results[i] = sdk.RepublishResult{ID: m.ID, Err: sdk.Permanent(fmt.Errorf(
+				"republish to %s refused: it matches topic_pattern %q, so it is a dead-letter topic this source reads", m.Topic, cfg.TopicPattern))}
 			continue
 		}
 		if n := recordSize(msg); n > cfg.MaxMessageBytes {

@@ -33,6 +33,7 @@ type source struct {
 	tlsCfg       *tls.Config
 	metadataWait time.Duration
 	fetchMu      sync.Mutex // one Fetch at a time: the reader is not shared
+	outOfRange   outOfRange // a partition reader is past its partition's end
 }
 
 // Fetch waits up to req.Wait for a first message, then takes what is
@@ -55,6 +56,12 @@ func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchRe
 		}
 		return resp, nil
 	}
+	if s.outOfRange.seen.Swap(false) {
+		if err := s.resetOutOfRange(ctx, r, errors.New(outOfRangeMessage)); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
 	wait := req.Wait
 	for len(resp.Messages) < req.Max {
 		fctx, cancel := context.WithTimeout(ctx, wait)
@@ -63,6 +70,16 @@ func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchRe
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				break
+			}
+			if errors.Is(err, kafka.OffsetOutOfRange) {
+				if len(resp.Messages) > 0 {
+					s.outOfRange.seen.Store(true) // after these are handed over
+					break
+				}
+				if err := s.resetOutOfRange(ctx, r, err); err != nil {
+					return nil, err
+				}
+				return resp, nil
 			}
 			if len(resp.Messages) > 0 {
 				break

@@ -99,13 +99,14 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	// durable. Waiting for one flush per batch costs a third of the time.
 	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	pcfg.MaxConns = 4
+	// Connection errors name the key the operator fixes.
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, classify(fmt.Errorf("connect: %w", err))
+		return nil, classify(fmt.Errorf("dsn: connect: %w", err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, classify(fmt.Errorf("connect: %w", err))
+		return nil, classify(fmt.Errorf("dsn: connect: %w", err))
 	}
 	m, err := plan(ctx, pool, cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -29,12 +30,36 @@ func setupDB(t testing.TB, tenantType string) (string, *pgxpool.Pool) {
 }
 
 type fixture struct {
-	dsn  string
+	dsn  string // the plugin's: through proxy when there is one
 	pool *pgxpool.Pool
+	// proxy stands between the plugin and the server, so the kit can take
+	// the database away (StoreOutage) without stopping the shared server.
+	proxy *plugintest.Proxy
+}
+
+// kitFixture routes the plugin through a proxy, with a password in its DSN
+// (trust authentication ignores it; the kit checks it never shows).
+func kitFixture(t testing.TB, dsn string, pool *pgxpool.Pool) *fixture {
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	proxy := plugintest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	u.User = url.UserPassword(u.User.Username(), "kit-pw-s3cret-7319")
+	return &fixture{dsn: u.String(), pool: pool, proxy: proxy}
 }
 
 func (f *fixture) Config(testing.TB) map[string]any {
 	return map[string]any{"dsn": f.dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"}, "batch_size": 1000}
+}
+
+func (f *fixture) StopStore(testing.TB)    { f.proxy.Stop() }
+func (f *fixture) StartStore(t testing.TB) { f.proxy.Start(t) }
+
+// UnreachableConfig points at a port nothing listens on.
+func (f *fixture) UnreachableConfig(t testing.TB) (map[string]any, string) {
+	cfg := f.Config(t)
+	cfg["dsn"] = fmt.Sprintf("postgres://app:unreachable-pw-7731@127.0.0.1:%d/app", testsvc.FreePort(t))
+	return cfg, "dsn"
 }
 
 // Seed creates n instances, n steps and one definition per 10 instances.
@@ -84,7 +109,11 @@ func conformance(t *testing.T, format string) {
 	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
 		Binary:         binary(t),
 		TenantIDFormat: format,
-		Fixture:        &fixture{dsn: dsn, pool: pool},
+		Fixture:        kitFixture(t, dsn, pool),
+		BadConfigFields: map[string]string{
+			"missing dsn": "dsn", "no tables": "tables", "tables and discover": "tables", "unknown table": "tables",
+			"parent first": "tables", "missing column": "tables", "bad batch": "batch_size", "unknown key": "tabels",
+		},
 		BadConfigs: map[string]map[string]any{
 			"missing dsn":         {"tables": []any{"workflow_steps"}},
 			"no tables":           {"dsn": dsn},

@@ -95,7 +95,8 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	client := redis.NewClient(opts)
 	if err := client.Ping(ctx).Err(); err != nil {
 		client.Close()
-		return nil, classify(fmt.Errorf("connect to redis at %s: %w", cfg.Addr, err))
+		// Name the key: the operator fixes addr (or password), not "redis".
+		return nil, classify(fmt.Errorf("addr: cannot connect to redis at %s: %w", cfg.Addr, err))
 	}
 	d.mu.Lock()
 	if d.client != nil {

@@ -27,6 +27,10 @@ type fixture struct {
 	addr  string
 	c     *redis.Client
 	delim string // ends the tenant id in the patterns; ":" by default
+	// password is the server's requirepass, proxy (when set) stands between
+	// the plugin and the server, for the kit's outage checks.
+	password string
+	proxy    *plugintest.Proxy
 
 	mu   sync.Mutex
 	keys map[string][]string // tenant -> keys the deleter must delete
@@ -42,7 +46,37 @@ func (f *fixture) patterns() []any {
 }
 
 func (f *fixture) Config(testing.TB) map[string]any {
-	return map[string]any{"addr": f.addr, "patterns": f.patterns(), "scan_count": 500}
+	cfg := map[string]any{"addr": f.addr, "patterns": f.patterns(), "scan_count": 500}
+	if f.password != "" {
+		cfg["password"] = f.password
+	}
+	return cfg
+}
+
+func (f *fixture) StopStore(testing.TB)    { f.proxy.Stop() }
+func (f *fixture) StartStore(t testing.TB) { f.proxy.Start(t) }
+
+// UnreachableConfig points at a port nothing listens on.
+func (f *fixture) UnreachableConfig(t testing.TB) (map[string]any, string) {
+	cfg := f.Config(t)
+	cfg["addr"] = fmt.Sprintf("127.0.0.1:%d", testsvc.FreePort(t))
+	return cfg, "addr"
+}
+
+// kitFixture is a fixture for the kit: a server that requires a password,
+// reached by the plugin through a proxy.
+func kitFixture(t *testing.T, delim string) *fixture {
+	srv := testsvc.Redis(t)
+	const password = "redis-kit-pw-4431"
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	require.NoError(t, admin.ConfigSet(context.Background(), "requirepass", password).Err())
+	admin.Close()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: password})
+	t.Cleanup(func() { c.Close() })
+	proxy := plugintest.NewProxy(t, srv.Addr)
+	f := newFixture(proxy.Addr(), c, delim)
+	f.password, f.proxy = password, proxy
+	return f
 }
 
 // Seed writes n session keys and n csrf keys, plus keys that look alike but
@@ -143,20 +177,23 @@ func TestConformance(t *testing.T) {
 		"permissive": {`^[^|]{1,200}$`, "|"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := testsvc.Redis(t)
-			c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-			t.Cleanup(func() { c.Close() })
+			f := kitFixture(t, tc.delim)
+			addr := f.addr
 			plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
 				Binary:         buildPlugin(t),
-				Fixture:        newFixture(srv.Addr, c, tc.delim),
+				Fixture:        f,
 				TenantIDFormat: tc.format,
 				BadConfigs: map[string]map[string]any{
 					"missing addr":             {"patterns": []any{"a:{tenant}:*"}},
-					"pattern without {tenant}": {"addr": srv.Addr, "patterns": []any{"session:*"}},
-					"unknown key":              {"addr": srv.Addr, "patterns": []any{"a:{tenant}"}, "pattern": "x"},
-					"wrong type":               {"addr": srv.Addr, "patterns": "a:{tenant}"},
-					"bad db":                   {"addr": srv.Addr, "patterns": []any{"a:{tenant}"}, "db": -1},
-					"glob after {tenant}":      {"addr": srv.Addr, "patterns": []any{"a:{tenant}*"}},
+					"pattern without {tenant}": {"addr": addr, "patterns": []any{"session:*"}},
+					"unknown key":              {"addr": addr, "patterns": []any{"a:{tenant}"}, "pattern": "x"},
+					"wrong type":               {"addr": addr, "patterns": "a:{tenant}"},
+					"bad db":                   {"addr": addr, "patterns": []any{"a:{tenant}"}, "db": -1},
+					"glob after {tenant}":      {"addr": addr, "patterns": []any{"a:{tenant}*"}},
+				},
+				BadConfigFields: map[string]string{
+					"missing addr": "addr", "pattern without {tenant}": "patterns", "unknown key": "pattern",
+					"wrong type": "patterns", "bad db": "db", "glob after {tenant}": "patterns",
 				},
 				CancelSeed: 50000,
 			})

@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -13,39 +12,6 @@ import (
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// DeleterFixture seeds and inspects the real store behind a TenantDeleter.
-// It must use the store's own client, not the plugin, to check results.
-//
-// A fixture may also implement DeleterChecksummer (recommended: bystanders
-// are then compared by content, not only by count) and DistinctTenantIDs.
-type DeleterFixture interface {
-	// Config is the plugin config block pointing at the test store.
-	Config(t testing.TB) map[string]any
-	// Seed creates n items of the tenant's data and returns how many items
-	// Delete will count for it (n, or more when one unit spans several rows).
-	Seed(t testing.TB, tenant string, n int) int64
-	// Remaining counts the tenant's items in the store directly.
-	Remaining(t testing.TB, tenant string) int64
-}
-
-// DeleterChecksummer is optional for a DeleterFixture.
-type DeleterChecksummer interface {
-	// Checksum returns a hash over every item of the tenant, content
-	// included, read with the store's own client: any change to any of the
-	// tenant's items (deleted, added, modified) must change it.
-	Checksum(t testing.TB, tenant string) string
-}
-
-// DistinctTenantIDs is optional for a DeleterFixture whose store cannot keep
-// every id apart: a uuid column folds "A1..." into "a1...", a numeric key
-// folds "04" into "4", and neither stores " 4".
-type DistinctTenantIDs interface {
-	// StoresDistinct reports whether the store keeps id as a tenant of its
-	// own, apart from every other id; the kit seeds bystander tenants only
-	// where it does.
-	StoresDistinct(id string) bool
-}
-
 // DeleterOptions configure RunTenantDeleter.
 type DeleterOptions struct {
 	// Binary is the built plugin.
@@ -53,8 +19,15 @@ type DeleterOptions struct {
 	// Env is the plugin's environment (it inherits none).
 	Env     []string
 	Fixture DeleterFixture
-	// BadConfigs are configs Configure must reject with field problems.
+	// BadConfigs are configs Configure must reject with field problems,
+	// by name. The error must name the field that is wrong: the one
+	// BadConfigFields gives for the name, or else a key in which the bad
+	// config differs from the fixture's (added, removed or changed).
 	BadConfigs map[string]map[string]any
+	// BadConfigFields names, per BadConfigs entry, the field its error must
+	// name ("tables", "batch_size", ...); a problem under "tables[2]" or
+	// "tables.x" names "tables".
+	BadConfigFields map[string]string
 	// TenantIDFormat is sent in every Configure, as the daemon sends its
 	// [daemon] tenant_id_format: "uuid" (the default) or an anchored regular
 	// expression. Bystander tenants are seeded only when the format accepts
@@ -69,17 +42,23 @@ type DeleterOptions struct {
 	// BystanderSeed is how many units to seed per bystander tenant
 	// (default 3).
 	BystanderSeed int
-	// CancelSeed is how many units the cancellation check seeds; enough
-	// for Delete to take a while (default 20000).
+	// CancelSeed is how many units the cancellation and failure checks
+	// seed: enough for Delete to take a few seconds (default 20000).
 	CancelSeed int
 }
 
 // RunTenantDeleter runs the TenantDeleter conformance checks. Next to tenant
 // A it seeds tenant B and bystander tenants whose ids differ from A's only in
 // case, by a delimiter suffix (A+":x", A+"-x", ...), by surrounding
-// whitespace or in the spelling of a number, wherever the format accepts
-// them and the store keeps them apart; and it checks, by checksum, that no
-// Count, Delete or hostile tenant id ever touches or counts their data.
+// white space or in the spelling of a number, and tenants whose ids differ
+// only in Unicode normalisation, accents or case of a non-ASCII letter,
+// wherever the format accepts them and the store keeps them apart; and it
+// checks, by checksum, that no Count, Delete or hostile tenant id ever
+// touches or counts their data. It checks that cancellation stops the work
+// in the store, not only the call; with the optional fixture interfaces,
+// the error classes of a store that is down or unreachable and the partial
+// count of an interrupted Delete; that config errors name the field; and
+// that no secret appears in any error or log line of the plugin.
 func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 	if o.NewTenantID == nil {
 		o.NewTenantID = uuid.NewString
@@ -94,28 +73,14 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		o.CancelSeed = 20000
 	}
 	p := Launch(t, o.Binary, sdk.KindTenantDeleter, o.Env...)
-	d := p.Deleter(t)
-	configure := func(ctx context.Context, cfg map[string]any) error {
-		_, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "conformance", Config: cfg, TenantIDFormat: o.TenantIDFormat})
-		return err
-	}
+	k := &kit{o: o, p: p, d: &recorder{d: p.Deleter(t)}, secrets: &secretSet{}}
+	good := o.Fixture.Config(t)
+	k.secrets.addConfig(good, "the fixture's config")
 
-	t.Run("Configure rejects bad config with field errors", func(t *testing.T) {
-		needOption(t, len(o.BadConfigs) > 0, "no BadConfigs given")
-		for name, cfg := range o.BadConfigs {
-			err := configure(ctxFor(t, 30*time.Second), cfg)
-			if !errors.Is(err, sdk.ErrInvalidConfig) {
-				t.Errorf("%s: Configure error = %v, want sdk.ErrInvalidConfig (return sdk.InvalidConfig with one FieldError per problem)", name, err)
-				continue
-			}
-			var e *sdk.Error
-			if !errors.As(err, &e) || len(e.Fields) == 0 {
-				t.Errorf("%s: invalid config error has no field problems: %v", name, err)
-			}
-		}
-	})
+	t.Run("Configure rejects bad config, naming the field", k.badConfigs)
+	t.Run("Configure against an unreachable store is retryable and names the field", k.unreachable)
 
-	if err := configure(ctxFor(t, 30*time.Second), o.Fixture.Config(t)); err != nil {
+	if err := k.configure(ctxFor(t, 30*time.Second), good); err != nil {
 		t.Fatalf("Configure with the fixture's config and tenant id format %q: %v", o.TenantIDFormat, err)
 	}
 
@@ -128,19 +93,26 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 	seededA := o.Fixture.Seed(t, a, o.Seed)
 	seededB := o.Fixture.Seed(t, b, o.Seed)
 	w := newWatch(t, o)
+	k.w = w
 	w.add(t, a, "tenant A")
 	w.add(t, b, "tenant B")
+	var skipped []string
 	for _, by := range bystandersOf(a) {
-		if w.seeded(by.id) || sdk.CheckTenantID(o.TenantIDFormat, by.id) != nil || !w.distinct(by.id) {
-			continue
+		if !k.seedBystander(t, by, "tenant A") {
+			skipped = append(skipped, fmt.Sprintf("%q (%s)", by.id, by.why))
 		}
-		o.Fixture.Seed(t, by.id, o.BystanderSeed)
-		w.add(t, by.id, fmt.Sprintf("bystander %q (%s as tenant A)", by.id, by.why))
 	}
-	t.Logf("tenant A %q, tenant B %q, bystanders %q", a, b, w.ids[2:])
+	k.victims, skipped = k.seedVictims(t, skipped)
+	k.skipped = skipped
+	t.Logf("tenant A %q, tenant B %q, watched %q", a, b, w.ids[2:])
+	if len(skipped) > 0 {
+		t.Logf("not seeded, because the tenant id format %q refuses them or the fixture says the store cannot keep them apart: %q; "+
+			"run the kit (also) with the most permissive format the plugin supports to check them", o.TenantIDFormat, skipped)
+	}
 	if !w.checksums {
 		t.Logf("the fixture has no Checksum method: tenants are compared by count only; implement plugintest.DeleterChecksummer to compare content")
 	}
+	d := k.d
 
 	t.Run("Count equals what was seeded", func(t *testing.T) {
 		for tenant, want := range map[string]int64{a: seededA, b: seededB} {
@@ -157,28 +129,7 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		w.unchanged(t, "Count")
 	})
 
-	t.Run("hostile tenant ids delete nothing of anyone else", func(t *testing.T) {
-		for _, id := range HostileTenantIDs(b) {
-			if w.seeded(id) {
-				continue
-			}
-			c, err := d.Count(ctxFor(t, time.Minute), &sdk.CountRequest{TenantID: id})
-			if err == nil && c.Count != 0 {
-				t.Errorf("Count(%q) = %d, want 0: a tenant id is data, never syntax (escape glob and LIKE metacharacters, bind SQL parameters, refuse an id that is not the canonical text of the key's type)", id, c.Count)
-			}
-			resp, err := d.Delete(ctxFor(t, time.Minute), &sdk.DeleteRequest{TenantID: id}, nil)
-			if err == nil && resp.DeletedCount != 0 {
-				t.Errorf("Delete(%q) deleted %d, want 0: a tenant id is data, never syntax (escape glob and LIKE metacharacters, bind SQL parameters, refuse an id that is not the canonical text of the key's type)", id, resp.DeletedCount)
-			}
-			if err != nil && sdk.ClassOf(err) != sdk.ClassPermanent {
-				t.Errorf("Delete(%q) failed with a non-permanent error: %v; refuse an id the store cannot take with sdk.InvalidArgument, so the daemon does not retry it", id, err)
-			}
-			w.unchanged(t, fmt.Sprintf("Count and Delete(%q)", id))
-			if t.Failed() {
-				t.FailNow()
-			}
-		}
-	})
+	t.Run("hostile tenant ids delete nothing of anyone else", func(t *testing.T) { k.hostile(t, b) })
 
 	t.Run("Delete returns the count, streams progress, and leaves B and the bystanders untouched", func(t *testing.T) {
 		var mu sync.Mutex
@@ -212,6 +163,7 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		}
 		w.unchanged(t, "Delete(A)", a)
 	})
+	w.forget(a)
 
 	t.Run("Count afterwards is 0 and a second Delete deletes 0", func(t *testing.T) {
 		c, err := d.Count(ctxFor(t, time.Minute), &sdk.CountRequest{TenantID: a})
@@ -232,83 +184,77 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		w.unchanged(t, "a second Delete(A)", a)
 	})
 
-	t.Run("cancelling the context stops the work promptly", func(t *testing.T) {
-		c := o.NewTenantID()
-		seeded := o.Fixture.Seed(t, c, o.CancelSeed)
-		ctx, cancel := context.WithCancel(ctxFor(t, 5*time.Minute))
-		defer cancel()
-		var once sync.Once
-		cancelledAt := make(chan time.Time, 1)
-		done := make(chan error, 1)
-		go func() {
-			_, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: c}, func(n int64) {
-				once.Do(func() {
-					cancelledAt <- time.Now()
-					cancel()
-				})
-			})
-			done <- err
-		}()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(5 * time.Minute):
-			t.Fatal("Delete did not return")
-		}
-		var took time.Duration
-		select {
-		case at := <-cancelledAt:
-			took = time.Since(at)
-		default:
-			// Not a race: the first progress a plugin reports always
-			// reaches the caller before the result does.
-			t.Fatalf("Delete of %d units returned (error: %v) without reporting progress first: report progress as the work goes, "+
-				"or raise CancelSeed above what one batch deletes", o.CancelSeed, err)
-		}
-		if took > 5*time.Second {
-			t.Errorf("Delete returned %s after cancellation, want promptly", took)
-		}
-		// Requests the plugin had in flight when it was cancelled may still
-		// land in the store: wait for the count to settle.
-		remaining := settled(t, func() int64 { return o.Fixture.Remaining(t, c) })
-		if err == nil && remaining != 0 {
-			t.Errorf("Delete succeeded after cancellation but %d items remain", remaining)
-		}
-		if err != nil {
-			if sdk.ClassOf(err) != sdk.ClassRetryable {
-				t.Errorf("cancelled Delete error is %v (%s), want retryable", err, sdk.ClassOf(err))
-			}
-			// After the caller cancels, the plugin's final count cannot reach
-			// it; the last progress it saw is a lower bound.
-			if deleted, ok := sdk.DeletedBefore(err); ok && deleted+remaining > seeded {
-				t.Errorf("cancelled Delete reported %d deleted, but the store has %d of %d left", deleted, remaining, seeded)
-			}
-		}
-		// The rest is deleted by the next call.
-		resp, err := d.Delete(ctxFor(t, 5*time.Minute), &sdk.DeleteRequest{TenantID: c}, nil)
-		if err != nil {
-			t.Fatalf("Delete after cancellation: %v", err)
-		}
-		if resp.DeletedCount != remaining {
-			t.Errorf("Delete after cancellation = %d, want the %d remaining", resp.DeletedCount, remaining)
-		}
-		if got := o.Fixture.Remaining(t, c); got != 0 {
-			t.Errorf("%d items remain", got)
-		}
-		w.unchanged(t, "the cancelled Delete and the next one", a)
-	})
+	t.Run("ids that differ only in Unicode form, accents, case or the spelling of a number are other tenants", k.deleteVictims)
+	t.Run("under a permissive tenant id format too", k.permissive)
+	t.Run("cancelling Delete stops the work in the store", k.cancellation)
+	t.Run("with the store down, Count and Delete fail retryable and the plugin recovers", k.outage)
+	t.Run("a failure part way through Delete reports what it deleted", k.failureMidDelete)
+	t.Run("no secret in any error or log line", k.noSecrets)
 }
 
-// settled polls count until two readings 300 ms apart agree (up to 15 s).
-func settled(t testing.TB, count func() int64) int64 {
-	prev := count()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
-		time.Sleep(300 * time.Millisecond)
-		cur := count()
-		if cur == prev {
-			return cur
+// kit is one run of RunTenantDeleter.
+type kit struct {
+	o       DeleterOptions
+	p       *Process
+	d       *recorder
+	w       *watch
+	secrets *secretSet
+	victims []victim
+	skipped []string // bystanders and victims the format or store did not allow
+}
+
+func (k *kit) configure(ctx context.Context, cfg map[string]any) error {
+	_, err := k.d.Configure(ctx, &sdk.ConfigureRequest{Name: "conformance", Config: cfg, TenantIDFormat: k.o.TenantIDFormat})
+	return err
+}
+
+// hostile sends HostileTenantIDs(victim) to Count and Delete: each must
+// count and delete nothing, or be refused with a permanent error.
+func (k *kit) hostile(t *testing.T, victim string) {
+	failed := t.Failed()
+	for _, id := range HostileTenantIDs(victim) {
+		if k.w.seeded(id) {
+			continue
 		}
-		prev = cur
+		c, err := k.d.Count(ctxFor(t, time.Minute), &sdk.CountRequest{TenantID: id})
+		if err == nil && c.Count != 0 {
+			t.Errorf("Count(%q) = %d, want 0: %s", id, c.Count, dataNotSyntax)
+		}
+		resp, err := k.d.Delete(ctxFor(t, time.Minute), &sdk.DeleteRequest{TenantID: id}, nil)
+		if err == nil && resp.DeletedCount != 0 {
+			t.Errorf("Delete(%q) deleted %d, want 0: %s", id, resp.DeletedCount, dataNotSyntax)
+		}
+		if err != nil && sdk.ClassOf(err) != sdk.ClassPermanent {
+			t.Errorf("Delete(%q) failed with a non-permanent error: %v; refuse an id the store cannot take with sdk.InvalidArgument, so the daemon does not retry it", id, err)
+		}
+		k.w.unchanged(t, fmt.Sprintf("Count and Delete(%q)", id))
+		if t.Failed() && !failed {
+			// The first id that did damage says enough; the rest would
+			// report the same damage again.
+			return
+		}
 	}
-	return prev
+}
+
+const dataNotSyntax = "a tenant id is data, never syntax (escape glob and LIKE metacharacters, bind SQL parameters, " +
+	"compare byte for byte where the store ignores case, accents or trailing spaces, refuse an id that is not the canonical text of the key's type)"
+
+// seedBystander seeds by next to the tenant it imitates when the format
+// accepts its id and the store keeps it apart; it reports whether it did.
+func (k *kit) seedBystander(t *testing.T, by bystander, of string) bool {
+	if k.w.seeded(by.id) {
+		return true
+	}
+	if sdk.CheckTenantID(k.o.TenantIDFormat, by.id) != nil || !k.w.distinct(by.id) {
+		return false
+	}
+	k.o.Fixture.Seed(t, by.id, k.o.BystanderSeed)
+	k.w.add(t, by.id, fmt.Sprintf("bystander %q (%s as %s)", by.id, by.why, of))
+	return true
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -14,7 +14,6 @@
 package plugintest
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,6 +32,7 @@ import (
 type Process struct {
 	client *plugin.Client
 	raw    any
+	stderr *capture
 }
 
 // Launch starts the plugin binary with go-plugin (protocol 2, gRPC, AutoMTLS,
@@ -45,7 +45,11 @@ func Launch(t testing.TB, binary, kind string, env ...string) *Process {
 	cmd := exec.Command(binary)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr := &capture{}
 	client := plugin.NewClient(&plugin.ClientConfig{
+		// Every line the plugin writes to stderr, JSON or not, as the
+		// daemon receives it: the kit looks for secrets in it.
+		Stderr:           stderr,
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.HostPluginSets(0),
 		GRPCDialOptions:  sdk.DialOptions(0),
@@ -69,7 +73,30 @@ func Launch(t testing.TB, binary, kind string, env ...string) *Process {
 	if err != nil {
 		t.Fatalf("dispense %s from %s: %v", kind, binary, err)
 	}
-	return &Process{client: client, raw: raw}
+	return &Process{client: client, raw: raw, stderr: stderr}
+}
+
+// Stderr is everything the plugin wrote to its stderr so far, as the
+// daemon receives it (hclog JSON lines and anything else).
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// capture collects a plugin's stderr.
+type capture struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	return len(p), nil
+}
+
+func (c *capture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
 }
 
 // Deleter returns the dispensed TenantDeleter.
@@ -123,12 +150,6 @@ func (w *testWriter) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-}
-
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // needOption stops a check that an option left out has nothing to run on:

@@ -16,7 +16,8 @@ func TestHostileTenantIDs(t *testing.T) {
 			victim: "4444aaaa-dddd-4ddd-8ddd-444444444444",
 			want: []string{"*", "4444AAAA-DDDD-4DDD-8DDD-444444444444", " 4444aaaa-dddd-4ddd-8ddd-444444444444",
 				"4444aaaa-dddd-4ddd-8ddd-444444444444 ", "\t4444aaaa-dddd-4ddd-8ddd-444444444444", "4444aaaa-dddd-4ddd-8ddd-444444444444\t",
-				"4444aaaa-dddd-4ddd-8ddd-444444444444:x", "4444aaaa-dddd-4ddd-8ddd-444444444444/x"},
+				"4444aaaa-dddd-4ddd-8ddd-444444444444:x", "4444aaaa-dddd-4ddd-8ddd-444444444444/x",
+				"\u00a04444aaaa-dddd-4ddd-8ddd-444444444444", "4444aaaa-dddd-4ddd-8ddd-444444444444\u200b", "4444aaaa-dddd-4ddd-8ddd-444444444444\r"},
 			not: []string{"4444aaaa-dddd-4ddd-8ddd-444444444444", "+4444aaaa-dddd-4ddd-8ddd-444444444444"},
 		},
 		"integer": {
@@ -62,7 +63,46 @@ func TestBystandersOf(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []string{"AB12", " ab12", "ab12 ", "ab12:x", "ab12-x", "ab12_x", "ab12.x", "ab12/x"}, ids("ab12"))
-	require.Equal(t, []string{" 1000", "1000 ", "1000:x", "1000-x", "1000_x", "1000.x", "1000/x",
+	require.Equal(t, []string{"AB12", " ab12", "ab12 ", "ab12  ", "\u00a0ab12", "ab12\u00a0", "ab12\u3000",
+		"ab12:x", "ab12-x", "ab12_x", "ab12.x", "ab12/x"}, ids("ab12"))
+	require.Equal(t, []string{" 1000", "1000 ", "1000  ", "\u00a0" + "1000", "1000\u00a0", "1000\u3000", "1000:x", "1000-x", "1000_x", "1000.x", "1000/x",
 		"01000", "1000e0", "1000E0", "+1000", "1000.0", "1000.", "0x1000"}, ids("1000"))
+}
+
+func TestVictims(t *testing.T) {
+	id, bys := unicodeVictim("t1")
+	require.Equal(t, "t1-Caf\u00e9", id)
+	var got []string
+	for _, b := range bys {
+		require.NotEqual(t, id, b.id)
+		got = append(got, b.id)
+	}
+	require.Contains(t, got, "t1-Cafe\u0301", "NFD")
+	require.Contains(t, got, "t1-Cafe", "no accent")
+	require.Contains(t, got, "T1-CAF\u00c9", "upper case")
+
+	id, bys = numericVictim(4711)
+	require.Equal(t, "4711", id)
+	got = nil
+	for _, b := range bys {
+		got = append(got, b.id)
+	}
+	require.Subset(t, got, []string{" 4711", "4711 ", "04711", "+4711", "4711.0", "4711e0"})
+}
+
+func TestDSNPasswords(t *testing.T) {
+	tests := map[string][]string{
+		"postgres://app:s3cret@db:5432/app":              {"s3cret"},
+		"postgres://app:p%40ss@db/app?sslmode=disable":   {"p@ss", "p%40ss"},
+		"app:pw-with-@-and-/@tcp(127.0.0.1:3306)/db":     {"pw-with-@-and-/"},
+		"root:@tcp(127.0.0.1:3306)/db":                   nil,
+		"host=db user=app password='a b c' dbname=x":     {"a b c"},
+		"mysql://u@db/x":                                 nil,
+		"just text":                                      nil,
+		"redis://:tok3n@127.0.0.1:6379/0":                {"tok3n"},
+		"u:pw@unix(/run/mysqld/mysqld.sock)/db?tls=true": {"pw"},
+	}
+	for in, want := range tests {
+		require.Equal(t, want, dsnPasswords(in), in)
+	}
 }

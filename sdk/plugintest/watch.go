@@ -14,6 +14,7 @@ type watch struct {
 	ids       []string // in the order added: A, B, then the bystanders
 	why       map[string]string
 	before    map[string]snapshot
+	gone      map[string]bool // deleted on purpose: no longer compared
 }
 
 type snapshot struct {
@@ -23,7 +24,7 @@ type snapshot struct {
 
 func newWatch(_ testing.TB, o DeleterOptions) *watch {
 	_, ok := o.Fixture.(DeleterChecksummer)
-	return &watch{fx: o.Fixture, checksums: ok, why: map[string]string{}, before: map[string]snapshot{}}
+	return &watch{fx: o.Fixture, checksums: ok, why: map[string]string{}, before: map[string]snapshot{}, gone: map[string]bool{}}
 }
 
 func (w *watch) take(t testing.TB, id string) snapshot {
@@ -66,12 +67,15 @@ func (w *watch) seeded(id string) bool {
 	return ok
 }
 
+// forget stops comparing a tenant that a check deleted on purpose.
+func (w *watch) forget(id string) { w.gone[id] = true }
+
 // unchanged fails t for every watched tenant but except whose data differs
 // from when it was added.
 func (w *watch) unchanged(t testing.TB, after string, except ...string) {
 	t.Helper()
 	for _, id := range w.ids {
-		if slices.Contains(except, id) {
+		if w.gone[id] || slices.Contains(except, id) {
 			continue
 		}
 		was, now := w.before[id], w.take(t, id)

@@ -31,7 +31,7 @@ func newHandler(t testing.TB) http.Handler {
 	log := hclog.NewNullLogger()
 	host := pluginhost.New(pluginhost.Options{}, log, nil) // no plugins configured
 	svc := dlq.NewService(st, host, func() dlq.Policy { return dlq.Policy{MaxRetries: 3, Lease: time.Minute} }, "test", log,
-		dlq.NewMetrics(nil, st, nil))
+		dlq.NewMetrics(nil, st, nil, nil))
 	reg := deletion.NewRegistry(host, func() int { return 1 })
 	tenants := deletion.NewService(st, reg, nil, deletion.ServiceOptions{Config: func() deletion.ServiceConfig { return deletion.ServiceConfig{TenantIDFormat: "uuid"} }})
 	retention := archive.New(st, func() archive.Config {

@@ -24,6 +24,7 @@ type DLQ interface {
 	RetryAll(ctx context.Context, topic string) (dlq.RetryAllResult, error)
 	CountRetryable(ctx context.Context, topic string) (int64, error)
 	Topics(ctx context.Context) ([]dlq.TopicSummary, error)
+	SourceConfigured(name string) bool
 }
 
 // ListBody is GET /api/v1/dlq/{topic}.
@@ -50,13 +51,20 @@ type TopicJSON struct {
 	Topic           string           `json:"topic"`
 	Counts          map[string]int64 `json:"counts"`
 	OldestPendingAt *string          `json:"oldest_pending_at"`
+	// UnconfiguredSources counts the topic's PENDING messages by source for
+	// sources that are not configured (renamed or removed): they are not
+	// retried until the source is configured again. Absent when none.
+	UnconfiguredSources map[string]int64 `json:"unconfigured_sources,omitempty"`
 }
 
 // RetryAllBody is POST /api/v1/dlq/{topic}/retry-all.
 type RetryAllBody struct {
-	Retried     int    `json:"retried"`
-	Failed      int    `json:"failed"`
-	Unavailable int    `json:"unavailable"`
+	Retried     int `json:"retried"`
+	Failed      int `json:"failed"`
+	Unavailable int `json:"unavailable"`
+	// NotRecorded were acknowledged by the broker after their claim ran out:
+	// not marked RESOLVED. Absent when none.
+	NotRecorded int    `json:"not_recorded,omitempty"`
 	Message     string `json:"message"`
 	// With ?dry_run=true: nothing was republished; Retryable is how many
 	// messages a real call would republish now.
@@ -75,7 +83,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 			}
 			out := make([]TopicJSON, 0, len(topics))
 			for _, t := range topics {
-				tj := TopicJSON{Topic: t.Topic, Counts: map[string]int64{}}
+				tj := TopicJSON{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources}
 				for _, s := range dlq.Statuses {
 					tj.Counts[string(s)] = t.Counts[s]
 				}
@@ -121,7 +129,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				TotalCount: total, Page: q.Page, PageSize: q.PageSize, HasNext: int64(q.Page)*int64(q.PageSize) < total,
 			}, Note: note, DidYouMean: didYouMean}
 			for i := range msgs {
-				body.Messages[i] = msgs[i].ToJSON()
+				body.Messages[i] = msgs[i].ToJSON(svc.SourceConfigured(msgs[i].Position.Source))
 			}
 			writeJSON(w, http.StatusOK, body)
 		})
@@ -136,7 +144,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
 				return
 			}
-			writeJSON(w, http.StatusOK, m.ToJSON())
+			writeJSON(w, http.StatusOK, m.ToJSON(svc.SourceConfigured(m.Position.Source)))
 		})
 		mux.HandleFunc("DELETE /api/v1/dlq/messages/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id, err := parseID(r.PathValue("id"))
@@ -219,7 +227,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, RetryAllBody{Retried: res.Retried, Failed: res.Failed, Unavailable: res.Unavailable,
+			writeJSON(w, http.StatusOK, RetryAllBody{Retried: res.Retried, Failed: res.Failed, Unavailable: res.Unavailable, NotRecorded: res.NotRecorded,
 				Message: fmt.Sprintf("%s retried in topic %s", countOf(int64(res.Retried), "message"), topic)})
 		})
 	}

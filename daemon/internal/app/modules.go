@@ -61,7 +61,7 @@ type dlqParts struct {
 
 func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
 	st store.Store, host *pluginhost.Host, id daemonID, pm *periodic.Metrics) dlqParts {
-	metrics := dlq.NewMetrics(reg, st, pm)
+	metrics := dlq.NewMetrics(reg, st, host, pm)
 	policy := dlqPolicy(holder)
 	svc := dlq.NewService(st, host, policy, string(id), log, metrics)
 	intake := dlq.NewIntake(st, host, policy, dlq.IntakeConfig{}, log, metrics)

@@ -60,7 +60,8 @@ func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Statu
 			continue
 		}
 	}
-	require.NoError(t, s.FinishDLQ(ctx, "t", at, outs))
+	_, err = s.FinishDLQ(ctx, "t", at, outs)
+	require.NoError(t, err)
 	return ids
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -58,7 +59,21 @@ func dlqTopicsCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Topic, t.Counts["PENDING"], t.Counts["RETRYING"], t.Counts["RESOLVED"], t.Counts["DEAD"], oldest)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			for _, t := range body.Topics {
+				sources := make([]string, 0, len(t.UnconfiguredSources))
+				for s := range t.UnconfiguredSources {
+					sources = append(sources, s)
+				}
+				sort.Strings(sources)
+				for _, s := range sources {
+					fmt.Fprintf(g.stdout, "%s: %d PENDING: source %q is not configured; they are not retried until a [[dlq_source]] of that name is (or are deleted)\n",
+						t.Topic, t.UnconfiguredSources[s], s)
+				}
+			}
+			return nil
 		},
 	}
 }
@@ -157,7 +172,10 @@ func dlqGetCmd(g *globals) *cobra.Command {
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 			fmt.Fprintf(w, "id\t%s\nstatus\t%s\nretries\t%d/%d\ntopic\t%s (partition %d, offset %d, source %s)\noriginal topic\t%s\nerror\t%s\ncreated\t%s\nupdated\t%s\n",
-				m.ID, m.Status, m.RetryCount, m.MaxRetries, m.Topic, m.Partition, m.Offset, m.Source, m.OriginalTopic, m.ErrorMessage, m.CreatedAt, m.UpdatedAt)
+				m.ID, m.Status, m.RetryCount, m.MaxRetries, m.Topic, m.Partition, m.Offset, m.Source, orNone(m.OriginalTopic), m.ErrorMessage, m.CreatedAt, m.UpdatedAt)
+			if !m.SourceConfigured {
+				fmt.Fprintf(w, "source\t%s is not configured: not retried until it is\n", m.Source)
+			}
 			if m.LastRetryAt != nil {
 				fmt.Fprintf(w, "last retry\t%s\n", *m.LastRetryAt)
 			}
@@ -183,6 +201,9 @@ func dlqGetCmd(g *globals) *cobra.Command {
 				}
 				if a.Error != "" {
 					line += ": " + a.Error
+				}
+				if a.Count > 1 && a.LastAt != nil {
+					line += fmt.Sprintf(" (%d times, the last at %s)", a.Count, *a.LastAt)
 				}
 				fmt.Fprintf(w, "attempt\t%s\n", oneLine(line))
 			}
@@ -327,7 +348,8 @@ func dlqRetryAllCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				f, _ := body["failed"].(float64)
 				u, _ := body["unavailable"].(float64)
-				if f+u > 0 {
+				n, _ := body["not_recorded"].(float64)
+				if f+u+n > 0 {
 					return &exitError{code: ExitAttention, silent: true}
 				}
 				return nil
@@ -335,18 +357,30 @@ func dlqRetryAllCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(g.stdout, body["message"])
 			f, _ := body["failed"].(float64)
 			u, _ := body["unavailable"].(float64)
+			n, _ := body["not_recorded"].(float64)
 			if f > 0 {
 				fmt.Fprintf(g.stderr, "%v refused by the broker (counted as failed attempts)\n", f)
 			}
 			if u > 0 {
 				fmt.Fprintf(g.stderr, "%v not attempted: source unavailable (still PENDING)\n", u)
 			}
-			if f+u > 0 {
-				return &exitError{code: ExitAttention, err: fmt.Errorf("%v of the messages were not republished", f+u)}
+			if n > 0 {
+				fmt.Fprintf(g.stderr, "%v acknowledged by the broker after their claim ran out: not marked RESOLVED\n", n)
+			}
+			if f+u+n > 0 {
+				return &exitError{code: ExitAttention, err: fmt.Errorf("%v of the messages were not republished or not recorded", f+u+n)}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the messages that would be republished, and change nothing")
 	return cmd
+}
+
+// orNone shows an empty original topic (none is known) as such.
+func orNone(topic string) string {
+	if topic == "" {
+		return "(none: never republished)"
+	}
+	return topic
 }

@@ -55,20 +55,7 @@ var ErrNotFound = errors.New("config file not found")
 
 // Load reads, decodes, interpolates and validates the file at path.
 // The returned error is an *Error listing every problem, or wraps ErrNotFound.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, path)
-		}
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(string(data), abs, os.LookupEnv)
-}
+func Load(path string) (*Config, error) { return LoadWith(path, ParseOptions{}) }
 
 // ParseOptions change how a config is checked.
 type ParseOptions struct {

@@ -93,7 +93,12 @@ func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
 		d := tables(tenant, map[string]int64{"a": 6, "b": 4, "c": 0})
 		d.failAfter = 8
 		src := configured("postgres:app", d)
-		svc := run(t, st, src, nil)
+		// The second attempt (2 items left) succeeds: the job must stay
+		// PARTIAL long enough for the poll below to see it, even on a busy
+		// machine.
+		svc := run(t, st, src, func(c *deletion.RunnerConfig) {
+			c.RetryPolicy.Initial, c.RetryPolicy.Max = 3*time.Second, 3*time.Second
+		})
 		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")

@@ -2,6 +2,8 @@ package dlq
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -110,18 +112,29 @@ var (
 	producedAtMax = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 )
 
+// NoOriginalTopicPrefix starts the reason (last_error) of a message that
+// has no original topic.
+const NoOriginalTopicPrefix = "no original topic: "
+
 // Interpret turns a dead letter from a source into what the store keeps. It
 // never fails and never drops anything: headers, key and value are kept as
 // they came; the original topic comes from the headers, else the source's
-// mapping, else the DLQ topic itself; the error from the headers, else
-// "unknown error"; x-dlq-id names the record a returning replay refers to
-// (the store decides whether it really is one of ours). A message that was
-// too large to cross whole is kept as what arrived, DEAD, with the reason.
-func Interpret(source string, d sdk.DeadLetter, now time.Time) Incoming {
+// mapping; the error from the headers, else "unknown error"; x-dlq-id names
+// the record a returning replay refers to (the store decides whether it
+// really is one of ours). A message that was too large to cross whole is
+// kept as what arrived, DEAD, with the reason.
+//
+// A message has no original topic (OriginalTopic "", with the reason in
+// LastError) when nothing names one, or when what names one names a
+// dead-letter topic: its own (isDLQTopic is then not even asked) or any
+// other that isDLQTopic knows. Republishing there would only put it back on
+// a DLQ, where it would be taken in again.
+func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(string) bool) Incoming {
 	in := Incoming{
 		Position: Position{Source: source, Topic: sanitize(d.Position.Topic, maxTopicLength), Partition: d.Position.Partition, Offset: d.Position.Offset},
 		Key:      d.Key,
 		Payload:  d.Value,
+		Digest:   Digest(d),
 	}
 	if in.Payload == nil {
 		in.Payload = []byte{}
@@ -133,22 +146,28 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time) Incoming {
 	for _, h := range d.Headers {
 		in.Headers = append(in.Headers, Header{Key: h.Key, Value: h.Value})
 	}
+	namedBy := ""
 	for _, k := range originalTopicHeaders {
 		if v, ok := lastHeader(d.Headers, k); ok {
 			if t := sanitize(string(v), maxTopicLength); t != "" {
-				in.OriginalTopic = t
+				in.OriginalTopic, namedBy = t, "the header "+k
 				break
 			}
 		}
 	}
 	if in.OriginalTopic == "" {
-		in.OriginalTopic = sanitize(d.OriginalTopic, maxTopicLength)
+		in.OriginalTopic, namedBy = sanitize(d.OriginalTopic, maxTopicLength), "the source's topic mapping"
 	}
-	if in.OriginalTopic == "" {
-		in.OriginalTopic = in.Position.Topic
+	switch {
+	case in.OriginalTopic == "":
+		in.LastError = NoOriginalTopicPrefix + "no header names it and the source maps none for " + in.Position.Topic
+	case in.OriginalTopic == in.Position.Topic:
+		in.LastError = NoOriginalTopicPrefix + namedBy + " names the DLQ topic itself"
+	case isDLQTopic != nil && isDLQTopic(in.OriginalTopic):
+		in.LastError = NoOriginalTopicPrefix + namedBy + " names " + in.OriginalTopic + ", a dead-letter topic"
 	}
-	if in.OriginalTopic == "" {
-		in.OriginalTopic = "(none)"
+	if in.LastError != "" {
+		in.OriginalTopic = ""
 	}
 	in.ErrorMessage = errorFromHeaders(d.Headers)
 	if in.ErrorMessage == "" {
@@ -167,6 +186,37 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time) Incoming {
 		in.Attempt = &Attempt{At: now, Outcome: OutcomeTruncated, Error: in.LastError}
 	}
 	return in
+}
+
+// Digest identifies what a source read at a position: SHA-256 over the
+// key, the headers, the value and the timestamp, each length-prefixed (a
+// missing key differs from an empty one). A redelivery of the position has
+// the same digest; a message at the same position of a topic deleted and
+// created again has another.
+func Digest(d sdk.DeadLetter) []byte {
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte, present bool) {
+		if !present {
+			h.Write([]byte{0})
+			return
+		}
+		h.Write([]byte{1})
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field(d.Key, d.Key != nil)
+	binary.BigEndian.PutUint64(n[:], uint64(len(d.Headers)))
+	h.Write(n[:])
+	for _, hd := range d.Headers {
+		field(hd.Key, true)
+		field(hd.Value, true)
+	}
+	field(d.Value, true)
+	binary.BigEndian.PutUint64(n[:], uint64(d.Timestamp.UnixMilli()))
+	h.Write(n[:])
+	return h.Sum(nil)
 }
 
 // RepublishHeaders are the message's headers without earlier x-dlq-* values,

@@ -39,6 +39,10 @@ type Intake struct {
 	mu       sync.Mutex
 	running  map[string]*periodic.Loop
 	stopping sync.WaitGroup // loops of removed sources, winding down
+
+	// dlqTopics are the topics dead letters were read from, by any source:
+	// none of them is an original topic (see Interpret).
+	dlqTopics sync.Map
 }
 
 // NewIntake returns the intake; Start launches its loops.
@@ -57,6 +61,26 @@ func NewIntake(store Store, sources Sources, policy func() Policy, cfg IntakeCon
 func (in *Intake) Start(context.Context) error {
 	in.Sync()
 	return nil
+}
+
+// learnDLQTopics adds the DLQ topics the store knows to those seen; a store
+// that does not answer only leaves the set to the topics fetched.
+func (in *Intake) learnDLQTopics(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	topics, err := in.store.DLQTopics(ctx)
+	if err != nil {
+		return
+	}
+	for _, t := range topics {
+		in.dlqTopics.Store(t.Topic, true)
+	}
+}
+
+// isDLQTopic reports whether dead letters were read from topic.
+func (in *Intake) isDLQTopic(topic string) bool {
+	_, ok := in.dlqTopics.Load(topic)
+	return ok
 }
 
 // Sync starts loops for sources added by a reload and stops loops of
@@ -189,6 +213,7 @@ func (b *backoff) pause(ctx context.Context, what string, err error) bool {
 func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger, out chan<- fetched) {
 	b := &backoff{log: log}
 	seq := 0
+	in.learnDLQTopics(ctx)
 	for ctx.Err() == nil {
 		src, err := in.sources.Source(name)
 		if err != nil || !in.sources.Running(name) {
@@ -215,8 +240,11 @@ func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger,
 		f := fetched{seq: seq, batch: make([]Incoming, len(resp.Messages)), positions: make([]sdk.Position, len(resp.Messages))}
 		seq++
 		now := in.now()
+		for _, m := range resp.Messages {
+			in.dlqTopics.Store(m.Position.Topic, true)
+		}
 		for i, m := range resp.Messages {
-			f.batch[i] = Interpret(name, m, now)
+			f.batch[i] = Interpret(name, m, now, in.isDLQTopic)
 			f.positions[i] = m.Position
 		}
 		select {
@@ -230,7 +258,8 @@ func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger,
 // storeStage stores each batch, however long it takes: moving on would let a
 // later commit cover these offsets. A batch that keeps failing is stored one
 // message at a time, so that one message the store refuses (whatever it
-// holds) cannot hold up the source: it is stored as received, without the
+// holds) cannot hold up the source: it is stored without the JSON copy of
+// its payload, and if that is refused too, as received, without the
 // interpretation the store refused, and the reason.
 func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger, batches <-chan fetched, out chan<- fetched) {
 	b := &backoff{log: log}
@@ -298,14 +327,23 @@ func (in *Intake) commit(ctx context.Context, name string, log hclog.Logger, pos
 // one message at a time.
 const oneByOneAfter = 3
 
-// storeOneByOne stores each message of a batch alone; a message the store
-// refuses is stored again without its interpretation (see Degrade). It
-// fails as soon as the store refuses a degraded message too: the store
-// itself is failing, and the batch is tried again later.
+// storeOneByOne stores each message of a batch alone. A message the store
+// refuses is stored again without the JSON copy of its payload (PostgreSQL's
+// jsonb refuses some JSON that Go accepts, such as numbers out of its
+// range), then without its interpretation (see Degrade). It fails as soon
+// as the store refuses a degraded message too: the store itself is
+// failing, and the batch is tried again later.
 func (in *Intake) storeOneByOne(ctx context.Context, log hclog.Logger, batch []Incoming) (IngestResult, error) {
 	var total IngestResult
 	for _, m := range batch {
 		res, err := in.store.IngestDLQ(ctx, []Incoming{m}, in.ingestOptions())
+		if err != nil && !m.NoJSON {
+			plain := m
+			plain.NoJSON = true
+			if res, err = in.store.IngestDLQ(ctx, []Incoming{plain}, in.ingestOptions()); err == nil {
+				log.Warn("stored a dead letter without the JSON copy of its payload, which the state store refused", "position", m.Position.String())
+			}
+		}
 		if err != nil {
 			if res, err = in.store.IngestDLQ(ctx, []Incoming{Degrade(m, err)}, in.ingestOptions()); err != nil {
 				return total, err
@@ -320,14 +358,16 @@ func (in *Intake) storeOneByOne(ctx context.Context, log hclog.Logger, batch []I
 	return total, nil
 }
 
-// Degrade is a message as received, without what was made of it: the DLQ
-// topic as its original topic, no producer timestamp, no returning-replay
-// id, and the store's refusal as its last error.
+// Degrade is a message as received, without what was made of it: no
+// original topic (nothing it named can be trusted: it is never republished
+// automatically), no producer timestamp, no returning-replay id, no JSON
+// copy of its payload, and the store's refusal as its last error. Its
+// position and digest stay, so a redelivery is still recognised.
 func Degrade(m Incoming, storeErr error) Incoming {
-	reason := sanitize("stored as received: the state store refused what was read from its headers: "+storeErr.Error(), maxErrorLength)
+	reason := sanitize(NoOriginalTopicPrefix+"stored as received: the state store refused what was read from its headers: "+storeErr.Error(), maxErrorLength)
 	return Incoming{
-		Position: m.Position, OriginalTopic: m.Position.Topic, ErrorMessage: UnknownError,
-		Key: m.Key, Headers: m.Headers, Payload: m.Payload,
+		Position: m.Position, Digest: m.Digest, ErrorMessage: UnknownError,
+		Key: m.Key, Headers: m.Headers, Payload: m.Payload, NoJSON: true,
 		Dead: m.Dead, LastError: reason,
 	}
 }

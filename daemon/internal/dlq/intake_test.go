@@ -72,7 +72,7 @@ func TestIntakeStoresEverythingOnceAndCommitsOnlyWhatIsStored(t *testing.T) {
 			b.stored = fs.has
 		})
 		in := dlq.NewIntake(fs, sources{f.broker}, func() dlq.Policy { return f.policy },
-			dlq.IntakeConfig{BatchSize: 500, Wait: 50 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, fs, periodic.New(nil)))
+			dlq.IntakeConfig{BatchSize: 500, Wait: 50 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, fs, nil, periodic.New(nil)))
 		dlq.SetClock(nil, in, f.clock.now)
 		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
 		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
@@ -110,7 +110,7 @@ func TestIntakePausesWhileTheSourceIsDown(t *testing.T) {
 			b.queue = deadLetters(0, 10)
 		})
 		in := dlq.NewIntake(f.store, sources{f.broker}, func() dlq.Policy { return f.policy },
-			dlq.IntakeConfig{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, periodic.New(nil)))
+			dlq.IntakeConfig{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
 		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 

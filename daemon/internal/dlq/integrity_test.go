@@ -36,7 +36,7 @@ func sequence(vals ...float64) func() float64 {
 
 func (f *fixture) intake(t *testing.T, st dlq.Store, rnd func() float64) *dlq.Intake {
 	in := dlq.NewIntake(st, sources{f.broker}, func() dlq.Policy { return f.policy },
-		dlq.IntakeConfig{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, st, periodic.New(nil)))
+		dlq.IntakeConfig{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, st, nil, periodic.New(nil)))
 	dlq.SetClock(nil, in, f.clock.now)
 	if rnd != nil {
 		dlq.SetRand(nil, in, rnd)
@@ -180,7 +180,7 @@ func TestIntakeStoresATruncatedMessageDeadWithTheReason(t *testing.T) {
 		require.Contains(t, m.LastError, "73400320 bytes")
 		require.Equal(t, "NPE", m.ErrorMessage)
 		require.Equal(t, dlq.OutcomeTruncated, m.Attempts[0].Outcome)
-		require.True(t, m.ToJSON().Truncated)
+		require.True(t, m.ToJSON(true).Truncated)
 		require.Equal(t, dlq.StatusPending, ok.Status)
 		require.False(t, ok.Truncated())
 

@@ -48,7 +48,11 @@ func (l *RetryLoop) RunOnce(ctx context.Context) error {
 	}
 	for ctx.Err() == nil {
 		now := l.svc.now()
-		msgs, err := l.svc.store.ClaimDueDLQ(ctx, l.batch, Claim{Owner: l.svc.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
+		// Only the configured sources' messages: one whose source was
+		// renamed or removed could only be handed back, uncounted, on
+		// every pass (Topics and the metrics say they are waiting).
+		msgs, err := l.svc.store.ClaimDueDLQ(ctx, l.batch, Claim{Owner: l.svc.owner, Now: now, LeaseUntil: now.Add(pol.Lease),
+			Sources: l.svc.sources.SourceNames()})
 		if err != nil {
 			return err
 		}

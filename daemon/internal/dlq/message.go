@@ -43,13 +43,19 @@ type Attempt struct {
 	Error   string    `json:"error,omitempty"`
 	Trigger Trigger   `json:"trigger,omitempty"`
 	UID     *uint32   `json:"uid,omitempty"` // who revived it
+	// Count and LastAt: this many identical "unavailable" outcomes in a
+	// row, the latest at LastAt, folded into one entry (AppendAttempt).
+	Count  int        `json:"count,omitempty"`
+	LastAt *time.Time `json:"last_at,omitempty"`
 }
 
 // MaxAttempts is how many history entries a message keeps (the newest).
 const MaxAttempts = 50
 
-// Position is where a dead letter was read from. It is unique per message,
-// so a message delivered twice by its source is stored once.
+// Position is where a dead letter was read from. With the digest of what
+// was read there (Incoming.Digest) it is unique per message, so a message
+// delivered twice by its source is stored once, while a new message at a
+// position seen before (its topic was deleted and created again) is new.
 type Position struct {
 	Source    string `json:"source"`
 	Topic     string `json:"topic"`
@@ -118,6 +124,10 @@ type JSON struct {
 	NextRetryAt *string       `json:"next_retry_at"`
 	LastError   *string       `json:"last_error"`
 	Attempts    []AttemptJSON `json:"attempts"`
+	// SourceConfigured is false when no [[dlq_source]] of this name is
+	// configured (renamed or removed): the message is not retried
+	// automatically, and a manual retry answers 503 until it is.
+	SourceConfigured bool `json:"source_configured"`
 }
 
 // HeaderJSON shows a header's key and value each as text when the bytes are
@@ -137,6 +147,8 @@ type AttemptJSON struct {
 	Error   string  `json:"error,omitempty"`
 	Trigger Trigger `json:"trigger,omitempty"`
 	UID     *uint32 `json:"uid,omitempty"`
+	Count   int     `json:"count,omitempty"`
+	LastAt  *string `json:"last_at,omitempty"`
 }
 
 // textOrBase64 shows bytes as text when they are valid UTF-8 (JSON carries
@@ -164,24 +176,26 @@ func formatTimePtr(t *time.Time) *string {
 }
 
 // ToJSON renders a message for the API: the payload as JSON when it parses
-// as JSON, else null with the raw bytes in payload_base64.
-func (m *Message) ToJSON() JSON {
+// as JSON, else null with the raw bytes in payload_base64. sourceConfigured
+// says whether its source is configured now.
+func (m *Message) ToJSON(sourceConfigured bool) JSON {
 	out := JSON{
-		ID:            m.ID.String(),
-		Topic:         m.Position.Topic,
-		OriginalTopic: m.OriginalTopic,
-		ErrorMessage:  m.ErrorMessage,
-		RetryCount:    m.RetryCount,
-		MaxRetries:    m.MaxRetries,
-		Status:        m.Status,
-		Source:        m.Position.Source,
-		Partition:     m.Position.Partition,
-		Offset:        m.Position.Offset,
-		CreatedAt:     formatTime(m.CreatedAt),
-		UpdatedAt:     formatTime(m.UpdatedAt),
-		LastRetryAt:   formatTimePtr(m.LastRetryAt),
-		NextRetryAt:   formatTimePtr(m.NextRetryAt),
-		Headers:       make([]HeaderJSON, 0, len(m.Headers)),
+		SourceConfigured: sourceConfigured,
+		ID:               m.ID.String(),
+		Topic:            m.Position.Topic,
+		OriginalTopic:    m.OriginalTopic,
+		ErrorMessage:     m.ErrorMessage,
+		RetryCount:       m.RetryCount,
+		MaxRetries:       m.MaxRetries,
+		Status:           m.Status,
+		Source:           m.Position.Source,
+		Partition:        m.Position.Partition,
+		Offset:           m.Position.Offset,
+		CreatedAt:        formatTime(m.CreatedAt),
+		UpdatedAt:        formatTime(m.UpdatedAt),
+		LastRetryAt:      formatTimePtr(m.LastRetryAt),
+		NextRetryAt:      formatTimePtr(m.NextRetryAt),
+		Headers:          make([]HeaderJSON, 0, len(m.Headers)),
 	}
 	if m.Status != StatusPending {
 		out.NextRetryAt = nil
@@ -210,7 +224,8 @@ func (m *Message) ToJSON() JSON {
 	}
 	out.Attempts = make([]AttemptJSON, len(m.Attempts))
 	for i, a := range m.Attempts {
-		out.Attempts[i] = AttemptJSON{At: formatTime(a.At), Outcome: a.Outcome, Error: a.Error, Trigger: a.Trigger, UID: a.UID}
+		out.Attempts[i] = AttemptJSON{At: formatTime(a.At), Outcome: a.Outcome, Error: a.Error, Trigger: a.Trigger, UID: a.UID,
+			Count: a.Count, LastAt: formatTimePtr(a.LastAt)}
 	}
 	return out
 }

@@ -19,7 +19,7 @@ func TestToJSONPayloadAndTimes(t *testing.T) {
 	m := &Message{ID: id, OriginalTopic: "orders.events.v1", ErrorMessage: "processing failed", MaxRetries: 3,
 		Payload: []byte(`{"order_id":"123"}`), Status: StatusPending, CreatedAt: created, UpdatedAt: created,
 		Position: Position{Source: "kafka", Topic: "orders.dlq.v1"}, Headers: []Header{{Key: []byte("bin"), Value: []byte{0xff, 0x00}}, {Key: []byte("error"), Value: []byte("x")}}}
-	b, err := json.Marshal(m.ToJSON())
+	b, err := json.Marshal(m.ToJSON(true))
 	require.NoError(t, err)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(b, &got))
@@ -35,7 +35,7 @@ func TestToJSONPayloadAndTimes(t *testing.T) {
 	require.Equal(t, "x", hs[1].(map[string]any)["value"])
 
 	m.Payload = []byte("plain text \x01")
-	b, _ = json.Marshal(m.ToJSON())
+	b, _ = json.Marshal(m.ToJSON(true))
 	got = nil
 	require.NoError(t, json.Unmarshal(b, &got))
 	require.Nil(t, got["payload"])
@@ -50,7 +50,7 @@ func TestToJSONShowsBytesAsTextOrBase64WithAMarker(t *testing.T) {
 		{Key: []byte("error"), Value: []byte("tab\tnul\x00")},
 		{Key: []byte{}, Value: nil},
 	}, LastError: "MESSAGE_TOO_LARGE", Attempts: []Attempt{{At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Outcome: OutcomeDead, Error: "too large", Trigger: TriggerManual}}}
-	b, err := json.Marshal(m.ToJSON())
+	b, err := json.Marshal(m.ToJSON(true))
 	require.NoError(t, err)
 	var got struct {
 		Key       *string          `json:"key"`
@@ -69,7 +69,7 @@ func TestToJSONShowsBytesAsTextOrBase64WithAMarker(t *testing.T) {
 	require.Equal(t, []map[string]any{{"at": "2026-01-02T03:04:05.000+00:00", "outcome": "dead", "error": "too large", "trigger": "manual"}}, got.Attempts)
 
 	m.Key, m.LastError, m.Attempts = []byte("plain"), "", nil
-	b, _ = json.Marshal(m.ToJSON())
+	b, _ = json.Marshal(m.ToJSON(true))
 	var plain map[string]any
 	require.NoError(t, json.Unmarshal(b, &plain))
 	require.Equal(t, "plain", plain["key"])
@@ -78,7 +78,7 @@ func TestToJSONShowsBytesAsTextOrBase64WithAMarker(t *testing.T) {
 	require.Equal(t, []any{}, plain["attempts"])
 
 	m.Key = nil
-	b, _ = json.Marshal(m.ToJSON())
+	b, _ = json.Marshal(m.ToJSON(true))
 	plain = nil
 	require.NoError(t, json.Unmarshal(b, &plain))
 	require.Nil(t, plain["key"], "no key")
@@ -99,8 +99,10 @@ func TestInterpretHeaders(t *testing.T) {
 		headers      []sdk.Header
 		mapped       string
 		wantOriginal string
-		wantError    string
-		wantFeedback *uuid.UUID
+		// wantLastError says why there is no original topic.
+		wantLastError string
+		wantError     string
+		wantFeedback  *uuid.UUID
 	}{
 		"spring dead-letter topic": {
 			headers:      hs("kafka_dlt-original-topic", "orders.events.v1", "kafka_dlt-exception-message", "NPE at Foo"),
@@ -162,8 +164,21 @@ func TestInterpretHeaders(t *testing.T) {
 		"mapping when no header": {
 			headers: nil, mapped: "orders.events.v1", wantOriginal: "orders.events.v1", wantError: UnknownError,
 		},
-		"dlq topic as last resort": {
-			headers: nil, wantOriginal: "orders.dlq.v1", wantError: UnknownError,
+		"no original topic when nothing names one": {
+			headers: nil, wantOriginal: "", wantLastError: "no original topic: no header names it and the source maps none for orders.dlq.v1",
+			wantError: UnknownError,
+		},
+		"a header naming the DLQ topic itself is no original topic": {
+			headers: hs("original_topic", "orders.dlq.v1"), mapped: "m", wantOriginal: "",
+			wantLastError: "no original topic: the header original_topic names the DLQ topic itself", wantError: UnknownError,
+		},
+		"a mapping to the DLQ topic itself is none": {
+			mapped: "orders.dlq.v1", wantOriginal: "", wantLastError: "no original topic: the source's topic mapping names the DLQ topic itself",
+			wantError: UnknownError,
+		},
+		"another dead-letter topic is no original topic": {
+			headers: hs("kafka_dlt-original-topic", "billing.dlq.v1"), wantOriginal: "",
+			wantLastError: "no original topic: the header kafka_dlt-original-topic names billing.dlq.v1, a dead-letter topic", wantError: UnknownError,
 		},
 		"feedback id": {
 			headers: hs("x-dlq-id", id.String(), "error", "again"),
@@ -189,8 +204,9 @@ func TestInterpretHeaders(t *testing.T) {
 			in := Interpret("kafka", sdk.DeadLetter{
 				Position: sdk.Position{Topic: "orders.dlq.v1", Partition: 2, Offset: 7}, Headers: tc.headers, Value: []byte("{}"),
 				OriginalTopic: tc.mapped, Timestamp: time.Unix(1700000000, 0),
-			}, time.Now())
+			}, time.Now(), func(topic string) bool { return topic == "billing.dlq.v1" })
 			require.Equal(t, tc.wantOriginal, in.OriginalTopic)
+			require.Equal(t, tc.wantLastError, in.LastError)
 			require.Equal(t, tc.wantError, in.ErrorMessage)
 			require.Equal(t, tc.wantFeedback, in.FeedbackOf)
 			require.Equal(t, Position{Source: "kafka", Topic: "orders.dlq.v1", Partition: 2, Offset: 7}, in.Position)
@@ -207,11 +223,11 @@ func TestInterpretHeaders(t *testing.T) {
 // 1970) is not kept; it once stopped a whole intake on PostgreSQL.
 func TestInterpretDropsTimestampsOutOfRange(t *testing.T) {
 	for _, ts := range []time.Time{time.UnixMilli(9_000_000_000_000_000), time.UnixMilli(-86_400_000), time.Time{}, time.Unix(0, 0)} {
-		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ts}, time.Now())
+		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ts}, time.Now(), nil)
 		require.Nil(t, in.ProducedAt, "%v", ts)
 	}
 	ok := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ok}, time.Now())
+	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ok}, time.Now(), nil)
 	require.Equal(t, ok, *in.ProducedAt)
 }
 
@@ -219,7 +235,7 @@ func TestInterpretKeepsATruncatedMessageAsDeadWithTheReason(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	id := uuid.New()
 	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Headers: hs("error", "boom", "x-dlq-id", id.String()),
-		Truncated: true, OriginalSize: 70 << 20}, now)
+		Truncated: true, OriginalSize: 70 << 20}, now, nil)
 	require.Nil(t, in.Payload, "nothing to keep")
 	require.True(t, in.Dead)
 	require.Equal(t, "boom", in.ErrorMessage, "the consumer's error stays")
@@ -276,12 +292,22 @@ func checkHeaders(t *testing.T, raw, key, payload []byte, ts int64) {
 			}
 			headers = append(headers, h)
 		}
-		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Key: key, Headers: headers, Value: payload,
-			Timestamp: time.UnixMilli(ts)}, time.Now())
-		for _, s := range []string{in.OriginalTopic, in.ErrorMessage} {
-			if s == "" || len(s) > maxErrorLength || !utf8Valid(s) || containsNUL(s) {
+		d := sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Key: key, Headers: headers, Value: payload,
+			Timestamp: time.UnixMilli(ts)}
+		in := Interpret("kafka", d, time.Now(), nil)
+		for _, s := range []string{in.OriginalTopic, in.ErrorMessage, in.LastError} {
+			if len(s) > maxErrorLength || !utf8Valid(s) || containsNUL(s) {
 				t.Fatalf("unsafe text %q", s)
 			}
+		}
+		if in.ErrorMessage == "" || (in.OriginalTopic == "") == (in.LastError == "") && !d.Truncated {
+			t.Fatalf("no error, or an original topic and a reason it has none: %+v", in)
+		}
+		if in.OriginalTopic == "t.dlq.v1" {
+			t.Fatalf("the DLQ topic as its own original topic")
+		}
+		if !bytes.Equal(in.Digest, Digest(d)) || len(in.Digest) != 32 {
+			t.Fatalf("digest %x", in.Digest)
 		}
 		if len(in.OriginalTopic) > maxTopicLength {
 			t.Fatalf("original topic too long: %d", len(in.OriginalTopic))
@@ -296,7 +322,7 @@ func checkHeaders(t *testing.T, raw, key, payload []byte, ts int64) {
 			t.Fatalf("%d headers kept of %d", len(in.Headers), len(headers))
 		}
 		m := &Message{Payload: in.Payload, Key: in.Key, Headers: in.Headers}
-		b, err := json.Marshal(m.ToJSON())
+		b, err := json.Marshal(m.ToJSON(true))
 		if err != nil {
 			t.Fatalf("message JSON: %v", err)
 		}
@@ -331,4 +357,36 @@ func fromJSON(t *testing.T, text, b64 *string) []byte {
 		return []byte(*text)
 	}
 	return nil
+}
+
+// The digest tells apart what was read at a position: any change of key,
+// header, value or timestamp changes it; a missing key is not an empty one.
+func TestDigestIdentifiesWhatWasRead(t *testing.T) {
+	base := sdk.DeadLetter{Position: sdk.Position{Topic: "t", Offset: 1}, Key: []byte("k"), Headers: hs("a", "1", "b", "2"),
+		Value: []byte("v"), Timestamp: time.UnixMilli(1700000000123)}
+	same := base
+	same.Position.Offset, same.OriginalTopic = 99, "mapped"
+	require.Equal(t, Digest(base), Digest(same), "where it was read and the source's mapping are not content")
+	variants := map[string]func(d *sdk.DeadLetter){
+		"no key":           func(d *sdk.DeadLetter) { d.Key = nil },
+		"empty key":        func(d *sdk.DeadLetter) { d.Key = []byte{} },
+		"value":            func(d *sdk.DeadLetter) { d.Value = []byte("w") },
+		"timestamp":        func(d *sdk.DeadLetter) { d.Timestamp = d.Timestamp.Add(time.Millisecond) },
+		"header value":     func(d *sdk.DeadLetter) { d.Headers = hs("a", "1", "b", "3") },
+		"header order":     func(d *sdk.DeadLetter) { d.Headers = hs("b", "2", "a", "1") },
+		"one header fewer": func(d *sdk.DeadLetter) { d.Headers = hs("a", "1") },
+		"bytes moved between fields": func(d *sdk.DeadLetter) {
+			d.Headers = hs("a", "1", "b", "2v")
+			d.Value = []byte{}
+		},
+	}
+	seen := map[string]string{string(Digest(base)): "base"}
+	for name, change := range variants {
+		d := base
+		change(&d)
+		got := string(Digest(d))
+		prev, dup := seen[got]
+		require.False(t, dup, "%s has the digest of %s", name, prev)
+		seen[got] = name
+	}
 }

@@ -30,8 +30,9 @@ type Metrics struct {
 	depth      *depthCollector
 }
 
-// NewMetrics registers the metrics; store feeds the depth gauges.
-func NewMetrics(reg prometheus.Registerer, store Store, p *periodic.Metrics) *Metrics {
+// NewMetrics registers the metrics; store feeds the depth gauges, and
+// sources says which sources are configured.
+func NewMetrics(reg prometheus.Registerer, store Store, sources Sources, p *periodic.Metrics) *Metrics {
 	m := &Metrics{
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lifecycled_dlq_ingested_total", Help: "Dead letters taken in and stored (new records).",
@@ -49,7 +50,7 @@ func NewMetrics(reg prometheus.Registerer, store Store, p *periodic.Metrics) *Me
 			Name: "lifecycled_dlq_dead_by_return_total", Help: "Messages declared DEAD because they came back after their last retry.",
 		}),
 		periodic: p,
-		depth:    &depthCollector{store: store},
+		depth:    &depthCollector{store: store, sources: sources},
 	}
 	m.depth.init()
 	if reg != nil {
@@ -67,35 +68,52 @@ func NewMetrics(reg prometheus.Registerer, store Store, p *periodic.Metrics) *Me
 func (m *Metrics) markSuccess(j job, interval time.Duration) { m.periodic.Success(string(j), interval) }
 
 type depthCollector struct {
-	store  Store
-	mu     sync.Mutex
-	at     time.Time
-	cached []TopicSummary
-	depth  *prometheus.Desc
-	age    *prometheus.Desc
+	store        Store
+	sources      Sources
+	mu           sync.Mutex
+	at           time.Time
+	cached       []TopicSummary
+	orphans      map[string]int64 // PENDING messages by unconfigured source
+	depth        *prometheus.Desc
+	age          *prometheus.Desc
+	unconfigured *prometheus.Desc
 }
 
 func (d *depthCollector) init() {
 	d.depth = prometheus.NewDesc("lifecycled_dlq_messages", "Dead letters by DLQ topic and status.", []string{"topic", "status"}, nil)
 	d.age = prometheus.NewDesc("lifecycled_dlq_oldest_pending_age_seconds", "Age of the oldest PENDING dead letter per DLQ topic (0 when none).", []string{"topic"}, nil)
+	d.unconfigured = prometheus.NewDesc("lifecycled_dlq_unconfigured_source_messages",
+		"PENDING dead letters of a source that is not configured (renamed or removed): they are not retried.", []string{"source"}, nil)
 }
 
 func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- d.depth
 	ch <- d.age
+	ch <- d.unconfigured
 }
 
 func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	d.mu.Lock()
 	if time.Since(d.at) > 5*time.Second {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if topics, err := d.store.DLQTopics(ctx); err == nil {
-			d.cached, d.at = topics, time.Now()
+		topics, err := d.store.DLQTopics(ctx)
+		var pending []SourcePending
+		if err == nil && d.sources != nil {
+			pending, err = d.store.PendingBySourceDLQ(ctx, d.sources.SourceNames())
+		}
+		if err == nil {
+			d.cached, d.at, d.orphans = topics, time.Now(), map[string]int64{}
+			for _, p := range pending {
+				d.orphans[p.Source] += p.Pending
+			}
 		}
 		cancel()
 	}
-	topics := d.cached
+	topics, orphans := d.cached, d.orphans
 	d.mu.Unlock()
+	for source, n := range orphans {
+		ch <- prometheus.MustNewConstMetric(d.unconfigured, prometheus.GaugeValue, float64(n), source)
+	}
 	for _, t := range topics {
 		for _, s := range Statuses {
 			ch <- prometheus.MustNewConstMetric(d.depth, prometheus.GaugeValue, float64(t.Counts[s]), t.Topic, string(s))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,13 +77,47 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID) (*Message, error) {
 // Delete removes one message.
 func (s *Service) Delete(ctx context.Context, id uuid.UUID) error { return s.store.DeleteDLQ(ctx, id) }
 
-// Topics summarises every DLQ topic.
-func (s *Service) Topics(ctx context.Context) ([]TopicSummary, error) { return s.store.DLQTopics(ctx) }
+// Topics summarises every DLQ topic, with the PENDING messages of sources
+// that are not configured.
+func (s *Service) Topics(ctx context.Context) ([]TopicSummary, error) {
+	topics, err := s.store.DLQTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	orphans, err := s.store.PendingBySourceDLQ(ctx, s.sources.SourceNames())
+	if err != nil {
+		return nil, err
+	}
+	index := map[string]int{}
+	for i, t := range topics {
+		index[t.Topic] = i
+	}
+	for _, o := range orphans {
+		i, ok := index[o.Topic]
+		if !ok {
+			continue
+		}
+		if topics[i].UnconfiguredSources == nil {
+			topics[i].UnconfiguredSources = map[string]int64{}
+		}
+		topics[i].UnconfiguredSources[o.Source] += o.Pending
+	}
+	return topics, nil
+}
 
-// Retry republishes one message now. It returns the resolved message; a
-// *NotRetryableError (409); derrors.ErrUnavailable when no source can
-// republish it (the message stays PENDING, nothing counted, 503); or
-// ErrRepublishFailed when the broker refused it (counted).
+// SourceConfigured reports whether a [[dlq_source]] named name is
+// configured: the messages of one that is not are not retried.
+func (s *Service) SourceConfigured(name string) bool {
+	_, err := s.sources.Source(name)
+	return err == nil
+}
+
+// Retry republishes one message now. It returns the message as stored
+// after the broker's acknowledgement (RESOLVED); a *NotRetryableError
+// (409); derrors.ErrUnavailable when no source can republish it (nothing
+// counted, 503); ErrRepublishFailed when the broker refused it (counted);
+// or derrors.ErrConflict when the broker acknowledged it but the message was
+// no longer under this retry's claim, so RESOLVED was not recorded (409).
 func (s *Service) Retry(ctx context.Context, id uuid.UUID) (*Message, error) {
 	cur, err := s.store.GetDLQ(ctx, id)
 	if err != nil {
@@ -104,24 +137,34 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	outcomes, err := s.republish(ctx, []Message{*m}, TriggerManual)
+	results, err := s.republish(ctx, []Message{*m}, TriggerManual)
 	if err != nil {
 		return nil, err
 	}
-	o := outcomes[0]
-	switch o.Event {
-	case EventAcked:
-		m.Status = o.To.Status
-		return m, nil
-	case EventReleased:
-		return nil, fmt.Errorf("%w: %s; the message stays PENDING", derrors.ErrUnavailable, o.Error)
-	default:
-		after, _ := s.store.GetDLQ(ctx, id)
-		state := ""
-		if after != nil {
-			state = fmt.Sprintf("; now status=%s, retry_count=%d/%d", after.Status, after.RetryCount, after.MaxRetries)
+	r := results[0]
+	// Say what is stored, never what was hoped for.
+	stored := func() string {
+		if r.Applied {
+			return fmt.Sprintf("; now status=%s, retry_count=%d/%d", r.Record.To.Status, r.Record.To.RetryCount, r.Record.To.MaxRetries)
 		}
-		return nil, fmt.Errorf("%w: %s%s", ErrRepublishFailed, o.Error, state)
+		if after, err := s.store.GetDLQ(ctx, id); err == nil {
+			return fmt.Sprintf("; now status=%s, retry_count=%d/%d", after.Status, after.RetryCount, after.MaxRetries)
+		}
+		return ""
+	}
+	switch {
+	case r.Outcome.Event == EventAcked && r.Applied:
+		m.Status, m.RetryCount = r.Record.To.Status, r.Record.To.RetryCount
+		return m, nil
+	case r.Outcome.Event == EventAcked:
+		return nil, fmt.Errorf("%w: the broker acknowledged the republish, but the message changed meanwhile (its lease ran out) "+
+			"and was not marked RESOLVED%s", derrors.ErrConflict, stored())
+	case r.Outcome.Event == EventReleased && r.Applied && r.Record.To.Status == StatusPending:
+		return nil, fmt.Errorf("%w: %s; the message stays PENDING, nothing counted", derrors.ErrUnavailable, r.Outcome.Error)
+	case r.Outcome.Event == EventReleased:
+		return nil, fmt.Errorf("%w: %s; nothing counted%s", derrors.ErrUnavailable, r.Outcome.Error, stored())
+	default:
+		return nil, fmt.Errorf("%w: %s%s", ErrRepublishFailed, r.Outcome.Error, stored())
 	}
 }
 
@@ -137,10 +180,18 @@ func (s *Service) source(name string) (sdk.DLQSource, error) {
 	return src, nil
 }
 
+// Result is what became of one claimed message: the outcome of its
+// attempt and what the store recorded.
+type Result struct {
+	Outcome Outcome
+	Recorded
+}
+
 // republish sends claimed messages through their sources and records the
 // outcomes, each with an entry in the message's attempts history. A message
-// is RESOLVED only when its source reports the broker's acknowledgement.
-func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger) ([]Outcome, error) {
+// is RESOLVED only when its source reports the broker's acknowledgement and
+// the message is still under this claim when that is recorded.
+func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger) ([]Result, error) {
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
@@ -187,34 +238,45 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	now := s.now()
 	for i := range outcomes {
 		o := &outcomes[i]
-		o.NextRetryAt = s.nextRetryAfter(pol, *o)
+		o.At, o.Trigger, o.Attempted = now, trigger, true
 		o.Error = sanitize(o.Error, maxErrorLength)
-		o.Attempt = &Attempt{At: now, Outcome: o.Name(), Error: o.Error, Trigger: trigger}
+		o.NextRetryAt = s.retryAfter(pol)
 	}
 	// Record with a context of its own: a cancelled request must not leave
 	// acknowledged messages looking unresolved until their lease ends.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := s.store.FinishDLQ(wctx, s.owner, s.now(), outcomes); err != nil {
+	recorded, err := s.store.FinishDLQ(wctx, s.owner, s.now(), outcomes)
+	if err != nil {
 		return nil, fmt.Errorf("record retry outcomes: %w", err)
 	}
-	for _, o := range outcomes {
+	results := make([]Result, len(outcomes))
+	for i, o := range outcomes {
+		results[i] = Result{Outcome: o, Recorded: recorded[i]}
 		outcome := o.Name()
+		if recorded[i].Applied {
+			outcome = recorded[i].Record.Name
+		}
 		s.metrics.retries.WithLabelValues(outcome, string(trigger)).Inc()
-		if outcome != OutcomeResolved {
+		switch {
+		case !recorded[i].Applied:
+			s.log.Warn("retry outcome not recorded: the message is no longer under this claim (its lease ran out)",
+				"id", o.ID.String(), "outcome", outcome, "trigger", trigger)
+		case outcome != OutcomeResolved:
 			s.log.Warn("retry did not resolve", "id", o.ID.String(), "outcome", outcome, "error", o.Error, "trigger", trigger)
 		}
 	}
-	return outcomes, nil
+	return results, nil
 }
 
-// nextRetryAfter is the next automatic retry of a message that o sends
-// back to PENDING, after the attempts o leaves it with.
-func (s *Service) nextRetryAfter(pol Policy, o Outcome) *time.Time {
-	if o.To.Status != StatusPending {
+// retryAfter gives the next automatic retry of a message sent back to
+// PENDING with a number of attempts counted, each with its own jitter; nil
+// when automatic retries are off.
+func (s *Service) retryAfter(pol Policy) func(attempts int) *time.Time {
+	if !pol.AutoRetry {
 		return nil
 	}
-	return s.nextRetry(pol, o.To.RetryCount)
+	return func(attempts int) *time.Time { return s.nextRetry(pol, attempts) }
 }
 
 // nextRetry draws its own jitter for every message.
@@ -249,135 +311,6 @@ func (s *Service) Revive(ctx context.Context, id uuid.UUID, uid uint32) (*Messag
 // it would republish now. Nothing is claimed or changed.
 func (s *Service) CountRetryable(ctx context.Context, topic string) (int64, error) {
 	return s.store.CountRetryableDLQTopic(ctx, topic)
-}
-
-// RetryAllResult is what POST /api/v1/dlq/{topic}/retry-all reports.
-type RetryAllResult struct {
-	Retried     int // acknowledged by the broker: RESOLVED
-	Failed      int // refused by the broker: counted
-	Unavailable int // not attempted: source unavailable; still PENDING
-}
-
-// retryAllPage is the seed's page size; pages are claimed ahead while
-// earlier ones are being republished by retryAllWorkers workers.
-const (
-	retryAllPage    = 100
-	retryAllWorkers = 4
-)
-
-// RetryAll walks a topic in creation order, 100 messages at a time, and
-// republishes every retryable one. Messages that are not retryable are
-// skipped; a failed one is not retried again within the same call.
-func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, error) {
-	var res RetryAllResult
-	pol := s.policy()
-	type page struct {
-		msgs []Message
-		err  error
-	}
-	pages := make(chan page, retryAllWorkers)
-	claimCtx, stopClaiming := context.WithCancel(ctx)
-	defer stopClaiming()
-	go func() {
-		defer close(pages)
-		var cursor *Cursor
-		for {
-			now := s.now()
-			msgs, err := s.store.ClaimDLQTopic(claimCtx, topic, cursor, retryAllPage, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
-			if err != nil || len(msgs) == 0 {
-				if err != nil && claimCtx.Err() == nil {
-					pages <- page{err: err}
-				}
-				return
-			}
-			last := msgs[len(msgs)-1]
-			cursor = &Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
-			select {
-			case pages <- page{msgs: msgs}:
-			case <-claimCtx.Done():
-				// Claimed but not handed on: give them back at once.
-				s.release(msgs)
-				return
-			}
-		}
-	}()
-	// Several pages are republished at once: each waits on the broker's
-	// acknowledgements and on the store, and neither is busy all the time.
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for w := 0; w < retryAllWorkers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range pages {
-				mu.Lock()
-				failed := firstErr != nil
-				mu.Unlock()
-				if p.err != nil || failed {
-					if p.err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = p.err
-						}
-						mu.Unlock()
-						stopClaiming()
-					}
-					s.release(p.msgs)
-					continue
-				}
-				outcomes, err := s.republish(ctx, p.msgs, TriggerRetryAll)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					stopClaiming()
-					continue
-				}
-				for _, o := range outcomes {
-					switch o.Event {
-					case EventAcked:
-						res.Retried++
-					case EventRefused:
-						res.Failed++
-					default:
-						res.Unavailable++
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return res, firstErr
-	}
-	if res.Retried == 0 && res.Unavailable > 0 {
-		return res, fmt.Errorf("%w: no source could republish the %d retryable messages of %s; they stay PENDING",
-			derrors.ErrUnavailable, res.Unavailable, topic)
-	}
-	return res, ctx.Err()
-}
-
-// release hands claimed messages back without counting an attempt.
-func (s *Service) release(msgs []Message) {
-	if len(msgs) == 0 {
-		return
-	}
-	outs := make([]Outcome, len(msgs))
-	for i, m := range msgs {
-		outs[i] = Finish(m, EventReleased)
-		outs[i].NextRetryAt = s.nextRetryAfter(s.policy(), outs[i])
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.store.FinishDLQ(ctx, s.owner, s.now(), outs); err != nil {
-		s.log.Error("release claimed messages", "error", err)
-	}
 }
 
 // ValidTopic reports whether t can be a Kafka topic name (and so a {topic}).

@@ -38,6 +38,8 @@ type broker struct {
 	// a position that is not is recorded in early.
 	stored func(sdk.Position) bool
 	early  []sdk.Position
+	// during runs while a Republish is in flight, before the broker answers.
+	during func()
 }
 
 func newBroker() *broker { return &broker{refuse: map[string]error{}, running: true} }
@@ -79,6 +81,12 @@ func (b *broker) Commit(_ context.Context, req *sdk.CommitRequest) (*sdk.CommitR
 }
 
 func (b *broker) Republish(_ context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
+	b.mu.Lock()
+	during := b.during
+	b.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.down != nil {
@@ -156,7 +164,7 @@ func each(t *testing.T, auto bool, fn func(t *testing.T, f *fixture)) {
 	storetest.Each(t, func(t *testing.T, _ context.Context, st store.Store) {
 		f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
 			policy: dlq.Policy{AutoRetry: auto, MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
-		metrics := dlq.NewMetrics(nil, st, periodic.New(nil))
+		metrics := dlq.NewMetrics(nil, st, nil, periodic.New(nil))
 		f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(), metrics)
 		dlq.SetClock(f.svc, nil, f.clock.now)
 		fn(t, f)

@@ -3,6 +3,7 @@ package dlq
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,13 +72,18 @@ type State struct {
 	Status     Status
 	RetryCount int // attempts counted so far
 	MaxRetries int // attempts allowed
+	// NoOriginalTopic: nothing names the topic the message failed on (see
+	// Interpret), so it has nowhere to be republished to and is never
+	// claimed; an operator can only delete it.
+	NoOriginalTopic bool
 }
 
 // Retryable reports whether the message may be republished: PENDING or
-// RETRYING, with attempts left. The stores hold the same predicate in SQL,
-// once per dialect, and their contract tests check it against this one.
+// RETRYING, with attempts left and an original topic. The stores hold the
+// same predicate in SQL, once per dialect, and their contract tests check
+// it against this one.
 func (s State) Retryable() bool {
-	return (s.Status == StatusPending || s.Status == StatusRetrying) && s.RetryCount < s.MaxRetries
+	return (s.Status == StatusPending || s.Status == StatusRetrying) && s.RetryCount < s.MaxRetries && !s.NoOriginalTopic
 }
 
 // Next is the status machine of a dead letter: the state that e leaves a
@@ -88,16 +94,20 @@ func (s State) Retryable() bool {
 //	claimed    PENDING, RETRYING (*)     RETRYING
 //	acked      RETRYING                  RESOLVED
 //	refused    RETRYING                  PENDING with one more attempt counted, or DEAD once the count reaches max_retries
-//	released   RETRYING                  PENDING, nothing counted
-//	returned   any status                PENDING with one more attempt counted, or DEAD once the count reaches max_retries
+//	released   RETRYING                  PENDING, nothing counted; DEAD when returns during the claim used up the attempts
+//	returned   RETRYING                  RETRYING with one more attempt counted: the claim keeps its lease, and its outcome decides
+//	returned   any other status          PENDING with one more attempt counted, or DEAD once the count reaches max_retries
 //	revived    DEAD                      PENDING with no attempts counted
 //
-// (*) with attempts left (Retryable); a RETRYING message is claimed again
-// only once its lease ran out, which the store checks.
+// (*) with attempts left and an original topic (Retryable); a RETRYING
+// message is claimed again only once its lease ran out, which the store
+// checks.
 //
 // This is the one place the rules live: the service decides every outcome
-// of a claim with it (Finish) and hands the result to the store, the stores
-// apply returns and revives with it, and Retryable is the claim's predicate.
+// of a claim with it (Outcome.Apply, which the store calls on the message as
+// it finds it), the stores apply returns and revives with it, Retryable is
+// the claim's predicate, and the stores' release of expired leases is
+// released in SQL (checked against this by their contract tests).
 func (s State) Next(e Event) (State, bool) {
 	to := s
 	switch e {
@@ -116,9 +126,20 @@ func (s State) Next(e Event) (State, bool) {
 		case EventRefused:
 			to = s.counted()
 		default:
+			// Returns counted during the claim may have used up the
+			// attempts: PENDING would then be a state nothing leaves.
 			to.Status = StatusPending
+			if s.RetryCount >= s.MaxRetries {
+				to.Status = StatusDead
+			}
 		}
 	case EventReturned:
+		if s.Status == StatusRetrying {
+			// A republish is in flight: taking the message out of its
+			// claim would drop the broker's answer to it.
+			to.RetryCount++
+			break
+		}
 		to = s.counted()
 	case EventRevived:
 		if s.Status != StatusDead {
@@ -144,76 +165,164 @@ func (s State) counted() State {
 
 // State is the message's status-machine state.
 func (m *Message) State() State {
-	return State{Status: m.Status, RetryCount: m.RetryCount, MaxRetries: m.MaxRetries}
+	return State{Status: m.Status, RetryCount: m.RetryCount, MaxRetries: m.MaxRetries, NoOriginalTopic: m.OriginalTopic == ""}
 }
 
 // IsRetryable is the seed's is_retryable: PENDING or RETRYING with attempts
-// left.
+// left, and somewhere to republish to.
 func (m *Message) IsRetryable() bool { return m.State().Retryable() }
 
 // NotRetryableReason explains why IsRetryable is false, in the seed's words.
 func (m *Message) NotRetryableReason() string {
+	if m.OriginalTopic == "" && (m.Status == StatusPending || m.Status == StatusRetrying) {
+		reason := "nothing names one"
+		if strings.HasPrefix(m.LastError, NoOriginalTopicPrefix) {
+			reason = m.LastError
+		}
+		return fmt.Sprintf("message cannot be retried: it has no original topic to republish to (%s); "+
+			"it is never republished into its DLQ topic %s, where it would only come back: delete it once it is dealt with",
+			strings.TrimPrefix(reason, NoOriginalTopicPrefix), m.Position.Topic)
+	}
 	return fmt.Sprintf("message is not retryable: status=%s, retry_count=%d/%d", m.Status, m.RetryCount, m.MaxRetries)
 }
 
-// Outcome is how the attempt on one claimed message ended, and what that
-// does to its row. Finish makes it.
+// Outcome is how the attempt on one claimed message ended. The service
+// makes it (Finish); the store reads the message as it is when the outcome
+// is recorded and writes what Apply decides.
 type Outcome struct {
 	ID    uuid.UUID
 	Event Event // EventAcked, EventRefused or EventReleased
-	// From is the row as it was claimed and To the state Next gives it. The
-	// store writes To only to a row that is still in From's status and
-	// count under the owner's lease, so an outcome that arrives after its
-	// lease ran out never overwrites a newer one.
-	From, To State
-	// NextRetryAt is the next automatic retry of a message that goes back
-	// to PENDING; nil for none.
-	NextRetryAt *time.Time
-	Error       string
-	// Attempt is appended to the message's history; nil for a claim handed
-	// back without an attempt.
-	Attempt *Attempt
+	// Claimed is the message's state when it was claimed, and ClaimedAt the
+	// claim's time (its last_retry_at): the outcome applies only to the
+	// message still under that claim, leased by the same owner. A return
+	// counted during the claim changes the count, not the claim.
+	Claimed   State
+	ClaimedAt time.Time
+	// At is when the attempt ended, for the history.
+	At      time.Time
+	Error   string
+	Trigger Trigger
+	// Attempted: the source tried (or the message could not be sent at
+	// all), so the outcome gets an entry in the history. A claim handed back
+	// unused gets none.
+	Attempted bool
+	// NextRetryAt gives the next automatic retry of a message the outcome
+	// sends back to PENDING with retryCount attempts counted; nil (or a nil
+	// answer) for none.
+	NextRetryAt func(retryCount int) *time.Time
 }
 
 // Finish is the outcome of e (EventAcked, EventRefused or EventReleased)
 // for m, a message as it was claimed. Any other event is a programming
 // error, and Finish panics.
 func Finish(m Message, e Event) Outcome {
-	from := State{Status: StatusRetrying, RetryCount: m.RetryCount, MaxRetries: m.MaxRetries}
-	to, ok := from.Next(e)
-	if !ok || (e != EventAcked && e != EventRefused && e != EventReleased) {
+	claimed := m.State()
+	claimed.Status = StatusRetrying
+	if _, ok := claimed.Next(e); !ok || (e != EventAcked && e != EventRefused && e != EventReleased) {
 		panic(fmt.Sprintf("dlq: %s does not finish a claim", e))
 	}
-	return Outcome{ID: m.ID, Event: e, From: from, To: to}
+	o := Outcome{ID: m.ID, Event: e, Claimed: claimed}
+	if m.LastRetryAt != nil {
+		o.ClaimedAt = *m.LastRetryAt
+	}
+	return o
 }
 
-// outcomeNames are the names Outcome.Name gives.
+// Current is a claimed message as the store finds it when an outcome of
+// its claim is recorded (read under a row lock or in the writing
+// transaction).
+type Current struct {
+	State      State
+	LeaseOwner string
+	ClaimedAt  *time.Time
+	Attempts   []Attempt
+}
+
+// Record is what the store writes for an outcome that applies.
+type Record struct {
+	To          State
+	NextRetryAt *time.Time
+	// LastError is the new last_error; nil keeps the one before (an
+	// acknowledged republish does not erase why earlier ones failed).
+	LastError *string
+	// Republished: the broker acknowledged the republish; the store
+	// records when (a returning replay is ours only after that).
+	Republished bool
+	// Attempts is the new history; nil leaves it as it was.
+	Attempts []Attempt
+	// Name is how the outcome shows in the history and the metrics.
+	Name string
+}
+
+// Apply decides what o does to cur, for the claim's owner. It is false when
+// the message is no longer under o's claim (its lease ran out and it was
+// released or claimed again, an operator deleted it): nothing changes, so
+// an outcome that arrives late never overwrites a newer one.
+func (o Outcome) Apply(owner string, cur Current) (Record, bool) {
+	if cur.State.Status != StatusRetrying || cur.LeaseOwner != owner || cur.ClaimedAt == nil || !cur.ClaimedAt.Equal(o.ClaimedAt) {
+		return Record{}, false
+	}
+	to, ok := cur.State.Next(o.Event)
+	if !ok {
+		return Record{}, false
+	}
+	r := Record{To: to, Republished: o.Event == EventAcked, Name: outcomeName(o.Event, to)}
+	if to.Status == StatusPending && o.NextRetryAt != nil {
+		r.NextRetryAt = o.NextRetryAt(to.RetryCount)
+	}
+	if o.Event != EventAcked && o.Error != "" {
+		e := o.Error
+		r.LastError = &e
+	}
+	if o.Attempted {
+		r.Attempts = AppendAttempt(cur.Attempts, Attempt{At: o.At, Outcome: r.Name, Error: o.Error, Trigger: o.Trigger})
+	}
+	return r, true
+}
+
+// outcomeNames are the names outcomeName gives.
 var outcomeNames = []string{OutcomeResolved, OutcomeFailed, OutcomeDead, OutcomeUnavailable}
 
-// Name is how the outcome shows in the history and the metrics.
-func (o Outcome) Name() string {
+// outcomeName is how an outcome that leaves a message in state to shows in
+// the history and the metrics.
+func outcomeName(e Event, to State) string {
 	switch {
-	case o.Event == EventAcked:
+	case e == EventAcked:
 		return OutcomeResolved
-	case o.Event == EventRefused && o.To.Status == StatusDead:
+	case to.Status == StatusDead:
 		return OutcomeDead
-	case o.Event == EventRefused:
+	case e == EventRefused:
 		return OutcomeFailed
 	default:
 		return OutcomeUnavailable
 	}
 }
 
-// Republished reports whether the broker acknowledged this republish: the
-// store then records when (a returning replay is ours only after that).
-func (o Outcome) Republished() bool { return o.Event == EventAcked }
+// Name is how the outcome shows in the metrics when it was not recorded
+// (the message was no longer under its claim).
+func (o Outcome) Name() string {
+	to, _ := o.Claimed.Next(o.Event)
+	return outcomeName(o.Event, to)
+}
 
-// LastError is what the store keeps as the message's last_error: the
-// failure, or nil to keep the one before (an acknowledged republish does
-// not erase why earlier ones failed).
-func (o Outcome) LastError() *string {
-	if o.Event == EventAcked || o.Error == "" {
-		return nil
+// AppendAttempt adds a to the history h, keeping the newest MaxAttempts. An
+// "unavailable" entry identical to the newest one (same error and trigger)
+// is folded into it, counted, with the time of the latest: a source that
+// stays down must not push the real attempts out of the history.
+func AppendAttempt(h []Attempt, a Attempt) []Attempt {
+	out := append([]Attempt(nil), h...)
+	if n := len(out); n > 0 && a.Outcome == OutcomeUnavailable {
+		last := &out[n-1]
+		if last.Outcome == a.Outcome && last.Error == a.Error && last.Trigger == a.Trigger && last.UID == nil && a.UID == nil {
+			last.Count = max(last.Count, 1) + 1
+			at := a.At
+			last.LastAt = &at
+			return out
+		}
 	}
-	return &o.Error
+	out = append(out, a)
+	if len(out) > MaxAttempts {
+		out = out[len(out)-MaxAttempts:]
+	}
+	return out
 }

@@ -18,15 +18,26 @@ type Incoming struct {
 	Headers       []Header
 	Payload       []byte
 	ProducedAt    *time.Time
+	// Digest identifies what was read at the position (Digest): a position
+	// stored with the same digest is a redelivery, with another one a new
+	// dead letter (the topic was deleted and created again).
+	Digest []byte
+	// NoJSON stores no JSON copy of the payload (the state store refused
+	// it); the payload's bytes are kept all the same.
+	NoJSON bool
 	// FeedbackOf is the x-dlq-id header: a message this daemon republished
 	// may have failed again and come back. Its record is updated instead of
 	// a new one created only when that record exists, the broker has
 	// acknowledged a republish of it, and this message came back on the
-	// record's own source and DLQ topic; anything else (a header copied by
-	// a framework onto another dead letter) is stored as a new record.
+	// record's own source and DLQ topic with the very value bytes that
+	// were republished; anything else (a header copied by a framework onto
+	// another dead letter) is stored as a new record. Every return's
+	// position is recorded with its digest, so that reading the DLQ topic
+	// again never applies a return twice.
 	FeedbackOf *uuid.UUID
 	// Dead stores the message as DEAD (it was too large to take in whole:
-	// Payload is nil), with LastError and Attempt saying why.
+	// Payload is nil), with LastError and Attempt saying why. LastError
+	// also says why a message has no OriginalTopic.
 	Dead      bool
 	LastError string
 	Attempt   *Attempt
@@ -48,7 +59,7 @@ type IngestOptions struct {
 // IngestResult counts what a batch did.
 type IngestResult struct {
 	Inserted   int // new records
-	Duplicates int // positions already stored (a redelivery)
+	Duplicates int // positions already stored with the same digest, or returns already applied (a redelivery)
 	Feedback   int // records updated by a returning replay
 	Dead       int // of those, records that reached max_retries
 }
@@ -66,6 +77,23 @@ type TopicSummary struct {
 	Topic           string
 	Counts          map[Status]int64
 	OldestPendingAt *time.Time
+	// UnconfiguredSources counts the topic's PENDING messages by source,
+	// for sources that are not configured (Service.Topics fills it in).
+	UnconfiguredSources map[string]int64
+}
+
+// SourcePending is how many PENDING messages a source has on a DLQ topic.
+type SourcePending struct {
+	Source  string
+	Topic   string
+	Pending int64
+}
+
+// Recorded is what FinishDLQ did with one outcome: Applied, with the Record
+// written, or not (the message was no longer under the outcome's claim).
+type Recorded struct {
+	Applied bool
+	Record  Record
 }
 
 // Claim identifies who takes a message for republishing and until when.
@@ -73,6 +101,10 @@ type Claim struct {
 	Owner      string
 	Now        time.Time
 	LeaseUntil time.Time
+	// Sources limits ClaimDueDLQ to messages of these sources (the
+	// configured ones): a message whose source was renamed or removed is
+	// left alone instead of being claimed and handed back on every pass.
+	Sources []string
 }
 
 // Cursor walks a topic in creation order for retry-all.
@@ -108,12 +140,17 @@ type Store interface {
 	// CountRetryableDLQTopic counts what ClaimDLQTopic would claim from the
 	// start of the topic: the dry run of retry-all.
 	CountRetryableDLQTopic(ctx context.Context, topic string) (int64, error)
-	// ClaimDueDLQ claims PENDING messages whose next_retry_at has come.
+	// ClaimDueDLQ claims PENDING messages of c.Sources whose next_retry_at
+	// has come.
 	ClaimDueDLQ(ctx context.Context, limit int, c Claim) ([]Message, error)
-	// FinishDLQ writes the outcomes of claimed messages (see Outcome): only
-	// rows still leased by owner, in the status and count they were claimed
-	// with, change.
-	FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []Outcome) error
+	// FinishDLQ records the outcomes of claimed messages: it reads each
+	// message as it is now, under a row lock, and writes what Outcome.Apply
+	// decides for owner; a message no longer under the outcome's claim does
+	// not change. The answer is in the order of outcomes.
+	FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []Outcome) ([]Recorded, error)
+	// PendingBySourceDLQ counts PENDING messages by source and DLQ topic,
+	// for the sources not in configured.
+	PendingBySourceDLQ(ctx context.Context, configured []string) ([]SourcePending, error)
 	// ReleaseExpiredDLQLeases returns RETRYING messages whose lease ended to
 	// PENDING, due now, without counting an attempt.
 	ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error)
@@ -148,6 +185,9 @@ func (e *NotRevivableError) Unwrap() error { return derrors.ErrConflict }
 
 // NotRevivable explains why m cannot be revived.
 func NotRevivable(m *Message) *NotRevivableError {
+	if m.Status == StatusDead && m.OriginalTopic == "" {
+		return &NotRevivableError{Message: m, Reason: "message cannot be revived: it has no original topic to republish to"}
+	}
 	if m.Truncated() {
 		return &NotRevivableError{Message: m, Reason: "message cannot be revived: it was too large to take in whole and its value was not kept"}
 	}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -398,6 +400,11 @@ func (in *instance) explainStartError(err error, actual string) error {
 	case protoMismatchRE.MatchString(err.Error()):
 		m := protoMismatchRE.FindStringSubmatch(err.Error())
 		theirs, _ := strconv.Atoi(m[1])
+		// go-plugin lists ours in map order: sort them, so the message is
+		// the same every time.
+		ours := strings.Fields(m[2])
+		sort.Slice(ours, func(i, j int) bool { a, _ := strconv.Atoi(ours[i]); b, _ := strconv.Atoi(ours[j]); return a < b })
+		m[2] = strings.Join(ours, " ")
 		advice := "rebuild the plugin against lifecycled's sdk"
 		if theirs > sdk.ProtocolVersion {
 			advice = "upgrade lifecycled to a version that speaks protocol " + m[1]

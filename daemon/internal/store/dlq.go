@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,10 +24,45 @@ type dlqSQL struct {
 	// offset, offset + page size, status or ""); listCount its total:
 	// (topic, status or "").
 	listPage, listCount string
+	// known reports whether a position was seen with a digest, as a stored
+	// dead letter (live or archived) or as a return applied: (source, topic,
+	// partition, offset, digest). An empty digest on either side matches
+	// any (rows from before digests, a caller that has none).
+	known string
+	// recordReturn records a return applied, unless it was: (source, topic,
+	// partition, offset, digest, message id, now); one row or none.
+	recordReturn string
 	// returned applies a returning replay: (id, status, retry_count,
-	// error_message, next_retry_at, last_feedback, now, last_error, attempt).
+	// error_message, next_retry_at, now, last_error, attempt). A message
+	// that stays RETRYING keeps its lease.
 	returned string
+	// pendingSources lists the sources that have PENDING messages;
+	// pendingOfSource counts one source's by DLQ topic: (source).
+	pendingSources, pendingOfSource string
+	// list passes a list of strings as one parameter.
+	list func([]string) any
 	claimSQL
+}
+
+// dlqInsertColumns are the columns intake writes for a new dead letter, in
+// the order both dialects' statements give them.
+const dlqInsertColumns = `id, original_topic, error_message, retry_count, max_retries, payload, status, created_at,
+	updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, produced_at,
+	next_retry_at, last_error, attempt_log, content_digest`
+
+// returnColumns are the columns of a recorded return (dlq_returns).
+const returnColumns = `source, dlq_topic, source_partition, source_offset, content_digest, message_id, applied_at`
+
+// noDigest is the digest of a position whose content is not known (stored
+// before digests): it matches any.
+var noDigest = []byte{}
+
+// digestOf is in's digest as the store keeps it.
+func digestOf(in dlq.Incoming) []byte {
+	if in.Digest == nil {
+		return noDigest
+	}
+	return in.Digest
 }
 
 // dlqColumns is what every statement that returns dead letters selects,
@@ -201,42 +238,71 @@ func feedbackOf(in dlq.Incoming) uuid.UUID {
 
 // replayColumns is what intake reads of the record that a returning replay
 // names (x-dlq-id), for scanReplayTarget.
-const replayColumns = `id, status, retry_count, max_retries, last_feedback, source, dlq_topic, republished_at`
+const replayColumns = `id, status, retry_count, max_retries, source, dlq_topic, republished_at, raw_payload, raw_payload IS NULL`
 
 type replayTarget struct {
 	id               uuid.UUID
 	state            dlq.State
-	lastFeedback     *string
 	source, dlqTopic string
 	republishedAt    *time.Time
+	payload          []byte // nil when it was not kept
 }
 
 func scanReplayTarget(row scanner) (*replayTarget, error) {
 	var (
-		r      replayTarget
-		status string
+		r       replayTarget
+		status  string
+		missing bool
 	)
-	if err := row.Scan(&r.id, &status, &r.state.RetryCount, &r.state.MaxRetries, &r.lastFeedback, &r.source,
-		&r.dlqTopic, &r.republishedAt); err != nil {
+	if err := row.Scan(&r.id, &status, &r.state.RetryCount, &r.state.MaxRetries, &r.source, &r.dlqTopic,
+		&r.republishedAt, &r.payload, &missing); err != nil {
 		return nil, err
 	}
 	r.state.Status = dlq.Status(status)
+	if missing {
+		r.payload = nil
+	} else if r.payload == nil {
+		r.payload = []byte{}
+	}
 	return &r, nil
 }
 
-// applyReturn updates r with in, a replay of it that failed again and came
-// back; false when in is not our replay of r and must be stored as a new
-// dead letter. The rule for x-dlq-id: the broker acknowledged a republish
-// of r, and the message came back on the source and DLQ topic r was read
-// from. A header copied onto another dead letter (Kafka Streams and many
-// frameworks propagate headers) fails it.
-func (s *sqlStore) applyReturn(ctx context.Context, q querier, in dlq.Incoming, r *replayTarget, opts dlq.IngestOptions, res *dlq.IngestResult) (bool, error) {
-	if r.republishedAt == nil || in.Position.Source != r.source || in.Position.Topic != r.dlqTopic {
+// ours reports whether in is a replay of r that failed again and came
+// back: the broker acknowledged a republish of r, and in came back on the
+// source and DLQ topic r was read from, with the very value bytes that
+// were republished. A header copied onto another dead letter (Kafka
+// Streams and many frameworks propagate headers) fails it.
+func (r *replayTarget) ours(in dlq.Incoming) bool {
+	return r.republishedAt != nil && in.Position.Source == r.source && in.Position.Topic == r.dlqTopic &&
+		r.payload != nil && in.Payload != nil && bytes.Equal(r.payload, in.Payload)
+}
+
+// takeReturn handles in, a message with an x-dlq-id, given r, the record it
+// names (nil when there is none); false when in is a new dead letter to be
+// inserted. A position already known (a stored dead letter, live or
+// archived, or a return applied) is a redelivery and changes nothing: the
+// rules are not asked again, so reading a DLQ topic twice never applies a
+// return twice, whatever changed in between. Otherwise, a replay of r
+// (ours) is recorded and applied with the status machine.
+func (s *sqlStore) takeReturn(ctx context.Context, q querier, in dlq.Incoming, r *replayTarget, opts dlq.IngestOptions, res *dlq.IngestResult) (bool, error) {
+	pos, digest := in.Position, digestOf(in)
+	var known bool
+	if err := q.queryRow(ctx, s.sql.dlq.known, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest).Scan(&known); err != nil {
+		return false, fmt.Errorf("look up a returned replay's position: %w", err)
+	}
+	if known {
+		res.Duplicates++
+		return true, nil
+	}
+	if r == nil || !r.ours(in) {
 		return false, nil
 	}
-	pos := in.Position.String()
-	if r.lastFeedback != nil && *r.lastFeedback == pos {
-		res.Duplicates++ // this very return was applied before
+	n, err := q.exec(ctx, s.sql.dlq.recordReturn, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest, r.id, opts.Now)
+	if err != nil {
+		return false, fmt.Errorf("record a returned replay: %w", err)
+	}
+	if n == 0 {
+		res.Duplicates++ // recorded by a concurrent intake of the same position
 		return true, nil
 	}
 	to, _ := r.state.Next(dlq.EventReturned)
@@ -245,18 +311,43 @@ func (s *sqlStore) applyReturn(ctx context.Context, q querier, in dlq.Incoming, 
 		next = opts.FeedbackRetryAt(to.RetryCount)
 	}
 	reason := fmt.Sprintf("the replay failed again and came back to %s (partition %d, offset %d): %s",
-		in.Position.Topic, in.Position.Partition, in.Position.Offset, in.ErrorMessage)
+		pos.Topic, pos.Partition, pos.Offset, in.ErrorMessage)
 	entry := &dlq.Attempt{At: opts.Now, Outcome: dlq.OutcomeReturned, Error: reason}
-	if _, err := q.exec(ctx, s.sql.dlq.returned, r.id, string(to.Status), to.RetryCount, in.ErrorMessage, next, pos,
+	if _, err := q.exec(ctx, s.sql.dlq.returned, r.id, string(to.Status), to.RetryCount, in.ErrorMessage, next,
 		opts.Now, reason, attemptJSON(entry)); err != nil {
 		return false, fmt.Errorf("update replayed dead letter: %w", err)
 	}
-	r.state, r.lastFeedback = to, &pos
+	r.state = to
 	res.Feedback++
 	if to.Status == dlq.StatusDead {
 		res.Dead++
 	}
 	return true, nil
+}
+
+// PendingBySourceDLQ implements dlq.Store: the sources with PENDING
+// messages come from the due index one probe each, and only those not
+// configured are counted.
+func (s *sqlStore) PendingBySourceDLQ(ctx context.Context, configured []string) ([]dlq.SourcePending, error) {
+	sources, err := queryAll(ctx, s.db, func(sc scanner) (src string, err error) { return src, sc.Scan(&src) }, s.sql.dlq.pendingSources)
+	if err != nil {
+		return nil, fmt.Errorf("list sources with pending dead letters: %w", err)
+	}
+	var out []dlq.SourcePending
+	for _, src := range sources {
+		if slices.Contains(configured, src) {
+			continue
+		}
+		counts, err := queryAll(ctx, s.db, func(sc scanner) (p dlq.SourcePending, err error) {
+			p.Source = src
+			return p, sc.Scan(&p.Topic, &p.Pending)
+		}, s.sql.dlq.pendingOfSource, src)
+		if err != nil {
+			return nil, fmt.Errorf("count pending dead letters of source %s: %w", src, err)
+		}
+		out = append(out, counts...)
+	}
+	return out, nil
 }
 
 // newRow is a new dead letter as intake stores it, the same in both

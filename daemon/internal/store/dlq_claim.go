@@ -19,7 +19,12 @@ import (
 // the lease to it: a PENDING message is free, a RETRYING one only once its
 // lease ran out, and only ClaimDLQ takes those (the other claims wait for
 // ReleaseExpiredDLQLeases).
-const retryable = `status IN ('PENDING', 'RETRYING') AND retry_count < max_retries`
+const retryable = `status IN ('PENDING', 'RETRYING') AND retry_count < max_retries AND original_topic <> ''`
+
+// released is the status dlq.State.Next gives a RETRYING message on
+// EventReleased, in SQL for the release of expired leases: PENDING, or DEAD
+// when returns counted during the claim used up its attempts.
+const released = `CASE WHEN retry_count < max_retries THEN 'PENDING' ELSE 'DEAD' END`
 
 // claimSQL is the SQL of claims and what ends them, in one dialect.
 type claimSQL struct {
@@ -28,8 +33,11 @@ type claimSQL struct {
 	// cursor created_at, cursor id, limit, now, owner, lease until).
 	claimTopic     string
 	countRetryable string // what claimTopic would take from the start: (topic)
-	claimDue       string // PENDING messages due for a retry: (now, limit, owner, lease until)
+	claimDue       string // PENDING messages due for a retry: (now, limit, owner, lease until, sources)
 	releaseExpired string // EventReleased for leases that ran out: (now)
+	// claimedRead reads what FinishDLQ needs of messages (claimedColumns),
+	// in id order, under row locks where the dialect has them: (ids, a list).
+	claimedRead string
 	// revive: (id, max_retries, next_retry_at, now, attempt, to status, to
 	// retry_count, from status).
 	revive string
@@ -95,7 +103,7 @@ func (s *sqlStore) CountRetryableDLQTopic(ctx context.Context, topic string) (in
 
 // ClaimDueDLQ implements dlq.Store.
 func (s *sqlStore) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
-	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.dlq.claimDue, c.Now, limit, c.Owner, c.LeaseUntil)
+	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.dlq.claimDue, c.Now, limit, c.Owner, c.LeaseUntil, s.sql.dlq.list(c.Sources))
 	if err != nil {
 		return nil, fmt.Errorf("claim due retries: %w", err)
 	}
@@ -119,10 +127,35 @@ func (s *sqlStore) ReviveDLQ(ctx context.Context, id uuid.UUID, r dlq.Revive) (*
 		r.To.RetryCount, string(r.From))
 }
 
-// outcomeRow is what FinishDLQ writes for one outcome: dlq.Finish decided
-// it from the row as it was claimed, and the store applies it only to a row
-// that still is in that status and count under the owner's lease. The
-// PostgreSQL store passes the rows as one JSON array (jsonb_to_recordset).
+// claimedColumns is what FinishDLQ reads of a message before it records an
+// outcome of its claim, for scanClaimed.
+const claimedColumns = `id, status, retry_count, max_retries, original_topic, lease_owner, last_retry_at, attempt_log`
+
+func scanClaimed(row scanner) (uuid.UUID, dlq.Current, error) {
+	var (
+		id            uuid.UUID
+		cur           dlq.Current
+		status, topic string
+		owner         *string
+		attempts      []byte
+	)
+	if err := row.Scan(&id, &status, &cur.State.RetryCount, &cur.State.MaxRetries, &topic, &owner, &cur.ClaimedAt, &attempts); err != nil {
+		return id, cur, err
+	}
+	cur.State.Status, cur.State.NoOriginalTopic = dlq.Status(status), topic == ""
+	if owner != nil {
+		cur.LeaseOwner = *owner
+	}
+	var err error
+	if cur.Attempts, err = decodeAttempts(attempts); err != nil {
+		return id, cur, fmt.Errorf("decode attempts of %s: %w", id, err)
+	}
+	return id, cur, nil
+}
+
+// outcomeRow is what FinishDLQ writes for one outcome that applies: what
+// dlq.Outcome.Apply decided from the row as it was read. The PostgreSQL
+// store passes the rows as one JSON array (jsonb_to_recordset).
 type outcomeRow struct {
 	ID          uuid.UUID       `json:"uid"`
 	Status      string          `json:"to_status"`
@@ -130,25 +163,89 @@ type outcomeRow struct {
 	NextRetryAt *time.Time      `json:"next"`
 	LastError   *string         `json:"err"`         // nil keeps the one before
 	Republished *time.Time      `json:"republished"` // nil keeps the one before
-	Attempt     json.RawMessage `json:"entry"`       // nil adds no history entry
-	FromStatus  string          `json:"from_status"`
-	FromCount   int             `json:"from_count"`
+	Attempts    json.RawMessage `json:"attempts"`    // nil keeps the history as it was
 }
 
-func outcomeRows(now time.Time, outcomes []dlq.Outcome) []outcomeRow {
-	out := make([]outcomeRow, len(outcomes))
+// finish decides every outcome on the messages as read (cur, by id) and
+// returns the rows to write and the answer of FinishDLQ.
+func finish(owner string, now time.Time, outcomes []dlq.Outcome, cur map[uuid.UUID]dlq.Current) ([]outcomeRow, []dlq.Recorded, error) {
+	var rows []outcomeRow
+	answer := make([]dlq.Recorded, len(outcomes))
 	for i, o := range outcomes {
-		out[i] = outcomeRow{ID: o.ID, Status: string(o.To.Status), RetryCount: o.To.RetryCount,
-			NextRetryAt: microseconds(o.NextRetryAt), LastError: o.LastError(), FromStatus: string(o.From.Status),
-			FromCount: o.From.RetryCount}
-		if o.Republished() {
-			out[i].Republished = microseconds(&now)
+		c, ok := cur[o.ID]
+		if !ok {
+			continue // deleted meanwhile
 		}
-		if a := attemptJSON(o.Attempt); a != nil {
-			out[i].Attempt = json.RawMessage(*a)
+		r, ok := o.Apply(owner, c)
+		if !ok {
+			continue
 		}
+		answer[i] = dlq.Recorded{Applied: true, Record: r}
+		row := outcomeRow{ID: o.ID, Status: string(r.To.Status), RetryCount: r.To.RetryCount,
+			NextRetryAt: microseconds(r.NextRetryAt), LastError: r.LastError}
+		if r.Republished {
+			row.Republished = microseconds(&now)
+		}
+		if r.Attempts != nil {
+			b, err := json.Marshal(r.Attempts)
+			if err != nil {
+				return nil, nil, fmt.Errorf("encode attempts of %s: %w", o.ID, err)
+			}
+			row.Attempts = b
+		}
+		// The next outcome of the same message (none in practice) sees
+		// this one.
+		c.State, c.LeaseOwner, c.ClaimedAt, c.Attempts = r.To, "", nil, r.Attempts
+		cur[o.ID] = c
+		rows = append(rows, row)
 	}
-	return out
+	return rows, answer, nil
+}
+
+// finishDLQ is dlq.Store.FinishDLQ of both dialects: one transaction reads
+// the messages (under row locks, in id order, on PostgreSQL) and write
+// writes what each outcome's Apply decides. The messages are read as they
+// are now, so a return counted during the claim is part of the decision.
+func (s *sqlStore) finishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome,
+	write func(q querier, rows []outcomeRow) error) ([]dlq.Recorded, error) {
+	if len(outcomes) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		ids[i] = o.ID.String()
+	}
+	var answer []dlq.Recorded
+	err := s.db.tx(ctx, func(q querier) error {
+		type claimed struct {
+			id  uuid.UUID
+			cur dlq.Current
+		}
+		read, err := queryAll(ctx, q, func(sc scanner) (c claimed, err error) {
+			c.id, c.cur, err = scanClaimed(sc)
+			return c, err
+		}, s.sql.dlq.claimedRead, s.sql.dlq.list(ids))
+		if err != nil {
+			return fmt.Errorf("read claimed dead letters: %w", err)
+		}
+		cur := make(map[uuid.UUID]dlq.Current, len(read))
+		for _, c := range read {
+			cur[c.id] = c.cur
+		}
+		rows, a, err := finish(owner, now, outcomes, cur)
+		if err != nil {
+			return err
+		}
+		answer = a
+		if len(rows) == 0 {
+			return nil
+		}
+		return write(q, rows)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record retry outcomes: %w", err)
+	}
+	return answer, nil
 }
 
 // microseconds is t as both stores keep it: JSON would carry nanoseconds,

@@ -31,15 +31,15 @@ func TestClaimFinishStateMachine(t *testing.T) {
 		require.Contains(t, nre.Reason, "being retried")
 
 		// Only the lease owner can finish it.
-		require.NoError(t, s.FinishDLQ(ctx, "daemon-2", t0, ended(got, dlq.EventAcked)))
+		finished(t, s, "daemon-2", t0, ended(got, dlq.EventAcked))
 		cur, _ := s.GetDLQ(ctx, m.ID)
 		require.Equal(t, dlq.StatusRetrying, cur.Status)
 
 		// A failed attempt counts and goes back to PENDING with its next retry.
 		next := t0.Add(2 * time.Minute)
 		refused := dlq.Finish(*got, dlq.EventRefused)
-		refused.NextRetryAt = &next
-		require.NoError(t, s.FinishDLQ(ctx, "daemon-1", t0, []dlq.Outcome{refused}))
+		refused.NextRetryAt = func(int) *time.Time { return &next }
+		finished(t, s, "daemon-1", t0, []dlq.Outcome{refused})
 		cur, _ = s.GetDLQ(ctx, m.ID)
 		require.Equal(t, dlq.StatusPending, cur.Status)
 		require.Equal(t, 1, cur.RetryCount)
@@ -47,7 +47,7 @@ func TestClaimFinishStateMachine(t *testing.T) {
 
 		// Source unavailable: back to PENDING, not counted.
 		got = claimed(t, s, m.ID, claim)
-		require.NoError(t, s.FinishDLQ(ctx, "daemon-1", t0, ended(got, dlq.EventReleased)))
+		finished(t, s, "daemon-1", t0, ended(got, dlq.EventReleased))
 		cur, _ = s.GetDLQ(ctx, m.ID)
 		require.Equal(t, dlq.StatusPending, cur.Status)
 		require.Equal(t, 1, cur.RetryCount)
@@ -55,7 +55,7 @@ func TestClaimFinishStateMachine(t *testing.T) {
 		// Two more counted failures reach max_retries: DEAD.
 		for i := 0; i < 2; i++ {
 			got = claimed(t, s, m.ID, claim)
-			require.NoError(t, s.FinishDLQ(ctx, "daemon-1", t0, ended(got, dlq.EventRefused)))
+			finished(t, s, "daemon-1", t0, ended(got, dlq.EventRefused))
 		}
 		cur, _ = s.GetDLQ(ctx, m.ID)
 		require.Equal(t, dlq.StatusDead, cur.Status)
@@ -70,7 +70,7 @@ func TestClaimAckResolves(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
 		m := stored(t, s, "a.dlq.v1")
 		claim := dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)}
-		require.NoError(t, s.FinishDLQ(ctx, "d", t0, ended(claimed(t, s, m.ID, claim), dlq.EventAcked)))
+		finished(t, s, "d", t0, ended(claimed(t, s, m.ID, claim), dlq.EventAcked))
 		cur, _ := s.GetDLQ(ctx, m.ID)
 		require.Equal(t, dlq.StatusResolved, cur.Status)
 		_, err := s.ClaimDLQ(ctx, m.ID, claim)
@@ -149,7 +149,7 @@ func TestConcurrentClaimsAndMixedOutcomesNeverFail(t *testing.T) {
 							outs[i] = dlq.Finish(m, dlq.EventRefused)
 						}
 					}
-					if err := s.FinishDLQ(ctx, "d", t0.Add(time.Second), outs); err != nil {
+					if _, err := s.FinishDLQ(ctx, "d", t0.Add(time.Second), outs); err != nil {
 						errs <- err
 					}
 				}
@@ -193,7 +193,7 @@ func TestExpiredLeasesReleased(t *testing.T) {
 		cur, _ = s.GetDLQ(ctx, msgs[1].ID)
 		require.Equal(t, dlq.StatusRetrying, cur.Status)
 		// The dead daemon's late finish changes nothing.
-		require.NoError(t, s.FinishDLQ(ctx, "dead-daemon", t0, ended(lost, dlq.EventAcked)))
+		finished(t, s, "dead-daemon", t0, ended(lost, dlq.EventAcked))
 		cur, _ = s.GetDLQ(ctx, msgs[0].ID)
 		require.Equal(t, dlq.StatusPending, cur.Status)
 	})
@@ -214,7 +214,7 @@ func TestClaimTopicWalksInOrderAndSkips(t *testing.T) {
 		}
 		claimed, err := s.ClaimDLQ(ctx, third, dlq.Claim{Owner: "x", Now: t0, LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
-		require.NoError(t, s.FinishDLQ(ctx, "x", t0, ended(claimed, dlq.EventAcked)))
+		finished(t, s, "x", t0, ended(claimed, dlq.EventAcked))
 
 		claim := dlq.Claim{Owner: "all", Now: t0, LeaseUntil: t0.Add(time.Minute)}
 		var got []int64
@@ -236,7 +236,7 @@ func TestClaimTopicWalksInOrderAndSkips(t *testing.T) {
 			for _, m := range page {
 				outs = append(outs, dlq.Finish(m, dlq.EventRefused))
 			}
-			require.NoError(t, s.FinishDLQ(ctx, "all", t0, outs))
+			finished(t, s, "all", t0, outs)
 		}
 		require.Equal(t, []int64{0, 1, 2, 4, 5, 6}, got)
 		// By original topic too.
@@ -256,7 +256,13 @@ func TestClaimDueOnlyTakesDueMessages(t *testing.T) {
 		_, err = s.IngestDLQ(ctx, []dlq.Incoming{incoming("a.dlq.v1", 3, `{}`)}, dlq.IngestOptions{Now: t0, MaxRetries: 3})
 		require.NoError(t, err)
 
-		claim := dlq.Claim{Owner: "loop", Now: t0.Add(2 * time.Minute), LeaseUntil: t0.Add(3 * time.Minute)}
+		// A due message of a source that is not configured any more.
+		renamed := incoming("a.dlq.v1", 4, `{}`)
+		renamed.Position.Source = "kafka-old"
+		_, err = s.IngestDLQ(ctx, []dlq.Incoming{renamed}, dlq.IngestOptions{Now: t0, MaxRetries: 3, FirstRetryAt: at(due)})
+		require.NoError(t, err)
+
+		claim := dlq.Claim{Owner: "loop", Now: t0.Add(2 * time.Minute), LeaseUntil: t0.Add(3 * time.Minute), Sources: []string{"kafka", "other"}}
 		got, err := s.ClaimDueDLQ(ctx, 10, claim)
 		require.NoError(t, err)
 		require.Len(t, got, 1)
@@ -264,6 +270,19 @@ func TestClaimDueOnlyTakesDueMessages(t *testing.T) {
 		got, err = s.ClaimDueDLQ(ctx, 10, claim)
 		require.NoError(t, err)
 		require.Empty(t, got, "a claimed message is not claimed twice")
+		claim.Sources = nil
+		got, err = s.ClaimDueDLQ(ctx, 10, claim)
+		require.NoError(t, err)
+		require.Empty(t, got, "no source configured, nothing claimed")
+
+		// The source that is not configured has one message waiting.
+		pending, err := s.PendingBySourceDLQ(ctx, []string{"kafka"})
+		require.NoError(t, err)
+		require.Equal(t, []dlq.SourcePending{{Source: "kafka-old", Topic: "a.dlq.v1", Pending: 1}}, pending)
+		pending, err = s.PendingBySourceDLQ(ctx, nil)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []dlq.SourcePending{{Source: "kafka-old", Topic: "a.dlq.v1", Pending: 1},
+			{Source: "kafka", Topic: "a.dlq.v1", Pending: 2}}, pending, "the claimed one is RETRYING")
 	})
 }
 
@@ -278,7 +297,7 @@ func TestRetryablePredicateIsTheStateMachines(t *testing.T) {
 			state dlq.State
 		}
 		var batch []dlq.Incoming
-		for i := 0; i < len(dlq.Statuses)*5; i++ {
+		for i := 0; i < len(dlq.Statuses)*5*2; i++ {
 			batch = append(batch, incoming("p.dlq.v1", int64(i), `{}`))
 		}
 		ingest(t, s, t0, batch...)
@@ -291,11 +310,13 @@ func TestRetryablePredicateIsTheStateMachines(t *testing.T) {
 		var rows []row
 		for i, status := range dlq.Statuses {
 			for count := 0; count <= 4; count++ {
-				id := byOffset[int64(i*5+count)]
-				exec(t, s, `UPDATE dlq.dlq_messages SET status = $2, retry_count = $3, lease_expires_at = $4 WHERE id = $1`,
-					`UPDATE dlq_messages SET status = ?2, retry_count = ?3, lease_expires_at = ?4 WHERE id = ?1`,
-					id.String(), string(status), count, sqlTime(s, t0.Add(-time.Hour)))
-				rows = append(rows, row{id, dlq.State{Status: status, RetryCount: count, MaxRetries: 3}})
+				for j, original := range []string{"orders.events.v1", ""} {
+					id := byOffset[int64((i*5+count)*2+j)]
+					exec(t, s, `UPDATE dlq.dlq_messages SET status = $2, retry_count = $3, lease_expires_at = $4, original_topic = $5 WHERE id = $1`,
+						`UPDATE dlq_messages SET status = ?2, retry_count = ?3, lease_expires_at = ?4, original_topic = ?5 WHERE id = ?1`,
+						id.String(), string(status), count, sqlTime(s, t0.Add(-time.Hour)), original)
+					rows = append(rows, row{id, dlq.State{Status: status, RetryCount: count, MaxRetries: 3, NoOriginalTopic: original == ""}})
+				}
 			}
 		}
 		wantCount := 0
@@ -336,17 +357,17 @@ func TestALateOutcomeChangesNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n, "the first lease ran out")
 		second := claim(t0.Add(3 * time.Minute))
-		require.NoError(t, s.FinishDLQ(ctx, "d", t0.Add(3*time.Minute), ended(second, dlq.EventRefused)))
+		finished(t, s, "d", t0.Add(3*time.Minute), ended(second, dlq.EventRefused))
 		third := claim(t0.Add(4 * time.Minute))
 		require.Equal(t, 1, third.RetryCount)
 
-		require.NoError(t, s.FinishDLQ(ctx, "d", t0.Add(5*time.Minute), ended(first, dlq.EventRefused)))
+		finished(t, s, "d", t0.Add(5*time.Minute), ended(first, dlq.EventRefused))
 		cur, err := s.GetDLQ(ctx, m.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.StatusRetrying, cur.Status, "the late outcome did not end the third claim")
 		require.Equal(t, 1, cur.RetryCount, "nor counted its attempt again")
 
-		require.NoError(t, s.FinishDLQ(ctx, "d", t0.Add(5*time.Minute), ended(third, dlq.EventRefused)))
+		finished(t, s, "d", t0.Add(5*time.Minute), ended(third, dlq.EventRefused))
 		cur, err = s.GetDLQ(ctx, m.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.State{Status: dlq.StatusPending, RetryCount: 2, MaxRetries: 3}, cur.State())

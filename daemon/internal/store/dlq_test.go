@@ -175,7 +175,7 @@ func TestFeedbackUpdatesTheSameRecord(t *testing.T) {
 		m := stored(t, s, "a.dlq.v1")
 		claimed, err := s.ClaimDLQ(ctx, m.ID, dlq.Claim{Owner: "d", Now: t0, LeaseUntil: t0.Add(time.Minute)})
 		require.NoError(t, err)
-		require.NoError(t, s.FinishDLQ(ctx, "d", t0, ended(claimed, dlq.EventAcked)))
+		finished(t, s, "d", t0, ended(claimed, dlq.EventAcked))
 
 		back := incoming("a.dlq.v1", 10, `{}`)
 		back.ErrorMessage = "failed again"
@@ -248,18 +248,21 @@ func TestFeedbackOnlyForOurOwnReplays(t *testing.T) {
 		require.NotNil(t, beforeA.RepublishedAt)
 
 		copied := func(topic, source string, off int64, of uuid.UUID) dlq.Incoming {
-			in := incoming(topic, off, `{}`)
+			in := incoming(topic, off, `{"n":1}`)
 			in.Position.Source, in.FeedbackOf, in.ErrorMessage = source, &of, "copied header"
 			return in
 		}
 		opts := dlq.IngestOptions{Now: t0.Add(time.Hour), MaxRetries: 3}
+		otherBytes := copied("orders.dlq.v1", "kafka", 6, republished)
+		otherBytes.Payload = []byte(`{"n":1,"item":2}`)
 		res, err := s.IngestDLQ(ctx, []dlq.Incoming{
 			copied("billing.dlq.v1", "kafka", 1, republished),  // another DLQ topic
 			copied("orders.dlq.v1", "kafka-2", 3, republished), // another source
 			copied("orders.dlq.v1", "kafka", 4, never),         // never republished
+			otherBytes, // not the bytes that were republished
 		}, opts)
 		require.NoError(t, err)
-		require.Equal(t, dlq.IngestResult{Inserted: 3}, res)
+		require.Equal(t, dlq.IngestResult{Inserted: 4}, res)
 		afterA, afterB := snapshot()
 		require.Equal(t, beforeA, afterA, "the republished record did not change")
 		require.Equal(t, beforeB, afterB, "the never republished record did not change")

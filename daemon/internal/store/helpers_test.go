@@ -67,14 +67,24 @@ func claimed(t *testing.T, s store.Store, id uuid.UUID, c dlq.Claim) *dlq.Messag
 // ended is the outcome of e for m, a message as it was claimed.
 func ended(m *dlq.Message, e dlq.Event) []dlq.Outcome { return []dlq.Outcome{dlq.Finish(*m, e)} }
 
+// finished records outcomes for owner and returns what was recorded.
+func finished(t *testing.T, s store.Store, owner string, now time.Time, outcomes []dlq.Outcome) []dlq.Recorded {
+	t.Helper()
+	got, err := s.FinishDLQ(ctx(t), owner, now, outcomes)
+	require.NoError(t, err)
+	require.Len(t, got, len(outcomes))
+	return got
+}
+
 // resolve claims a message and records the broker's acknowledgement.
 func resolve(t *testing.T, s store.Store, id uuid.UUID, at time.Time) {
 	t.Helper()
 	m, err := s.ClaimDLQ(ctx(t), id, dlq.Claim{Owner: "d", Now: at, LeaseUntil: at.Add(time.Minute)})
 	require.NoError(t, err)
 	o := dlq.Finish(*m, dlq.EventAcked)
-	o.Attempt = &dlq.Attempt{At: at, Outcome: dlq.OutcomeResolved, Trigger: dlq.TriggerManual}
-	require.NoError(t, s.FinishDLQ(ctx(t), "d", at, []dlq.Outcome{o}))
+	o.At, o.Trigger, o.Attempted = at, dlq.TriggerManual, true
+	got := finished(t, s, "d", at, []dlq.Outcome{o})
+	require.True(t, got[0].Applied)
 }
 
 // exec runs raw SQL against either store, for states the store's own

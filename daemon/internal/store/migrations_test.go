@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -106,15 +108,9 @@ func TestIntegrityMigrationDownAndUpKeepsHeaders(t *testing.T) {
 		require.NoError(t, err)
 		defer db.Close()
 		// Down through the integrity migration and back up.
-		names, err := migrations.Available(d)
-		require.NoError(t, err)
-		steps := 0
-		for i := len(names) - 1; i >= 0 && !strings.Contains(names[i], "dlq_integrity"); i-- {
-			steps++
-		}
-		require.Less(t, steps, len(names), "the integrity migration exists")
-		require.NoError(t, migrations.Steps(d, db, -(steps+1)))
-		require.NoError(t, migrations.Steps(d, db, steps+1))
+		steps := stepsThrough(t, d, "dlq_integrity")
+		require.NoError(t, migrations.Steps(d, db, -steps))
+		require.NoError(t, migrations.Steps(d, db, steps))
 
 		s, err = store.Open(ctx(t), d, dsn)
 		require.NoError(t, err)
@@ -123,4 +119,85 @@ func TestIntegrityMigrationDownAndUpKeepsHeaders(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []dlq.Header{{Key: []byte("base64:YmFk/w=="), Value: []byte("v")}, {Key: []byte("ok"), Value: []byte("w")}}, m.Headers)
 	})
+}
+
+// Rows from before digests: the latest return of a record (last_feedback)
+// is carried over to the returns recorded, a message whose original topic
+// was its own DLQ topic has none any more, and a re-read of their
+// positions is a redelivery. Down again, of rows sharing a position (a
+// topic created again) the oldest stays.
+func TestDigestMigrationCarriesOverReturnsAndOriginalTopics(t *testing.T) {
+	eachEmpty(t, func(t *testing.T, d migrations.Dialect, dsn string) {
+		_, err := store.MigrateUp(ctx(t), d, dsn)
+		require.NoError(t, err)
+		db, err := sql.Open(driverOf(d), dsn)
+		require.NoError(t, err)
+		defer db.Close()
+		// Down to just before the digest migration; the later ones come back
+		// up with it.
+		steps := stepsThrough(t, d, "dlq_digest_returns")
+		require.NoError(t, migrations.Steps(d, db, -steps))
+		table, ts := "dlq.dlq_messages", "'2026-11-01 12:00:00+00'"
+		if d == migrations.SQLite {
+			table, ts = "dlq_messages", fmt.Sprint(t0.UnixMicro())
+		}
+		for _, row := range []string{
+			`'00000000-0000-0000-0000-00000000000a', 'orders.events.v1', 'orders.dlq.v1', 'kafka/orders.dlq.v1/0/5'`,
+			`'00000000-0000-0000-0000-00000000000b', 'sink-dlq', 'sink-dlq', NULL`,
+		} {
+			_, err := db.ExecContext(ctx(t), `INSERT INTO `+table+` (id, original_topic, dlq_topic, last_feedback, error_message, status,
+				created_at, updated_at, source, source_partition, source_offset, raw_payload, republished_at)
+				VALUES (`+row+`, 'e', 'PENDING', `+ts+`, `+ts+`, 'kafka', 0, 0, '{}', `+ts+`)`)
+			require.NoError(t, err)
+		}
+		require.NoError(t, migrations.Steps(d, db, steps))
+
+		s, err := store.Open(ctx(t), d, dsn)
+		require.NoError(t, err)
+		defer s.Close()
+		// (Raw inserts are not in PostgreSQL's per-topic counts: read by id.)
+		sink, err := s.GetDLQ(ctx(t), uuid.MustParse("00000000-0000-0000-0000-00000000000b"))
+		require.NoError(t, err)
+		require.Equal(t, "", sink.OriginalTopic)
+		require.Contains(t, sink.LastError, "no original topic")
+		require.False(t, sink.IsRetryable())
+
+		a, err := s.GetDLQ(ctx(t), uuid.MustParse("00000000-0000-0000-0000-00000000000a"))
+		require.NoError(t, err)
+		back := digested("orders.dlq.v1", 5, `{}`)
+		back.FeedbackOf = &a.ID
+		res := ingest(t, s, t0.Add(time.Hour), digested("orders.dlq.v1", 0, `{"any":1}`), back, digested("sink-dlq", 0, `{}`))
+		require.Equal(t, dlq.IngestResult{Duplicates: 3}, res, "positions from before digests match any content")
+		got, err := s.GetDLQ(ctx(t), a.ID)
+		require.NoError(t, err)
+		require.Equal(t, 0, got.RetryCount, "the return carried over is not applied again")
+
+		// Down again: two rows at one position (a topic created again).
+		res = ingest(t, s, t0.Add(time.Hour), digested("c.dlq.v1", 0, `{"old":0}`))
+		require.Equal(t, 1, res.Inserted)
+		res = ingest(t, s, t0.Add(2*time.Hour), digested("c.dlq.v1", 0, `{"new":0}`))
+		require.Equal(t, 1, res.Inserted)
+		require.NoError(t, s.Close())
+		require.NoError(t, migrations.Steps(d, db, -steps))
+		require.NoError(t, migrations.Steps(d, db, steps))
+		s, err = store.Open(ctx(t), d, dsn)
+		require.NoError(t, err)
+		defer s.Close()
+		require.Equal(t, []byte(`{"old":0}`), onlyMessage(t, s, "c.dlq.v1").Payload, "the oldest of a position stays")
+	})
+}
+
+// stepsThrough counts the migrations from the newest back to and including
+// the one whose name contains name: how far to go down to undo it.
+func stepsThrough(t *testing.T, d migrations.Dialect, name string) int {
+	t.Helper()
+	names, err := migrations.Available(d)
+	require.NoError(t, err)
+	for i := len(names) - 1; i >= 0; i-- {
+		if strings.Contains(names[i], name) {
+			return len(names) - i
+		}
+	}
+	t.Fatalf("no migration named like %q", name)
+	return 0
 }

@@ -35,11 +35,40 @@ var pgDLQ = dlqSQL{
 	listCount: `
 		SELECT COALESCE(sum(n), 0)::bigint FROM dlq.dlq_topic_counts
 		WHERE (dlq_topic = $1 OR (original_topic = $1 AND dlq_topic <> $1)) AND ($2 = '' OR status = $2)`,
+	known: `
+		SELECT EXISTS (SELECT 1 FROM dlq.dlq_messages WHERE source = $1 AND dlq_topic = $2 AND source_partition = $3
+				AND source_offset = $4 AND ` + pgSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq.dlq_messages_archive WHERE source = $1 AND dlq_topic = $2 AND source_partition = $3
+				AND source_offset = $4 AND ` + pgSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq.dlq_returns WHERE source = $1 AND dlq_topic = $2 AND source_partition = $3
+				AND source_offset = $4 AND ` + pgSameContent + `)`,
+	recordReturn: `
+		INSERT INTO dlq.dlq_returns (` + returnColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT DO NOTHING`,
 	returned: `
-		UPDATE dlq.dlq_messages SET status = $2, retry_count = $3, error_message = $4, next_retry_at = $5,
-			last_feedback = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, last_error = $8,
-			attempt_log = ` + pgAppendAttempt("$9") + `
+		UPDATE dlq.dlq_messages SET status = $2::text, retry_count = $3, error_message = $4, next_retry_at = $5,
+			lease_owner = CASE WHEN $2::text = 'RETRYING' THEN lease_owner END,
+			lease_expires_at = CASE WHEN $2::text = 'RETRYING' THEN lease_expires_at END,
+			updated_at = $6, last_error = $7, attempt_log = ` + pgAppendAttempt("$8") + `
 		WHERE id = $1`,
+	// A loose index scan of the due index: one probe per source.
+	pendingSources: `
+		WITH RECURSIVE s(source) AS (
+			SELECT min(source) FROM dlq.dlq_messages WHERE status = 'PENDING'
+			UNION ALL
+			SELECT (SELECT min(m.source) FROM dlq.dlq_messages m WHERE m.status = 'PENDING' AND m.source > s.source)
+			FROM s WHERE s.source IS NOT NULL
+		)
+		SELECT source FROM s WHERE source IS NOT NULL`,
+	pendingOfSource: `
+		SELECT dlq_topic, count(*) FROM dlq.dlq_messages WHERE status = 'PENDING' AND source = $1
+		GROUP BY dlq_topic ORDER BY dlq_topic`,
+	list: func(l []string) any {
+		if l == nil {
+			return []string{}
+		}
+		return l
+	},
 	claimSQL: claimSQL{
 		claim: `
 			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3,
@@ -70,7 +99,7 @@ var pgDLQ = dlqSQL{
 		claimDue: `
 			WITH due AS (
 				SELECT id AS due_id FROM dlq.dlq_messages
-				WHERE status = 'PENDING' AND next_retry_at <= $1 AND ` + retryable + `
+				WHERE status = 'PENDING' AND source = ANY($5) AND next_retry_at <= $1 AND ` + retryable + `
 				ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED
 			)
 			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $1, lease_owner = $3,
@@ -78,14 +107,15 @@ var pgDLQ = dlqSQL{
 			FROM due WHERE id = due_id
 			RETURNING ` + dlqColumns,
 		releaseExpired: `
-			UPDATE dlq.dlq_messages SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL,
-				next_retry_at = $1, updated_at = $1
+			UPDATE dlq.dlq_messages SET status = ` + released + `, lease_owner = NULL, lease_expires_at = NULL,
+				next_retry_at = CASE WHEN retry_count < max_retries THEN $1::timestamptz END, updated_at = $1
 			WHERE status = 'RETRYING' AND lease_expires_at < $1`,
 		revive: `
 			UPDATE dlq.dlq_messages SET status = $6, retry_count = $7, max_retries = $2, next_retry_at = $3,
 				lease_owner = NULL, lease_expires_at = NULL, updated_at = $4, attempt_log = ` + pgAppendAttempt("$5") + `
-			WHERE id = $1 AND status = $8 AND raw_payload IS NOT NULL
+			WHERE id = $1 AND status = $8 AND raw_payload IS NOT NULL AND original_topic <> ''
 			RETURNING ` + dlqColumns,
+		claimedRead: `SELECT ` + claimedColumns + ` FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
 	},
 }
 
@@ -95,6 +125,10 @@ func pgAppendAttempt(param string) string {
 	return fmt.Sprintf("(CASE WHEN jsonb_array_length(attempt_log) >= %d THEN attempt_log - 0 ELSE attempt_log END)"+
 		" || jsonb_build_array(%s::jsonb)", dlq.MaxAttempts, param)
 }
+
+// pgSameContent matches the rows of a position whose digest is $5, or
+// unknown on either side (an empty digest).
+const pgSameContent = `(content_digest = $5 OR content_digest = '\x'::bytea OR $5 = '\x'::bytea)`
 
 // pgSafeJSON reports whether PostgreSQL's jsonb accepts payload: it rejects
 // \u0000 and unpaired surrogates that encoding/json lets through. Such a
@@ -118,24 +152,29 @@ func pgSafeJSON(b []byte) bool {
 
 // pgIngest inserts what is new of a batch given as arrays, and adds it to
 // the per-topic counts, in one statement (one round trip). A position
-// already in the live table or in the archive is a duplicate: an archived
-// position stays known, so a consumer group that reads it again does not
-// make it a new dead letter.
+// already stored with the same digest, live or archived, or stored before
+// digests (an empty one, found in a partial index that only such rows are
+// in), is a redelivery:
+// an archived position stays known, so a consumer group that reads it
+// again does not make it a new dead letter; the same position with another
+// digest is a new dead letter (its topic was deleted and created again).
 const pgIngest = `
 	WITH ins AS (
-		INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload,
-			status, created_at, updated_at, source, dlq_topic, source_partition, source_offset, message_key,
-			headers, raw_payload, produced_at, next_retry_at, last_error, attempt_log)
+		INSERT INTO dlq.dlq_messages (` + dlqInsertColumns + `)
 		SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, u.st, $14, $14, u.src, u.dt, u.pt, u.off, u.k,
-			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb
+			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb, u.dg
 		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
 			$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[], $15::text[],
-			$16::timestamptz[], $17::text[], $18::text[])
-			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al)
+			$16::timestamptz[], $17::text[], $18::text[], $19::bytea[])
+			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al, dg)
 		WHERE NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.source = u.src
-			AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off)
+				AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off
+				AND (a.content_digest = u.dg OR a.content_digest = '\x'::bytea))
+			AND NOT EXISTS (SELECT 1 FROM dlq.dlq_messages m WHERE m.source = u.src
+				AND m.dlq_topic = u.dt AND m.source_partition = u.pt AND m.source_offset = u.off
+				AND m.content_digest = '\x'::bytea)
 		ORDER BY u.id
-		ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING
+		ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING
 		RETURNING dlq_topic, original_topic, status
 	), counted AS (
 		INSERT INTO dlq.dlq_topic_counts AS c (dlq_topic, original_topic, status, n)
@@ -170,6 +209,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			nexts      = make([]*time.Time, n)
 			lastErrs   = make([]*string, n)
 			logs       = make([]string, n)
+			digests    = make([][]byte, n)
 		)
 		for i, in := range fresh {
 			r := newRowOf(in, opts)
@@ -178,25 +218,27 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			origTopics[i], errMsgs[i], keys[i], produced[i] = in.OriginalTopic, in.ErrorMessage, in.Key, in.ProducedAt
 			sources[i], topics[i], parts[i], offsets[i] = in.Position.Source, in.Position.Topic, in.Position.Partition,
 				in.Position.Offset
-			if pgSafeJSON(in.Payload) {
+			if !in.NoJSON && pgSafeJSON(in.Payload) {
 				s := string(in.Payload)
 				payloads[i] = &s
 			}
 			raws[i] = in.Payload // nil (NULL) only for a message too large to keep whole
+			digests[i] = digestOf(in)
 		}
 		var inserted int64
 		if err := q.queryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets,
-			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs).Scan(&inserted); err != nil {
+			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs, digests).Scan(&inserted); err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		res.Inserted = int(inserted)
-		res.Duplicates = n - res.Inserted
+		res.Duplicates += n - res.Inserted
 		return nil
 	})
 }
 
-// applyReturns applies the returning replays of a batch, reading the
-// records they name in one statement; it returns what is left to insert.
+// applyReturns handles the messages of a batch that carry an x-dlq-id (see
+// takeReturn), reading and locking the records they name in one statement;
+// it returns what is left to insert.
 func (p *Postgres) applyReturns(ctx context.Context, q querier, batch []dlq.Incoming, opts dlq.IngestOptions, res *dlq.IngestResult) ([]dlq.Incoming, error) {
 	var ids []uuid.UUID
 	for _, in := range batch {
@@ -218,44 +260,39 @@ func (p *Postgres) applyReturns(ctx context.Context, q querier, batch []dlq.Inco
 	}
 	var fresh []dlq.Incoming
 	for _, in := range batch {
-		applied := false
-		if t := known[feedbackOf(in)]; t != nil {
-			if applied, err = p.applyReturn(ctx, q, in, t, opts, res); err != nil {
+		taken := false
+		if in.FeedbackOf != nil {
+			if taken, err = p.takeReturn(ctx, q, in, known[*in.FeedbackOf], opts, res); err != nil {
 				return nil, err
 			}
 		}
-		if !applied {
+		if !taken {
 			fresh = append(fresh, in)
 		}
 	}
 	return fresh, nil
 }
 
-// FinishDLQ implements dlq.Store in one statement, so that the per-topic
-// counts trigger fires once and takes its counter rows in its sorted order.
-// Separate statements for acked, counted and released messages in one
-// transaction took them in statement order instead, and deadlocked against
-// concurrent claims of the same topic.
-func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) error {
-	if len(outcomes) == 0 {
-		return nil
-	}
-	rows, err := json.Marshal(outcomeRows(now, outcomes))
-	if err != nil {
-		return fmt.Errorf("record retry outcomes: %w", err)
-	}
-	if _, err := p.db.exec(ctx, `
-		UPDATE dlq.dlq_messages SET status = u.to_status, retry_count = u.to_count, next_retry_at = u.next,
-			last_error = COALESCE(u.err, last_error), republished_at = COALESCE(u.republished, republished_at),
-			attempt_log = CASE WHEN u.entry IS NULL THEN attempt_log ELSE `+pgAppendAttempt("u.entry")+` END,
-			lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
-		FROM jsonb_to_recordset($1::jsonb) AS u(uid uuid, to_status text, to_count int, next timestamptz, err text,
-			republished timestamptz, entry jsonb, from_status text, from_count int)
-		WHERE id = u.uid AND status = u.from_status AND retry_count = u.from_count AND lease_owner = $2`,
-		string(rows), owner, now); err != nil {
-		return fmt.Errorf("record retry outcomes: %w", err)
-	}
-	return nil
+// FinishDLQ implements dlq.Store. The outcomes are written in one
+// statement, so that the per-topic counts trigger fires once and takes its
+// counter rows in its sorted order. Separate statements for acked, counted
+// and released messages in one transaction took them in statement order
+// instead, and deadlocked against concurrent claims of the same topic.
+func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) ([]dlq.Recorded, error) {
+	return p.finishDLQ(ctx, owner, now, outcomes, func(q querier, rows []outcomeRow) error {
+		b, err := json.Marshal(rows)
+		if err != nil {
+			return err
+		}
+		_, err = q.exec(ctx, `
+			UPDATE dlq.dlq_messages SET status = u.to_status, retry_count = u.to_count, next_retry_at = u.next,
+				last_error = COALESCE(u.err, last_error), republished_at = COALESCE(u.republished, republished_at),
+				attempt_log = COALESCE(u.attempts, attempt_log), lease_owner = NULL, lease_expires_at = NULL, updated_at = $2
+			FROM jsonb_to_recordset($1::jsonb) AS u(uid uuid, to_status text, to_count int, next timestamptz, err text,
+				republished timestamptz, attempts jsonb)
+			WHERE id = u.uid`, string(b), now)
+		return err
+	})
 }
 
 // ClaimDLQTopic implements dlq.Store; the first page of a retry-all

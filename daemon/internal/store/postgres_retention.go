@@ -16,6 +16,12 @@ var pgRetention = retentionSQL{
 		DELETE FROM dlq.dlq_messages_archive WHERE id IN (
 			SELECT id FROM dlq.dlq_messages_archive WHERE updated_at < $1 ORDER BY updated_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`,
+	purgeReturns: `
+		DELETE FROM dlq.dlq_returns WHERE (source, dlq_topic, source_partition, source_offset, content_digest) IN (
+			SELECT source, dlq_topic, source_partition, source_offset, content_digest FROM dlq.dlq_returns r
+			WHERE applied_at < $1 AND NOT EXISTS (SELECT 1 FROM dlq.dlq_messages m WHERE m.id = r.message_id)
+				AND NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.id = r.message_id)
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`,
 	purgeKeys: `
 		DELETE FROM lifecycle.idempotency_keys WHERE (caller_uid, key) IN (
 			SELECT caller_uid, key FROM lifecycle.idempotency_keys WHERE expires_at <= $1 LIMIT $2

@@ -17,6 +17,10 @@ type retentionSQL struct {
 	count     string
 	purge     string // archived messages: (cutoff, limit)
 	purgeKeys string // expired Idempotency-Keys: (now, limit)
+	// purgeReturns drops recorded returns of messages that are gone (purged
+	// from the archive, or deleted), recorded before the cutoff: (cutoff,
+	// limit).
+	purgeReturns string
 }
 
 // finished is the status part of the archive predicate, the same in both
@@ -34,11 +38,17 @@ func (s *sqlStore) CountRetentionCandidates(ctx context.Context, archiveCutoff, 
 	return c, nil
 }
 
-// PurgeDLQArchiveBatch implements archive.Store.
+// PurgeDLQArchiveBatch implements archive.Store. The returns recorded for
+// messages that are gone go too: a re-read of their positions can no
+// longer be told from new dead letters, as with the messages' own
+// positions once purged.
 func (s *sqlStore) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	n, err := s.db.exec(ctx, s.sql.retention.purge, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("purge archive: %w", err)
+	}
+	if _, err := s.db.exec(ctx, s.sql.retention.purgeReturns, cutoff, limit); err != nil {
+		return n, fmt.Errorf("purge recorded returns: %w", err)
 	}
 	return n, nil
 }

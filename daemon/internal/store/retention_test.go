@@ -30,7 +30,7 @@ func TestArchiveAndPurge(t *testing.T) {
 			claimAt := at.Add(-time.Minute)
 			m, err := s.ClaimDLQ(ctx, byOff[off], dlq.Claim{Owner: "o", Now: claimAt, LeaseUntil: at.Add(time.Hour)})
 			require.NoError(t, err)
-			require.NoError(t, s.FinishDLQ(ctx, "o", at, ended(m, e)))
+			finished(t, s, "o", at, ended(m, e))
 		}
 		old := t0.Add(-31 * 24 * time.Hour)
 		finish(0, dlq.EventAcked, old)

@@ -31,11 +31,41 @@ var sqliteDLQ = dlqSQL{
 	listCount: `
 		SELECT COALESCE(sum(n), 0) FROM dlq_topic_counts
 		WHERE (dlq_topic = ?1 OR (original_topic = ?1 AND dlq_topic <> ?1)) AND (?2 = '' OR status = ?2)`,
+	known: `
+		SELECT EXISTS (SELECT 1 FROM dlq_messages WHERE source = ?1 AND dlq_topic = ?2 AND source_partition = ?3
+				AND source_offset = ?4 AND ` + sqliteSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq_messages_archive WHERE source = ?1 AND dlq_topic = ?2 AND source_partition = ?3
+				AND source_offset = ?4 AND ` + sqliteSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq_returns WHERE source = ?1 AND dlq_topic = ?2 AND source_partition = ?3
+				AND source_offset = ?4 AND ` + sqliteSameContent + `)`,
+	recordReturn: `
+		INSERT INTO dlq_returns (` + returnColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+		ON CONFLICT DO NOTHING`,
 	returned: `
 		UPDATE dlq_messages SET status = ?2, retry_count = ?3, error_message = ?4, next_retry_at = ?5,
-			last_feedback = ?6, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?7, last_error = ?8,
-			attempt_log = ` + sqliteAppendAttempt("?9") + `
+			lease_owner = CASE WHEN ?2 = 'RETRYING' THEN lease_owner END,
+			lease_expires_at = CASE WHEN ?2 = 'RETRYING' THEN lease_expires_at END,
+			updated_at = ?6, last_error = ?7, attempt_log = ` + sqliteAppendAttempt("?8") + `
 		WHERE id = ?1`,
+	// A loose index scan of the due index: one probe per source.
+	pendingSources: `
+		WITH RECURSIVE s(source) AS (
+			SELECT min(source) FROM dlq_messages WHERE status = 'PENDING'
+			UNION ALL
+			SELECT (SELECT min(m.source) FROM dlq_messages m WHERE m.status = 'PENDING' AND m.source > s.source)
+			FROM s WHERE s.source IS NOT NULL
+		)
+		SELECT source FROM s WHERE source IS NOT NULL`,
+	pendingOfSource: `
+		SELECT dlq_topic, count(*) FROM dlq_messages WHERE status = 'PENDING' AND source = ?1
+		GROUP BY dlq_topic ORDER BY dlq_topic`,
+	list: func(l []string) any {
+		if l == nil {
+			l = []string{}
+		}
+		b, _ := json.Marshal(l) // strings always encode
+		return string(b)
+	},
 	claimSQL: claimSQL{
 		claim: `
 			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4,
@@ -62,20 +92,26 @@ var sqliteDLQ = dlqSQL{
 		claimDue: `
 			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?1, lease_owner = ?3, lease_expires_at = ?4,
 				updated_at = ?1
-			WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'PENDING' AND next_retry_at <= ?1
+			WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'PENDING'
+				AND source IN (SELECT value FROM json_each(?5)) AND next_retry_at <= ?1
 				AND ` + retryable + ` ORDER BY next_retry_at LIMIT ?2)
 			RETURNING ` + dlqColumns,
 		releaseExpired: `
-			UPDATE dlq_messages SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL,
-				next_retry_at = ?1, updated_at = ?1
+			UPDATE dlq_messages SET status = ` + released + `, lease_owner = NULL, lease_expires_at = NULL,
+				next_retry_at = CASE WHEN retry_count < max_retries THEN ?1 END, updated_at = ?1
 			WHERE status = 'RETRYING' AND lease_expires_at < ?1`,
 		revive: `
 			UPDATE dlq_messages SET status = ?6, retry_count = ?7, max_retries = ?2, next_retry_at = ?3,
 				lease_owner = NULL, lease_expires_at = NULL, updated_at = ?4, attempt_log = ` + sqliteAppendAttempt("?5") + `
-			WHERE id = ?1 AND status = ?8 AND raw_payload IS NOT NULL
+			WHERE id = ?1 AND status = ?8 AND raw_payload IS NOT NULL AND original_topic <> ''
 			RETURNING ` + dlqColumns,
+		claimedRead: `SELECT ` + claimedColumns + ` FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id`,
 	},
 }
+
+// sqliteSameContent matches the rows of a position whose digest is ?5, or
+// unknown on either side (an empty digest).
+const sqliteSameContent = `(content_digest = ?5 OR content_digest = x'' OR ?5 = x'')`
 
 // sqliteAppendAttempt is the SQL that appends the JSON history entry in
 // param to attempt_log, keeping the newest dlq.MaxAttempts.
@@ -94,15 +130,17 @@ func rawPayload(b []byte) any {
 }
 
 // sqliteIngest inserts one new dead letter, unless its position is stored
-// already, live or archived (an archived position stays known).
+// already with the same digest, live or archived, or before digests (an
+// empty one, which matches any): an archived position stays known; a
+// position with another digest is a new dead letter.
 const sqliteIngest = `
-	INSERT INTO dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload, status, created_at,
-		updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, produced_at,
-		next_retry_at, last_error, attempt_log)
-	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+	INSERT INTO dlq_messages (` + dlqInsertColumns + `)
+	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
 	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.source = ?8 AND a.dlq_topic = ?9
-		AND a.source_partition = ?10 AND a.source_offset = ?11)
-	ON CONFLICT (source, dlq_topic, source_partition, source_offset) DO NOTHING`
+			AND a.source_partition = ?10 AND a.source_offset = ?11 AND (a.content_digest = ?19 OR a.content_digest = x''))
+		AND NOT EXISTS (SELECT 1 FROM dlq_messages m WHERE m.source = ?8 AND m.dlq_topic = ?9
+			AND m.source_partition = ?10 AND m.source_offset = ?11 AND m.content_digest = x'')
+	ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING`
 
 // IngestDLQ implements dlq.Store, a message at a time in one transaction.
 func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
@@ -113,22 +151,22 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 		}
 		defer ins.close()
 		for _, in := range batch {
-			applied, err := s.applyReturnOf(ctx, q, in, opts, res)
+			taken, err := s.returnOf(ctx, q, in, opts, res)
 			if err != nil {
 				return err
 			}
-			if applied {
+			if taken {
 				continue
 			}
 			var payload *string
-			if json.Valid(in.Payload) {
+			if !in.NoJSON && json.Valid(in.Payload) {
 				p := string(in.Payload)
 				payload = &p
 			}
 			r := newRowOf(in, opts)
 			n, err := ins.exec(ctx, r.id, in.OriginalTopic, in.ErrorMessage, opts.MaxRetries, payload, r.status, opts.Now,
 				in.Position.Source, in.Position.Topic, in.Position.Partition, in.Position.Offset, in.Key, r.headers,
-				rawPayload(in.Payload), in.ProducedAt, r.nextRetryAt, r.lastError, r.attempts)
+				rawPayload(in.Payload), in.ProducedAt, r.nextRetryAt, r.lastError, r.attempts, digestOf(in))
 			if err != nil {
 				return fmt.Errorf("insert dead letter: %w", err)
 			}
@@ -142,34 +180,32 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 	})
 }
 
-// applyReturnOf applies in when it is a returning replay of a record this
-// store holds; false when it is to be stored as a new dead letter.
-func (s *SQLite) applyReturnOf(ctx context.Context, q querier, in dlq.Incoming, opts dlq.IngestOptions, res *dlq.IngestResult) (bool, error) {
+// returnOf handles in when it carries an x-dlq-id (see takeReturn); false
+// when it is to be stored as a new dead letter.
+func (s *SQLite) returnOf(ctx context.Context, q querier, in dlq.Incoming, opts dlq.IngestOptions, res *dlq.IngestResult) (bool, error) {
 	if in.FeedbackOf == nil {
 		return false, nil
 	}
 	t, err := scanReplayTarget(q.queryRow(ctx, `SELECT `+replayColumns+` FROM dlq_messages WHERE id = ?1`, *in.FeedbackOf))
 	if errors.Is(err, derrors.ErrNotFound) {
-		return false, nil
+		t, err = nil, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("read replayed dead letter: %w", err)
 	}
-	return s.applyReturn(ctx, q, in, t, opts, res)
+	return s.takeReturn(ctx, q, in, t, opts, res)
 }
 
 // FinishDLQ implements dlq.Store, an outcome at a time in one transaction.
-func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) error {
-	return s.db.tx(ctx, func(q querier) error {
-		for _, r := range outcomeRows(now, outcomes) {
+func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) ([]dlq.Recorded, error) {
+	return s.finishDLQ(ctx, owner, now, outcomes, func(q querier, rows []outcomeRow) error {
+		for _, r := range rows {
 			if _, err := q.exec(ctx, `
-				UPDATE dlq_messages SET status = ?4, retry_count = ?5, next_retry_at = ?6,
-					last_error = COALESCE(?7, last_error), republished_at = COALESCE(?8, republished_at),
-					attempt_log = CASE WHEN ?9 IS NULL THEN attempt_log ELSE `+sqliteAppendAttempt("?9")+` END,
-					lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3
-				WHERE id = ?1 AND lease_owner = ?2 AND status = ?10 AND retry_count = ?11`,
-				r.ID, owner, now, r.Status, r.RetryCount, r.NextRetryAt, r.LastError, r.Republished, text(r.Attempt),
-				r.FromStatus, r.FromCount); err != nil {
+				UPDATE dlq_messages SET status = ?3, retry_count = ?4, next_retry_at = ?5,
+					last_error = COALESCE(?6, last_error), republished_at = COALESCE(?7, republished_at),
+					attempt_log = COALESCE(?8, attempt_log), lease_owner = NULL, lease_expires_at = NULL, updated_at = ?2
+				WHERE id = ?1`,
+				r.ID, now, r.Status, r.RetryCount, r.NextRetryAt, r.LastError, r.Republished, text(r.Attempts)); err != nil {
 				return fmt.Errorf("finish retry of %s: %w", r.ID, err)
 			}
 		}

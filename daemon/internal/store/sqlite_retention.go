@@ -15,6 +15,12 @@ var sqliteRetention = retentionSQL{
 	purge: `
 		DELETE FROM dlq_messages_archive WHERE id IN (
 			SELECT id FROM dlq_messages_archive WHERE updated_at < ?1 ORDER BY updated_at LIMIT ?2)`,
+	purgeReturns: `
+		DELETE FROM dlq_returns WHERE rowid IN (
+			SELECT rowid FROM dlq_returns r WHERE applied_at < ?1
+				AND NOT EXISTS (SELECT 1 FROM dlq_messages m WHERE m.id = r.message_id)
+				AND NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.id = r.message_id)
+			LIMIT ?2)`,
 	purgeKeys: `
 		DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE expires_at <= ?1 LIMIT ?2)`,
 }

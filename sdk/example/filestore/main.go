@@ -12,7 +12,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io/fs"
 	"net/url"
 	"os"
@@ -42,11 +42,20 @@ func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.
 			return nil, sdk.InvalidConfig(sdk.FieldError{Field: k, Problem: "unknown key"})
 		}
 	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return nil, sdk.Unavailable(fmt.Errorf("root is not a directory: %s", root))
-	}
 	d.root, d.format = root, req.TenantIDFormat
+	if err := d.rootPresent(); err != nil {
+		return nil, err
+	}
 	return &sdk.ConfigureResponse{PluginVersion: "0.1.0"}, nil
+}
+
+// rootPresent checks that the root is there: a volume that is not mounted
+// (yet) must be an error, never a tenant without files.
+func (d *deleter) rootPresent() error {
+	if fi, err := os.Stat(d.root); err != nil || !fi.IsDir() {
+		return sdk.Unavailable(errors.New("root " + d.root + " is not a directory (not mounted?)"))
+	}
+	return nil
 }
 
 // tenantDir treats the tenant id as data: it is escaped into one path
@@ -57,6 +66,9 @@ func (d *deleter) tenantDir(tenant string) string {
 
 // files lists a tenant's regular files.
 func (d *deleter) files(tenant string) ([]string, error) {
+	if err := d.rootPresent(); err != nil {
+		return nil, err
+	}
 	var out []string
 	err := filepath.WalkDir(d.tenantDir(tenant), func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -94,15 +106,23 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	}
 	files, err := d.files(req.TenantID)
 	if err != nil {
-		return nil, sdk.Retryable(err, 0)
+		return nil, sdk.PartialDeletion(0, sdk.Retryable(err, 0))
 	}
 	var deleted int64
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, sdk.PartialDeletion(deleted, err)
 		}
-		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
-			return nil, sdk.PartialDeletion(deleted, sdk.Retryable(err, 0))
+		if err := os.Remove(f); err != nil {
+			if !os.IsNotExist(err) {
+				return nil, sdk.PartialDeletion(deleted, sdk.Retryable(err, 0))
+			}
+			// Gone already (another Delete took it), unless the whole
+			// root went away.
+			if err := d.rootPresent(); err != nil {
+				return nil, sdk.PartialDeletion(deleted, err)
+			}
+			continue
 		}
 		deleted++
 		if i%100 == 99 || i == len(files)-1 {

@@ -17,6 +17,25 @@ import (
 // with the file system, not with the plugin.
 type fixture struct{ root string }
 
+// StopStore takes the root away (as an unmounted volume would) and
+// StartStore puts it back with its files.
+func (f *fixture) StopStore(t testing.TB) {
+	if err := os.Rename(f.root, f.root+".away"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) StartStore(t testing.TB) {
+	if err := os.Rename(f.root+".away", f.root); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// UnreachableConfig points at a directory that does not exist.
+func (f *fixture) UnreachableConfig(testing.TB) (map[string]any, string) {
+	return map[string]any{"root": filepath.Join(f.root, "not-mounted")}, "root"
+}
+
 func (f *fixture) Config(testing.TB) map[string]any { return map[string]any{"root": f.root} }
 
 func (f *fixture) dir(tenant string) string {

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// catalog is what the deleter knows of the server's schemas: every base
+// table, the columns that may hold tenant ids, primary keys, which columns
+// lead an index, and every foreign key. It is read afresh for every Count
+// and Delete, so a key added since Configure is taken into account.
+//
+// information_schema shows only the tables the deleter's user has a
+// privilege on: a key on a table it cannot see is invisible to the
+// preflight (docs/plugins.md says what to grant).
+type catalog struct {
+	tables map[tkey]*catTable
+	fks    []*catFK
+	// mariadb: the server is MariaDB (statement timeouts differ).
+	mariadb bool
+}
+
+// tkey is {schema, table}.
+type tkey [2]string
+
+func (k tkey) String() string { return k[0] + "." + k[1] }
+
+// catTable is one base table.
+type catTable struct {
+	key          tkey
+	engine       string
+	cols         map[string]catColumn // only the candidate tenant columns
+	pk           []string             // primary key columns, in order; nil without one
+	indexedFirst map[string]bool      // an index leads with the column
+}
+
+func (t *catTable) name() string  { return t.key.String() }
+func (t *catTable) ident() string { return quoteIdent(t.key[0]) + "." + quoteIdent(t.key[1]) }
+
+// catColumn is a candidate tenant column.
+type catColumn struct {
+	name       string
+	dataType   string // information_schema DATA_TYPE, lower case: varchar, int, ...
+	columnType string // COLUMN_TYPE: varchar(36), int(10) unsigned, ...
+	maxChars   int64  // CHARACTER_MAXIMUM_LENGTH (0 when none)
+	charset    string // CHARACTER_SET_NAME ("" for numbers and binary strings)
+	collation  string // COLLATION_NAME
+}
+
+// catFK is one foreign key.
+type catFK struct {
+	name          string
+	child, parent tkey
+	fkCols        []string
+	refCols       []string
+	action        byte // c cascade, n set null, d set default, r restrict, a no action
+	nullable      bool // every referencing column allows NULL
+}
+
+func (f *catFK) describe() string {
+	return fmt.Sprintf("%s on %s (%s) references %s", f.name, f.child, strings.Join(f.fkCols, ", "), f.parent)
+}
+
+var systemSchemas = `('mysql', 'information_schema', 'performance_schema', 'sys')`
+
+func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*catalog, error) {
+	c := &catalog{tables: map[tkey]*catTable{}}
+	var version string
+	if err := db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		return nil, classify(fmt.Errorf("read server version: %w", err))
+	}
+	c.mariadb = strings.Contains(strings.ToLower(version), "mariadb")
+
+	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(ENGINE, '') FROM information_schema.TABLES
+		WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN `+systemSchemas)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read tables: %w", err))
+	}
+	for rows.Next() {
+		t := &catTable{cols: map[string]catColumn{}, indexedFirst: map[string]bool{}}
+		if err := rows.Scan(&t.key[0], &t.key[1], &t.engine); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		c.tables[t.key] = t
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read tables: %w", err))
+	}
+
+	if len(tenantColumns) > 0 {
+		q := `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE,
+				COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, '')
+			FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ` + systemSchemas +
+			` AND COLUMN_NAME IN (?` + strings.Repeat(", ?", len(tenantColumns)-1) + `)`
+		args := make([]any, len(tenantColumns))
+		for i, n := range tenantColumns {
+			args[i] = n
+		}
+		rows, err = db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, classify(fmt.Errorf("read columns: %w", err))
+		}
+		for rows.Next() {
+			var k tkey
+			var col catColumn
+			if err := rows.Scan(&k[0], &k[1], &col.name, &col.dataType, &col.columnType, &col.maxChars, &col.charset, &col.collation); err != nil {
+				rows.Close()
+				return nil, classify(err)
+			}
+			if t := c.tables[k]; t != nil {
+				t.cols[col.name] = col
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, classify(fmt.Errorf("read columns: %w", err))
+		}
+	}
+
+	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME
+		FROM information_schema.STATISTICS WHERE TABLE_SCHEMA NOT IN `+systemSchemas+`
+		ORDER BY TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read indexes: %w", err))
+	}
+	for rows.Next() {
+		var k tkey
+		var index, col string
+		var seq int
+		if err := rows.Scan(&k[0], &k[1], &index, &seq, &col); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		t := c.tables[k]
+		if t == nil {
+			continue
+		}
+		if seq == 1 {
+			t.indexedFirst[col] = true
+		}
+		if index == "PRIMARY" {
+			t.pk = append(t.pk, col)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read indexes: %w", err))
+	}
+
+	rows, err = db.QueryContext(ctx, `SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME,
+			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, rc.DELETE_RULE,
+			(SELECT c.IS_NULLABLE FROM information_schema.COLUMNS c
+				WHERE c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME) = 'YES'
+		FROM information_schema.KEY_COLUMN_USAGE k
+		JOIN information_schema.REFERENTIAL_CONSTRAINTS rc
+			ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND rc.TABLE_NAME = k.TABLE_NAME
+		WHERE k.REFERENCED_TABLE_NAME IS NOT NULL
+		ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION`)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read foreign keys: %w", err))
+	}
+	var last *catFK
+	for rows.Next() {
+		var f catFK
+		var col, refCol, rule string
+		var nullable bool
+		if err := rows.Scan(&f.name, &f.child[0], &f.child[1], &col, &f.parent[0], &f.parent[1], &refCol, &rule, &nullable); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		if last == nil || last.name != f.name || last.child != f.child {
+			f.action = map[string]byte{"CASCADE": 'c', "SET NULL": 'n', "SET DEFAULT": 'd', "RESTRICT": 'r'}[rule]
+			if f.action == 0 {
+				f.action = 'a' // NO ACTION
+			}
+			f.nullable = true
+			last = &f
+			c.fks = append(c.fks, last)
+		}
+		last.nullable = last.nullable && nullable
+		last.fkCols = append(last.fkCols, col)
+		last.refCols = append(last.refCols, refCol)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read foreign keys: %w", err))
+	}
+	// Keys between tables the user cannot both see are of no use.
+	kept := c.fks[:0]
+	for _, f := range c.fks {
+		if c.tables[f.child] != nil && c.tables[f.parent] != nil {
+			kept = append(kept, f)
+		}
+	}
+	c.fks = kept
+	return c, nil
+}
+
+// lookup resolves a configured table name: "schema.table" or "table" (in
+// the DSN's database), each part taken literally. A name that can be split
+// at more than one dot into an existing schema and table is ambiguous.
+func (c *catalog) lookup(name, defaultSchema string) (*catTable, error) {
+	var found []*catTable
+	for i := 0; i < len(name); i++ {
+		if name[i] != '.' {
+			continue
+		}
+		if t := c.tables[tkey{name[:i], name[i+1:]}]; t != nil {
+			found = append(found, t)
+		}
+	}
+	if t := c.tables[tkey{defaultSchema, name}]; t != nil {
+		found = append(found, t)
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no table %q (in %s, or as schema.table)", name, defaultSchema)
+	case 1:
+		return found[0], nil
+	}
+	var names []string
+	for _, t := range found {
+		names = append(names, fmt.Sprintf("%s in schema %s", t.key[1], t.key[0]))
+	}
+	return nil, fmt.Errorf("%q is ambiguous: it names %s; rename one of them", name, strings.Join(names, " and "))
+}
+
+// quoteIdent quotes a MySQL identifier.
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// model is how one configuration erases a tenant from one server: the
+// tables it deletes from (the "set"), how each row is known to be the
+// tenant's (its tenant column, or a foreign key path to a row that is), the
+// order that cannot violate a key, and every key through which deleting
+// could reach rows outside the set.
+//
+// Unlike PostgreSQL, MySQL neither defers keys nor reports what a cascade
+// deleted, so tables outside the set that ON DELETE CASCADE would reach
+// ("targets") are deleted explicitly, child first, before the cascade
+// could: their rows are counted exactly, under their own name.
+type model struct {
+	order   []*mtable // set and targets, in delete order (children first)
+	tables  []*mtable // the set, in configured (or discovered) order
+	targets []*mtable
+	// inbound are the keys that reference a table the deletion removes rows
+	// from, from anywhere.
+	inbound []*medge
+	// dropped are keys within the set whose order was given up to break a
+	// cycle (ON DELETE CASCADE, then SET NULL): their action runs on this
+	// tenant's own rows.
+	dropped []*medge
+	byKey   map[tkey]*mtable
+	names   []string // breakdown keys: the set, then targets
+}
+
+// mtable is one table of the set or a target.
+type mtable struct {
+	cat *catTable
+	// tenant is the tenant column; nil for a table whose rows belong to a
+	// tenant through owners.
+	tenant *catColumn
+	owners []*medge // keys to tables of the set (dependent tables only)
+	self   []*medge // keys to itself: leaves deleted first
+	listed bool     // in the set (else a cascade target)
+	// cascadeFrom: for a target, the keys whose cascade reaches it.
+	cascadeFrom []*medge
+	// cascades are the tables a batch of this one can remove rows of by
+	// cascade (through a key given up in a cycle, or a self key), counted
+	// per batch.
+	cascades []*mtable
+	pos      int // configured position, for tie breaks
+}
+
+func (t *mtable) name() string { return t.cat.name() }
+
+// medge is a foreign key, declared on child, referencing parent.
+type medge struct {
+	fk              *catFK
+	child, parent   *catTable
+	childT, parentT *mtable // nil outside the set and targets
+}
+
+func (e *medge) describe() string { return e.fk.describe() }
+
+// tenantColumnFor is the tenant column of a table under cfg.
+func (cfg config) tenantColumnFor(t *catTable) string {
+	if c, ok := cfg.TenantColumns[t.name()]; ok {
+		return c
+	}
+	if t.key[0] == cfg.database && !strings.Contains(t.key[1], ".") {
+		if c, ok := cfg.TenantColumns[t.key[1]]; ok {
+			return c
+		}
+	}
+	return cfg.TenantColumn
+}
+
+// tenantColumnNames are every column name a table may hold tenant ids in.
+func (cfg config) tenantColumnNames() []string {
+	out := []string{cfg.TenantColumn}
+	for _, c := range cfg.TenantColumns {
+		out = append(out, c)
+	}
+	return out
+}
+
+func fieldName(cfg config) string {
+	if cfg.Discover {
+		return "discover"
+	}
+	return "tables"
+}
+
+func fieldOf(cfg config, t *mtable) string {
+	if cfg.Discover || !t.listed {
+		return fieldName(cfg)
+	}
+	return fmt.Sprintf("tables[%d]", t.pos)
+}
+
+// buildModel checks the configuration against the catalogue and derives
+// the deletion model. Every problem is a config error naming the table.
+func buildModel(cfg config, cat *catalog) (*model, error) {
+	m := &model{byKey: map[tkey]*mtable{}}
+	var problems []sdk.FieldError
+	add := func(ct *catTable, pos int) *mtable {
+		t := &mtable{cat: ct, listed: true, pos: pos}
+		if col, ok := ct.cols[cfg.tenantColumnFor(ct)]; ok {
+			t.tenant = &col
+		}
+		m.byKey[ct.key] = t
+		m.tables = append(m.tables, t)
+		return t
+	}
+	if cfg.Discover {
+		schemas := map[string]bool{}
+		for _, s := range cfg.Schemas {
+			schemas[s] = true
+		}
+		var cands []*catTable
+		for _, t := range cat.tables {
+			if schemas[t.key[0]] {
+				cands = append(cands, t)
+			}
+		}
+		sort.Slice(cands, func(i, j int) bool { return cands[i].name() < cands[j].name() })
+		for _, t := range cands {
+			if _, ok := t.cols[cfg.tenantColumnFor(t)]; ok {
+				add(t, len(m.tables))
+			}
+		}
+		if len(m.tables) == 0 {
+			return nil, sdk.InvalidConfig(sdk.FieldError{Field: "discover", Problem: fmt.Sprintf("no table in schemas %v has a column %q", cfg.Schemas, cfg.TenantColumn)})
+		}
+		// Tables without the column whose rows hang off the set's rows by
+		// foreign key are the tenant's data too.
+		for grew := true; grew; {
+			grew = false
+			for _, t := range cands {
+				if m.byKey[t.key] != nil {
+					continue
+				}
+				for _, f := range cat.fks {
+					if f.child == t.key && f.parent != t.key && m.byKey[f.parent] != nil {
+						add(t, len(m.tables))
+						grew = true
+						break
+					}
+				}
+			}
+		}
+	} else {
+		seen := map[tkey]bool{}
+		for i, name := range cfg.Tables {
+			field := fmt.Sprintf("tables[%d]", i)
+			t, err := cat.lookup(name, cfg.database)
+			switch {
+			case err != nil:
+				problems = append(problems, sdk.FieldError{Field: field, Problem: err.Error()})
+				continue
+			case seen[t.key]:
+				problems = append(problems, sdk.FieldError{Field: field, Problem: fmt.Sprintf("%s is listed twice", t.name())})
+				continue
+			}
+			seen[t.key] = true
+			add(t, i)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, sdk.InvalidConfig(problems...)
+	}
+	for _, t := range m.tables {
+		if t.tenant != nil {
+			if p := columnProblem(*t.tenant); p != "" {
+				problems = append(problems, sdk.FieldError{Field: fieldOf(cfg, t), Problem: fmt.Sprintf("%s.%s: %s", t.name(), t.tenant.name, p)})
+			}
+		}
+	}
+
+	for _, f := range cat.fks {
+		ct, pt := m.byKey[f.child], m.byKey[f.parent]
+		if ct == nil && pt == nil {
+			continue
+		}
+		e := &medge{fk: f, child: cat.tables[f.child], parent: cat.tables[f.parent], childT: ct, parentT: pt}
+		switch {
+		case ct != nil && ct == pt:
+			ct.self = append(ct.self, e)
+		case ct != nil && pt != nil && ct.tenant == nil:
+			ct.owners = append(ct.owners, e)
+		}
+		if pt != nil {
+			m.inbound = append(m.inbound, e)
+		}
+	}
+	for _, t := range m.tables {
+		if t.tenant == nil && len(t.owners) == 0 {
+			problems = append(problems, sdk.FieldError{Field: fieldOf(cfg, t), Problem: fmt.Sprintf(
+				"%s has no column %q and no foreign key to a listed table, so its rows cannot be told apart by tenant", t.name(), cfg.tenantColumnFor(t.cat))})
+		}
+		if len(t.self) > 0 && len(t.cat.pk) == 0 {
+			problems = append(problems, sdk.FieldError{Field: fieldOf(cfg, t), Problem: fmt.Sprintf(
+				"%s references itself (%s) but has no primary key, which deleting its rows leaves first needs", t.name(), t.self[0].fk.name)})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, sdk.InvalidConfig(problems...)
+	}
+	if err := checkOwnerCycles(m); err != nil {
+		return nil, err
+	}
+	if err := m.addCascadeTargets(cfg, cat); err != nil {
+		return nil, err
+	}
+	if err := m.sortTables(cfg); err != nil {
+		return nil, err
+	}
+	m.planCascades()
+	for _, t := range m.tables {
+		m.names = append(m.names, t.name())
+	}
+	for _, t := range m.targets {
+		m.names = append(m.names, t.name())
+	}
+	return m, nil
+}
+
+// checkOwnerCycles refuses dependent tables that own each other in a loop:
+// their rows would belong to a tenant only through themselves.
+func checkOwnerCycles(m *model) error {
+	state := map[*mtable]int{} // 1 visiting, 2 done
+	var visit func(t *mtable, path []string) error
+	visit = func(t *mtable, path []string) error {
+		switch state[t] {
+		case 1:
+			return sdk.InvalidConfig(sdk.FieldError{Field: "tables", Problem: fmt.Sprintf(
+				"tables without the tenant column reference each other in a loop (%s): give one of them the tenant column", strings.Join(append(path, t.name()), " -> "))})
+		case 2:
+			return nil
+		}
+		state[t] = 1
+		for _, e := range t.owners {
+			if e.parentT.tenant == nil {
+				if err := visit(e.parentT, append(path, t.name())); err != nil {
+					return err
+				}
+			}
+		}
+		state[t] = 2
+		return nil
+	}
+	for _, t := range m.tables {
+		if t.tenant == nil {
+			if err := visit(t, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addCascadeTargets finds tables outside the set that ON DELETE CASCADE
+// reaches from it. Those with the tenant column become targets, deleted
+// explicitly before their parents; rows of any other table reached this way
+// are refused by the preflight.
+func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
+	queue := append([]*mtable(nil), m.tables...)
+	for len(queue) > 0 {
+		from := queue[0]
+		queue = queue[1:]
+		for _, e := range m.inbound {
+			if e.parentT != from || e.fk.action != 'c' || (e.childT != nil && e.childT.listed) || e.child == e.parent {
+				continue
+			}
+			child := e.child
+			col, ok := child.cols[cfg.tenantColumnFor(child)]
+			if !ok {
+				continue // not provably this tenant's: the preflight refuses such rows
+			}
+			t := m.byKey[child.key]
+			if t == nil {
+				if p := columnProblem(col); p != "" {
+					return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
+						"%s.%s, reached by ON DELETE CASCADE of %s: %s", child.name(), col.name, e.fk.name, p)})
+				}
+				t = &mtable{cat: child, tenant: &col, pos: len(cfg.Tables) + len(m.targets)}
+				m.byKey[child.key] = t
+				m.targets = append(m.targets, t)
+				for _, f := range cat.fks {
+					if f.parent == child.key {
+						ne := &medge{fk: f, child: cat.tables[f.child], parent: child, childT: m.byKey[f.child], parentT: t}
+						if f.child == child.key {
+							t.self = append(t.self, ne)
+						}
+						m.inbound = append(m.inbound, ne)
+					}
+				}
+				for _, in := range m.inbound {
+					if in.childT == nil && in.child.key == child.key {
+						in.childT = t
+					}
+				}
+				if len(t.self) > 0 {
+					return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
+						"%s, reached by ON DELETE CASCADE of %s, references itself: list it in tables", child.name(), e.fk.name)})
+				}
+				queue = append(queue, t)
+			}
+			e.childT = t
+			t.cascadeFrom = append(t.cascadeFrom, e)
+		}
+	}
+	return nil
+}
+
+// owner reports whether e is how its child, a table without the tenant
+// column, belongs to the tenant.
+func owner(e *medge) bool {
+	return e.childT != nil && e.childT.tenant == nil && slices.Contains(e.childT.owners, e)
+}
+
+// setNullStripsTenant reports whether e's ON DELETE SET NULL/DEFAULT would
+// take a row of its child out of its tenant: it writes the tenant column,
+// or it is how a table without one belongs to a tenant.
+func setNullStripsTenant(e *medge) bool {
+	if e.fk.action != 'n' && e.fk.action != 'd' || e.childT == nil {
+		return false
+	}
+	if e.childT.tenant == nil {
+		return owner(e)
+	}
+	return slices.Contains(e.fk.fkCols, e.childT.tenant.name)
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// preflight looks, before anything is deleted, for every row outside this
+// tenant's data that deleting it would remove, change or trip over:
+//
+//   - rows of other tenants, or of tables this deleter does not delete,
+//     that reference the tenant's rows through any key (CASCADE would delete
+//     them, SET NULL would change them, NO ACTION/RESTRICT would make the
+//     delete fail half way);
+//   - the tenant's own rows that a SET NULL key given up in a cycle would
+//     take out of the tenant (tenant column nulled, or the only key through
+//     which a row without a tenant column belongs to it);
+//   - rows without a tenant column that reference rows of two tenants.
+//
+// Any of these refuses the whole deletion with a permanent error naming the
+// key, the table and how many rows; nothing has been changed.
+func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) error {
+	var problems []string
+	for _, e := range m.inbound {
+		stripping := slices.Contains(m.dropped, e) && setNullStripsTenant(e)
+		if !stripping && (aligned(e) || m.enforcedByDelete(e)) {
+			continue
+		}
+		n, err := strangers(ctx, db, e, vals, stripping)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			problems = append(problems, describeProblem(e, n, stripping))
+		}
+	}
+	for _, t := range m.tables {
+		if t.tenant != nil || len(t.owners) < 2 {
+			continue
+		}
+		p := newPredicate(vals)
+		own := p.own(t, "c")
+		var other []string
+		for _, e := range t.owners {
+			b := p.alias()
+			other = append(other, fmt.Sprintf("EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s) AND (%s) IS NOT TRUE)",
+				e.parent.ident(), b, cols(b, e.fk.refCols), cols("c", e.fk.fkCols), p.own(e.parentT, b)))
+		}
+		q := fmt.Sprintf("SELECT COUNT(*) FROM %s c WHERE %s AND (%s)", t.cat.ident(), own, strings.Join(other, " OR "))
+		var n int64
+		if err := db.QueryRowContext(ctx, q, p.args...).Scan(&n); err != nil {
+			return classify(fmt.Errorf("preflight check of %s: %w", t.name(), err))
+		}
+		if n > 0 {
+			problems = append(problems, fmt.Sprintf(
+				"%s of %s reference rows of two tenants (this tenant's through one foreign key, a row that is not this tenant's through another): "+
+					"whose they are cannot be told, so correct those rows first", rows(n), t.name()))
+		}
+	}
+	if len(problems) > 0 {
+		return sdk.Permanent(fmt.Errorf("erasure refused before deleting anything: %s", strings.Join(problems, "; ")))
+	}
+	return nil
+}
+
+// strangers counts the rows of e's child that reference rows the deletion
+// removes but are not themselves rows it removes first (with stripping,
+// every such row: the key's SET NULL would strip the tenant).
+func strangers(ctx context.Context, db *sql.DB, e *medge, vals map[*mtable]any, stripping bool) (int64, error) {
+	p := newPredicate(vals)
+	refs := p.references(e, "c")
+	ok := "FALSE"
+	if !stripping && e.childT != nil {
+		ok = p.gone(e.childT, "c")
+	}
+	q := fmt.Sprintf("SELECT COUNT(*) FROM %s c WHERE %s AND (%s) IS NOT TRUE", e.child.ident(), refs, ok)
+	var n int64
+	if err := db.QueryRowContext(ctx, q, p.args...).Scan(&n); err != nil {
+		return 0, classify(fmt.Errorf("preflight check of %s: %w", e.fk.name, err))
+	}
+	return n, nil
+}
+
+// enforcedByDelete reports whether the server itself refuses, without
+// changing any other row, what e would do wrong: a NO ACTION or RESTRICT key
+// from a table of the set that is emptied of this tenant before its parent.
+// Another tenant's row referencing this tenant's then makes the parent's
+// delete fail (1451), which stops the erasure at that table with an error
+// naming the key; checking it up front as well would read every
+// referencing row twice.
+func (m *model) enforcedByDelete(e *medge) bool {
+	if e.fk.action != 'a' && e.fk.action != 'r' {
+		return false
+	}
+	if e.childT == nil || !e.childT.listed || e.childT == e.parentT {
+		return false
+	}
+	return m.stepOf(e.childT) < m.stepOf(e.parentT)
+}
+
+// aligned reports whether a key maps a listed child's tenant column onto
+// its parent's (composite keys led by the tenant): a referencing row then
+// has the parent's tenant. Only for columns that compare exactly: a key on
+// a text column compares by its collation, so a row of tenant "ACME" can
+// reference a row of tenant "acme".
+func aligned(e *medge) bool {
+	if e.childT == nil || !e.childT.listed || e.childT.tenant == nil || e.parentT.tenant == nil {
+		return false
+	}
+	if e.childT.tenant.kind() == kindText || e.parentT.tenant.kind() == kindText {
+		return false
+	}
+	for i, c := range e.fk.fkCols {
+		if c == e.childT.tenant.name && e.fk.refCols[i] == e.parentT.tenant.name {
+			return true
+		}
+	}
+	return false
+}
+
+func describeProblem(e *medge, n int64, stripping bool) string {
+	child := e.child.name()
+	if stripping {
+		what := "the key through which they belong to the tenant"
+		if e.childT.tenant != nil {
+			what = e.childT.tenant.name
+		}
+		return fmt.Sprintf("%s (%s) would run %s on %s of this tenant in %s, because the key is in a cycle and its parent rows go first, "+
+			"and set %s to NULL, leaving them behind: make it SET NULL only on columns that are not the tenant column",
+			e.fk.name, e.describe(), actionName(e.fk), rows(n), child, what)
+	}
+	whose := "that are not this tenant's"
+	if e.childT == nil {
+		whose = "that this deleter does not delete"
+	}
+	var consequence string
+	switch e.fk.action {
+	case 'c':
+		consequence = "deleting this tenant would delete them too (ON DELETE CASCADE)"
+	case 'n', 'd':
+		consequence = "deleting this tenant would change them (" + actionName(e.fk) + ")"
+	default:
+		consequence = "the delete would fail on them (" + actionName(e.fk) + ")"
+	}
+	hint := ""
+	if e.childT == nil {
+		hint = fmt.Sprintf("; if they are this tenant's data, add %s to tables (or use discover = true)", child)
+	}
+	return fmt.Sprintf("%s of %s %s reference this tenant's rows in %s through %s: %s%s",
+		rows(n), child, whose, e.parent.name(), e.fk.name, consequence, hint)
+}
+
+func rows(n int64) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
