@@ -233,14 +233,16 @@ func TestHoldBlocksAScheduledJobAndReleaseLetsItRun(t *testing.T) {
 			s := newStores(t, false)
 			a := uuid.NewString()
 			seedA := s.seed(t, a, 200).pg
-			d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state(), Extra: s.pgOnly(`grace_period = "1s"`)})
+			d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state(), Extra: s.pgOnly(`grace_period = "5s"`)})
 			_, errOut, code := d.CLI("tenant", "delete", a, "--yes")
 			require.Equal(t, 0, code, errOut)
+			notBefore := parseAPITime(t, latestJob(t, d, a).NotBefore)
 			out, errOut, code := d.CLI("tenant", "hold", a, "--reason", "litigation 2026-17")
 			require.Equal(t, 0, code, "%s\n%s", out, errOut)
 			require.Contains(t, out, "on hold")
+			require.True(t, time.Now().Before(notBefore), "held while the job is still SCHEDULED")
 
-			time.Sleep(3 * time.Second) // well past not_before
+			time.Sleep(time.Until(notBefore) + 2*time.Second) // well past not_before
 			job := latestJob(t, d, a)
 			require.Equal(t, "SCHEDULED", job.Status)
 			require.True(t, job.OnHold)
