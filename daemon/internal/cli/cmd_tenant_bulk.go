@@ -133,7 +133,7 @@ func bulkDelete(g *globals, c *client, from, notBefore string, yes bool) error {
 	var attention error
 	if total.OnHold > 0 {
 		attention = &exitError{code: ExitAttention, silent: g.json(),
-			err: fmt.Errorf("%s on legal hold were not queued", plural(total.OnHold, "tenant"))}
+			err: fmt.Errorf("%s on legal hold: not queued", plural(total.OnHold, "tenant"))}
 	}
 	if g.json() {
 		_ = g.printValue(total)
@@ -143,7 +143,7 @@ func bulkDelete(g *globals, c *client, from, notBefore string, yes bool) error {
 		plural(len(list), "tenant"), total.Queued, total.Existing, total.OnHold)
 	for i, res := range total.Results {
 		if res.Error != nil {
-			fmt.Fprintf(g.stdout, "line %d: %s: %s\n", lines[i], res.Error.Code, oneLine(res.Error.Message))
+			fmt.Fprintf(g.stdout, "line %d: %s: %s\n", lines[i], res.Error.Code, strings.ReplaceAll(res.Error.Message, "\n", " "))
 		}
 	}
 	if total.Queued+total.Existing > 0 {

@@ -28,8 +28,11 @@ func (e *InvalidTenantsError) Error() string {
 	if len(e.Problems) > 5 {
 		more = fmt.Sprintf("; and %d more", len(e.Problems)-5)
 	}
-	return fmt.Sprintf("%s: %d of the tenant ids are invalid, so none was queued: %s%s", derrors.ErrInvalid, len(e.Problems),
-		strings.Join(parts, "; "), more)
+	what := fmt.Sprintf("%d of the tenant ids are invalid", len(e.Problems))
+	if len(e.Problems) == 1 {
+		what = "a tenant id is invalid"
+	}
+	return fmt.Sprintf("%s: %s, so none was queued: %s%s", derrors.ErrInvalid, what, strings.Join(parts, "; "), more)
 }
 
 // Is makes errors.Is match derrors.ErrInvalid.

@@ -265,6 +265,9 @@ func (s *sqlStore) CancelDeletionJob(ctx context.Context, tenant string, uid *in
 			return err
 		}
 		job, err = s.withDeleters(ctx, q, q.queryRow(ctx, s.sql.jobs.latest, tenant))
+		if errors.Is(err, derrors.ErrNotFound) {
+			return fmt.Errorf("%w: tenant %s has no deletion job to cancel", derrors.ErrNotFound, tenant)
+		}
 		if err != nil {
 			return err
 		}
@@ -275,6 +278,9 @@ func (s *sqlStore) CancelDeletionJob(ctx context.Context, tenant string, uid *in
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, derrors.ErrNotFound) || errors.Is(err, derrors.ErrConflict) {
+			return nil, 0, err // they say what happened
+		}
 		return nil, 0, fmt.Errorf("cancel deletion of tenant %q: %w", tenant, err)
 	}
 	return job, outcome, nil
