@@ -69,6 +69,8 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzRouteParams$$' -fuzztime $(FUZZTIME) ./daemon/internal/adminapi
 	$(GO) test -run '^$$' -fuzz '^FuzzHeaders$$' -fuzztime $(FUZZTIME) ./daemon/internal/dlq
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalTenantID$$' -fuzztime $(FUZZTIME) ./daemon/internal/deletion
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCursor$$' -fuzztime $(FUZZTIME) ./daemon/internal/deletion
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./daemon/internal/receipt
 
 bench: build test-deps ## run the benchmarks under bench/ (baselines in the same run); see bench/README.md
 	./bench/run.sh

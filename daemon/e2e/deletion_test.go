@@ -306,8 +306,12 @@ func TestHostileTenantIDsAre400AndDeleteNothing(t *testing.T) {
 func TestTwoDaemonsShareOnePostgresStateStore(t *testing.T) {
 	s := newStores(t, false)
 	state := testsvc.PGDatabase(t)
-	d1 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: s.deleters()})
-	d2 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: s.deleters()})
+	// max_jobs counts across both daemons: with the default (4) one daemon
+	// can hold every slot, and take the next job first whenever one ends.
+	// Above the number of jobs, each daemon claims what its requests wake.
+	extra := strings.Replace(s.deleters(), "[deletion]\n", "[deletion]\nmax_jobs = 16\n", 1)
+	d1 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra})
+	d2 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra})
 	for _, d := range []*testsvc.Daemon{d1, d2} {
 		testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
 	}

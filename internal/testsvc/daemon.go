@@ -153,7 +153,9 @@ func (d *Daemon) Start() {
 	args := append(append([]string(nil), d.wrap...), filepath.Join(d.Bin, "lifecycled"), "run", "--config", d.ConfigPath)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = d.Dir
-	cmd.Env = append(os.Environ(), d.Env...)
+	// As systemd's StateDirectory= does: a daemon with a PostgreSQL state
+	// store keeps its generated receipt key there.
+	cmd.Env = append(append(os.Environ(), "STATE_DIRECTORY="+d.Dir), d.Env...)
 	d.stderr = &SyncBuffer{}
 	cmd.Stderr = d.stderr
 	cmd.Stdout = d.stderr

@@ -33,7 +33,7 @@ func newHandler(t testing.TB) http.Handler {
 	svc := dlq.NewService(st, host, func() dlq.Policy { return dlq.Policy{MaxRetries: 3, Lease: time.Minute} }, "test", log,
 		dlq.NewMetrics(nil, st, nil, nil))
 	reg := deletion.NewRegistry(host, func() int { return 1 })
-	tenants := deletion.NewService(st, reg, nil, func() string { return "uuid" })
+	tenants := deletion.NewService(st, reg, nil, deletion.ServiceOptions{Config: func() deletion.ServiceConfig { return deletion.ServiceConfig{TenantIDFormat: "uuid"} }})
 	retention := archive.New(st, func() archive.Config {
 		return archive.Config{Retention: cfg.Archive.Retention.Duration, ArchiveRetention: cfg.Archive.ArchiveRetention.Duration, BatchSize: 100}
 	}, log, nil, nil)

@@ -25,7 +25,8 @@ func scopeOf(path string) Scope {
 	switch {
 	case strings.HasPrefix(path, "/api/v1/dlq"):
 		return ScopeDLQ
-	case strings.HasPrefix(path, "/api/v1/tenants"):
+	case strings.HasPrefix(path, "/api/v1/tenants"), strings.HasPrefix(path, "/api/v1/deletions"),
+		strings.HasPrefix(path, "/api/v1/holds"), strings.HasPrefix(path, "/api/v1/receipts"):
 		return ScopeTenant
 	default:
 		return ScopeNone

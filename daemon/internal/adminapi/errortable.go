@@ -3,6 +3,7 @@ package adminapi
 import (
 	"net/http"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
@@ -34,6 +35,8 @@ var errorTable = []errorRow{
 	{err: dlq.ErrRepublishFailed, status: http.StatusBadGateway, kind: "REPUBLISH_FAILED", only: []Scope{ScopeDLQ}},
 	{err: derrors.ErrNotFound, status: http.StatusNotFound, kind: "NOT_FOUND"},
 	{err: derrors.ErrInvalid, status: http.StatusBadRequest, kind: "VALIDATION_ERROR"},
+	// Before ErrConflict, which an OnHoldError also is.
+	{err: deletion.ErrOnHold, status: http.StatusConflict, code: "SYS_TENANT_ON_HOLD", only: []Scope{ScopeTenant}},
 	{err: derrors.ErrConflict, status: http.StatusConflict, kind: "CONFLICT"},
 	{err: derrors.ErrUnavailable, status: http.StatusServiceUnavailable, kind: "UNAVAILABLE",
 		scoped: map[Scope]string{ScopeDLQ: "SOURCE_UNAVAILABLE"}},
@@ -45,7 +48,7 @@ var answerKinds = []string{"VALIDATION_ERROR", "NOT_FOUND", "FORBIDDEN", "METHOD
 
 // fixedCodes are codes without a scope.
 var fixedCodes = []string{
-	"SYS_STATE_STORE_UNAVAILABLE", "SYS_RELOAD_REFUSED",
+	"SYS_STATE_STORE_UNAVAILABLE", "SYS_RELOAD_REFUSED", "SYS_TENANT_ON_HOLD",
 	"SYS_IDEMPOTENCY_KEY_MISMATCH", "SYS_IDEMPOTENCY_IN_FLIGHT", "SYS_IDEMPOTENCY_VALIDATION_ERROR",
 }
 

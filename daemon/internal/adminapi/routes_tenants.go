@@ -8,11 +8,14 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 )
 
-// Tenants is what the tenant routes need.
+// Tenants is what the tenant erasure routes need.
 type Tenants interface {
 	Counts(ctx context.Context, tenant string) (deletion.CountReport, error)
-	StartDeletion(ctx context.Context, tenant string) (*deletion.Job, bool, error)
+	StartDeletion(ctx context.Context, tenant string, o deletion.StartOptions) (*deletion.Job, bool, error)
+	StartDeletions(ctx context.Context, tenants []string, o deletion.StartOptions) ([]deletion.JobCreated, error)
 	Latest(ctx context.Context, tenant string) (*deletion.Job, error)
+	Jobs(ctx context.Context, f deletion.JobFilter) (deletion.JobPage, error)
+	Cancel(ctx context.Context, tenant string, uid *int64) (*deletion.Job, deletion.CancelOutcome, error)
 }
 
 // CountsBody is GET /api/v1/tenants/{tenant}/counts.
@@ -30,6 +33,26 @@ type CountsBody struct {
 	Failed   []deletion.Failure `json:"failed"`
 }
 
+// JobsBody is a page of jobs: GET /api/v1/deletions and
+// GET /api/v1/tenants/{tenant}/deletions.
+type JobsBody struct {
+	Jobs []deletion.JobJSON `json:"jobs"`
+	// NextCursor fetches the next page (?cursor=); null on the last one.
+	NextCursor *string `json:"next_cursor"`
+}
+
+func jobsBody(p deletion.JobPage) JobsBody {
+	out := JobsBody{Jobs: make([]deletion.JobJSON, 0, len(p.Jobs))}
+	for _, j := range p.Jobs {
+		out.Jobs = append(out.Jobs, j.ToJSON())
+	}
+	if p.Next != nil {
+		s := p.Next.String()
+		out.NextCursor = &s
+	}
+	return out
+}
+
 // TenantRoutes serves the tenant erasure routes.
 func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
@@ -43,7 +66,18 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 				Total: rep.Total(), Complete: rep.Complete(), Failed: rep.Failed})
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
-			job, created, err := svc.StartDeletion(r.Context(), r.PathValue("tenant"))
+			var body deletionBody
+			if _, err := decodeBody(r, &body, `empty or {"not_before": "<RFC 3339 time>"}`); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			notBefore, err := parseNotBefore(body.NotBefore)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			job, created, err := svc.StartDeletion(r.Context(), r.PathValue("tenant"),
+				deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r)})
 			if err != nil {
 				writeError(w, r, ScopeTenant, err)
 				return
@@ -62,7 +96,46 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 			}
 			writeJSON(w, http.StatusOK, job.ToJSON())
 		})
+		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/cancel", func(w http.ResponseWriter, r *http.Request) {
+			var empty struct{}
+			if _, err := decodeBody(r, &empty, "empty"); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			job, outcome, err := svc.Cancel(r.Context(), r.PathValue("tenant"), callerUID(r))
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			if l := loggerFrom(r); l != nil {
+				l.Info("deletion job cancel", "tenant_id", job.TenantID, "job_id", job.ID.String(), "status", job.Status,
+					"stopping", outcome == deletion.CancelRequested, "uid", uidField(callerUID(r)), "request_id", requestID(r))
+			}
+			writeJSON(w, http.StatusOK, job.ToJSON())
+		})
+		mux.HandleFunc("GET /api/v1/tenants/{tenant}/deletions", func(w http.ResponseWriter, r *http.Request) {
+			f, err := parseJobQuery(r.URL.Query(), false)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			f.Tenant = r.PathValue("tenant")
+			page, err := svc.Jobs(r.Context(), f)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, jobsBody(page))
+		})
 	}
+}
+
+// uidField is a uid for a log line: -1 when unknown.
+func uidField(uid *int64) int64 {
+	if uid == nil {
+		return -1
+	}
+	return *uid
 }
 
 // CanonicalTenantURI returns what the Idempotency-Key fingerprint covers of

@@ -117,7 +117,7 @@ func tenantAPI(t *testing.T, st store.Store, src deletion.Deleters, format strin
 	srv := adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
 		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
-		Routes: []func(*http.ServeMux){adminapi.TenantRoutes(deletion.NewService(st, reg, runner, formatFn))},
+		Routes: []func(*http.ServeMux){adminapi.TenantRoutes(deletion.NewService(st, reg, runner, deletion.ServiceOptions{Config: func() deletion.ServiceConfig { return deletion.ServiceConfig{TenantIDFormat: format} }}))},
 		Idempotency: &adminapi.IdempotencyOptions{Store: st,
 			TTL: func() time.Duration { return time.Hour }, MismatchStatus: func() int { return 409 },
 			LockTimeout:  func() time.Duration { return time.Minute },

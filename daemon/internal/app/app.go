@@ -256,6 +256,10 @@ func restartOnlyChanges(a, b *config.Config) []string {
 	if a.Daemon.LogFormat != b.Daemon.LogFormat {
 		out = append(out, "daemon.log_format")
 	}
+	// The receipt key is loaded (or generated) once, at start.
+	if a.Deletion.ReceiptKeyFile != b.Deletion.ReceiptKeyFile {
+		out = append(out, "deletion.receipt_key_file")
+	}
 	return out
 }
 

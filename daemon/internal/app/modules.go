@@ -11,7 +11,6 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
-	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
@@ -29,34 +28,15 @@ func modules() fx.Option {
 			periodic.New,
 			newDeletion,
 			fx.Annotate(tenantRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(deletionRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(holdRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(receiptRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newDLQ,
 			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newArchive,
 			fx.Annotate(archiveRoutes, fx.ResultTags(`group:"admin_routes"`)),
 		),
 	)
-}
-
-func newDeletion(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
-	st store.Store, host *pluginhost.Host, id daemonID, pm *periodic.Metrics) *deletion.Service {
-	registry := deletion.NewRegistry(host, func() int { return holder.Get().Deletion.Concurrency })
-	runner := deletion.NewRunner(st, registry, string(id), func() deletion.RunnerConfig {
-		cfg := holder.Get()
-		d := cfg.Deletion
-		return deletion.RunnerConfig{
-			PollInterval:   d.PollInterval.Duration,
-			Lease:          d.Lease.Duration,
-			RetryPolicy:    retry.Policy{Initial: d.RetryInitialDelay.Duration, Multiplier: 2, Max: d.RetryMaxDelay.Duration, Jitter: retry.JitterEqual},
-			Verify:         d.Verify,
-			TenantIDFormat: cfg.Daemon.TenantIDFormat,
-		}
-	}, log, reg, pm)
-	lc.Append(fx.Hook{OnStart: runner.Start, OnStop: runner.Stop})
-	return deletion.NewService(st, registry, runner, func() string { return holder.Get().Daemon.TenantIDFormat })
-}
-
-func tenantRoutes(svc *deletion.Service) func(*http.ServeMux) {
-	return adminapi.TenantRoutes(svc)
 }
 
 func dlqPolicy(holder *config.Holder) func() dlq.Policy {

@@ -20,8 +20,9 @@ import (
 )
 
 func tenantCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "tenant", Short: "Count, delete and inspect a tenant's data"}
-	cmd.AddCommand(tenantCountCmd(g), tenantDeleteCmd(g), tenantStatusCmd(g))
+	cmd := &cobra.Command{Use: "tenant", Short: "Count, delete, schedule, cancel, hold and prove the erasure of tenants' data"}
+	cmd.AddCommand(tenantCountCmd(g), tenantDeleteCmd(g), tenantStatusCmd(g), tenantJobsCmd(g), tenantCancelCmd(g),
+		tenantHoldCmd(g), tenantReleaseCmd(g), tenantHoldsCmd(g), tenantReceiptCmd(g))
 	return cmd
 }
 
@@ -66,48 +67,69 @@ func isTTY(f any) bool {
 
 func tenantDeleteCmd(g *globals) *cobra.Command {
 	var (
-		yes     bool
-		wait    bool
-		timeout time.Duration
+		yes       bool
+		wait      bool
+		timeout   time.Duration
+		from      string
+		notBefore string
 	)
 	cmd := &cobra.Command{
-		Use:   "delete TENANT",
+		Use:   "delete TENANT | --from FILE",
 		Short: "Start a durable deletion job for every configured store (asks first on a terminal)",
 		Long: `Start a deletion job: every configured deleter deletes the tenant's data; failed
 deleters are retried with backoff until a count afterwards finds nothing left
 (COMPLETED, verified). The job survives daemon restarts. A second request while
-a job is active returns that job.
+a job is active returns that job. A tenant under a legal hold is refused.
+
+With [deletion] grace_period or --not-before the job waits SCHEDULED until
+then, and can be cancelled meanwhile (lifecycled tenant cancel).
+
+--from FILE queues the tenant ids of FILE (one a line; blank lines and lines
+starting with # are skipped; - reads stdin) in one request per 10,000: if any
+id is invalid, the lines are named and nothing of that request is queued.
 
 On a terminal the command shows what will be deleted and asks for the tenant id
-as confirmation, unless --yes. Without a terminal --yes is required.`,
-		Args: cobra.ExactArgs(1),
+(with --from, the number of tenants) as confirmation, unless --yes. Without a
+terminal --yes is required.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if from != "" {
+				if len(args) != 0 {
+					return usageErrorf("give a TENANT or --from FILE, not both")
+				}
+				return nil
+			}
+			if len(args) != 1 {
+				return usageErrorf("give one TENANT, or --from FILE")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tenant := args[0]
+			at, err := parseNotBeforeFlag(notBefore)
+			if err != nil {
+				return err
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			if !yes {
-				if !isTTY(os.Stdin) {
-					return usageErrorf("refusing to delete tenant %s without --yes: stdin is not a terminal to confirm on", tenant)
+			if from != "" {
+				if wait {
+					return usageErrorf("--wait follows one tenant; with --from, follow them with lifecycled tenant jobs")
 				}
-				ctx, cancel := withTimeout(5 * time.Minute)
-				var body adminapi.CountsBody
-				_, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(tenant)+"/counts", &body)
-				cancel()
-				if err != nil {
+				return bulkDelete(g, c, from, at, yes)
+			}
+			tenant := args[0]
+			if !yes {
+				if err := confirmDelete(g, c, tenant); err != nil {
 					return err
 				}
-				printCounts(&globals{stdout: g.stderr}, &body)
-				fmt.Fprintf(g.stderr, "\nThis deletes every item above, in every store, for good.\nType the tenant id to confirm: ")
-				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-				// The id as typed, or as the daemon spells it (printed above).
-				if typed := strings.TrimSpace(line); typed != tenant && typed != body.TenantID {
-					return localErrorf("not confirmed; nothing was deleted")
-				}
+			}
+			var body map[string]string
+			if at != "" {
+				body = map[string]string{"not_before": at}
 			}
 			ctx, cancel := withTimeout(time.Minute)
-			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(tenant)+"/deletion", nil,
+			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(tenant)+"/deletion", body,
 				map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
 			cancel()
 			if err != nil {
@@ -121,7 +143,11 @@ as confirmation, unless --yes. Without a terminal --yes is required.`,
 				if g.json() {
 					g.printRaw(raw)
 				} else {
-					fmt.Fprintf(g.stdout, "deletion job %s for tenant %s: %s\nfollow it with: lifecycled tenant status %s\n", job.ID, job.TenantID, job.Status, job.TenantID)
+					what := string(job.Status)
+					if job.Status == deletion.JobScheduled && job.NotBefore != nil {
+						what += " until " + *job.NotBefore + " (lifecycled tenant cancel " + job.TenantID + " stops it)"
+					}
+					fmt.Fprintf(g.stdout, "deletion job %s for tenant %s: %s\nfollow it with: lifecycled tenant status %s\n", job.ID, job.TenantID, what, job.TenantID)
 				}
 				return nil
 			}
@@ -131,7 +157,50 @@ as confirmation, unless --yes. Without a terminal --yes is required.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job is COMPLETED, showing progress per deleter")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long (the job goes on)")
+	cmd.Flags().StringVar(&from, "from", "", "queue the tenant ids of this file, one a line (- for stdin)")
+	cmd.Flags().StringVar(&notBefore, "not-before", "", "start no earlier than this RFC 3339 time, or this long from now (e.g. 72h)")
 	return cmd
+}
+
+// confirmDelete shows what a deletion removes and asks for the tenant id.
+func confirmDelete(g *globals, c *client, tenant string) error {
+	if !isTTY(os.Stdin) {
+		return usageErrorf("refusing to delete tenant %s without --yes: stdin is not a terminal to confirm on", tenant)
+	}
+	ctx, cancel := withTimeout(5 * time.Minute)
+	var body adminapi.CountsBody
+	_, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(tenant)+"/counts", &body)
+	cancel()
+	if err != nil {
+		return err
+	}
+	printCounts(&globals{stdout: g.stderr}, &body)
+	fmt.Fprintf(g.stderr, "\nThis deletes every item above, in every store, for good.\nType the tenant id to confirm: ")
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	// The id as typed, or as the daemon spells it (printed above).
+	if typed := strings.TrimSpace(line); typed != tenant && typed != body.TenantID {
+		return localErrorf("not confirmed; nothing was deleted")
+	}
+	return nil
+}
+
+// parseNotBeforeFlag turns --not-before (a time or a duration from now)
+// into the RFC 3339 time the API takes; "" when not given.
+func parseNotBeforeFlag(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return "", usageErrorf("--not-before %s is in the past", v)
+		}
+		return time.Now().Add(d).UTC().Format(time.RFC3339), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return "", usageErrorf("--not-before takes an RFC 3339 time (2026-11-01T12:00:00Z) or a duration (72h); got %q", v)
+	}
+	return t.UTC().Format(time.RFC3339), nil
 }
 
 // waitForJob polls the job until COMPLETED, showing progress: a bar on a
@@ -194,11 +263,14 @@ poll:
 				}
 			}
 		}
-		if job.Status == deletion.JobCompleted {
+		if job.Status.Finished() {
 			if bar != nil {
 				_ = bar.Finish()
 			}
 			printJob(g, &job)
+			if job.Status == deletion.JobCancelled {
+				return &exitError{code: ExitAttention, silent: true, err: errors.New("the job was cancelled")}
+			}
 			return nil
 		}
 		select {

@@ -5,8 +5,9 @@
 // Exit codes: 0 ok, 1 local error (usage, socket unreachable), 2 the daemon
 // answered with an error, 3 the answer needs attention (`status` found the
 // daemon degraded, `tenant count` is incomplete, `retry-all` left messages
-// unpublished, `dlq list` names a topic nothing was stored for), 78 the
-// daemon's config is invalid.
+// unpublished, `dlq list` names a topic nothing was stored for, `tenant
+// delete --from` met held tenants, `tenant cancel` came too late), 4 `receipt
+// verify` found the receipt not valid, 78 the daemon's config is invalid.
 package cli
 
 import (
@@ -28,6 +29,8 @@ const (
 	ExitServer = 2
 	// ExitAttention: the daemon answered, but not everything is well.
 	ExitAttention = 3
+	// ExitInvalid: `receipt verify` found the receipt not valid.
+	ExitInvalid = 4
 )
 
 type exitError struct {
@@ -139,6 +142,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		dlqCmd(g),
 		archiveCmd(g),
 		reloadCmd(g),
+		receiptCmd(g),
 	)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -101,13 +101,25 @@ func printJob(g *globals, job *deletion.JobJSON) {
 	fmt.Fprintf(w, "job\t%s\n", job.ID)
 	fmt.Fprintf(w, "tenant\t%s\n", job.TenantID)
 	fmt.Fprintf(w, "status\t%s\n", job.Status)
+	if job.OnHold {
+		fmt.Fprintf(w, "on hold\tyes: the job waits until the tenant's legal hold is released (lifecycled tenant holds %s)\n", job.TenantID)
+	}
 	fmt.Fprintf(w, "verified\t%v\n", job.Verified)
 	fmt.Fprintf(w, "attempts\t%d\n", job.Attempts)
-	fmt.Fprintf(w, "created\t%s\n", job.CreatedAt)
+	fmt.Fprintf(w, "created\t%s%s\n", job.CreatedAt, byUID(job.RequestedByUID))
+	if job.NotBefore != nil {
+		fmt.Fprintf(w, "not before\t%s\n", *job.NotBefore)
+	}
+	if job.StartedAt != nil {
+		fmt.Fprintf(w, "started\t%s\n", *job.StartedAt)
+	}
+	if job.CancelRequestedAt != nil {
+		fmt.Fprintf(w, "cancelled\t%s%s\n", *job.CancelRequestedAt, byUID(job.CancelledByUID))
+	}
 	if job.FinishedAt != nil {
 		fmt.Fprintf(w, "finished\t%s\n", *job.FinishedAt)
 	}
-	if job.NextAttemptAt != nil && job.Status == deletion.JobPartial {
+	if job.NextAttemptAt != nil && (job.Status == deletion.JobPartial || job.Status == deletion.JobScheduled) {
 		fmt.Fprintf(w, "next attempt\t%s\n", *job.NextAttemptAt)
 	}
 	if job.LastError != "" {
@@ -138,4 +150,51 @@ func printJob(g *globals, job *deletion.JobJSON) {
 		printBreakdown(w, v.Breakdown, "")
 	}
 	w.Flush()
+}
+
+func byUID(uid *int64) string {
+	if uid == nil {
+		return ""
+	}
+	return fmt.Sprintf(" by uid %d", *uid)
+}
+
+// printJobList shows one line per job: what it is waiting for or when it
+// ended, and how much it deleted.
+func printJobList(g *globals, body adminapi.JobsBody) {
+	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(w, "JOB\tTENANT\tSTATUS\tCREATED\tSTARTS/STARTED\tFINISHED\tDELETED\tNOTE")
+	for _, j := range body.Jobs {
+		var deleted int64
+		for _, d := range j.Deleters {
+			deleted += d.DeletedCount
+		}
+		starts := "-"
+		switch {
+		case j.StartedAt != nil:
+			starts = *j.StartedAt
+		case j.NotBefore != nil:
+			starts = *j.NotBefore
+		}
+		finished := "-"
+		if j.FinishedAt != nil {
+			finished = *j.FinishedAt
+		}
+		var notes []string
+		if j.OnHold {
+			notes = append(notes, "on hold")
+		}
+		if j.Verified {
+			notes = append(notes, "verified")
+		}
+		if j.CancelRequestedAt != nil && j.Status != deletion.JobCancelled {
+			notes = append(notes, "stopping")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.TenantID, j.Status, j.CreatedAt, starts, finished, deleted,
+			strings.Join(notes, ", "))
+	}
+	w.Flush()
+	if body.NextCursor != nil {
+		fmt.Fprintf(g.stdout, "more: --cursor %s (or --all)\n", *body.NextCursor)
+	}
 }

@@ -94,6 +94,15 @@ type Deletion struct {
 	Verify            bool     `toml:"verify"`
 	PollInterval      Duration `toml:"poll_interval"`
 	Lease             Duration `toml:"lease"`
+	// GracePeriod is the least time between a deletion request and its
+	// start; the job waits in SCHEDULED until then and can be cancelled.
+	GracePeriod Duration `toml:"grace_period"`
+	// MaxJobs is how many tenants are erased at once, across every daemon
+	// sharing the state store (and on each of them).
+	MaxJobs int `toml:"max_jobs"`
+	// ReceiptKeyFile is the Ed25519 key (PEM, PKCS #8) that signs erasure
+	// receipts; empty: one generated at first start (ReceiptKeyPath).
+	ReceiptKeyFile string `toml:"receipt_key_file"`
 }
 
 // PluginDefaults apply to every plugin block that does not override them.
@@ -240,6 +249,8 @@ func Defaults() Config {
 			Verify:            true,
 			PollInterval:      D(time.Second),
 			Lease:             D(30 * time.Second),
+			GracePeriod:       D(0),
+			MaxJobs:           4,
 		},
 		Plugins: PluginDefaults{
 			StartTimeout:        D(10 * time.Second),

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -108,6 +109,12 @@ func (c *Config) validate(r *reporter) {
 	positive(r, "deletion.retry_max_delay", c.Deletion.RetryMaxDelay)
 	positive(r, "deletion.poll_interval", c.Deletion.PollInterval)
 	positive(r, "deletion.lease", c.Deletion.Lease)
+	if g := c.Deletion.GracePeriod.Duration; g < 0 || g > 8760*time.Hour {
+		r.at("deletion.grace_period", "must be between \"0s\" and \"8760h\"; got %q", c.Deletion.GracePeriod.raw)
+	}
+	if c.Deletion.MaxJobs < 1 || c.Deletion.MaxJobs > 256 {
+		r.at("deletion.max_jobs", "must be between 1 and 256; got %d", c.Deletion.MaxJobs)
+	}
 
 	// Plugins.
 	positive(r, "plugins.start_timeout", c.Plugins.StartTimeout)

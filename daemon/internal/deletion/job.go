@@ -2,6 +2,7 @@ package deletion
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,25 +11,48 @@ import (
 // JobStatus is where a deletion job is.
 type JobStatus string
 
-// Job statuses. PENDING: waiting for a runner. RUNNING: a runner holds its
-// lease. PARTIAL: some deleters failed; they are retried with backoff.
-// COMPLETED: every deleter succeeded (and, with verify on, a count found 0).
+// Job statuses. SCHEDULED: waiting for its not_before (a grace period).
+// PENDING: waiting for a runner. RUNNING: a runner holds its lease.
+// PARTIAL: some deleters failed; they are retried with backoff. COMPLETED:
+// every deleter succeeded (and, with verify on, a count found 0).
+// CANCELLED: an operator stopped it; what was deleted so far stays in its
+// report. COMPLETED and CANCELLED are final: such a job never runs again.
 const (
+	JobScheduled JobStatus = "SCHEDULED"
 	JobPending   JobStatus = "PENDING"
 	JobRunning   JobStatus = "RUNNING"
 	JobPartial   JobStatus = "PARTIAL"
 	JobCompleted JobStatus = "COMPLETED"
+	JobCancelled JobStatus = "CANCELLED"
 )
+
+// JobStatuses lists every job status, in the order a job moves through them.
+var JobStatuses = []JobStatus{JobScheduled, JobPending, JobRunning, JobPartial, JobCompleted, JobCancelled}
+
+// Finished reports whether a job in status s is over for good.
+func (s JobStatus) Finished() bool { return s == JobCompleted || s == JobCancelled }
+
+// ParseJobStatus accepts a status in any letter case.
+func ParseJobStatus(s string) (JobStatus, bool) {
+	for _, st := range JobStatuses {
+		if strings.EqualFold(string(st), s) {
+			return st, true
+		}
+	}
+	return "", false
+}
 
 // DeleterStatus is where one deleter of a job is.
 type DeleterStatus string
 
-// Deleter statuses.
+// Deleter statuses. CANCELLED: the deleter was stopped by a cancel; its
+// counts are what it deleted before it stopped.
 const (
 	DeleterPending   DeleterStatus = "PENDING"
 	DeleterRunning   DeleterStatus = "RUNNING"
 	DeleterSucceeded DeleterStatus = "SUCCEEDED"
 	DeleterFailed    DeleterStatus = "FAILED"
+	DeleterCancelled DeleterStatus = "CANCELLED"
 )
 
 // Job is a durable tenant deletion.
@@ -43,7 +67,18 @@ type Job struct {
 	UpdatedAt     time.Time
 	FinishedAt    *time.Time
 	NextAttemptAt *time.Time
-	Deleters      []DeleterState
+	// NotBefore is when a scheduled job may start; nil when it was due at once.
+	NotBefore *time.Time
+	// StartedAt is when a runner first claimed the job.
+	StartedAt *time.Time
+	// RequestedByUID and CancelledByUID are the callers' uids (peer
+	// credentials of the admin socket); nil when unknown.
+	RequestedByUID    *int64
+	CancelRequestedAt *time.Time
+	CancelledByUID    *int64
+	// OnHold: the tenant is under a legal hold, so the job waits.
+	OnHold   bool
+	Deleters []DeleterState
 }
 
 // DeleterState is the stored progress of one deleter within a job.
@@ -72,23 +107,100 @@ type JobUpdate struct {
 	LastError     string
 	NextAttemptAt *time.Time
 	Now           time.Time
+	// Receipt, when set, is stored with a COMPLETED job in the same write.
+	Receipt *SignedReceipt
 }
+
+// SignedReceipt is an issued erasure receipt, byte for byte.
+type SignedReceipt struct {
+	KeyID string
+	Body  []byte
+}
+
+// JobRequest asks for one job.
+type JobRequest struct {
+	Tenant string // canonical
+	// NotBefore: the job is SCHEDULED until then; nil or past means at once.
+	NotBefore *time.Time
+	UID       *int64
+}
+
+// JobCreated is the outcome of one JobRequest: the new job (Created), the
+// tenant's active job, or the hold that refused it (Job is nil then).
+type JobCreated struct {
+	Job     *Job
+	Created bool
+	Hold    *Hold
+}
+
+// JobControl is what an operator asked of a running job since it was claimed.
+type JobControl struct {
+	CancelRequested bool
+	Held            bool
+}
+
+// CancelOutcome says what a cancel did.
+type CancelOutcome int
+
+// Cancel outcomes.
+const (
+	// CancelledNow: the job was not running; it is CANCELLED.
+	CancelledNow CancelOutcome = iota
+	// CancelRequested: a runner holds the job; it stops at the next batch.
+	CancelRequested
+)
 
 // JobStore is what deletion jobs need from the state store.
 type JobStore interface {
-	// CreateDeletionJob creates a PENDING job for tenant with one PENDING row
-	// per deleter, unless the tenant has an active (not COMPLETED) job, which
-	// is returned instead with created=false.
-	CreateDeletionJob(ctx context.Context, tenant string, deleters []string, now time.Time) (job *Job, created bool, err error)
+	// CreateDeletionJobs creates, for each request in one transaction, a
+	// job with one PENDING row per deleter (SCHEDULED when NotBefore is
+	// after now), unless the tenant has an active (not finished) job, which
+	// is returned instead with Created false, or is under a hold, which is
+	// returned instead of a job.
+	CreateDeletionJobs(ctx context.Context, reqs []JobRequest, deleters []string, now time.Time) ([]JobCreated, error)
 	LatestDeletionJob(ctx context.Context, tenant string) (*Job, error)
-	// ClaimDeletionJob leases one due job: PENDING or PARTIAL whose next
-	// attempt has come, or RUNNING whose lease ended (its daemon died). It
-	// returns nil when there is none.
-	ClaimDeletionJob(ctx context.Context, owner string, now, leaseUntil time.Time) (*Job, error)
+	// ListDeletionJobs returns jobs newest first (created_at, then id), with
+	// their deleters, as the filter asks.
+	ListDeletionJobs(ctx context.Context, f JobFilter) ([]*Job, error)
+	// ClaimDeletionJob leases one due job: SCHEDULED, PENDING or PARTIAL
+	// whose time has come, or RUNNING whose lease ended (its daemon died);
+	// never one whose cancel was requested nor one of a held tenant; and,
+	// when maxJobs > 0, only while fewer than maxJobs jobs hold a live
+	// lease, counted across every daemon of the store. It returns nil when
+	// there is none.
+	ClaimDeletionJob(ctx context.Context, owner string, now, leaseUntil time.Time, maxJobs int) (*Job, error)
 	// RenewDeletionLease extends the lease; derrors.ErrLeaseLost if another owner took it.
 	RenewDeletionLease(ctx context.Context, id uuid.UUID, owner string, leaseUntil time.Time) error
+	// DeletionJobControl reads whether a cancel was requested for the job
+	// and whether its tenant is held.
+	DeletionJobControl(ctx context.Context, id uuid.UUID) (JobControl, error)
 	// SetDeleterState stores one deleter's progress; derrors.ErrLeaseLost as above.
 	SetDeleterState(ctx context.Context, id uuid.UUID, owner string, st DeleterState) error
-	// FinishDeletionAttempt ends an attempt and releases the lease.
+	// FinishDeletionAttempt ends an attempt and releases the lease. A job
+	// whose cancel was requested ends CANCELLED unless the attempt completed it.
 	FinishDeletionAttempt(ctx context.Context, id uuid.UUID, owner string, u JobUpdate) error
+	// CancelDeletionJob cancels the tenant's active job: at once unless a
+	// live lease holds it (then the request is recorded for its runner).
+	// derrors.ErrNotFound when the tenant has no job; derrors.ErrConflict
+	// when its latest job is finished.
+	CancelDeletionJob(ctx context.Context, tenant string, uid *int64, now time.Time) (*Job, CancelOutcome, error)
+	// ReapCancelledJobs ends, as CANCELLED, jobs whose cancel was requested
+	// while their runner died (RUNNING with an expired lease).
+	ReapCancelledJobs(ctx context.Context, now time.Time) (int64, error)
+	// DeletionReceipt returns the receipt stored with a job; derrors.ErrNotFound if none.
+	DeletionReceipt(ctx context.Context, jobID uuid.UUID) (*SignedReceipt, error)
+	// DeletionJobStats counts jobs for the metrics.
+	DeletionJobStats(ctx context.Context, now time.Time) (JobStats, error)
+	HoldStore
+	ReceiptKeyStore
+}
+
+// JobStats is what the deletion gauges show.
+type JobStats struct {
+	ByStatus map[JobStatus]int64
+	// OldestOverdue is the earliest not_before of a SCHEDULED job that is
+	// past it and not held; nil when none.
+	OldestOverdue *time.Time
+	// Held counts unfinished jobs of held tenants; Holds counts active holds.
+	Held, Holds int64
 }

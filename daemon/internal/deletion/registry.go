@@ -47,6 +47,9 @@ type DeletionReport struct {
 	// Verification is what the count after deleting found, per deleter;
 	// absent until a job's verification ran.
 	Verification map[string]Verification `json:"verification,omitempty"`
+	// Cancelled is what each deleter a cancel stopped had deleted by then;
+	// absent unless a cancel stopped one.
+	Cancelled map[string]Result `json:"cancelled,omitempty"`
 }
 
 // Verification is one deleter's count after a job's deletes: zero

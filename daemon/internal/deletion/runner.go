@@ -3,9 +3,6 @@ package deletion
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,11 +24,26 @@ type RunnerConfig struct {
 	// TenantIDFormat is daemon.tenant_id_format ("" means "uuid"): a job's
 	// tenant id is put in its canonical spelling before any plugin call.
 	TenantIDFormat string
+	// MaxJobs is how many jobs run at once, on this daemon and across every
+	// daemon of the state store (deletion.max_jobs); 0 means one on this
+	// daemon and no limit across daemons.
+	MaxJobs int
+	// Notary issues the receipt of a COMPLETED and verified job; nil issues none.
+	Notary Notary
 }
 
-// Runner claims deletion jobs from the store and runs them. Several
-// runners (daemons) may share one PostgreSQL store: a job is leased by one
-// runner at a time, and a dead runner's job is taken over when its lease ends.
+// Why an attempt stopped before its end (the cause of its context).
+var (
+	errShutdown  = errors.New("interrupted by daemon shutdown")
+	errCancelled = errors.New("stopped by a cancel")
+	errHeld      = errors.New("stopped: the tenant was placed on legal hold")
+	errLeaseLost = errors.New("lease lost to another daemon")
+)
+
+// Runner claims deletion jobs from the store and runs them, up to MaxJobs
+// at once. Several runners (daemons) may share one PostgreSQL store: a job
+// is leased by one runner at a time, and a dead runner's job is taken over
+// when its lease ends.
 type Runner struct {
 	store   JobStore
 	reg     *Registry
@@ -41,6 +53,18 @@ type Runner struct {
 	metrics *metrics
 	now     func() time.Time
 	loop    *periodic.Loop
+
+	mu      sync.Mutex
+	active  map[uuid.UUID]*activeJob
+	base    context.Context
+	stopAll context.CancelCauseFunc
+	wg      sync.WaitGroup
+}
+
+// activeJob is a job this runner works on now.
+type activeJob struct {
+	tenant string
+	stop   context.CancelCauseFunc
 }
 
 // NewRunner returns a runner; owner names this daemon in leases.
@@ -48,18 +72,12 @@ type Runner struct {
 func NewRunner(store JobStore, reg *Registry, owner string, cfg func() RunnerConfig, log hclog.Logger, promReg prometheus.Registerer, p *periodic.Metrics) *Runner {
 	r := &Runner{
 		store: store, reg: reg, owner: owner, cfg: cfg, log: log.Named("deletion"),
-		metrics: newMetrics(promReg), now: time.Now,
+		metrics: newMetrics(promReg, store), now: time.Now, active: map[uuid.UUID]*activeJob{},
 	}
 	r.loop = periodic.NewLoop(periodic.Config{
 		Name: "deletion", Job: "deletion", Log: r.log, Metrics: p,
 		Interval: func() time.Duration { return r.cfg().PollInterval },
-		Pass: func(ctx context.Context) (periodic.Outcome, error) {
-			ran, err := r.runOnce(ctx)
-			if ran {
-				return periodic.More, err // there may be more due work
-			}
-			return periodic.Done, err
-		},
+		Pass:     r.pass,
 	})
 	return r
 }
@@ -68,290 +86,178 @@ func NewRunner(store JobStore, reg *Registry, owner string, cfg func() RunnerCon
 func (r *Runner) Kick() { r.loop.Kick() }
 
 // Start runs the loop in the background.
-func (r *Runner) Start(ctx context.Context) error { return r.loop.Start(ctx) }
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.stopAll == nil {
+		r.base, r.stopAll = context.WithCancelCause(context.WithoutCancel(ctx))
+	}
+	r.mu.Unlock()
+	return r.loop.Start(ctx)
+}
 
-// Stop ends the loop; a job in progress is handed back (PARTIAL, due now)
-// for the next start or another daemon. Safe to call twice.
-func (r *Runner) Stop(ctx context.Context) error { return r.loop.Stop(ctx) }
+// Stop ends the loop and hands every job in progress back (PARTIAL, due
+// now) for the next start or another daemon, waiting until each attempt
+// recorded that or ctx ends. Safe to call twice.
+func (r *Runner) Stop(ctx context.Context) error {
+	err := r.loop.Stop(ctx)
+	r.mu.Lock()
+	stopAll := r.stopAll
+	r.stopAll = nil
+	r.mu.Unlock()
+	if stopAll != nil {
+		stopAll(errShutdown)
+	}
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
-// runOnce claims and runs one due job; ran is false when there was none.
-func (r *Runner) runOnce(ctx context.Context) (ran bool, err error) {
-	r.metrics.known(r.reg.Names())
+// pass ends cancelled jobs of dead runners, then claims due jobs while this
+// runner has room for them; each runs in its own goroutine.
+func (r *Runner) pass(ctx context.Context) (periodic.Outcome, error) {
 	cfg := r.cfg()
-	now := r.now()
-	job, err := r.store.ClaimDeletionJob(ctx, r.owner, now, now.Add(cfg.Lease))
-	if err != nil || job == nil {
-		return false, err
+	r.metrics.known(r.reg.Names())
+	if n, err := r.store.ReapCancelledJobs(ctx, r.now()); err != nil {
+		return periodic.Done, err
+	} else if n > 0 {
+		r.log.Info("cancelled jobs whose runner died are ended", "jobs", n)
 	}
-	r.run(ctx, job, cfg)
-	return true, nil
+	claimed := 0
+	for r.running() < max(cfg.MaxJobs, 1) {
+		now := r.now()
+		job, err := r.store.ClaimDeletionJob(ctx, r.owner, now, now.Add(cfg.Lease), cfg.MaxJobs)
+		if err != nil || job == nil {
+			if claimed > 0 {
+				return periodic.More, err
+			}
+			return periodic.Done, err
+		}
+		if !r.spawn(job, cfg) {
+			break
+		}
+		claimed++
+	}
+	if claimed > 0 {
+		return periodic.More, nil
+	}
+	return periodic.Done, nil
 }
 
-// run performs one attempt of a job.
-func (r *Runner) run(parent context.Context, job *Job, cfg RunnerConfig) {
-	log := r.log.With("job_id", job.ID.String(), "attempt", job.Attempts)
-	start := r.now()
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	leaseLost := make(chan struct{})
-	go r.heartbeat(ctx, job.ID, cfg, cancel, leaseLost)
+func (r *Runner) running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
 
-	// Jobs are stored under the canonical id, but the format may have
-	// changed since (a reload): every plugin call and the verification use
-	// the spelling the current format defines, or nothing runs.
-	tenant, err := CanonicalTenantID(job.TenantID, cfg.TenantIDFormat)
-	if err != nil {
-		log.Error("deletion attempt refused", "tenant_id", job.TenantID, "error", err)
-		next := r.now().Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
-		wctx, wcancel := recordContext()
-		defer wcancel()
-		r.finish(wctx, log, job, start, JobUpdate{Status: JobPartial, NextAttemptAt: &next, Now: r.now(),
-			LastError: fmt.Sprintf("no deleter was called: the job's tenant id does not fit the current daemon.tenant_id_format: %v", err)})
-		return
+// spawn runs one attempt of job in the background; false when the runner
+// is stopping (the claim's lease then runs out and the job is taken again).
+func (r *Runner) spawn(job *Job, cfg RunnerConfig) bool {
+	r.mu.Lock()
+	if r.stopAll == nil {
+		r.mu.Unlock()
+		return false
 	}
-	log.Info("deletion attempt started", "tenant_id", tenant)
+	ctx, stop := context.WithCancelCause(r.base)
+	r.active[job.ID] = &activeJob{tenant: job.TenantID, stop: stop}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.active, job.ID)
+			r.mu.Unlock()
+			stop(nil)
+			r.loop.Kick() // a slot is free
+		}()
+		r.run(ctx, stop, job, cfg)
+	}()
+	return true
+}
 
-	configured := map[string]bool{}
-	for _, n := range r.reg.Names() {
-		configured[n] = true
+// interruptJob stops this runner's attempt of a job, if it runs one, with
+// why as the cause: the deleters' contexts end, and each plugin stops
+// within one batch.
+func (r *Runner) interruptJob(id uuid.UUID, why error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a := r.active[id]; a != nil {
+		a.stop(why)
 	}
-	states := map[string]*DeleterState{}
-	var todo []string
-	for i := range job.Deleters {
-		d := &job.Deleters[i]
-		states[d.Name] = d
-		if d.Status == DeleterSucceeded {
-			continue
-		}
-		if !configured[d.Name] {
-			d.Status, d.Error, d.UpdatedAt = DeleterFailed, fmt.Sprintf("deleter %s is no longer configured", d.Name), r.now()
-			_ = r.store.SetDeleterState(ctx, job.ID, r.owner, *d)
-			continue
-		}
-		todo = append(todo, d.Name)
-	}
-	// A deleter added to the config while the job was active holds the
-	// tenant's data too: the job is not done (nor verified) until it ran.
-	for _, n := range r.reg.Names() {
-		if _, ok := states[n]; ok {
-			continue
-		}
-		d := &DeleterState{Name: n, Status: DeleterPending, Total: -1, UpdatedAt: r.now()}
-		states[n] = d
-		if err := r.store.SetDeleterState(ctx, job.ID, r.owner, *d); err != nil {
-			log.Warn("add deleter to job", "deleter", n, "error", err)
-			continue
-		}
-		log.Info("deleter configured since the job started joins it", "deleter", n)
-		todo = append(todo, n)
-	}
+}
 
-	// Before deleting, count: the first count is the job's total for that
-	// deleter; a later one tells how much an interrupted attempt removed.
-	base := map[string]int64{}
-	baseBreakdown := map[string]map[string]int64{}
-	var ready []string
-	counts := r.reg.CountSome(ctx, tenant, todo)
-	for _, f := range counts.Failed {
-		d := states[f.Deleter]
-		d.Status, d.Error, d.UpdatedAt, d.Verification = DeleterFailed, "count before delete: "+f.Error, r.now(), nil
-		d.Attempts++
-		r.metrics.failures.WithLabelValues(d.Name).Inc()
-		_ = r.store.SetDeleterState(ctx, job.ID, r.owner, *d)
+// interruptTenant stops this runner's attempt of the tenant's job, if any.
+func (r *Runner) interruptTenant(tenant string, why error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.active {
+		if a.tenant == tenant {
+			a.stop(why)
+		}
 	}
-	for _, name := range todo {
-		n, ok := counts.Counts[name]
-		if !ok {
-			continue
-		}
-		d := states[name]
-		d.settle(n, counts.Breakdown[name])
-		base[name], baseBreakdown[name] = d.DeletedCount, copyBreakdown(d.DeletedBreakdown)
-		d.Status, d.Error, d.UpdatedAt, d.Verification = DeleterRunning, "", r.now(), nil
-		d.Attempts++
-		if err := r.store.SetDeleterState(ctx, job.ID, r.owner, *d); err != nil {
-			log.Warn("store deleter state", "deleter", name, "error", err)
-		}
-		ready = append(ready, name)
+}
+
+// stopCause says why an attempt's context ended; nil while it runs.
+func stopCause(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
 	}
-
-	var mu sync.Mutex
-	report := r.reg.DeleteSome(ctx, tenant, ready, func(name string, n int64) {
-		mu.Lock()
-		d := states[name]
-		d.DeletedCount, d.UpdatedAt = base[name]+n, r.now()
-		snapshot := *d
-		mu.Unlock()
-		if err := r.store.SetDeleterState(ctx, job.ID, r.owner, snapshot); err != nil && ctx.Err() == nil {
-			log.Warn("store deletion progress", "deleter", name, "error", err)
-		}
-	})
-
-	interrupted := parent.Err() != nil
-	select {
-	case <-leaseLost:
-		log.Warn("lease lost to another daemon; abandoning this attempt")
-		return
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled), errors.Is(cause, errHeld), errors.Is(cause, errLeaseLost):
+		return cause
 	default:
+		return errShutdown
 	}
-	// Record outcomes with a context of their own: the attempt's may be
-	// cancelled by now, and a long delete must not eat the time to record it.
-	wctx, wcancel := recordContext()
-	defer wcancel()
-	for name, res := range report.Succeeded {
-		d := states[name]
-		d.Status, d.Error, d.UpdatedAt = DeleterSucceeded, "", r.now()
-		d.succeeded(base[name], baseBreakdown[name], res)
-		r.metrics.deleted.WithLabelValues(name).Add(float64(res.DeletedCount))
-		if err := r.store.SetDeleterState(wctx, job.ID, r.owner, *d); err != nil {
-			log.Error("store deleter result", "deleter", name, "error", err)
-		}
-	}
-	for _, f := range report.Failed {
-		d := states[f.Deleter]
-		d.Status, d.UpdatedAt = DeleterFailed, r.now()
-		d.Error = f.Error
-		if interrupted {
-			d.Error = "interrupted by daemon shutdown"
-		}
-		d.DeletedCount = max(d.DeletedCount, base[f.Deleter]+f.Deleted)
-		r.metrics.deleted.WithLabelValues(f.Deleter).Add(float64(f.Deleted))
-		if !interrupted {
-			r.metrics.failures.WithLabelValues(f.Deleter).Inc()
-		}
-		if err := r.store.SetDeleterState(wctx, job.ID, r.owner, *d); err != nil {
-			log.Error("store deleter result", "deleter", f.Deleter, "error", err)
-		}
-	}
-
-	u := r.conclude(ctx, job, tenant, states, cfg, interrupted)
-	select {
-	case <-leaseLost:
-		log.Warn("lease lost to another daemon; abandoning this attempt")
-		return
-	default:
-	}
-	fctx, fcancel := recordContext()
-	defer fcancel()
-	r.finish(fctx, log, job, start, u)
 }
 
-// recordContext bounds the writes that record an attempt's outcome.
-func recordContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
-}
-
-// finish records the end of an attempt and releases the lease.
-func (r *Runner) finish(ctx context.Context, log hclog.Logger, job *Job, start time.Time, u JobUpdate) {
-	if err := r.store.FinishDeletionAttempt(ctx, job.ID, r.owner, u); err != nil {
-		if errors.Is(err, derrors.ErrLeaseLost) {
-			log.Warn("lease lost before the attempt was recorded")
-			return
-		}
-		log.Error("record deletion attempt", "error", err)
-		return
+// heartbeat renews the lease until ctx ends, and stops the attempt when
+// the lease is lost, a cancel was requested or the tenant was held (by an
+// operator on any daemon of the store). It checks as often as the runner
+// polls for work, and at least three times a lease.
+func (r *Runner) heartbeat(ctx context.Context, id uuid.UUID, cfg RunnerConfig, stop context.CancelCauseFunc) {
+	every := cfg.Lease / 3
+	if cfg.PollInterval > 0 && cfg.PollInterval < every {
+		every = cfg.PollInterval
 	}
-	r.metrics.jobs.WithLabelValues(string(u.Status)).Inc()
-	log.Info("deletion attempt finished", "status", u.Status, "verified", u.Verified, "last_error", u.LastError, "took", r.now().Sub(start).String())
-}
-
-// conclude decides the job's status after an attempt. A job is COMPLETED
-// when every one of its deleters succeeded and, with verify on, a count
-// with the canonical id afterwards found nothing left in any of them: a
-// deleter that cannot count (its store is down, it is no longer
-// configured) leaves the job PARTIAL, never verified. ctx is the attempt's:
-// the verification stops with it.
-func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states map[string]*DeleterState, cfg RunnerConfig, interrupted bool) JobUpdate {
-	now := r.now()
-	names := make([]string, 0, len(states))
-	var failed []string
-	for name, d := range states {
-		names = append(names, name)
-		if d.Status != DeleterSucceeded {
-			failed = append(failed, fmt.Sprintf("%s: %s", d.Name, d.Error))
-		}
-	}
-	sort.Strings(names)
-	if interrupted {
-		// Shutdown is not the job's fault: due again at once, no backoff.
-		return JobUpdate{Status: JobPartial, LastError: "interrupted by daemon shutdown", NextAttemptAt: &now, Now: now}
-	}
-	backoff := now.Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
-	if len(names) == 0 {
-		// Nothing ran, so nothing can be said to be deleted.
-		return JobUpdate{Status: JobPartial, LastError: "the job has no deleters and none is configured", NextAttemptAt: &backoff, Now: now}
-	}
-	if len(failed) > 0 {
-		return JobUpdate{Status: JobPartial, LastError: fmt.Sprintf("%d deleter(s) failed: %s", len(failed), strings.Join(sortedStrings(failed), "; ")),
-			NextAttemptAt: &backoff, Now: now}
-	}
-	if !cfg.Verify {
-		return JobUpdate{Status: JobCompleted, Verified: false, Now: now}
-	}
-	counts := r.reg.CountSome(ctx, tenant, names)
-	// Counting a large store takes a while: the outcome is as of now.
-	now = r.now()
-	backoff = now.Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
-	if ctx.Err() != nil {
-		return JobUpdate{Status: JobPartial, LastError: "interrupted by daemon shutdown during verification", NextAttemptAt: &now, Now: now}
-	}
-	wctx, wcancel := recordContext()
-	defer wcancel()
-	var left []string
-	for _, name := range names {
-		n, ok := counts.Counts[name]
-		if !ok {
-			continue // in counts.Failed
-		}
-		d := states[name]
-		b := counts.Breakdown[name]
-		d.Verification = &Verification{Count: n, Breakdown: b}
-		d.settleBreakdown(b)
-		// A breakdown that disagrees with its count is not a zero.
-		if found := max(n, sum(b)); found > 0 {
-			left = append(left, fmt.Sprintf("%s has %d left", name, found))
-			d.Status, d.Error = DeleterPending, fmt.Sprintf("verification found %d items left", found)
-		}
-		d.UpdatedAt = now
-		if err := r.store.SetDeleterState(wctx, job.ID, r.owner, *d); err != nil {
-			r.log.Error("store verification", "job_id", job.ID.String(), "deleter", name, "error", err)
-		}
-	}
-	for _, f := range counts.Failed {
-		left = append(left, fmt.Sprintf("%s could not verify: %s", f.Deleter, f.Error))
-	}
-	if len(left) > 0 || len(counts.Counts) != len(names) {
-		// Data appeared after the delete (a writer still running), or a
-		// count failed: back to work, with backoff.
-		return JobUpdate{Status: JobPartial, LastError: "verification: " + strings.Join(sortedStrings(left), "; "), NextAttemptAt: &backoff, Now: now}
-	}
-	return JobUpdate{Status: JobCompleted, Verified: true, Now: now}
-}
-
-// heartbeat renews the lease until ctx ends; losing it cancels the attempt.
-func (r *Runner) heartbeat(ctx context.Context, id uuid.UUID, cfg RunnerConfig, cancel context.CancelFunc, lost chan<- struct{}) {
-	t := time.NewTicker(cfg.Lease / 3)
+	t := time.NewTicker(max(every, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			err := r.store.RenewDeletionLease(ctx, id, r.owner, r.now().Add(cfg.Lease))
-			if errors.Is(err, derrors.ErrLeaseLost) {
-				close(lost)
-				cancel()
-				return
-			}
-			if err != nil && ctx.Err() == nil {
+		}
+		err := r.store.RenewDeletionLease(ctx, id, r.owner, r.now().Add(cfg.Lease))
+		if errors.Is(err, derrors.ErrLeaseLost) {
+			stop(errLeaseLost)
+			return
+		}
+		if err != nil {
+			if ctx.Err() == nil {
 				r.log.Warn("renew deletion lease", "job_id", id.String(), "error", err)
 			}
+			continue
+		}
+		c, err := r.store.DeletionJobControl(ctx, id)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				r.log.Warn("read deletion job control", "job_id", id.String(), "error", err)
+			}
+		case c.CancelRequested:
+			stop(errCancelled)
+			return
+		case c.Held:
+			stop(errHeld)
+			return
 		}
 	}
-}
-
-func sortedStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

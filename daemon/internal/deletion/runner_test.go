@@ -35,7 +35,7 @@ func startRunner(t *testing.T, st deletion.JobStore, src deletion.Deleters, owne
 	r := deletion.NewRunner(st, reg, owner, runnerConfig, hclog.NewNullLogger(), nil, nil)
 	require.NoError(t, r.Start(testsvc.Context(t, time.Minute)))
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
-	return r, deletion.NewService(st, reg, r, func() string { return "uuid" })
+	return r, deletion.NewService(st, reg, r, deletion.ServiceOptions{Config: func() deletion.ServiceConfig { return deletion.ServiceConfig{TenantIDFormat: "uuid"} }})
 }
 
 func waitStatus(t *testing.T, st deletion.JobStore, want deletion.JobStatus) *deletion.Job {
@@ -55,7 +55,7 @@ func TestJobCompletesVerified(t *testing.T) {
 	st := storetest.Open(t, migrations.SQLite)
 	src := newMem("postgres:workflows", items(3), "redis:sessions", items(5))
 	_, svc := startRunner(t, st, src, "d1")
-	job, created, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+	job, created, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Equal(t, deletion.JobPending, job.Status)
@@ -70,7 +70,7 @@ func TestJobCompletesVerified(t *testing.T) {
 
 	// A second request after completion starts a new job (the tenant may
 	// have written again); while one is active it is returned instead.
-	again, created, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+	again, created, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
 	require.True(t, created)
 	require.NotEqual(t, job.ID, again.ID)
@@ -83,7 +83,7 @@ func TestPartialJobRetriesOnlyFailedDeleters(t *testing.T) {
 	steady := items(6)
 	src := newMem("redis:sessions", flaky, "postgres:workflows", steady)
 	_, svc := startRunner(t, st, src, "d1")
-	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
 
 	partial := waitStatus(t, st, deletion.JobPartial)
@@ -137,7 +137,7 @@ func TestVerificationSendsJobBackToWork(t *testing.T) {
 	inner := items(4)
 	src := wrapped{memDeleters: newMem("dynamodb:audit_logs", inner), override: map[string]sdk.TenantDeleter{"dynamodb:audit_logs": leaky{inner}}}
 	_, svc := startRunner(t, st, src, "d1")
-	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
 	done := waitStatus(t, st, deletion.JobCompleted)
 	require.True(t, done.Verified)
@@ -153,7 +153,7 @@ func TestDeadDaemonsJobIsTakenOverWithExactCounts(t *testing.T) {
 		// A daemon claims the job, records the total, deletes 7 items
 		// (reporting only 3 of them) and dies.
 		now := time.Now()
-		claimed, err := st.ClaimDeletionJob(ctx, "dead-daemon", now, now.Add(300*time.Millisecond))
+		claimed, err := st.ClaimDeletionJob(ctx, "dead-daemon", now, now.Add(300*time.Millisecond), 0)
 		require.NoError(t, err)
 		require.Equal(t, job.ID, claimed.ID)
 		require.NoError(t, st.SetDeleterState(ctx, job.ID, "dead-daemon", deletion.DeleterState{
@@ -174,7 +174,7 @@ func TestShutdownHandsTheJobBack(t *testing.T) {
 	slow.delay = 2 * time.Second
 	src := newMem("redis:sessions", slow)
 	r, svc := startRunner(t, st, src, "d1")
-	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
 	waitStatus(t, st, deletion.JobRunning)
 	time.Sleep(100 * time.Millisecond)
@@ -196,7 +196,7 @@ func TestServiceValidatesBeforeAnyDeleterRuns(t *testing.T) {
 	d := items(5)
 	_, svc := startRunner(t, st, newMem("a", d), "d1")
 	for _, bad := range []string{"", "*", "not-a-uuid", "550e8400-e29b-41d4-a716-44665544000?", "'; DROP TABLE x; --"} {
-		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), bad)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), bad, deletion.StartOptions{})
 		require.ErrorIs(t, err, derrors.ErrInvalid, bad)
 		_, err = svc.Counts(testsvc.Context(t, time.Minute), bad)
 		require.ErrorIs(t, err, derrors.ErrInvalid, bad)

@@ -29,7 +29,7 @@ func run(t *testing.T, st deletion.JobStore, src deletion.Deleters, cfg func(*de
 	}, hclog.NewNullLogger(), nil, nil)
 	require.NoError(t, r.Start(testsvc.Context(t, time.Minute)))
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
-	return deletion.NewService(st, reg, r, func() string { return "uuid" })
+	return deletion.NewService(st, reg, r, deletion.ServiceOptions{Config: func() deletion.ServiceConfig { return deletion.ServiceConfig{TenantIDFormat: "uuid"} }})
 }
 
 func waitFor(t *testing.T, st deletion.JobStore, tenant string, cond func(j *deletion.Job) bool, what string) *deletion.Job {
@@ -65,7 +65,7 @@ func TestBreakdownIsExactAcrossADeadDaemon(t *testing.T) {
 		job, _, err := st.CreateDeletionJob(ctx, tenant, src.names, time.Now())
 		require.NoError(t, err)
 		now := time.Now()
-		_, err = st.ClaimDeletionJob(ctx, "dead", now, now.Add(300*time.Millisecond))
+		_, err = st.ClaimDeletionJob(ctx, "dead", now, now.Add(300*time.Millisecond), 0)
 		require.NoError(t, err)
 		require.NoError(t, st.SetDeleterState(ctx, job.ID, "dead", deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterRunning,
 			DeletedCount: 3, Total: 12, Attempts: 1, UpdatedAt: now,
@@ -99,7 +99,7 @@ func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
 		svc := run(t, st, src, func(c *deletion.RunnerConfig) {
 			c.RetryPolicy.Initial, c.RetryPolicy.Max = 3*time.Second, 3*time.Second
 		})
-		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
 		pj := partial.ToJSON()
@@ -124,7 +124,7 @@ func TestBreakdownFromCountsWhenThePluginReportsNone(t *testing.T) {
 	d.noDeleteBreakdown = true
 	st := storetest.Open(t, migrations.SQLite)
 	svc := run(t, st, configured("redis:sessions", d), nil)
-	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
 	j := waitFor(t, st, tenant, completed, "job completes").ToJSON()
 	require.Equal(t, deletion.Result{DeletedCount: 7, Breakdown: map[string]int64{"session:{tenant}:*": 5, "csrf:{tenant}:*": 2}},
@@ -175,7 +175,7 @@ func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
 		b := tables(tenant, map[string]int64{"k": 5}, "other", map[string]int64{"k": 1})
 		src := configured("a", a)
 		svc := run(t, st, src, nil)
-		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 		require.NoError(t, err)
 		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
 
@@ -208,7 +208,7 @@ func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
 		}
 		steady := tables(tenant, map[string]int64{"u": 1})
 		svc := run(t, st, configured("flaky", d, "steady", steady), nil)
-		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification fails")
 		require.False(t, partial.Verified)
@@ -233,7 +233,7 @@ func TestSucceededDeleterNoLongerConfiguredIsNotVerified(t *testing.T) {
 		job, _, err := st.CreateDeletionJob(ctx, tenant, []string{"a", "gone"}, time.Now())
 		require.NoError(t, err)
 		now := time.Now()
-		_, err = st.ClaimDeletionJob(ctx, "dead", now, now.Add(200*time.Millisecond))
+		_, err = st.ClaimDeletionJob(ctx, "dead", now, now.Add(200*time.Millisecond), 0)
 		require.NoError(t, err)
 		require.NoError(t, st.SetDeleterState(ctx, job.ID, "dead", deletion.DeleterState{Name: "gone", Status: deletion.DeleterSucceeded,
 			DeletedCount: 4, Total: 4, Attempts: 1, UpdatedAt: now}))
@@ -252,7 +252,7 @@ func TestCountThatDisagreesWithItsBreakdownIsNotVerified(t *testing.T) {
 	d := tables(tenant, map[string]int64{"t": 3})
 	d.lieAfterDelete = true
 	svc := run(t, st, configured("liar", d), nil)
-	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant)
+	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
 	partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification refuses")
 	require.False(t, partial.Verified)

@@ -50,6 +50,8 @@ type sqlStore struct {
 type statements struct {
 	dlq       dlqSQL
 	jobs      jobSQL
+	holds     holdSQL
+	receipts  receiptSQL
 	keys      keySQL
 	retention retentionSQL
 }

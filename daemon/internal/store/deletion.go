@@ -15,22 +15,39 @@ import (
 // jobSQL is the SQL of deletion.JobStore in one dialect
 // (postgres_deletion.go, sqlite_deletion.go).
 type jobSQL struct {
-	create      string // a PENDING job unless the tenant has an active one: (id, tenant, now)
+	create      string // a job unless the tenant has an active one: (id, tenant, status, now, next attempt, not_before, uid)
 	addDeleter  string // (job id, deleter, now)
-	active      string // the tenant's job that is not COMPLETED: (tenant)
+	active      string // the tenant's job that is not finished: (tenant)
 	latest      string // (tenant)
-	claim       string // one due job: (now, owner, lease until)
+	byID        string // (id)
+	claimLock   string // run before claim in its transaction; "" for none
+	claim       string // one due job: (now, owner, lease until, max jobs or 0)
 	renew       string // (id, owner, lease until)
+	control     string // (id) -> cancel requested, held
 	setDeleter  string // (id, owner, name, status, deleted, attempts, error, updated_at, total, breakdown, verification)
-	finish      string // (id, owner, status, verified, last error, next attempt, finished_at, now)
+	finish      string // (id, owner, status, verified, last error, next attempt, now) -> status
 	deletersFor string // (job id)
+	// deletersOf reads the deleters of many jobs: (JSON array of job ids).
+	deletersOf    string
+	list          string // (tenant or "", JSON array of statuses, created after, created before, cursor time, cursor id, limit)
+	cancelNow     string // (tenant, uid, now) -> id
+	cancelRunning string // (job id, now): the deleters a dead runner left RUNNING
+	cancelRequest string // (tenant, uid, now) -> id
+	reap          string // (now)
+	statusCounts  string
+	overdue       string // (now) -> oldest not_before
+	heldJobs      string
+	activeHolds   string
 }
 
 // jobColumns is what every statement that returns a job selects, for
-// scanJob; deleterColumns likewise for a job's deleters.
+// scanJob, followed by whether the tenant is held (holdExpr in a SELECT
+// from the jobs table named j, FALSE in a claim's RETURNING: a held
+// tenant's job is never claimed); deleterColumns likewise for a job's
+// deleters.
 const (
 	jobColumns = `id, tenant_id, status, attempts, verified, COALESCE(last_error, ''), created_at, updated_at,
-	finished_at, next_attempt_at`
+	finished_at, next_attempt_at, not_before, started_at, requested_by_uid, cancel_requested_at, cancelled_by_uid`
 	deleterColumns = `deleter, status, deleted_count, COALESCE(initial_count, -1), attempts, COALESCE(error, ''),
 	updated_at, breakdown, verification`
 )
@@ -41,7 +58,8 @@ func scanJob(row scanner) (*deletion.Job, error) {
 		status string
 	)
 	if err := row.Scan(&j.ID, &j.TenantID, &status, &j.Attempts, &j.Verified, &j.LastError, &j.CreatedAt,
-		&j.UpdatedAt, &j.FinishedAt, &j.NextAttemptAt); err != nil {
+		&j.UpdatedAt, &j.FinishedAt, &j.NextAttemptAt, &j.NotBefore, &j.StartedAt, &j.RequestedByUID,
+		&j.CancelRequestedAt, &j.CancelledByUID, &j.OnHold); err != nil {
 		return nil, err
 	}
 	j.Status = deletion.JobStatus(status)
@@ -74,29 +92,59 @@ func (s *sqlStore) withDeleters(ctx context.Context, q querier, row scanner) (*d
 	return j, nil
 }
 
-// CreateDeletionJob implements deletion.JobStore.
+// CreateDeletionJob creates a PENDING job for tenant, or returns its active
+// one (created false); a held tenant is refused with a deletion.OnHoldError.
 func (s *sqlStore) CreateDeletionJob(ctx context.Context, tenant string, deleters []string, now time.Time) (*deletion.Job, bool, error) {
-	var (
-		job     *deletion.Job
-		created bool
-	)
+	res, err := s.CreateDeletionJobs(ctx, []deletion.JobRequest{{Tenant: tenant}}, deleters, now)
+	if err != nil {
+		return nil, false, err
+	}
+	if res[0].Hold != nil {
+		return nil, false, &deletion.OnHoldError{Hold: res[0].Hold}
+	}
+	return res[0].Job, res[0].Created, nil
+}
+
+// CreateDeletionJobs implements deletion.JobStore.
+func (s *sqlStore) CreateDeletionJobs(ctx context.Context, reqs []deletion.JobRequest, deleters []string, now time.Time) ([]deletion.JobCreated, error) {
+	out := make([]deletion.JobCreated, len(reqs))
 	err := s.db.tx(ctx, func(q querier) error {
-		id := newID()
-		n, err := q.exec(ctx, s.sql.jobs.create, id, tenant, now)
-		if err != nil {
-			return fmt.Errorf("create deletion job: %w", err)
-		}
-		if created = n == 1; created {
-			for _, d := range deleters {
-				if _, err := q.exec(ctx, s.sql.jobs.addDeleter, id, d, now); err != nil {
-					return fmt.Errorf("create deletion job: %w", err)
+		for i, req := range reqs {
+			hold, err := scanHold(q.queryRow(ctx, s.sql.holds.active, req.Tenant))
+			if err == nil {
+				out[i] = deletion.JobCreated{Hold: hold}
+				continue
+			}
+			if !errors.Is(err, derrors.ErrNotFound) {
+				return fmt.Errorf("read hold of tenant %q: %w", req.Tenant, err)
+			}
+			status, next := deletion.JobPending, now
+			var notBefore *time.Time
+			if req.NotBefore != nil && req.NotBefore.After(now) {
+				status, next, notBefore = deletion.JobScheduled, *req.NotBefore, req.NotBefore
+			}
+			id := newID()
+			n, err := q.exec(ctx, s.sql.jobs.create, id, req.Tenant, string(status), now, next, notBefore, req.UID)
+			if err != nil {
+				return fmt.Errorf("create deletion job: %w", err)
+			}
+			created := n == 1
+			if created {
+				for _, d := range deleters {
+					if _, err := q.exec(ctx, s.sql.jobs.addDeleter, id, d, now); err != nil {
+						return fmt.Errorf("create deletion job: %w", err)
+					}
 				}
 			}
+			job, err := s.withDeleters(ctx, q, q.queryRow(ctx, s.sql.jobs.active, req.Tenant))
+			if err != nil {
+				return err
+			}
+			out[i] = deletion.JobCreated{Job: job, Created: created}
 		}
-		job, err = s.withDeleters(ctx, q, q.queryRow(ctx, s.sql.jobs.active, tenant))
-		return err
+		return nil
 	})
-	return job, created, err
+	return out, err
 }
 
 // LatestDeletionJob implements deletion.JobStore.
@@ -108,9 +156,23 @@ func (s *sqlStore) LatestDeletionJob(ctx context.Context, tenant string) (*delet
 	return j, nil
 }
 
-// ClaimDeletionJob implements deletion.JobStore.
-func (s *sqlStore) ClaimDeletionJob(ctx context.Context, owner string, now, leaseUntil time.Time) (*deletion.Job, error) {
-	j, err := s.withDeleters(ctx, s.db, s.db.queryRow(ctx, s.sql.jobs.claim, now, owner, leaseUntil))
+// ClaimDeletionJob implements deletion.JobStore. With a limit, claims are
+// serialised (PostgreSQL: a transaction-scoped advisory lock taken before
+// the claim statement, whose snapshot then sees every claim committed
+// before it), so that two daemons counting live leases at once cannot
+// both take the last slot.
+func (s *sqlStore) ClaimDeletionJob(ctx context.Context, owner string, now, leaseUntil time.Time, maxJobs int) (*deletion.Job, error) {
+	var j *deletion.Job
+	err := s.db.tx(ctx, func(q querier) error {
+		if maxJobs > 0 && s.sql.jobs.claimLock != "" {
+			if _, err := q.exec(ctx, s.sql.jobs.claimLock); err != nil {
+				return err
+			}
+		}
+		var err error
+		j, err = s.withDeleters(ctx, q, q.queryRow(ctx, s.sql.jobs.claim, now, owner, leaseUntil, maxJobs))
+		return err
+	})
 	if errors.Is(err, derrors.ErrNotFound) {
 		return nil, nil
 	}
@@ -129,6 +191,15 @@ func (s *sqlStore) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner s
 	return leaseHeld(n, id)
 }
 
+// DeletionJobControl implements deletion.JobStore.
+func (s *sqlStore) DeletionJobControl(ctx context.Context, id uuid.UUID) (deletion.JobControl, error) {
+	var c deletion.JobControl
+	if err := s.db.queryRow(ctx, s.sql.jobs.control, id).Scan(&c.CancelRequested, &c.Held); err != nil {
+		return c, fmt.Errorf("read control of deletion job %s: %w", id, err)
+	}
+	return c, nil
+}
+
 // SetDeleterState implements deletion.JobStore.
 func (s *sqlStore) SetDeleterState(ctx context.Context, id uuid.UUID, owner string, st deletion.DeleterState) error {
 	breakdown, verification, err := encodeDeleterDetail(st)
@@ -143,16 +214,122 @@ func (s *sqlStore) SetDeleterState(ctx context.Context, id uuid.UUID, owner stri
 	return leaseHeld(n, id)
 }
 
-// FinishDeletionAttempt implements deletion.JobStore.
+// FinishDeletionAttempt implements deletion.JobStore. The receipt of a
+// COMPLETED job is stored in the same transaction: a job is never
+// COMPLETED without the receipt it was issued.
 func (s *sqlStore) FinishDeletionAttempt(ctx context.Context, id uuid.UUID, owner string, u deletion.JobUpdate) error {
-	var finished *time.Time
-	if u.Status == deletion.JobCompleted {
-		finished = &u.Now
-	}
-	n, err := s.db.exec(ctx, s.sql.jobs.finish, id, owner, string(u.Status), u.Verified, u.LastError, u.NextAttemptAt,
-		finished, u.Now)
-	if err != nil {
+	err := s.db.tx(ctx, func(q querier) error {
+		var status string
+		err := q.queryRow(ctx, s.sql.jobs.finish, id, owner, string(u.Status), u.Verified, u.LastError, u.NextAttemptAt, u.Now).Scan(&status)
+		if errors.Is(err, derrors.ErrNotFound) {
+			return leaseHeld(0, id)
+		}
+		if err != nil {
+			return err
+		}
+		if u.Receipt != nil && deletion.JobStatus(status) == deletion.JobCompleted {
+			if _, err := q.exec(ctx, s.sql.receipts.insert, id, u.Receipt.KeyID, u.Receipt.Body, u.Now); err != nil {
+				return fmt.Errorf("store receipt: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, derrors.ErrLeaseLost) {
 		return fmt.Errorf("finish deletion attempt: %w", err)
 	}
-	return leaseHeld(n, id)
+	return err
+}
+
+// CancelDeletionJob implements deletion.JobStore.
+func (s *sqlStore) CancelDeletionJob(ctx context.Context, tenant string, uid *int64, now time.Time) (*deletion.Job, deletion.CancelOutcome, error) {
+	var (
+		job     *deletion.Job
+		outcome deletion.CancelOutcome
+	)
+	err := s.db.tx(ctx, func(q querier) error {
+		var id uuid.UUID
+		err := q.queryRow(ctx, s.sql.jobs.cancelNow, tenant, uid, now).Scan(&id)
+		switch {
+		case err == nil:
+			outcome = deletion.CancelledNow
+			if _, err := q.exec(ctx, s.sql.jobs.cancelRunning, id, now); err != nil {
+				return err
+			}
+		case errors.Is(err, derrors.ErrNotFound):
+			err = q.queryRow(ctx, s.sql.jobs.cancelRequest, tenant, uid, now).Scan(&id)
+			if err != nil && !errors.Is(err, derrors.ErrNotFound) {
+				return err
+			}
+			outcome = deletion.CancelRequested
+		default:
+			return err
+		}
+		job, err = s.withDeleters(ctx, q, q.queryRow(ctx, s.sql.jobs.latest, tenant))
+		if errors.Is(err, derrors.ErrNotFound) {
+			return fmt.Errorf("%w: tenant %s has no deletion job to cancel", derrors.ErrNotFound, tenant)
+		}
+		if err != nil {
+			return err
+		}
+		if id == uuid.Nil {
+			return fmt.Errorf("%w: the latest deletion job of tenant %s (%s) is %s since %s: there is nothing to cancel",
+				derrors.ErrConflict, tenant, job.ID, job.Status, deletion.FormatTime(finishedOrUpdated(job)))
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, derrors.ErrNotFound) || errors.Is(err, derrors.ErrConflict) {
+			return nil, 0, err // they say what happened
+		}
+		return nil, 0, fmt.Errorf("cancel deletion of tenant %q: %w", tenant, err)
+	}
+	return job, outcome, nil
+}
+
+func finishedOrUpdated(j *deletion.Job) time.Time {
+	if j.FinishedAt != nil {
+		return *j.FinishedAt
+	}
+	return j.UpdatedAt
+}
+
+// ReapCancelledJobs implements deletion.JobStore.
+func (s *sqlStore) ReapCancelledJobs(ctx context.Context, now time.Time) (int64, error) {
+	n, err := s.db.exec(ctx, s.sql.jobs.reap, now)
+	if err != nil {
+		return 0, fmt.Errorf("end cancelled jobs of dead runners: %w", err)
+	}
+	return n, nil
+}
+
+// DeletionJobStats implements deletion.JobStore.
+func (s *sqlStore) DeletionJobStats(ctx context.Context, now time.Time) (deletion.JobStats, error) {
+	st := deletion.JobStats{ByStatus: map[deletion.JobStatus]int64{}}
+	err := s.db.snapshot(ctx, func(q querier) error {
+		type pair struct {
+			status string
+			n      int64
+		}
+		counts, err := queryAll(ctx, q, func(r scanner) (pair, error) {
+			var p pair
+			return p, r.Scan(&p.status, &p.n)
+		}, s.sql.jobs.statusCounts)
+		if err != nil {
+			return err
+		}
+		for _, p := range counts {
+			st.ByStatus[deletion.JobStatus(p.status)] = p.n
+		}
+		if err := q.queryRow(ctx, s.sql.jobs.overdue, now).Scan(&st.OldestOverdue); err != nil {
+			return err
+		}
+		if err := q.queryRow(ctx, s.sql.jobs.heldJobs).Scan(&st.Held); err != nil {
+			return err
+		}
+		return q.queryRow(ctx, s.sql.jobs.activeHolds).Scan(&st.Holds)
+	})
+	if err != nil {
+		return st, fmt.Errorf("count deletion jobs: %w", err)
+	}
+	return st, nil
 }

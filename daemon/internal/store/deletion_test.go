@@ -28,14 +28,14 @@ func TestDeletionJobs(t *testing.T) {
 		require.False(t, created, "an active job is returned, not duplicated")
 		require.Equal(t, job.ID, again.ID)
 
-		claimed, err := s.ClaimDeletionJob(ctx, "d1", t0, t0.Add(30*time.Second))
+		claimed, err := s.ClaimDeletionJob(ctx, "d1", t0, t0.Add(30*time.Second), 0)
 		require.NoError(t, err)
 		require.NotNil(t, claimed)
 		require.Equal(t, job.ID, claimed.ID)
 		require.Equal(t, deletion.JobRunning, claimed.Status)
 		require.Equal(t, 1, claimed.Attempts)
 
-		none, err := s.ClaimDeletionJob(ctx, "d2", t0.Add(time.Second), t0.Add(time.Minute))
+		none, err := s.ClaimDeletionJob(ctx, "d2", t0.Add(time.Second), t0.Add(time.Minute), 0)
 		require.NoError(t, err)
 		require.Nil(t, none, "a leased job is not claimed twice")
 
@@ -59,7 +59,7 @@ func TestDeletionJobs(t *testing.T) {
 
 		claim := func(owner string, now, leaseUntil time.Time) *deletion.Job {
 			t.Helper()
-			j, err := s.ClaimDeletionJob(ctx, owner, now, leaseUntil)
+			j, err := s.ClaimDeletionJob(ctx, owner, now, leaseUntil, 0)
 			require.NoError(t, err)
 			return j
 		}
@@ -106,7 +106,7 @@ func TestDeletionJobBreakdown(t *testing.T) {
 			require.Nil(t, d.DeletedBreakdown)
 			require.Nil(t, d.Verification)
 		}
-		_, err = s.ClaimDeletionJob(ctx, "d1", t0, t0.Add(time.Minute))
+		_, err = s.ClaimDeletionJob(ctx, "d1", t0, t0.Add(time.Minute), 0)
 		require.NoError(t, err)
 
 		pg := deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterRunning, DeletedCount: 7, Total: 12, Attempts: 1, UpdatedAt: t0,
@@ -144,7 +144,7 @@ func TestDeletionJobBreakdown(t *testing.T) {
 		// belongs to the deletes it followed.
 		newer, _, err := s.CreateDeletionJob(ctx, tenant, []string{"postgres:app"}, t0.Add(time.Hour))
 		require.NoError(t, err)
-		_, err = s.ClaimDeletionJob(ctx, "d1", t0.Add(time.Hour), t0.Add(2*time.Hour))
+		_, err = s.ClaimDeletionJob(ctx, "d1", t0.Add(time.Hour), t0.Add(2*time.Hour), 0)
 		require.NoError(t, err)
 		withV := deletion.DeleterState{Name: "postgres:app", Status: deletion.DeleterPending, Total: 1, UpdatedAt: t0,
 			Verification: &deletion.Verification{Count: 1, Breakdown: map[string]int64{"public.steps": 1}}}

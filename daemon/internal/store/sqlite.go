@@ -28,7 +28,7 @@ type SQLite struct {
 
 var _ Store = (*SQLite)(nil)
 
-var sqliteStatements = statements{dlq: sqliteDLQ, jobs: sqliteJobs, keys: sqliteKeys, retention: sqliteRetention}
+var sqliteStatements = statements{dlq: sqliteDLQ, jobs: sqliteJobs, holds: sqliteHolds, receipts: sqliteReceipts, keys: sqliteKeys, retention: sqliteRetention}
 
 func sqliteDSN(path string) string {
 	q := url.Values{}

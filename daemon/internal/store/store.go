@@ -19,6 +19,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
@@ -33,6 +34,12 @@ type Store interface {
 	deletion.JobStore
 	idempotency.Store
 	archive.Store
+
+	// CreateDeletionJob creates a PENDING job for tenant, or returns its
+	// active one (created false); a held tenant is refused with a
+	// deletion.OnHoldError. (Tests and tools; the service creates jobs with
+	// CreateDeletionJobs.)
+	CreateDeletionJob(ctx context.Context, tenant string, deleters []string, now time.Time) (*deletion.Job, bool, error)
 
 	// Dialect names the implementation.
 	Dialect() migrations.Dialect

@@ -1,0 +1,112 @@
+package adminapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+// BulkBody is the answer of POST /api/v1/deletions.
+type BulkBody struct {
+	// Queued counts new jobs, Existing tenants whose active job was
+	// returned, OnHold tenants refused for their legal hold.
+	Queued   int          `json:"queued"`
+	Existing int          `json:"existing"`
+	OnHold   int          `json:"on_hold"`
+	Results  []BulkResult `json:"results"`
+}
+
+// BulkResult is one tenant of a bulk request, in the request's order.
+type BulkResult struct {
+	Index     int                `json:"index"`
+	TenantID  string             `json:"tenant_id"`
+	JobID     string             `json:"job_id,omitempty"`
+	Status    deletion.JobStatus `json:"status,omitempty"`
+	Created   bool               `json:"created"`
+	NotBefore *string            `json:"not_before,omitempty"`
+	Error     *ErrorDetail       `json:"error,omitempty"`
+}
+
+// DeletionRoutes serve the job list and the bulk request.
+func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/v1/deletions", func(w http.ResponseWriter, r *http.Request) {
+			f, err := parseJobQuery(r.URL.Query(), true)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			page, err := svc.Jobs(r.Context(), f)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, jobsBody(page))
+		})
+		mux.HandleFunc("POST /api/v1/deletions", func(w http.ResponseWriter, r *http.Request) {
+			var body bulkBody
+			shape := `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>"}`
+			given, err := decodeBody(r, &body, shape)
+			if err == nil && (!given || body.TenantIDs == nil) {
+				err = invalidField("tenant_ids", "the body must be %s", shape)
+			}
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			notBefore, err := parseNotBefore(body.NotBefore)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			res, err := svc.StartDeletions(r.Context(), body.TenantIDs, deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r)})
+			var inv *deletion.InvalidTenantsError
+			if errors.As(err, &inv) {
+				writeError(w, r, ScopeTenant, invalidTenants(inv))
+				return
+			}
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			writeJSON(w, http.StatusAccepted, bulkAnswer(r, res))
+		})
+	}
+}
+
+// invalidTenants is the 400 of a bulk request with invalid ids: one
+// detail per id, with its index, so that a client can name its line.
+func invalidTenants(e *deletion.InvalidTenantsError) *apiError {
+	ae := invalid("%s", e.Error())
+	for _, p := range e.Problems {
+		ae.details = append(ae.details, FieldProblem{Field: fmt.Sprintf("tenant_ids[%d]", p.Index), Problem: p.Err.Error()})
+	}
+	return ae
+}
+
+func bulkAnswer(r *http.Request, res []deletion.JobCreated) BulkBody {
+	out := BulkBody{Results: make([]BulkResult, 0, len(res))}
+	for i, c := range res {
+		br := BulkResult{Index: i}
+		switch {
+		case c.Hold != nil:
+			out.OnHold++
+			err := &deletion.OnHoldError{Hold: c.Hold}
+			ae := classify(err, ScopeTenant)
+			br.TenantID = c.Hold.TenantID
+			br.Error = &ErrorDetail{Code: ae.fullCode(ScopeTenant), Message: ae.message, RequestID: requestID(r), Details: []any{}}
+		default:
+			j := c.Job.ToJSON()
+			br.TenantID, br.JobID, br.Status, br.Created, br.NotBefore = j.TenantID, j.ID, j.Status, c.Created, j.NotBefore
+			if c.Created {
+				out.Queued++
+			} else {
+				out.Existing++
+			}
+		}
+		out.Results = append(out.Results, br)
+	}
+	return out
+}

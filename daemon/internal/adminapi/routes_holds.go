@@ -1,0 +1,122 @@
+package adminapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+// Holds is what the legal hold routes need.
+type Holds interface {
+	Hold(ctx context.Context, tenant, reason string, uid *int64) (*deletion.Hold, bool, error)
+	Release(ctx context.Context, tenant string, uid *int64) (*deletion.Hold, error)
+	HoldOf(ctx context.Context, tenant string) (*deletion.Hold, error)
+	Holds(ctx context.Context, f deletion.HoldFilter) (deletion.HoldPage, error)
+}
+
+// HoldsBody is GET /api/v1/holds.
+type HoldsBody struct {
+	Holds      []deletion.HoldJSON `json:"holds"`
+	NextCursor *string             `json:"next_cursor"`
+}
+
+// holdBody is the body of PUT /api/v1/tenants/{tenant}/hold.
+type holdBody struct {
+	Reason *string `json:"reason"`
+}
+
+// HoldRoutes serve legal holds.
+func HoldRoutes(svc Holds) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("PUT /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+			var body holdBody
+			shape := `{"reason": "<why the tenant's data must stay>"}`
+			given, err := decodeBody(r, &body, shape)
+			if err == nil && (!given || body.Reason == nil) {
+				err = invalidField("reason", "the body must be %s", shape)
+			}
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			hold, created, err := svc.Hold(r.Context(), r.PathValue("tenant"), *body.Reason, callerUID(r))
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			if l := loggerFrom(r); l != nil && created {
+				l.Info("tenant placed on legal hold", "tenant_id", hold.TenantID, "reason", hold.Reason,
+					"uid", uidField(hold.HeldByUID), "request_id", requestID(r))
+			}
+			writeJSON(w, http.StatusOK, hold.ToJSON())
+		})
+		mux.HandleFunc("DELETE /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+			hold, err := svc.Release(r.Context(), r.PathValue("tenant"), callerUID(r))
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			if l := loggerFrom(r); l != nil {
+				l.Info("legal hold released", "tenant_id", hold.TenantID, "reason", hold.Reason,
+					"uid", uidField(hold.ReleasedByUID), "request_id", requestID(r))
+			}
+			writeJSON(w, http.StatusOK, hold.ToJSON())
+		})
+		mux.HandleFunc("GET /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+			hold, err := svc.HoldOf(r.Context(), r.PathValue("tenant"))
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, hold.ToJSON())
+		})
+		mux.HandleFunc("GET /api/v1/holds", func(w http.ResponseWriter, r *http.Request) {
+			f, err := parseHoldQuery(r)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			page, err := svc.Holds(r.Context(), f)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			out := HoldsBody{Holds: make([]deletion.HoldJSON, 0, len(page.Holds))}
+			for _, h := range page.Holds {
+				out.Holds = append(out.Holds, h.ToJSON())
+			}
+			if page.Next != nil {
+				s := page.Next.String()
+				out.NextCursor = &s
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+	}
+}
+
+func parseHoldQuery(r *http.Request) (deletion.HoldFilter, error) {
+	q := r.URL.Query()
+	var f deletion.HoldFilter
+	if err := onlyParams(q, "include_released", "tenant", "limit", "cursor"); err != nil {
+		return f, err
+	}
+	var err error
+	if f.Limit, f.After, err = parsePage(q); err != nil {
+		return f, err
+	}
+	if v, ok, err := single(q, "include_released"); err != nil {
+		return f, err
+	} else if ok {
+		if f.IncludeReleased, err = strconv.ParseBool(v); err != nil {
+			return f, invalidField("include_released", "%q is not true or false", truncate(v))
+		}
+	}
+	if v, ok, err := single(q, "tenant"); err != nil {
+		return f, err
+	} else if ok {
+		f.Tenant = v
+	}
+	return f, nil
+}

@@ -1,0 +1,116 @@
+package deletion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// conclude decides the job's status after an attempt. A job is COMPLETED
+// when every one of its deleters succeeded and, with verify on, a count
+// with the canonical id afterwards found nothing left in any of them: a
+// deleter that cannot count (its store is down, it is no longer
+// configured) leaves the job PARTIAL, never verified. ctx is the attempt's:
+// the verification stops with it. why is the stop cause when the attempt
+// was stopped before its deletes ended.
+func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states map[string]*DeleterState, cfg RunnerConfig, why error) JobUpdate {
+	now := r.now()
+	if why != nil {
+		return stoppedUpdate(why, now)
+	}
+	names := sortedKeysOf(states)
+	var failed []string
+	for _, name := range names {
+		if d := states[name]; d.Status != DeleterSucceeded {
+			failed = append(failed, fmt.Sprintf("%s: %s", d.Name, d.Error))
+		}
+	}
+	backoff := now.Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
+	if len(names) == 0 {
+		// Nothing ran, so nothing can be said to be deleted.
+		return JobUpdate{Status: JobPartial, LastError: "the job has no deleters and none is configured", NextAttemptAt: &backoff, Now: now}
+	}
+	if len(failed) > 0 {
+		return JobUpdate{Status: JobPartial, LastError: fmt.Sprintf("%d deleter(s) failed: %s", len(failed), strings.Join(failed, "; ")),
+			NextAttemptAt: &backoff, Now: now}
+	}
+	if !cfg.Verify {
+		return JobUpdate{Status: JobCompleted, Verified: false, Now: now}
+	}
+	counts := r.reg.CountSome(ctx, tenant, names)
+	// Counting a large store takes a while: the outcome is as of now.
+	now = r.now()
+	backoff = now.Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
+	if why := stopCause(ctx); why != nil {
+		u := stoppedUpdate(why, now)
+		if errors.Is(why, errShutdown) {
+			u.LastError = "interrupted by daemon shutdown during verification"
+		}
+		return u
+	}
+	wctx, wcancel := recordContext()
+	defer wcancel()
+	var left []string
+	for _, name := range names {
+		n, ok := counts.Counts[name]
+		if !ok {
+			continue // in counts.Failed
+		}
+		d := states[name]
+		b := counts.Breakdown[name]
+		d.Verification = &Verification{Count: n, Breakdown: b}
+		d.settleBreakdown(b)
+		// A breakdown that disagrees with its count is not a zero.
+		if found := max(n, sum(b)); found > 0 {
+			left = append(left, fmt.Sprintf("%s has %d left", name, found))
+			d.Status, d.Error = DeleterPending, fmt.Sprintf("verification found %d items left", found)
+		}
+		d.UpdatedAt = now
+		if err := r.store.SetDeleterState(wctx, job.ID, r.owner, *d); err != nil {
+			r.log.Error("store verification", "job_id", job.ID.String(), "deleter", name, "error", err)
+		}
+	}
+	for _, f := range counts.Failed {
+		left = append(left, fmt.Sprintf("%s could not verify: %s", f.Deleter, f.Error))
+	}
+	if len(left) > 0 || len(counts.Counts) != len(names) {
+		// Data appeared after the delete (a writer still running), or a
+		// count failed: back to work, with backoff.
+		return JobUpdate{Status: JobPartial, LastError: "verification: " + strings.Join(sortedStrings(left), "; "), NextAttemptAt: &backoff, Now: now}
+	}
+	return JobUpdate{Status: JobCompleted, Verified: true, Now: now}
+}
+
+// stoppedUpdate ends an attempt that was stopped. A shutdown is not the
+// job's fault and a held job waits for its release (a held tenant's job is
+// never claimed), so both are due again at once; a cancelled one is over.
+func stoppedUpdate(why error, now time.Time) JobUpdate {
+	switch {
+	case errors.Is(why, errCancelled):
+		return JobUpdate{Status: JobCancelled, Now: now,
+			LastError: "cancelled by an operator; the report keeps what each deleter deleted before it stopped"}
+	case errors.Is(why, errHeld):
+		return JobUpdate{Status: JobPartial, NextAttemptAt: &now, Now: now,
+			LastError: "stopped: the tenant was placed on legal hold; the job resumes when the hold is released"}
+	default:
+		return JobUpdate{Status: JobPartial, LastError: "interrupted by daemon shutdown", NextAttemptAt: &now, Now: now}
+	}
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,129 @@
+// Package receipt issues and verifies signed erasure receipts: when a
+// tenant deletion job is COMPLETED and verified, the daemon signs a JSON
+// document that says what was deleted, where, by which plugins under which
+// configuration, and that a count afterwards found nothing left. Anyone
+// with the daemon's public key can check it offline (`lifecycled receipt
+// verify`): the signature is Ed25519 over the RFC 8785 canonical form of
+// every field but "signature", so that changing any of them breaks it.
+package receipt
+
+import (
+	"sort"
+	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+// Type and Version name the document format.
+const (
+	Type    = "lifecycled.erasure-receipt"
+	Version = 1
+)
+
+// Document is a receipt as issued. Every field but Signature is signed.
+type Document struct {
+	Type    string `json:"type"`
+	Version int    `json:"version"`
+	// TenantID is the canonical id every deleter and the verification used.
+	TenantID string `json:"tenant_id"`
+	JobID    string `json:"job_id"`
+	Status   string `json:"status"`   // COMPLETED
+	Verified bool   `json:"verified"` // true
+	// RequestedAt is when the deletion was asked for; NotBefore when it
+	// could start (a grace period), null when at once; StartedAt when a
+	// daemon first began it; FinishedAt when the verification ended.
+	RequestedAt string  `json:"requested_at"`
+	NotBefore   *string `json:"not_before"`
+	StartedAt   string  `json:"started_at"`
+	FinishedAt  string  `json:"finished_at"`
+	IssuedAt    string  `json:"issued_at"`
+	Attempts    int     `json:"attempts"`
+	// DeletedTotal sums the deleters' DeletedCount.
+	DeletedTotal int64     `json:"deleted_total"`
+	Deleters     []Deleter `json:"deleters"`
+	Daemon       Daemon    `json:"daemon"`
+	// KeyID names the public key that verifies Signature (KeyID()).
+	KeyID string `json:"key_id"`
+	// Signature is the base64 (standard, padded) Ed25519 signature of the
+	// RFC 8785 form of the document without this member.
+	Signature string `json:"signature,omitempty"`
+}
+
+// Deleter is what one deleter did for the tenant.
+type Deleter struct {
+	Name string `json:"name"`
+	// Plugin, PluginVersion and PluginSHA256 name the plugin binary that
+	// ran the final attempt and the verification.
+	Plugin        string `json:"plugin"`
+	PluginVersion string `json:"plugin_version"`
+	PluginSHA256  string `json:"plugin_sha256"`
+	// ConfigSHA256 is the fingerprint of the deleter's [deleter.config]
+	// with its secrets left out (ConfigFingerprint).
+	ConfigSHA256 string `json:"config_sha256"`
+	DeletedCount int64  `json:"deleted_count"`
+	// Deleted is DeletedCount per table, key pattern, ... as the plugin
+	// names them.
+	Deleted      map[string]int64 `json:"deleted"`
+	Verification Verification     `json:"verification"`
+}
+
+// Verification is what the count after the deletes found: zero everywhere.
+type Verification struct {
+	Count     int64            `json:"count"`
+	Breakdown map[string]int64 `json:"breakdown"`
+}
+
+// Daemon names the lifecycled that issued the receipt.
+type Daemon struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// ID is the daemon's lease owner name (host/pid/random).
+	ID string `json:"id"`
+}
+
+// Plugin is what the daemon knows of a deleter's plugin when it issues.
+type Plugin struct {
+	Plugin, Version, SHA256, ConfigSHA256 string
+}
+
+// build fills a document (unsigned) from a finished job.
+func build(job *deletion.Job, finishedAt, issuedAt time.Time, plugins map[string]Plugin, daemon Daemon, keyID string) Document {
+	doc := Document{
+		Type: Type, Version: Version, TenantID: job.TenantID, JobID: job.ID.String(),
+		Status: string(deletion.JobCompleted), Verified: true,
+		RequestedAt: deletion.FormatTime(job.CreatedAt), FinishedAt: deletion.FormatTime(finishedAt),
+		IssuedAt: deletion.FormatTime(issuedAt), Attempts: job.Attempts, Daemon: daemon, KeyID: keyID,
+		Deleters: []Deleter{},
+	}
+	if job.NotBefore != nil {
+		s := deletion.FormatTime(*job.NotBefore)
+		doc.NotBefore = &s
+	}
+	started := job.CreatedAt
+	if job.StartedAt != nil {
+		started = *job.StartedAt
+	}
+	doc.StartedAt = deletion.FormatTime(started)
+	ds := append([]deletion.DeleterState(nil), job.Deleters...)
+	sort.Slice(ds, func(i, j int) bool { return ds[i].Name < ds[j].Name })
+	for _, d := range ds {
+		p := plugins[d.Name]
+		entry := Deleter{Name: d.Name, Plugin: p.Plugin, PluginVersion: p.Version, PluginSHA256: p.SHA256,
+			ConfigSHA256: p.ConfigSHA256, DeletedCount: d.DeletedCount, Deleted: counts(d.DeletedBreakdown),
+			Verification: Verification{Breakdown: map[string]int64{}}}
+		if d.Verification != nil {
+			entry.Verification = Verification{Count: d.Verification.Count, Breakdown: counts(d.Verification.Breakdown)}
+		}
+		doc.DeletedTotal += d.DeletedCount
+		doc.Deleters = append(doc.Deleters, entry)
+	}
+	return doc
+}
+
+func counts(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

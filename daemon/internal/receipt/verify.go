@@ -1,0 +1,195 @@
+package receipt
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+// Check is one thing Verify checked.
+type Check struct {
+	Name   string `json:"check"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Report is what Verify found. Valid only when every check passed; the
+// checks after a failed one that needs it did not run.
+type Report struct {
+	Valid  bool      `json:"valid"`
+	Checks []Check   `json:"checks"`
+	Doc    *Document `json:"receipt,omitempty"`
+}
+
+// KeyResolver finds the public key named keyID and says where it came from.
+type KeyResolver func(keyID string) (pub ed25519.PublicKey, from string, err error)
+
+// Options shape Verify.
+type Options struct {
+	// AllowReformatted accepts a receipt whose JSON was laid out anew
+	// (indented, members reordered): its content and signature still
+	// verify, but it is not the file as issued.
+	AllowReformatted bool
+}
+
+func (r *Report) add(name string, ok bool, format string, args ...any) bool {
+	r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	return ok
+}
+
+// Verify checks a receipt file: that it is one JSON receipt, that the key
+// it names is the one keys resolves, that the Ed25519 signature matches the
+// RFC 8785 form of every other field, that its content claims a complete,
+// verified erasure, and that the file is byte for byte as issued.
+func Verify(data []byte, keys KeyResolver, o Options) Report {
+	var r Report
+	v, err := Parse(data)
+	if !r.add("json", err == nil, "%s", describeParse(len(data), err)) {
+		return r
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		r.add("form", false, "the JSON value is not an object")
+		return r
+	}
+	var doc Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		r.add("form", false, "not a receipt: %v", err)
+		return r
+	}
+	if problem := formProblem(obj, &doc); problem != "" {
+		r.add("form", false, "not a %s version %d receipt: %s", Type, Version, problem)
+		return r
+	}
+	r.add("form", true, "a %s, version %d, for tenant %s, job %s", Type, Version, doc.TenantID, doc.JobID)
+	r.Doc = &doc
+
+	pub, from, err := keys(doc.KeyID)
+	if err != nil {
+		r.add("key", false, "the key the receipt names (%s): %v", doc.KeyID, err)
+		return r
+	}
+	if got := KeyID(pub); got != doc.KeyID {
+		r.add("key", false, "the key from %s is %s, but %s signed this receipt: a wrong key, or the receipt names another signer", from, got, doc.KeyID)
+		return r
+	}
+	r.add("key", true, "Ed25519 public key %s from %s is the one the receipt names", doc.KeyID, from)
+
+	sig, err := base64.StdEncoding.DecodeString(doc.Signature)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		r.add("signature", false, "signature is not the base64 of %d bytes", ed25519.SignatureSize)
+		return r
+	}
+	rest := make(map[string]any, len(obj))
+	for k, val := range obj {
+		if k != "signature" {
+			rest[k] = val
+		}
+	}
+	signed, err := Canonical(rest)
+	if err != nil {
+		r.add("signature", false, "no canonical form: %v", err)
+		return r
+	}
+	valid := ed25519.Verify(pub, signed, sig)
+	detail := fmt.Sprintf("Ed25519 signature over the RFC 8785 canonical form (%d bytes) of every field but \"signature\"", len(signed))
+	if !valid {
+		detail += " does NOT match: a field was changed after signing, or the signature is another's"
+	}
+	if !r.add("signature", valid, "%s", detail) {
+		return r
+	}
+	if problem := contentProblem(&doc); problem != "" {
+		r.add("content", false, "%s", problem)
+		return r
+	}
+	r.add("content", true, "status COMPLETED and verified; %d deleter(s), each counted 0 items left after deleting; deleted_total %d is the sum of their deleted_count",
+		len(doc.Deleters), doc.DeletedTotal)
+
+	full, err := Canonical(obj)
+	exact := err == nil && (bytes.Equal(data, full) || bytes.Equal(data, append(full, '\n')))
+	switch {
+	case exact:
+		r.add("layout", true, "the file is byte for byte the receipt as issued (its RFC 8785 form)")
+	case o.AllowReformatted:
+		r.add("layout", true, "the file was laid out anew (whitespace or member order), which --allow-reformatted accepts; its content is as signed")
+	default:
+		r.add("layout", false, "the content is as signed, but the file is not byte for byte the receipt as issued (whitespace or member order changed); --allow-reformatted accepts that")
+		return r
+	}
+	r.Valid = true
+	return r
+}
+
+func describeParse(n int, err error) string {
+	if err != nil {
+		return fmt.Sprintf("not one complete JSON value (%d bytes): %v", n, err)
+	}
+	return fmt.Sprintf("one JSON value (%d bytes), valid UTF-8, no member twice", n)
+}
+
+// formProblem checks that the receipt has every field of its version, with
+// the right JSON types.
+func formProblem(obj map[string]any, doc *Document) string {
+	for _, k := range []string{"type", "version", "tenant_id", "job_id", "status", "verified", "requested_at", "started_at",
+		"finished_at", "issued_at", "deleted_total", "deleters", "daemon", "key_id", "signature"} {
+		if _, ok := obj[k]; !ok {
+			return fmt.Sprintf("no %q field", k)
+		}
+	}
+	switch {
+	case doc.Type != Type:
+		return fmt.Sprintf("type is %q", doc.Type)
+	case doc.Version != Version:
+		return fmt.Sprintf("version %d is not one this lifecycled knows", doc.Version)
+	case doc.TenantID == "" || doc.JobID == "":
+		return "tenant_id or job_id is empty"
+	case doc.KeyID == "":
+		return "key_id is empty"
+	}
+	return ""
+}
+
+// contentProblem checks what a valid signature vouches for: a complete
+// erasure with nothing left.
+func contentProblem(doc *Document) string {
+	if doc.Status != string(deletion.JobCompleted) || !doc.Verified {
+		return fmt.Sprintf("the receipt says status %s, verified %v: not a complete, verified erasure", doc.Status, doc.Verified)
+	}
+	if len(doc.Deleters) == 0 {
+		return "the receipt names no deleter"
+	}
+	var total int64
+	for _, d := range doc.Deleters {
+		total += d.DeletedCount
+		if d.Verification.Count != 0 {
+			return fmt.Sprintf("deleter %s: the verification counted %d items left", d.Name, d.Verification.Count)
+		}
+		for k, n := range d.Verification.Breakdown {
+			if n != 0 {
+				return fmt.Sprintf("deleter %s: the verification counted %d items left in %s", d.Name, n, k)
+			}
+		}
+	}
+	if total != doc.DeletedTotal {
+		return fmt.Sprintf("deleted_total %d is not the sum of the deleters' deleted_count (%d)", doc.DeletedTotal, total)
+	}
+	var prev time.Time
+	for _, f := range []struct{ name, at string }{{"requested_at", doc.RequestedAt}, {"started_at", doc.StartedAt},
+		{"finished_at", doc.FinishedAt}, {"issued_at", doc.IssuedAt}} {
+		t, err := time.Parse(time.RFC3339Nano, f.at)
+		if err != nil {
+			return fmt.Sprintf("%s %q is not an RFC 3339 time", f.name, f.at)
+		}
+		if t.Before(prev) {
+			return fmt.Sprintf("%s %s is before the time listed ahead of it", f.name, f.at)
+		}
+		prev = t
+	}
+	return ""
+}
