@@ -292,25 +292,34 @@ func TestConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := setup(t).withProxy(t)
 			plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
-				Binary:         binary(t),
-				Fixture:        f,
-				TenantIDFormat: format,
-				BadConfigs: map[string]map[string]any{
-					"missing table":    {"partition_key": "tenant_id", "region": "us-east-1", "endpoint": f.endpoint},
-					"wrong key":        {"table": "audit_logs", "partition_key": "org_id", "region": "us-east-1", "endpoint": f.endpoint, "access_key_id": "a", "secret_access_key": "b"},
-					"half credentials": {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "access_key_id": "a"},
-					"bad concurrency":  {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "concurrency": 0},
-					"unknown key":      {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "tabel": "x"},
-				},
-				BadConfigFields: map[string]string{
-					"missing table": "table", "wrong key": "partition_key", "half credentials": "access_key_id",
-					"bad concurrency": "concurrency", "unknown key": "tabel",
-				},
-				Seed:       60,
-				CancelSeed: 3000,
+				Binary:          binary(t),
+				Fixture:         f,
+				TenantIDFormat:  format,
+				BadConfigs:      badConfigs(f.endpoint, f.table),
+				BadConfigFields: badConfigFields,
+				Seed:            60,
+				CancelSeed:      3000,
 			})
 		})
 	}
+}
+
+// badConfigs are configs Configure must refuse (table is one that exists,
+// so that only its key is wrong), each naming the field in badConfigFields; every kit run checks them, since the kit fails a check it
+// cannot run under CI=true.
+func badConfigs(endpoint, table string) map[string]map[string]any {
+	return map[string]map[string]any{
+		"missing table":    {"partition_key": "tenant_id", "region": "us-east-1", "endpoint": endpoint},
+		"wrong key":        {"table": table, "partition_key": "org_id", "region": "us-east-1", "endpoint": endpoint, "access_key_id": "a", "secret_access_key": "b"},
+		"half credentials": {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "access_key_id": "a"},
+		"bad concurrency":  {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "concurrency": 0},
+		"unknown key":      {"table": "audit_logs", "partition_key": "tenant_id", "region": "us-east-1", "tabel": "x"},
+	}
+}
+
+var badConfigFields = map[string]string{
+	"missing table": "table", "wrong key": "partition_key", "half credentials": "access_key_id",
+	"bad concurrency": "concurrency", "unknown key": "tabel",
 }
 
 // TestConformanceNumericKey runs the kit on a table keyed by a number, with
@@ -323,12 +332,14 @@ func TestConformanceNumericKey(t *testing.T) {
 	var next atomic.Int64
 	next.Store(999)
 	plugintest.RunTenantDeleter(t, plugintest.DeleterOptions{
-		Binary:         binary(t),
-		Fixture:        f,
-		TenantIDFormat: `^.{1,64}$`,
-		NewTenantID:    func() string { return strconv.FormatInt(next.Add(1), 10) },
-		Seed:           40,
-		CancelSeed:     3000,
+		Binary:          binary(t),
+		Fixture:         f,
+		TenantIDFormat:  `^.{1,64}$`,
+		NewTenantID:     func() string { return strconv.FormatInt(next.Add(1), 10) },
+		BadConfigs:      badConfigs(f.endpoint, f.table),
+		BadConfigFields: badConfigFields,
+		Seed:            40,
+		CancelSeed:      3000,
 	})
 }
 

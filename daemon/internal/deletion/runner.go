@@ -140,6 +140,10 @@ func (r *Runner) pass(ctx context.Context) (periodic.Outcome, error) {
 			}
 			return periodic.Done, err
 		}
+		// The config of record is the one read after the claim: a reload
+		// (verification turned off, say) applies to every job claimed after
+		// it, even in a pass that began before it.
+		cfg = r.cfg()
 		if !r.spawn(job, cfg) {
 			break
 		}
