@@ -43,6 +43,10 @@ func TestPermanentErrorBlocksTheJobUntilAnOperatorRetries(t *testing.T) {
 		require.Equal(t, deletion.DeleterBlocked, states["postgres:orders"].Status)
 		require.EqualValues(t, 3, states["postgres:orders"].DeletedCount, "what it deleted before failing is kept")
 		require.Equal(t, deletion.DeleterSucceeded, states["redis:sessions"].Status)
+		report := blocked.ToJSON().Report
+		require.Len(t, report.Failed, 1, "a blocked deleter is reported as failed")
+		require.Equal(t, "postgres:orders", report.Failed[0].Deleter)
+		require.Contains(t, report.Failed[0].Error, `relation "orders" does not exist`)
 
 		// Several backoffs (100 ms, 200 ms, ...) pass: nothing runs again.
 		calls := broken.calls.Load()
