@@ -272,17 +272,21 @@ func (k *kit) injector() (func(testing.TB) func(), string) {
 	return nil, ""
 }
 
-// settled polls count until two readings half a second apart agree (for up
-// to 15 s) and returns the last.
+// settled polls count until three readings half a second apart agree (for
+// up to 15 s) and returns the last: on a loaded machine one pause can fall
+// inside a long statement that commits after it.
 func settled(count func() int64) int64 {
-	prev := count()
+	prev, same := count(), 0
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(cancelGrace)
 		cur := count()
-		if cur == prev {
+		if cur != prev {
+			prev, same = cur, 0
+			continue
+		}
+		if same++; same == 2 {
 			return cur
 		}
-		prev = cur
 	}
 	return prev
 }
