@@ -18,6 +18,7 @@ import (
 // The table comes back; `tenant retry --wait` completes the erasure, and
 // the other tenant's rows are byte for byte what they were.
 func TestSchemaChangeBlocksTheJobUntilRetried(t *testing.T) {
+	t.Parallel()
 	s := newStores(t, false)
 	a, b := uuid.NewString(), uuid.NewString()
 	seedA := s.seed(t, a, 120).pg
