@@ -23,7 +23,7 @@ CREATE INDEX IF NOT EXISTS idx_dlq_events_message ON dlq.dlq_events (message_id,
 
 -- The entries already in attempt_log become the first events, in order.
 INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid)
-SELECT m.id, (e.v ->> 'at')::timestamptz,
+SELECT m.id, COALESCE(e.v ->> 'last_at', e.v ->> 'at')::timestamptz,
        CASE e.v ->> 'outcome' WHEN 'returned' THEN 'returned' WHEN 'revived' THEN 'revived' ELSE 'attempt' END,
        e.v, (e.v ->> 'uid')::bigint
 FROM (SELECT id, attempt_log FROM dlq.dlq_messages UNION ALL SELECT id, attempt_log FROM dlq.dlq_messages_archive) m
@@ -35,7 +35,9 @@ DECLARE
     e jsonb := NEW.attempt_log -> -1;
 BEGIN
     INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid)
-    VALUES (NEW.id, NEW.updated_at,
+    -- The entry's own time (the latest of a folded one): attempt_log is
+    -- written by lifecycled only, with RFC 3339 times.
+    VALUES (NEW.id, COALESCE(e ->> 'last_at', e ->> 'at', NEW.updated_at::text)::timestamptz,
             CASE e ->> 'outcome' WHEN 'returned' THEN 'returned' WHEN 'revived' THEN 'revived' ELSE 'attempt' END,
             e, CASE WHEN jsonb_typeof(e -> 'uid') = 'number' THEN (e ->> 'uid')::bigint END);
     RETURN NULL;
@@ -78,3 +80,6 @@ CREATE TABLE IF NOT EXISTS dlq.dlq_topic_pauses (
     auto      BOOLEAN      NOT NULL DEFAULT false,
     uid       BIGINT
 );
+
+-- Auto-pause counts a topic's returns within a window.
+CREATE INDEX IF NOT EXISTS idx_dlq_events_returned ON dlq.dlq_events (at) WHERE kind = 'returned';

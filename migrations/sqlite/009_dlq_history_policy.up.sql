@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS dlq_events (
 CREATE INDEX IF NOT EXISTS idx_dlq_events_message ON dlq_events (message_id, id);
 
 INSERT INTO dlq_events (message_id, at, kind, detail, uid)
-SELECT m.id, COALESCE(CAST(unixepoch(json_extract(e.value, '$.at'), 'subsec') * 1000000 AS INTEGER), m.updated_at),
+SELECT m.id, COALESCE(CAST(unixepoch(COALESCE(json_extract(e.value, '$.last_at'), json_extract(e.value, '$.at')), 'subsec') * 1000000 AS INTEGER), m.updated_at),
        CASE json_extract(e.value, '$.outcome') WHEN 'returned' THEN 'returned' WHEN 'revived' THEN 'revived' ELSE 'attempt' END,
        e.value, json_extract(e.value, '$.uid')
 FROM (SELECT id, updated_at, attempt_log FROM dlq_messages UNION ALL SELECT id, updated_at, attempt_log FROM dlq_messages_archive) m,
@@ -25,7 +25,8 @@ WHEN json_extract(NEW.attempt_log, '$[#-1]') IS NOT NULL
  AND json_extract(NEW.attempt_log, '$[#-1]') IS NOT json_extract(OLD.attempt_log, '$[#-1]')
 BEGIN
     INSERT INTO dlq_events (message_id, at, kind, detail, uid)
-    VALUES (NEW.id, NEW.updated_at,
+    VALUES (NEW.id, COALESCE(CAST(unixepoch(COALESCE(json_extract(NEW.attempt_log, '$[#-1].last_at'),
+                json_extract(NEW.attempt_log, '$[#-1].at')), 'subsec') * 1000000 AS INTEGER), NEW.updated_at),
             CASE json_extract(NEW.attempt_log, '$[#-1].outcome') WHEN 'returned' THEN 'returned' WHEN 'revived' THEN 'revived' ELSE 'attempt' END,
             json_extract(NEW.attempt_log, '$[#-1]'), json_extract(NEW.attempt_log, '$[#-1].uid'));
 END;
@@ -48,3 +49,6 @@ CREATE TABLE IF NOT EXISTS dlq_topic_pauses (
     auto      INTEGER NOT NULL DEFAULT 0,
     uid       INTEGER
 );
+
+-- Auto-pause counts a topic's returns within a window.
+CREATE INDEX IF NOT EXISTS idx_dlq_events_returned ON dlq_events (at) WHERE kind = 'returned';
