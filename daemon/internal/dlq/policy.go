@@ -85,7 +85,9 @@ func (s *Service) Resume(ctx context.Context, topic string, uid uint32) error {
 }
 
 // Pauses lists the paused topics.
-func (s *Service) Pauses(ctx context.Context) ([]TopicPause, error) { return s.store.DLQTopicPauses(ctx) }
+func (s *Service) Pauses(ctx context.Context) ([]TopicPause, error) {
+	return s.store.DLQTopicPauses(ctx)
+}
 
 // disabledTopics are the known DLQ topics whose policy turns automatic
 // retries off ([[dlq.topic]] enabled = false): the loop claims none of
