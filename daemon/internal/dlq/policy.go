@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
@@ -161,5 +162,6 @@ func (s *Service) withPauses(ctx context.Context, topics []TopicSummary, index m
 		}
 		topics[i].Paused = &p
 	}
+	sort.SliceStable(topics, func(i, j int) bool { return topics[i].Topic < topics[j].Topic })
 	return topics, nil
 }

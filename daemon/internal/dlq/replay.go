@@ -111,7 +111,7 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 	default:
 		outcome, sendErr = OutcomeFailed, fmt.Errorf("%w: %v", ErrRepublishFailed, resp.Results[0].Err)
 	}
-	detail := replayDetail(m, r, outcome, sendErr)
+	detail := replayDetail(r, outcome, sendErr)
 	// Record with a context of its own: the broker has answered, and the
 	// history must say so even if the caller went away.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -189,17 +189,18 @@ func replayHeaders(m *Message, edits map[string]*string, replayID uuid.UUID) ([]
 
 // replayDetail is the history entry of a replay: its id and target, what
 // differs from the stored message, a digest of what was sent, the outcome.
-func replayDetail(m *Message, r *Replay, outcome string, sendErr error) []byte {
+func replayDetail(r *Replay, outcome string, sendErr error) []byte {
 	sum := sha256.Sum256(r.Payload)
+	changed := ReplayChanges(r)
+	if changed == nil {
+		changed = []string{}
+	}
 	d := map[string]any{
-		"replay_id":       r.ID.String(),
-		"topic":           r.Topic,
-		"outcome":         outcome,
-		"payload_changed": !bytes.Equal(m.Payload, r.Payload),
-		"key_changed":     !bytes.Equal(m.Key, r.Key) || (m.Key == nil) != (r.Key == nil),
-		"topic_changed":   r.Topic != m.OriginalTopic,
-		"headers_changed": !sameHeaders(withoutDLQHeaders(m.Headers), withoutDLQHeaders(r.Headers)),
-		"payload_sha256":  hex.EncodeToString(sum[:]),
+		"replay_id":      r.ID.String(),
+		"topic":          r.Topic,
+		"outcome":        outcome,
+		"changed":        changed,
+		"payload_sha256": hex.EncodeToString(sum[:]),
 	}
 	if sendErr != nil {
 		d["error"] = sanitize(sendErr.Error(), maxErrorLength)
@@ -228,4 +229,24 @@ func sameHeaders(a, b []Header) bool {
 		}
 	}
 	return true
+}
+
+// ReplayChanges names what a replay changes from the stored message, in
+// a fixed order: "payload", "key", "headers", "topic".
+func ReplayChanges(r *Replay) []string {
+	m := r.Original
+	var out []string
+	if !bytes.Equal(m.Payload, r.Payload) {
+		out = append(out, "payload")
+	}
+	if !bytes.Equal(m.Key, r.Key) || (m.Key == nil) != (r.Key == nil) {
+		out = append(out, "key")
+	}
+	if !sameHeaders(withoutDLQHeaders(m.Headers), withoutDLQHeaders(r.Headers)) {
+		out = append(out, "headers")
+	}
+	if r.Topic != m.OriginalTopic {
+		out = append(out, "topic")
+	}
+	return out
 }
