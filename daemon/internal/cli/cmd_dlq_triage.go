@@ -57,7 +57,6 @@ func dlqReplayCmd(g *globals) *cobra.Command {
 					if !ok || k == "" {
 						return usageErrorf("--header %q: want name=value", h)
 					}
-					v := string(v)
 					edits[k] = &v
 				}
 				for _, k := range dropHeaders {
