@@ -18,7 +18,9 @@ import (
 // returns, revives and archiving are written by triggers (migrations
 // postgres/011, sqlite/009), in the transaction of the change.
 type historySQL struct {
-	// events reads a message's events in order: (id) -> at, kind, detail, uid.
+	// events reads a message's events in order (by time, then as written:
+	// a deleted message's intake, kept at its deletion, comes first):
+	// (id) -> at, kind, detail, uid.
 	events string
 	// intake reads what the intake event shows, from the live row or the
 	// archived one: (id) -> created_at, source, dlq_topic, partition,
@@ -29,6 +31,9 @@ type historySQL struct {
 	insert string
 	// insertAny adds an event whatever is stored: (id, at, kind, detail, uid).
 	insertAny string
+	// keepIntake stores the intake event of a message about to be deleted,
+	// which can no longer be made from its row: (id).
+	keepIntake string
 	// pause pauses a topic unless it is: (topic, at, reason, auto, uid);
 	// pauseOf reads one: (topic); pauses reads all; resume: (topic).
 	pause, pauseOf, pauses, resume string
@@ -119,6 +124,9 @@ func (s *sqlStore) recordDLQEvent(ctx context.Context, h historySQL, id uuid.UUI
 // its event in one transaction.
 func (s *sqlStore) deleteDLQAs(ctx context.Context, h historySQL, id uuid.UUID, e dlq.HistoryEvent) error {
 	return s.db.tx(ctx, func(q querier) error {
+		if _, err := q.exec(ctx, h.keepIntake, id); err != nil {
+			return fmt.Errorf("keep the intake of a deleted dead letter: %w", err)
+		}
 		n, err := q.exec(ctx, s.sql.dlq.delete, id)
 		if err != nil {
 			return fmt.Errorf("delete dead letter: %w", err)

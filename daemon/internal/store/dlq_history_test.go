@@ -111,7 +111,9 @@ func TestHistoryRecordsEveryChange(t *testing.T) {
 		require.ErrorIs(t, err, derrors.ErrNotFound)
 		h, err = s.DLQHistory(ctx, m.ID)
 		require.NoError(t, err)
-		require.Equal(t, []string{dlq.KindAttempt, dlq.KindAttempt, dlq.KindReturned, dlq.KindReplayed, dlq.KindDeleted}, kinds(h))
+		require.Equal(t, []string{dlq.KindIntake, dlq.KindAttempt, dlq.KindAttempt, dlq.KindReturned, dlq.KindReplayed, dlq.KindDeleted}, kinds(h))
+		require.Equal(t, in, detailOf(t, h[0]), "the intake is kept with the deletion")
+		require.True(t, h[0].At.Equal(t0))
 		require.Equal(t, before, rowsDigest(t, s, m.ID))
 	})
 }

@@ -10,7 +10,7 @@ import (
 )
 
 var pgHistory = historySQL{
-	events: `SELECT at, kind, detail::text, uid FROM dlq.dlq_events WHERE message_id = $1 ORDER BY id`,
+	events: `SELECT at, kind, detail::text, uid FROM dlq.dlq_events WHERE message_id = $1 ORDER BY at, kind <> 'intake', id`,
 	intake: `
 		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, false
 		FROM dlq.dlq_messages WHERE id = $1
@@ -20,6 +20,10 @@ var pgHistory = historySQL{
 		LIMIT 1`,
 	insert: `INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid)
 		SELECT $1::uuid, $2::timestamptz, $3::text, $4::jsonb, $5::bigint WHERE EXISTS (SELECT 1 FROM dlq.dlq_messages WHERE id = $1)`,
+	keepIntake: `INSERT INTO dlq.dlq_events (message_id, at, kind, detail)
+		SELECT id, created_at, 'intake', jsonb_build_object('source', source, 'topic', dlq_topic, 'partition', source_partition,
+			'offset', source_offset, 'original_topic', original_topic, 'error', error_message)
+		FROM dlq.dlq_messages WHERE id = $1`,
 	insertAny: `INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid) VALUES ($1, $2, $3, $4::jsonb, $5)`,
 	pause: `INSERT INTO dlq.dlq_topic_pauses (dlq_topic, paused_at, reason, auto, uid) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (dlq_topic) DO NOTHING`,

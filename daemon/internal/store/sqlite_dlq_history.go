@@ -10,7 +10,7 @@ import (
 )
 
 var liteHistory = historySQL{
-	events: `SELECT at, kind, detail, uid FROM dlq_events WHERE message_id = ?1 ORDER BY id`,
+	events: `SELECT at, kind, detail, uid FROM dlq_events WHERE message_id = ?1 ORDER BY at, kind <> 'intake', id`,
 	intake: `
 		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, 0
 		FROM dlq_messages WHERE id = ?1
@@ -20,6 +20,10 @@ var liteHistory = historySQL{
 		LIMIT 1`,
 	insert: `INSERT INTO dlq_events (message_id, at, kind, detail, uid)
 		SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM dlq_messages WHERE id = ?1)`,
+	keepIntake: `INSERT INTO dlq_events (message_id, at, kind, detail)
+		SELECT id, created_at, 'intake', json_object('source', source, 'topic', dlq_topic, 'partition', source_partition,
+			'offset', source_offset, 'original_topic', original_topic, 'error', error_message)
+		FROM dlq_messages WHERE id = ?1`,
 	insertAny: `INSERT INTO dlq_events (message_id, at, kind, detail, uid) VALUES (?1, ?2, ?3, ?4, ?5)`,
 	pause: `INSERT INTO dlq_topic_pauses (dlq_topic, paused_at, reason, auto, uid) VALUES (?1, ?2, ?3, ?4, ?5)
 		ON CONFLICT (dlq_topic) DO NOTHING`,
