@@ -232,7 +232,7 @@ func TestOperatorActionsAreInTheHistory(t *testing.T) {
 // came back to its DLQ topic at offset.
 func returning(m dlq.Message, offset int64) sdk.DeadLetter {
 	return sdk.DeadLetter{Position: sdk.Position{Topic: m.Position.Topic, Offset: offset}, Key: m.Key, Value: m.Payload,
-		Headers: []sdk.Header{{Key: []byte("error"), Value: []byte("still broken")}, {Key: []byte(dlq.HeaderID), Value: []byte(m.ID.String())}},
+		Headers:   []sdk.Header{{Key: []byte("error"), Value: []byte("still broken")}, {Key: []byte(dlq.HeaderID), Value: []byte(m.ID.String())}},
 		Timestamp: t0, OriginalTopic: m.OriginalTopic}
 }
 
