@@ -196,7 +196,7 @@ func dlqShowCmd(g *globals) *cobra.Command {
 				if e.UID != nil {
 					who = fmt.Sprintf("uid %d", *e.UID)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.At, e.Kind, who, oneLine(eventSummary(e)))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.At, e.Kind, who, eventSummary(e))
 			}
 			return w.Flush()
 		},
@@ -204,7 +204,8 @@ func dlqShowCmd(g *globals) *cobra.Command {
 }
 
 // eventSummary is one line for an event's detail: its fields as name=value,
-// in name order.
+// in name order, each cut to a length that keeps the line readable (an
+// error may be 64 KiB; --format json has it whole).
 func eventSummary(e adminapi.EventJSON) string {
 	var d map[string]any
 	if json.Unmarshal(e.Detail, &d) != nil || len(d) == 0 {
@@ -218,13 +219,16 @@ func eventSummary(e adminapi.EventJSON) string {
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		v := d[k]
-		if b, err := json.Marshal(v); err == nil {
-			if s, ok := v.(string); ok {
-				parts = append(parts, k+"="+s)
-			} else {
-				parts = append(parts, k+"="+string(b))
-			}
+		text, ok := v.(string)
+		if !ok {
+			b, _ := json.Marshal(v)
+			text = string(b)
 		}
+		text = strings.Join(strings.Fields(text), " ")
+		if r := []rune(text); len(r) > 160 {
+			text = string(r[:157]) + "..."
+		}
+		parts = append(parts, k+"="+text)
 	}
 	return strings.Join(parts, " ")
 }
