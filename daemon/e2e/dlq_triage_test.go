@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -135,4 +136,76 @@ func TestReplayHistoryAndPauseThroughTheCLI(t *testing.T) {
 			require.Contains(t, errOut, "SYS_DLQ_NOT_FOUND")
 		})
 	}
+}
+
+// A consumer that keeps failing: every replay the daemon sends to the
+// original topic is dead-lettered again, with its x-dlq-id, as Spring's
+// DeadLetterPublishingRecoverer would. After auto_pause_returns returns the
+// daemon pauses the topic by itself, says so in `dlq topics` and /metrics,
+// and stops republishing it; a resume lets the retries run again.
+func TestAutoPauseThroughTheBroker(t *testing.T) {
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
+	for i := 0; i < 3; i++ {
+		produceSync(t, k, &kgo.Record{Topic: "orders.dlq.v1", Key: []byte{byte('a' + i)}, Value: []byte(`{"n":` + strconv.Itoa(i) + `}`),
+			Headers: []kgo.RecordHeader{{Key: "error", Value: []byte("boom")}}})
+	}
+	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(true, "100ms")+`
+[dlq]
+auto_pause_returns = 2
+auto_pause_window = "10m"
+`)
+	waitTotal(t, d, "orders.dlq.v1", 3, time.Minute)
+
+	// The failing consumer.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := k.Client(t, kgo.ConsumeTopics("orders.events.v1"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		p := k.Client(t)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			c.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				back := &kgo.Record{Topic: "orders.dlq.v1", Key: r.Key, Value: r.Value,
+					Headers: append(append([]kgo.RecordHeader{}, r.Headers...), kgo.RecordHeader{Key: "error", Value: []byte("still boom")})}
+				_ = p.ProduceSync(context.Background(), back).FirstErr()
+			})
+			cancel()
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	testsvc.Eventually(t, time.Minute, func() bool {
+		out, _, code := d.CLI("dlq", "topics")
+		return code == 0 && strings.Contains(out, "orders.dlq.v1: automatic retries PAUSED automatically")
+	}, "auto-paused")
+	out, _, _ := d.CLI("dlq", "topics")
+	require.Contains(t, out, "replays came back within 10m0s (threshold 2)")
+	_, metrics := d.Do("GET", "/metrics", nil, nil)
+	require.Contains(t, string(metrics), `lifecycled_dlq_topic_paused{reason="auto",topic="orders.dlq.v1"} 1`)
+	require.Contains(t, string(metrics), "lifecycled_dlq_auto_pauses_total 1")
+
+	// Paused: no more republishes, whatever is due (a claim in flight when
+	// the pause came may still finish).
+	time.Sleep(time.Second)
+	sent := endOffset(t, k, "orders.events.v1")
+	counts := map[string]int{}
+	for _, m := range allMessages(t, d, "orders.dlq.v1") {
+		counts[m.ID] = m.RetryCount
+	}
+	time.Sleep(3 * time.Second)
+	require.Equal(t, sent, endOffset(t, k, "orders.events.v1"), "nothing republished while paused")
+	for _, m := range allMessages(t, d, "orders.dlq.v1") {
+		require.Equal(t, counts[m.ID], m.RetryCount, "no attempt spent while paused")
+	}
+
+	_, errOut, code := d.CLI("dlq", "resume", "orders.dlq.v1")
+	require.Equal(t, 0, code, errOut)
+	testsvc.Eventually(t, time.Minute, func() bool { return endOffset(t, k, "orders.events.v1") > sent }, "retries run again")
 }

@@ -70,15 +70,18 @@ $$ LANGUAGE plpgsql;
 CREATE TRIGGER trg_dlq_events_purged AFTER DELETE ON dlq.dlq_messages_archive
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION dlq.drop_purged_events();
 
--- A paused DLQ topic: the automatic retry loop claims none of its messages
--- until it is resumed (the row deleted). auto: paused by the loop itself
--- because too many replays came back; uid: the operator's, when paused by hand.
+-- A DLQ topic's pause: while resumed_at is NULL the automatic retry loop
+-- claims none of its messages. auto: paused by the loop itself because too
+-- many replays came back; uid: the operator's, when paused by hand. A resume
+-- sets resumed_at and keeps the row: the auto-pause counts only returns
+-- after it, so the returns that caused a pause do not cause the next.
 CREATE TABLE IF NOT EXISTS dlq.dlq_topic_pauses (
-    dlq_topic VARCHAR(255) PRIMARY KEY,
-    paused_at TIMESTAMPTZ  NOT NULL,
-    reason    TEXT         NOT NULL,
-    auto      BOOLEAN      NOT NULL DEFAULT false,
-    uid       BIGINT
+    dlq_topic  VARCHAR(255) PRIMARY KEY,
+    paused_at  TIMESTAMPTZ  NOT NULL,
+    reason     TEXT         NOT NULL,
+    auto       BOOLEAN      NOT NULL DEFAULT false,
+    uid        BIGINT,
+    resumed_at TIMESTAMPTZ
 );
 
 -- Auto-pause counts a topic's returns within a window.

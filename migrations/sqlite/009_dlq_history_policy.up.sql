@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS dlq_topic_pauses (
     paused_at INTEGER NOT NULL,
     reason    TEXT    NOT NULL,
     auto      INTEGER NOT NULL DEFAULT 0,
-    uid       INTEGER
+    uid       INTEGER,
+    resumed_at INTEGER
 );
 
 -- Auto-pause counts a topic's returns within a window.

@@ -28,12 +28,15 @@ type PauseStore interface {
 	// PauseDLQTopic pauses p.Topic, unless it is paused already: it returns
 	// the pause in force and whether it is the one just made.
 	PauseDLQTopic(ctx context.Context, p TopicPause) (TopicPause, bool, error)
-	// ResumeDLQTopic ends the pause of a topic; false when it was not paused.
-	ResumeDLQTopic(ctx context.Context, topic string) (bool, error)
+	// ResumeDLQTopic ends the pause of a topic at now; false when it was
+	// not paused.
+	ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error)
 	// DLQTopicPauses lists the paused topics, by topic.
 	DLQTopicPauses(ctx context.Context) ([]TopicPause, error)
 	// CountReturnsDLQ counts the returning replays (history events of kind
-	// returned) of a DLQ topic's messages since a time.
+	// returned) of a DLQ topic's messages since a time and since the
+	// topic's last resume, so that the returns behind one pause do not
+	// cause the next.
 	CountReturnsDLQ(ctx context.Context, topic string, since time.Time) (int64, error)
 }
 
@@ -74,7 +77,7 @@ func (s *Service) Resume(ctx context.Context, topic string, uid uint32) error {
 	if err := ValidTopic(topic); err != nil {
 		return err
 	}
-	ok, err := s.store.ResumeDLQTopic(ctx, topic)
+	ok, err := s.store.ResumeDLQTopic(ctx, topic, s.now())
 	if err != nil {
 		return err
 	}

@@ -296,6 +296,16 @@ func TestAutoPauseStopsTheLoopSpendingAttempts(t *testing.T) {
 		require.NoError(t, f.svc.Resume(ctx, "orders.dlq.v1", 1))
 		require.NoError(t, loop.RunOnce(ctx))
 		require.Len(t, f.broker.republishedIDs(), sent+3, "both messages of the resumed topic")
+
+		// The returns behind the pause do not count again: one more return
+		// after the resume is below the threshold.
+		a = f.get(t, ids[0])
+		f.clock.set(t0.Add(24*time.Hour + time.Minute))
+		f.broker.set(func(br *broker) { br.queue = append(br.queue, returning(*a, 102)) })
+		testsvc.Eventually(t, 30*time.Second, func() bool { return f.get(t, ids[0]).RetryCount == a.RetryCount+1 }, "return counted")
+		ps, err = f.svc.Pauses(ctx)
+		require.NoError(t, err)
+		require.Empty(t, ps)
 	})
 }
 

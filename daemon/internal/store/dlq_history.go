@@ -35,9 +35,11 @@ type historySQL struct {
 	// which can no longer be made from its row: (id).
 	keepIntake string
 	// pause pauses a topic unless it is: (topic, at, reason, auto, uid);
-	// pauseOf reads one: (topic); pauses reads all; resume: (topic).
+	// pauseOf reads one: (topic); pauses reads those in force; resume:
+	// (topic, now).
 	pause, pauseOf, pauses, resume string
-	// countReturns counts a DLQ topic's returns since: (topic, since).
+	// countReturns counts a DLQ topic's returns since a time, and since its
+	// last resume: (topic, since).
 	countReturns string
 }
 
@@ -184,8 +186,8 @@ func (s *sqlStore) pauseDLQTopic(ctx context.Context, h historySQL, p dlq.TopicP
 }
 
 // resumeDLQTopic implements dlq.PauseStore.ResumeDLQTopic.
-func (s *sqlStore) resumeDLQTopic(ctx context.Context, h historySQL, topic string) (bool, error) {
-	n, err := s.db.exec(ctx, h.resume, topic)
+func (s *sqlStore) resumeDLQTopic(ctx context.Context, h historySQL, topic string, now time.Time) (bool, error) {
+	n, err := s.db.exec(ctx, h.resume, topic, now)
 	if err != nil {
 		return false, fmt.Errorf("resume topic %s: %w", topic, err)
 	}

@@ -202,16 +202,27 @@ func TestPausedTopicsAreNotClaimed(t *testing.T) {
 			require.Equal(t, "b.dlq.v1", msgs[0].Position.Topic)
 			require.Equal(t, dlq.StatusPending, onlyMessage(t, s, "a.dlq.v1").Status)
 
-			ok, err := s.ResumeDLQTopic(ctx, "a.dlq.v1")
+			ok, err := s.ResumeDLQTopic(ctx, "a.dlq.v1", t0.Add(time.Hour))
 			require.NoError(t, err)
 			require.True(t, ok)
-			ok, err = s.ResumeDLQTopic(ctx, "a.dlq.v1")
+			ok, err = s.ResumeDLQTopic(ctx, "a.dlq.v1", t0.Add(2*time.Hour))
 			require.NoError(t, err)
 			require.False(t, ok, "not paused any more")
 			msgs, err = s2.ClaimDueDLQ(ctx, 10, c)
 			require.NoError(t, err)
 			require.Len(t, msgs, 1)
 			require.Equal(t, "a.dlq.v1", msgs[0].Position.Topic)
+			ps, err = s.DLQTopicPauses(ctx)
+			require.NoError(t, err)
+			require.Empty(t, ps)
+
+			// Paused again after a resume: a new pause.
+			p3, created, err := s.PauseDLQTopic(ctx, dlq.TopicPause{Topic: "a.dlq.v1", PausedAt: t0.Add(3 * time.Hour), Reason: "auto", Auto: true})
+			require.NoError(t, err)
+			require.True(t, created)
+			require.True(t, p3.Auto)
+			require.Nil(t, p3.UID)
+			require.True(t, p3.PausedAt.Equal(t0.Add(3*time.Hour)))
 		})
 	}
 }
@@ -237,5 +248,19 @@ func TestCountReturnsPerTopicAndWindow(t *testing.T) {
 		n, err = s.CountReturnsDLQ(ctx, "b.dlq.v1", t0)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
+
+		// A resume starts the count again: the returns behind a pause do
+		// not cause the next one.
+		_, _, err = s.PauseDLQTopic(ctx, dlq.TopicPause{Topic: "a.dlq.v1", PausedAt: t0.Add(2 * time.Minute), Reason: "r", Auto: true})
+		require.NoError(t, err)
+		ok, err := s.ResumeDLQTopic(ctx, "a.dlq.v1", t0.Add(90*time.Second))
+		require.NoError(t, err)
+		require.True(t, ok)
+		n, err = s.CountReturnsDLQ(ctx, "a.dlq.v1", t0)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "only the return after the resume")
+		n, err = s.CountReturnsDLQ(ctx, "b.dlq.v1", t0)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "other topics are not affected")
 	})
 }

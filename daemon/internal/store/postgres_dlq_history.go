@@ -25,14 +25,17 @@ var pgHistory = historySQL{
 			'offset', source_offset, 'original_topic', original_topic, 'error', error_message)
 		FROM dlq.dlq_messages WHERE id = $1`,
 	insertAny: `INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid) VALUES ($1, $2, $3, $4::jsonb, $5)`,
-	pause: `INSERT INTO dlq.dlq_topic_pauses (dlq_topic, paused_at, reason, auto, uid) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (dlq_topic) DO NOTHING`,
+	pause: `INSERT INTO dlq.dlq_topic_pauses AS p (dlq_topic, paused_at, reason, auto, uid) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (dlq_topic) DO UPDATE SET paused_at = EXCLUDED.paused_at, reason = EXCLUDED.reason, auto = EXCLUDED.auto,
+			uid = EXCLUDED.uid, resumed_at = NULL
+		WHERE p.resumed_at IS NOT NULL`,
 	pauseOf: `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq.dlq_topic_pauses WHERE dlq_topic = $1`,
-	pauses:  `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq.dlq_topic_pauses ORDER BY dlq_topic`,
-	resume:  `DELETE FROM dlq.dlq_topic_pauses WHERE dlq_topic = $1`,
+	pauses:  `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq.dlq_topic_pauses WHERE resumed_at IS NULL ORDER BY dlq_topic`,
+	resume:  `UPDATE dlq.dlq_topic_pauses SET resumed_at = $2 WHERE dlq_topic = $1 AND resumed_at IS NULL`,
 	countReturns: `
 		SELECT count(*) FROM dlq.dlq_events e JOIN dlq.dlq_messages m ON m.id = e.message_id
-		WHERE e.kind = 'returned' AND e.at >= $2 AND m.dlq_topic = $1`,
+		WHERE e.kind = 'returned' AND m.dlq_topic = $1
+			AND e.at >= GREATEST($2::timestamptz, (SELECT resumed_at FROM dlq.dlq_topic_pauses WHERE dlq_topic = $1))`,
 }
 
 // DLQHistory implements dlq.HistoryStore.
@@ -56,8 +59,8 @@ func (s *Postgres) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.Top
 }
 
 // ResumeDLQTopic implements dlq.PauseStore.
-func (s *Postgres) ResumeDLQTopic(ctx context.Context, topic string) (bool, error) {
-	return s.resumeDLQTopic(ctx, pgHistory, topic)
+func (s *Postgres) ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error) {
+	return s.resumeDLQTopic(ctx, pgHistory, topic, now)
 }
 
 // DLQTopicPauses implements dlq.PauseStore.

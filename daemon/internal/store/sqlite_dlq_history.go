@@ -26,13 +26,16 @@ var liteHistory = historySQL{
 		FROM dlq_messages WHERE id = ?1`,
 	insertAny: `INSERT INTO dlq_events (message_id, at, kind, detail, uid) VALUES (?1, ?2, ?3, ?4, ?5)`,
 	pause: `INSERT INTO dlq_topic_pauses (dlq_topic, paused_at, reason, auto, uid) VALUES (?1, ?2, ?3, ?4, ?5)
-		ON CONFLICT (dlq_topic) DO NOTHING`,
+		ON CONFLICT (dlq_topic) DO UPDATE SET paused_at = excluded.paused_at, reason = excluded.reason, auto = excluded.auto,
+			uid = excluded.uid, resumed_at = NULL
+		WHERE dlq_topic_pauses.resumed_at IS NOT NULL`,
 	pauseOf: `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq_topic_pauses WHERE dlq_topic = ?1`,
-	pauses:  `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq_topic_pauses ORDER BY dlq_topic`,
-	resume:  `DELETE FROM dlq_topic_pauses WHERE dlq_topic = ?1`,
+	pauses:  `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq_topic_pauses WHERE resumed_at IS NULL ORDER BY dlq_topic`,
+	resume:  `UPDATE dlq_topic_pauses SET resumed_at = ?2 WHERE dlq_topic = ?1 AND resumed_at IS NULL`,
 	countReturns: `
 		SELECT count(*) FROM dlq_events e JOIN dlq_messages m ON m.id = e.message_id
-		WHERE e.kind = 'returned' AND e.at >= ?2 AND m.dlq_topic = ?1`,
+		WHERE e.kind = 'returned' AND m.dlq_topic = ?1
+			AND e.at >= MAX(?2, COALESCE((SELECT resumed_at FROM dlq_topic_pauses WHERE dlq_topic = ?1), ?2))`,
 }
 
 // DLQHistory implements dlq.HistoryStore.
@@ -56,8 +59,8 @@ func (s *SQLite) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.Topic
 }
 
 // ResumeDLQTopic implements dlq.PauseStore.
-func (s *SQLite) ResumeDLQTopic(ctx context.Context, topic string) (bool, error) {
-	return s.resumeDLQTopic(ctx, liteHistory, topic)
+func (s *SQLite) ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error) {
+	return s.resumeDLQTopic(ctx, liteHistory, topic, now)
 }
 
 // DLQTopicPauses implements dlq.PauseStore.
