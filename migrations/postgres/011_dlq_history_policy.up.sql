@@ -30,26 +30,32 @@ FROM (SELECT id, attempt_log FROM dlq.dlq_messages UNION ALL SELECT id, attempt_
 CROSS JOIN LATERAL jsonb_array_elements(m.attempt_log) WITH ORDINALITY AS e(v, n)
 ORDER BY m.id, e.n;
 
-CREATE OR REPLACE FUNCTION dlq.record_attempt_event() RETURNS TRIGGER AS $$
-DECLARE
-    e jsonb := NEW.attempt_log -> -1;
+-- One statement per UPDATE statement, not one function call per row: the
+-- transition tables are the ones the counts trigger (002) already has the
+-- UPDATE capture, so a page of 100 outcomes costs one INSERT ... SELECT. A
+-- statement that does not touch attempt_log (a claim) joins its rows and
+-- inserts nothing. A folded "unavailable" entry (its count went up) is a new
+-- attempt, and a new event.
+CREATE OR REPLACE FUNCTION dlq.record_attempt_events() RETURNS TRIGGER AS $$
 BEGIN
     INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid)
-    -- The entry's own time (the latest of a folded one): attempt_log is
-    -- written by lifecycled only, with RFC 3339 times.
-    VALUES (NEW.id, COALESCE(e ->> 'last_at', e ->> 'at', NEW.updated_at::text)::timestamptz,
-            CASE e ->> 'outcome' WHEN 'returned' THEN 'returned' WHEN 'revived' THEN 'revived' ELSE 'attempt' END,
-            e, CASE WHEN jsonb_typeof(e -> 'uid') = 'number' THEN (e ->> 'uid')::bigint END);
+    SELECT n.id,
+           -- The entry's own time (the latest of a folded one): attempt_log
+           -- is written by lifecycled only, with RFC 3339 times.
+           COALESCE(n.attempt_log -> -1 ->> 'last_at', n.attempt_log -> -1 ->> 'at', n.updated_at::text)::timestamptz,
+           CASE n.attempt_log -> -1 ->> 'outcome' WHEN 'returned' THEN 'returned' WHEN 'revived' THEN 'revived' ELSE 'attempt' END,
+           n.attempt_log -> -1,
+           CASE WHEN jsonb_typeof(n.attempt_log -> -1 -> 'uid') = 'number' THEN (n.attempt_log -> -1 ->> 'uid')::bigint END
+    FROM new_rows n JOIN old_rows o ON o.id = n.id
+    WHERE (n.attempt_log -> -1) IS NOT NULL AND (n.attempt_log -> -1) IS DISTINCT FROM (o.attempt_log -> -1)
+    ORDER BY n.id;
     RETURN NULL;
 END;
 $$ LANGUAGE plpgsql;
 
--- The WHEN clause is evaluated without calling the function: a claim, which
--- does not touch attempt_log, pays nothing. A folded "unavailable" entry
--- (its count went up) is a new attempt, and a new event.
-CREATE TRIGGER trg_dlq_events_attempt AFTER UPDATE OF attempt_log ON dlq.dlq_messages
-    FOR EACH ROW WHEN ((NEW.attempt_log -> -1) IS NOT NULL AND (NEW.attempt_log -> -1) IS DISTINCT FROM (OLD.attempt_log -> -1))
-    EXECUTE FUNCTION dlq.record_attempt_event();
+CREATE TRIGGER trg_dlq_events_attempt AFTER UPDATE ON dlq.dlq_messages
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION dlq.record_attempt_events();
 
 CREATE OR REPLACE FUNCTION dlq.record_archive_event() RETURNS TRIGGER AS $$
 BEGIN

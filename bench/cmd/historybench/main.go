@@ -39,10 +39,11 @@ func pgAdmin() string {
 }
 
 func main() {
-	perRound := flag.Int("n", 25_000, "messages per round (4 rounds: off, on, off, on)")
+	perRound := flag.Int("n", 25_000, "messages per round")
+	rounds := flag.Int("rounds", 6, "rounds, alternating trigger off and on (even)")
 	reads := flag.Int("reads", 2000, "history reads")
 	flag.Parse()
-	benchkit.Header(fmt.Sprintf("dead-letter history: retry outcomes of %d messages with and without the events trigger, %d history reads", 4**perRound, *reads))
+	benchkit.Header(fmt.Sprintf("dead-letter history: retry outcomes of %d messages with and without the events trigger, %d history reads", *rounds**perRound, *reads))
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, pgAdmin())
 	benchkit.Must(err, "connect")
@@ -65,14 +66,14 @@ func main() {
 	defer pool.Close()
 
 	var ids [][]uuid.UUID
-	for r := 0; r < 4; r++ {
+	for r := 0; r < *rounds; r++ {
 		ids = append(ids, load(ctx, pool, fmt.Sprintf("bench%d.dlq.v1", r), *perRound))
 	}
 	_, err = pool.Exec(ctx, "VACUUM ANALYZE dlq.dlq_messages")
 	benchkit.Must(err, "vacuum")
 
 	var off, on time.Duration
-	for r := 0; r < 4; r++ {
+	for r := 0; r < *rounds; r++ {
 		trigger := r%2 == 1
 		state := "DISABLE"
 		if trigger {
@@ -91,14 +92,14 @@ func main() {
 	}
 	var events int64
 	benchkit.Must(pool.QueryRow(ctx, "SELECT count(*) FROM dlq.dlq_events").Scan(&events), "count events")
-	n := int64(2 * *perRound)
+	n := int64(*rounds / 2 * *perRound)
 	benchkit.Report("outcomes, events trigger off (baseline)", "%s", benchkit.Rate(n, off))
 	benchkit.Report("outcomes, events trigger on", "%s (%d events written)", benchkit.Rate(n, on), events)
 	benchkit.Report("ratio on/off (time)", "%.2fx", float64(on)/float64(off))
 
 	lat := make([]time.Duration, *reads)
 	for i := range lat {
-		r := ids[rand.IntN(4)]
+		r := ids[rand.IntN(len(ids))]
 		id := r[rand.IntN(len(r))]
 		start := time.Now()
 		readHistory(ctx, pool, id)
