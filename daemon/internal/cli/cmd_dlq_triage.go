@@ -41,37 +41,16 @@ func dlqReplayCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := map[string]any{}
+			var payload []byte
 			if payloadFile != "" {
-				b, err := readPayload(g, payloadFile)
-				if err != nil {
+				if payload, err = readPayload(payloadFile); err != nil {
 					return err
 				}
-				// base64 carries the file's bytes exactly, JSON or not.
-				body["payload_base64"] = base64.StdEncoding.EncodeToString(b)
 			}
-			if len(headers)+len(dropHeaders) > 0 {
-				edits := map[string]*string{}
-				for _, h := range headers {
-					k, v, ok := strings.Cut(h, "=")
-					if !ok || k == "" {
-						return usageErrorf("--header %q: want name=value", h)
-					}
-					edits[k] = &v
-				}
-				for _, k := range dropHeaders {
-					if k == "" {
-						return usageErrorf("--drop-header: want a header name")
-					}
-					edits[k] = nil
-				}
-				body["headers"] = edits
-			}
-			if keySet = cmd.Flags().Changed("key"); keySet {
-				body["key"] = key
-			}
-			if topic != "" {
-				body["topic"] = topic
+			keySet = cmd.Flags().Changed("key")
+			body, err := replayBody(payload, payloadFile != "", headers, dropHeaders, key, keySet, topic)
+			if err != nil {
+				return err
 			}
 			path := "/api/v1/dlq/messages/" + id + "/replay"
 			if dryRun {
@@ -128,9 +107,14 @@ func dlqReplayCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// readPayload reads --payload-file (- for stdin), at most the API's 1 MiB
-// request limit once encoded.
-func readPayload(g *globals, name string) ([]byte, error) {
+// maxPayloadFile is the largest payload a replay can carry: base64 makes
+// it 4/3 as large, and the admin API takes request bodies of up to 1 MiB
+// (some room is left for the rest of the body).
+const maxPayloadFile = (1<<20)*3/4 - 4<<10
+
+// readPayload reads --payload-file (- for stdin); a file too large for the
+// API is refused here, never cut.
+func readPayload(name string) ([]byte, error) {
 	var r io.Reader
 	if name == "-" {
 		r = os.Stdin
@@ -142,11 +126,51 @@ func readPayload(g *globals, name string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(r, maxPayloadFile+1))
 	if err != nil {
 		return nil, usageErrorf("--payload-file: %v", err)
 	}
+	if len(b) > maxPayloadFile {
+		return nil, usageErrorf("--payload-file: more than %d bytes: too large for the admin API's 1 MiB request limit once base64-encoded", maxPayloadFile)
+	}
 	return b, nil
+}
+
+// replayBody is the request body of a replay from the command's flags:
+// the payload's bytes as base64 (exact, JSON or not), header edits (null
+// drops a header), the key when --key was given (an empty one is a key).
+func replayBody(payload []byte, payloadSet bool, headers, drop []string, key string, keySet bool, topic string) (map[string]any, error) {
+	body := map[string]any{}
+	if payloadSet {
+		body["payload_base64"] = base64.StdEncoding.EncodeToString(payload)
+	}
+	if len(headers)+len(drop) > 0 {
+		edits := map[string]*string{}
+		for _, h := range headers {
+			k, v, ok := strings.Cut(h, "=")
+			if !ok || k == "" {
+				return nil, usageErrorf("--header %q: want name=value", h)
+			}
+			edits[k] = &v
+		}
+		for _, k := range drop {
+			if k == "" {
+				return nil, usageErrorf("--drop-header: want a header name")
+			}
+			if _, set := edits[k]; set {
+				return nil, usageErrorf("--drop-header %s: also set with --header", k)
+			}
+			edits[k] = nil
+		}
+		body["headers"] = edits
+	}
+	if keySet {
+		body["key"] = key
+	}
+	if topic != "" {
+		body["topic"] = topic
+	}
+	return body, nil
 }
 
 func dlqShowCmd(g *globals) *cobra.Command {
