@@ -174,6 +174,7 @@ func TestPausedTopicsAreNotClaimed(t *testing.T) {
 				_, err := s.IngestDLQ(ctx, []dlq.Incoming{digested(topic, int64(i), `{}`)}, opts)
 				require.NoError(t, err)
 			}
+			before := rowsDigest(t, s, uuid.Nil)
 			uid := uint32(7)
 			p, created, err := s.PauseDLQTopic(ctx, dlq.TopicPause{Topic: "a.dlq.v1", PausedAt: t0, Reason: "bad deploy", UID: &uid})
 			require.NoError(t, err)
@@ -194,6 +195,7 @@ func TestPausedTopicsAreNotClaimed(t *testing.T) {
 			require.Len(t, ps, 1)
 			require.Equal(t, "a.dlq.v1", ps[0].Topic)
 			require.False(t, ps[0].Auto)
+			require.Equal(t, before, rowsDigest(t, s, uuid.Nil), "a pause changes no dead letter")
 
 			c := dlq.Claim{Owner: "d", Now: t0.Add(time.Minute), LeaseUntil: t0.Add(time.Hour), Sources: []string{"kafka"}, SkipTopics: []string{"c.dlq.v1"}}
 			msgs, err := s2.ClaimDueDLQ(ctx, 10, c)
