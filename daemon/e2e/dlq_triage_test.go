@@ -33,6 +33,7 @@ func endOffset(t *testing.T, k *testsvc.KafkaBroker, topic string) int64 {
 // byte as before, and `dlq show` has the replay with the caller's uid. A
 // pause survives a restart and stops nothing manual.
 func TestReplayHistoryAndPauseThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			k := testsvc.Kafka(t, 1)
@@ -144,6 +145,7 @@ func TestReplayHistoryAndPauseThroughTheCLI(t *testing.T) {
 // daemon pauses the topic by itself, says so in `dlq topics` and /metrics,
 // and stops republishing it; a resume lets the retries run again.
 func TestAutoPauseThroughTheBroker(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	for i := 0; i < 3; i++ {
