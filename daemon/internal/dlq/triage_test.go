@@ -350,6 +350,7 @@ func TestPerTopicPolicy(t *testing.T) {
 			switch topic {
 			case "payments.dlq.v1":
 				p.MaxRetries = 7
+				p.Backoff.Initial = 7 * time.Minute
 			case "orders.dlq.v1":
 				p.AutoRetry = false
 			}
@@ -363,6 +364,7 @@ func TestPerTopicPolicy(t *testing.T) {
 		})
 		f.intake(t, f.store, nil)
 		max := map[string]int{}
+		next := map[string]time.Time{}
 		testsvc.Eventually(t, 30*time.Second, func() bool {
 			for _, topic := range []string{"payments.dlq.v1", "orders.dlq.v1", "other.dlq.v1"} {
 				msgs, _, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: topic, Page: 1, PageSize: 10})
@@ -370,12 +372,24 @@ func TestPerTopicPolicy(t *testing.T) {
 					return false
 				}
 				max[topic] = msgs[0].MaxRetries
+				if msgs[0].NextRetryAt != nil {
+					next[topic] = *msgs[0].NextRetryAt
+				}
 			}
 			return true
 		}, "all stored")
 		require.Equal(t, map[string]int{"payments.dlq.v1": 7, "orders.dlq.v1": 3, "other.dlq.v1": 3}, max)
+		require.True(t, next["payments.dlq.v1"].Equal(t0.Add(7*time.Minute)), "the topic's backoff: %s", next["payments.dlq.v1"])
+		require.True(t, next["other.dlq.v1"].Equal(t0.Add(time.Minute)), "[retry]'s backoff: %s", next["other.dlq.v1"])
+		// The payments message is refused: its next retry follows its topic's backoff.
+		pay, _, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: "payments.dlq.v1", Page: 1, PageSize: 1})
+		require.NoError(t, err)
+		f.broker.set(func(b *broker) { b.refuse[pay[0].ID.String()] = sdk.Permanent(errors.New("INVALID_RECORD")) })
 		f.clock.set(t0.Add(24 * time.Hour))
 		require.NoError(t, dlq.NewRetryLoop(f.svc, func() time.Duration { return time.Hour }).RunOnce(ctx))
-		require.Len(t, f.broker.republishedIDs(), 2, "orders.dlq.v1 has automatic retries off")
+		require.Len(t, f.broker.republishedIDs(), 1, "orders.dlq.v1 has automatic retries off; payments was refused")
+		got := f.get(t, pay[0].ID)
+		require.Equal(t, 1, got.RetryCount)
+		require.True(t, got.NextRetryAt.Equal(t0.Add(24*time.Hour+14*time.Minute)), "7m x 2 after the first failure: %s", got.NextRetryAt)
 	})
 }
