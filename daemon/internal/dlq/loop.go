@@ -42,6 +42,9 @@ func (l *RetryLoop) RunOnce(ctx context.Context) error {
 	} else if n > 0 {
 		l.svc.log.Warn("returned messages of an expired retry lease to PENDING", "count", n)
 	}
+	if err := l.svc.backfillGroups(ctx); err != nil {
+		return err
+	}
 	pol := l.svc.policy()
 	if !pol.AutoRetry {
 		return nil

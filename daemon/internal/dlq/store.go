@@ -126,6 +126,7 @@ type Revive struct {
 
 // Store is what the dead-letter manager needs from the state store.
 type Store interface {
+	SearchStore
 	IngestDLQ(ctx context.Context, batch []Incoming, opts IngestOptions) (IngestResult, error)
 	GetDLQ(ctx context.Context, id uuid.UUID) (*Message, error)
 	ListDLQ(ctx context.Context, f ListFilter) ([]Message, int64, error)
