@@ -33,6 +33,7 @@ func modules() fx.Option {
 			fx.Annotate(receiptRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newDLQ,
 			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(dlqSearchRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newArchive,
 			fx.Annotate(archiveRoutes, fx.ResultTags(`group:"admin_routes"`)),
 		),
@@ -73,6 +74,10 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 
 func dlqRoutes(svc *dlq.Service) func(*http.ServeMux) {
 	return adminapi.DLQRoutes(svc)
+}
+
+func dlqSearchRoutes(svc *dlq.Service) func(*http.ServeMux) {
+	return adminapi.DLQSearchRoutes(svc)
 }
 
 func newArchive(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
