@@ -79,7 +79,7 @@ DROP INDEX IF EXISTS dlq.idx_dlq_messages_created_at;
 -- trigram indexes when pg_trgm can be installed (it ships with PostgreSQL's
 -- contrib and is a trusted extension: a database owner may create it).
 -- Without it the same queries run, scanning instead: the warning says so,
--- and `lifecycled status` shows "text_search":"scan".
+-- and docs/operations.md says how to check (\dx pg_trgm).
 DO $$
 BEGIN
     CREATE EXTENSION IF NOT EXISTS pg_trgm;
