@@ -90,9 +90,72 @@ func ValidGroupID(s string) bool {
 // A rule replaces what re matches with repl. The rules run in order: the
 // more specific shapes (a timestamp, a UUID) first, before the number rule
 // would cut them into pieces.
+//
+// need is a cheap test that the rule can match at all: Go's regexp costs
+// tens of microseconds per rule on a short text even when nothing
+// matches, and intake fingerprints every message.
 type rule struct {
 	re   *regexp.Regexp
 	repl string
+	need func(string) bool
+}
+
+func has(sub string) func(string) bool {
+	return func(s string) bool { return strings.Contains(s, sub) }
+}
+
+// hasMonth: a month's abbreviation and a colon (a time of day).
+func hasMonth(s string) bool {
+	if !strings.Contains(s, ":") {
+		return false
+	}
+	for _, m := range []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDate: four digits and a dash, the start of an ISO date.
+func hasDate(s string) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case isDigit(rune(s[i])):
+			run++
+		case s[i] == '-' && run >= 4:
+			return true
+		default:
+			run = 0
+		}
+	}
+	return false
+}
+
+// hasHexRun: eight hex digits in a row.
+func hasHexRun(s string) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if c := rune(s[i]); isDigit(c) || isHexLetter(c) {
+			if run++; run >= 8 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// hasUnitAfterDigit: a digit followed by the first letter of a duration unit.
+func hasUnitAfterDigit(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		if isDigit(rune(s[i])) && strings.IndexByte("numsh\xc2", s[i+1]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 var (
@@ -100,31 +163,31 @@ var (
 	weekday = `(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*`
 	rules   = []rule{
 		// ISO 8601 / RFC 3339 and SQL timestamps, with optional fraction and zone.
-		{regexp.MustCompile(`\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?| ?UTC| ?GMT)?)?`), "<ts>"},
+		{regexp.MustCompile(`\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?| ?UTC| ?GMT)?)?`), "<ts>", hasDate},
 		// Date(1)/Java Date.toString and RFC 1123 (HTTP Date headers).
-		{regexp.MustCompile(`(?:` + weekday + `,? )?(?:\d{1,2} ` + month + ` \d{4}|` + month + ` +\d{1,2}) \d{2}:\d{2}:\d{2}(?: [A-Z]{2,5})?(?: \d{4})?`), "<ts>"},
+		{regexp.MustCompile(`(?:` + weekday + `,? )?(?:\d{1,2} ` + month + ` \d{4}|` + month + ` +\d{1,2}) \d{2}:\d{2}:\d{2}(?: [A-Z]{2,5})?(?: \d{4})?`), "<ts>", hasMonth},
 		// A bare time of day.
-		{regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b`), "<ts>"},
-		{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<uuid>"},
-		{regexp.MustCompile(`(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b`), "<email>"},
+		{regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b`), "<ts>", has(":")},
+		{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<uuid>", func(s string) bool { return strings.Count(s, "-") >= 4 }},
+		{regexp.MustCompile(`(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b`), "<email>", has("@")},
 		// JSON objects quoted inside an error (Jackson's source excerpt,
 		// Spring's GenericMessage payload, Elasticsearch bulk answers): the
 		// quote rule below cannot pair their inner quotes.
-		{regexp.MustCompile(`\{[^{}\n]*"[^{}\n]*\}`), "{<json>}"},
-		{regexp.MustCompile(`\{[^{}\n]*"[^{}\n]*\}`), "{<json>}"},
+		{regexp.MustCompile(`\{[^{}\n]*"[^{}\n]*\}`), "{<json>}", has("{")},
+		{regexp.MustCompile(`\{[^{}\n]*"[^{}\n]*\}`), "{<json>}", has("{")},
 		// Quoted values: "..." always, '...' only when the quote opens a
 		// value (not the apostrophe of "can't").
-		{regexp.MustCompile(`"[^"\n]*"`), `"<v>"`},
-		{regexp.MustCompile(`(^|[^\p{L}\p{N}])'[^'\n]*'`), `$1'<v>'`},
+		{regexp.MustCompile(`"[^"\n]*"`), `"<v>"`, has(`"`)},
+		{regexp.MustCompile(`(^|[^\p{L}\p{N}])'[^'\n]*'`), `$1'<v>'`, has("'")},
 		// PostgreSQL's detail: Key (col)=(value).
-		{regexp.MustCompile(`\)=\([^)\n]*\)`), `)=(<v>)`},
-		{regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), "<ip>"},
+		{regexp.MustCompile(`\)=\([^)\n]*\)`), `)=(<v>)`, has(")=(")},
+		{regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`), "<ip>", has(".")},
 		// Prefixed ids (Stripe-like cus_J8k2Lx9, ord_01HZX...): a word, an
 		// underscore, then letters and digits with at least one digit.
-		{regexp.MustCompile(`\b[A-Za-z]{2,}_(?:[A-Za-z]*[0-9][A-Za-z0-9]*)\b`), "<id>"},
-		{regexp.MustCompile(`(?i)\b0x[0-9a-f]+\b`), "<hex>"},
+		{regexp.MustCompile(`\b[A-Za-z]{2,}_(?:[A-Za-z]*[0-9][A-Za-z0-9]*)\b`), "<id>", has("_")},
+		{regexp.MustCompile(`(?i)\b0x[0-9a-f]+\b`), "<hex>", func(s string) bool { return strings.Contains(s, "0x") || strings.Contains(s, "0X") }},
 		// Go durations: 1.5s, 300ms, 1m30s.
-		{regexp.MustCompile(`\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h)(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))*\b`), "<dur>"},
+		{regexp.MustCompile(`\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h)(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))*\b`), "<dur>", hasUnitAfterDigit},
 	}
 	// hexID: eight or more hex digits with both a digit and a letter
 	// (object identities like Foo@1b6d3586, git and Mongo ids); all-digit
@@ -134,7 +197,6 @@ var (
 	// An HTTP status after one of these words is what the error is about
 	// (503 is not 404), not a variable part.
 	statusWord = regexp.MustCompile(`(?i)(?:http(?:/\d(?:\.\d)?)?|status(?: code)?|code|response)[ :=]*$`)
-	spaces     = regexp.MustCompile(`\s+`)
 )
 
 // NormaliseError is the error text with its variable parts replaced:
@@ -146,16 +208,20 @@ var (
 func NormaliseError(s string) string {
 	s = cut(s, maxNormaliseInput)
 	for _, r := range rules {
-		s = r.re.ReplaceAllString(s, r.repl)
-	}
-	s = hexID.ReplaceAllStringFunc(s, func(m string) string {
-		if strings.IndexFunc(m, isDigit) >= 0 && strings.IndexFunc(m, isHexLetter) >= 0 {
-			return "<hex>"
+		if r.need(s) {
+			s = r.re.ReplaceAllString(s, r.repl)
 		}
-		return m
-	})
+	}
+	if hasHexRun(s) {
+		s = hexID.ReplaceAllStringFunc(s, func(m string) string {
+			if strings.IndexFunc(m, isDigit) >= 0 && strings.IndexFunc(m, isHexLetter) >= 0 {
+				return "<hex>"
+			}
+			return m
+		})
+	}
 	s = replaceNumbers(s)
-	s = strings.TrimSpace(spaces.ReplaceAllString(s, " "))
+	s = strings.Join(strings.Fields(s), " ")
 	return cut(s, maxPatternLength)
 }
 
