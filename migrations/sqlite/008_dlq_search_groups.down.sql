@@ -11,7 +11,6 @@ DROP INDEX IF EXISTS idx_dlq_messages_search_original_topic;
 DROP INDEX IF EXISTS idx_dlq_messages_search_dlq_topic;
 DROP TRIGGER IF EXISTS trg_dlq_group_counts_update;
 DROP TRIGGER IF EXISTS trg_dlq_group_counts_delete;
-DROP TRIGGER IF EXISTS trg_dlq_group_counts_insert;
 DROP TABLE IF EXISTS dlq_group_counts;
 DROP TABLE IF EXISTS dlq_failure_groups;
 DROP INDEX IF EXISTS idx_dlq_messages_ungrouped;

@@ -233,7 +233,7 @@ func (d *daemon) fill(n int) {
 		`VACUUM ANALYZE dlq.dlq_messages`,
 	} {
 		_, err := c.Exec(ctx, q)
-		benchkit.Must(err, "fill: "+q[:40])
+		benchkit.Must(err, "fill: "+q[:min(60, len(q))])
 	}
 }
 

@@ -226,3 +226,43 @@ func (p *Postgres) BackfillDLQGroups(ctx context.Context, limit int) (int, error
 func (s *SQLite) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
 	return s.backfillGroups(ctx, sqliteGroups, limit)
 }
+
+// batchGroups collects what a SQLite intake batch adds to the failure
+// groups, written once per batch: a statement per message and group cost
+// a third of the embedded store's intake.
+type batchGroups struct {
+	seen   map[string]bool
+	order  []dlq.Group
+	sample map[string]string
+	counts map[[4]string]int64 // group, DLQ topic, original topic, status
+}
+
+func newBatchGroups() *batchGroups {
+	return &batchGroups{seen: map[string]bool{}, sample: map[string]string{}, counts: map[[4]string]int64{}}
+}
+
+func (b *batchGroups) add(g dlq.Group, in dlq.Incoming, status string) {
+	if !b.seen[g.ID] {
+		b.seen[g.ID] = true
+		b.order = append(b.order, g)
+		b.sample[g.ID] = in.ErrorMessage
+	}
+	b.counts[[4]string{g.ID, in.Position.Topic, in.OriginalTopic, status}]++
+}
+
+func (b *batchGroups) flush(ctx context.Context, q querier, now time.Time) error {
+	for _, g := range b.order {
+		if err := seeGroup(ctx, q, sqliteSeeGroup, g, b.sample[g.ID], now); err != nil {
+			return err
+		}
+	}
+	for k, n := range b.counts {
+		if _, err := q.exec(ctx, `INSERT INTO dlq_group_counts (group_id, dlq_topic, original_topic, status, n)
+			VALUES (?1, ?2, ?3, ?4, ?5)
+			ON CONFLICT (group_id, dlq_topic, original_topic, status) DO UPDATE SET n = n + excluded.n`,
+			k[0], k[1], k[2], k[3], n); err != nil {
+			return fmt.Errorf("count failure group %s: %w", k[0], err)
+		}
+	}
+	return nil
+}

@@ -56,11 +56,11 @@ var sqliteSearch = searchDialect{
 	live: "dlq_messages", archive: "dlq_messages_archive",
 	groups: "dlq_failure_groups", groupCounts: "dlq_group_counts", topicCounts: "dlq_topic_counts",
 	placeholder: func(n int) string { return "?" + strconv.Itoa(n) },
-	errorMatch: func(q *searchQuery, table, s string) string {
-		return sqliteTextMatch(q, table, "error_message", "error_message", s)
+	errorMatch: func(q *searchQuery, _ string, s string) string {
+		return "error_message LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'`
 	},
 	textMatch: func(q *searchQuery, table, s string) string {
-		return sqliteTextMatch(q, table, "payload", "CAST(raw_payload AS TEXT)", s)
+		return sqliteTextMatch(q, table, s)
 	},
 	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
 		cond := "json_extract(h.value, '$.key') = " + q.arg(h.Name)
@@ -71,16 +71,16 @@ var sqliteSearch = searchDialect{
 	},
 }
 
-// sqliteTextMatch uses the FTS5 trigram index of live messages for a
+// sqliteTextMatch uses the FTS5 trigram index of live payloads for a
 // substring of three characters or more (the least a trigram can find);
 // shorter ones, and the archive, which has no such index, are scanned with
 // LIKE (ASCII case ignored).
-func sqliteTextMatch(q *searchQuery, table, ftsColumn, expr, s string) string {
+func sqliteTextMatch(q *searchQuery, table, s string) string {
 	if table == "dlq_messages" && len([]rune(s)) >= 3 {
-		phrase := ftsColumn + ` : "` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		phrase := `payload : "` + strings.ReplaceAll(s, `"`, `""`) + `"`
 		return "rowid IN (SELECT rowid FROM dlq_search_fts WHERE dlq_search_fts MATCH " + q.arg(phrase) + ")"
 	}
-	return expr + " LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'`
+	return "CAST(raw_payload AS TEXT) LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'`
 }
 
 // likeEscape makes s match itself in a LIKE pattern whose escape is \.

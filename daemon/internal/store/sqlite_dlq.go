@@ -150,6 +150,7 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		defer ins.close()
+		groups := newBatchGroups()
 		for _, in := range batch {
 			taken, err := s.returnOf(ctx, q, in, opts, res)
 			if err != nil {
@@ -171,15 +172,13 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 				return fmt.Errorf("insert dead letter: %w", err)
 			}
 			if n == 1 {
-				if err := seeGroup(ctx, q, sqliteSeeGroup, r.group, in.ErrorMessage, opts.Now); err != nil {
-					return err
-				}
+				groups.add(r.group, in, r.status)
 				res.Inserted++
 			} else {
 				res.Duplicates++
 			}
 		}
-		return nil
+		return groups.flush(ctx, q, opts.Now)
 	})
 }
 
