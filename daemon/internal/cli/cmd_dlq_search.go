@@ -29,7 +29,7 @@ func clientTime(v string, now time.Time) string {
 func dlqSearchCmd(g *globals) *cobra.Command {
 	var (
 		topic, errText, group, key, text, since, until, cursor string
-		statuses, headers                                     []string
+		statuses, headers                                      []string
 		includeArchived, oldest, all                           bool
 		limit                                                  int
 	)
