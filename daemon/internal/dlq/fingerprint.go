@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -60,10 +61,44 @@ func ExceptionClass(hs []Header) string {
 	return ""
 }
 
+// groupCache remembers recent groups by their inputs: a storm repeats the
+// same error text thousands of times, and normalising it is the costly part
+// of intake's fingerprint. Cleared when full rather than evicting one by
+// one: the next storm refills it.
+var groupCache = struct {
+	sync.Mutex
+	m map[[3]string]Group
+}{m: map[[3]string]Group{}}
+
+const groupCacheSize = 4096
+
 // FailureGroup is the group of a dead letter with this original topic,
 // error text and headers.
 func FailureGroup(originalTopic, errorMessage string, hs []Header) Group {
-	g := Group{Pattern: NormaliseError(errorMessage), ExceptionClass: ExceptionClass(hs)}
+	class := ExceptionClass(hs)
+	key := [3]string{originalTopic, class, errorMessage}
+	if len(errorMessage) <= maxNormaliseInput {
+		groupCache.Lock()
+		g, ok := groupCache.m[key]
+		groupCache.Unlock()
+		if ok {
+			return g
+		}
+	}
+	g := failureGroup(originalTopic, errorMessage, class)
+	if len(errorMessage) <= maxNormaliseInput {
+		groupCache.Lock()
+		if len(groupCache.m) >= groupCacheSize {
+			clear(groupCache.m)
+		}
+		groupCache.m[key] = g
+		groupCache.Unlock()
+	}
+	return g
+}
+
+func failureGroup(originalTopic, errorMessage, class string) Group {
+	g := Group{Pattern: NormaliseError(errorMessage), ExceptionClass: class}
 	h := sha256.New()
 	for _, part := range []string{fingerprintVersion, originalTopic, g.ExceptionClass, g.Pattern} {
 		h.Write([]byte(part))
