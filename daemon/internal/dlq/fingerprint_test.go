@@ -214,6 +214,12 @@ func TestFailureGroupsOnACorpusOfRealErrors(t *testing.T) {
 			hs = []Header{{Key: []byte("kafka_dlt-exception-fqcn"), Value: []byte(c.class)}}
 		}
 		g := FailureGroup(c.topic, c.err, hs)
+		if again := FailureGroup(c.topic, c.err, hs); again != g {
+			t.Errorf("entry %d: the cached group %+v differs from the computed %+v", i, again, g)
+		}
+		if direct := failureGroup(c.topic, c.err, c.class); direct != g {
+			t.Errorf("entry %d: %+v computed, %+v from FailureGroup", i, direct, g)
+		}
 		if g.Pattern != c.pattern {
 			t.Errorf("entry %d (%s): pattern\n got  %s\n want %s", i, c.group, g.Pattern, c.pattern)
 		}
