@@ -194,6 +194,8 @@ plugin_dir = %q
 log_level = "warn"
 [admin]
 listen = "unix://%s"
+[deletion]
+receipt_key_file = %q
 [retry]
 enabled = false
 [archive]
@@ -204,7 +206,12 @@ plugin = "kafka"
 [dlq_source.config]
 brokers = [%q]
 group_id = "dlqbench"
-`, u.String(), benchkit.Bin(), d.sock, broker)
+`, u.String(), benchkit.Bin(), d.sock, filepath.Join(d.dir, "receipt.key"), broker)
+	// The daemon refuses to start without a receipt signing key (issue 14);
+	// with PostgreSQL as the state store it has no state directory to
+	// generate one in.
+	out, err := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "receipt", "keygen", filepath.Join(d.dir, "receipt.key")).CombinedOutput()
+	benchkit.Must(err, "receipt keygen: "+string(out))
 	path := filepath.Join(d.dir, "config.toml")
 	benchkit.Must(os.WriteFile(path, []byte(cfg), 0o600), "write config")
 	d.cmd = exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", path)

@@ -43,6 +43,14 @@ type MessageJSON struct {
 	// configured (renamed or removed): the message is not retried
 	// automatically, and a manual retry answers 503 until it is.
 	SourceConfigured bool `json:"source_configured"`
+	// DLQTopic is the topic it was read from (the same as topic, under the
+	// name the search contract gives it).
+	DLQTopic string `json:"dlq_topic"`
+	// Group is its failure group id; "" until a message stored before
+	// groups existed is backfilled.
+	Group string `json:"group"`
+	// Archived: it was found in the archive (search with include_archived).
+	Archived bool `json:"archived"`
 }
 
 // HeaderJSON shows a header's key and value each as text when the bytes are
@@ -95,6 +103,9 @@ func messageJSON(m *dlq.Message, sourceConfigured bool) MessageJSON {
 		SourceConfigured: sourceConfigured,
 		ID:               m.ID.String(),
 		Topic:            m.Position.Topic,
+		DLQTopic:         m.Position.Topic,
+		Group:            m.Group,
+		Archived:         m.Archived,
 		OriginalTopic:    m.OriginalTopic,
 		ErrorMessage:     m.ErrorMessage,
 		RetryCount:       m.RetryCount,

@@ -34,6 +34,7 @@ func modules() fx.Option {
 			newDLQ,
 			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(dlqTriageRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(dlqSearchRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newArchive,
 			fx.Annotate(archiveRoutes, fx.ResultTags(`group:"admin_routes"`)),
 		),
@@ -92,6 +93,10 @@ func dlqRoutes(svc *dlq.Service) func(*http.ServeMux) {
 
 func dlqTriageRoutes(svc *dlq.Service) func(*http.ServeMux) {
 	return adminapi.DLQTriageRoutes(svc)
+}
+
+func dlqSearchRoutes(svc *dlq.Service) func(*http.ServeMux) {
+	return adminapi.DLQSearchRoutes(svc)
 }
 
 func newArchive(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,

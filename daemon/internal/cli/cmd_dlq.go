@@ -18,7 +18,8 @@ import (
 
 func dlqCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "dlq", Short: "Inspect, retry and delete dead letters"}
-	cmd.AddCommand(dlqTopicsCmd(g), dlqListCmd(g), dlqGetCmd(g), dlqRetryCmd(g), dlqReviveCmd(g), dlqDeleteCmd(g), dlqRetryAllCmd(g))
+	cmd.AddCommand(dlqTopicsCmd(g), dlqListCmd(g), dlqGetCmd(g), dlqRetryCmd(g), dlqReviveCmd(g), dlqDeleteCmd(g), dlqRetryAllCmd(g),
+		dlqSearchCmd(g), dlqGroupsCmd(g))
 	cmd.AddCommand(dlqTriageCmds(g)...)
 	return cmd
 }

@@ -42,6 +42,11 @@ func (l *RetryLoop) RunOnce(ctx context.Context) error {
 	} else if n > 0 {
 		l.svc.log.Warn("returned messages of an expired retry lease to PENDING", "count", n)
 	}
+	// A failed backfill must not hold up automatic retries: it is tried
+	// again on the next pass.
+	if err := l.svc.backfillGroups(ctx); err != nil && ctx.Err() == nil {
+		l.svc.log.Warn("could not give failure groups to messages stored before they existed; trying again next pass", "error", err)
+	}
 	pol := l.svc.policy()
 	if !pol.AutoRetry {
 		return nil

@@ -89,6 +89,12 @@ type Message struct {
 	Attempts []Attempt
 	// RepublishedAt is when the broker last acknowledged a republish.
 	RepublishedAt *time.Time
+	// Group is the id of its failure group (FailureGroup), computed at
+	// intake; "" for a message stored before groups existed and not yet
+	// backfilled.
+	Group string
+	// Archived: read from the archive (a search with include_archived).
+	Archived bool
 }
 
 // Truncated reports whether the message was too large to take in whole:

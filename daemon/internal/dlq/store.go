@@ -135,6 +135,7 @@ type Revive struct {
 type Store interface {
 	HistoryStore
 	PauseStore
+	SearchStore
 	IngestDLQ(ctx context.Context, batch []Incoming, opts IngestOptions) (IngestResult, error)
 	GetDLQ(ctx context.Context, id uuid.UUID) (*Message, error)
 	ListDLQ(ctx context.Context, f ListFilter) ([]Message, int64, error)

@@ -48,7 +48,7 @@ type dlqSQL struct {
 // the order both dialects' statements give them.
 const dlqInsertColumns = `id, original_topic, error_message, retry_count, max_retries, payload, status, created_at,
 	updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, produced_at,
-	next_retry_at, last_error, attempt_log, content_digest`
+	next_retry_at, last_error, attempt_log, content_digest, failure_group`
 
 // returnColumns are the columns of a recorded return (dlq_returns).
 const returnColumns = `source, dlq_topic, source_partition, source_offset, content_digest, message_id, applied_at`
@@ -69,7 +69,7 @@ func digestOf(in dlq.Incoming) []byte {
 // for scanMessage; the same list in both dialects.
 const dlqColumns = `id, original_topic, error_message, retry_count, max_retries, status, created_at, updated_at,
 	last_retry_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload,
-	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL, message_key IS NULL`
+	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL, message_key IS NULL, failure_group`
 
 func scanMessage(row scanner) (dlq.Message, error) {
 	var (
@@ -82,7 +82,7 @@ func scanMessage(row scanner) (dlq.Message, error) {
 	err := row.Scan(&m.ID, &m.OriginalTopic, &m.ErrorMessage, &m.RetryCount, &m.MaxRetries, &status,
 		&m.CreatedAt, &m.UpdatedAt, &m.LastRetryAt, &m.Position.Source, &m.Position.Topic,
 		&m.Position.Partition, &m.Position.Offset, &m.Key, &headers, &m.Payload, &m.ProducedAt, &m.NextRetryAt,
-		&lastError, &attempts, &m.RepublishedAt, &payloadMissing, &keyNull)
+		&lastError, &attempts, &m.RepublishedAt, &payloadMissing, &keyNull, &m.Group)
 	if err != nil {
 		return m, err
 	}
@@ -359,11 +359,12 @@ type newRow struct {
 	lastError   *string
 	headers     string
 	attempts    string
+	group       dlq.Group
 }
 
 func newRowOf(in dlq.Incoming, opts dlq.IngestOptions) newRow {
 	r := newRow{id: newID(), status: statusOf(in), nextRetryAt: firstRetry(in, opts), headers: headersJSON(in.Headers),
-		attempts: attemptLog(in.Attempt)}
+		attempts: attemptLog(in.Attempt), group: dlq.FailureGroup(in.OriginalTopic, in.ErrorMessage, in.Headers)}
 	if in.LastError != "" {
 		r.lastError = &in.LastError
 	}

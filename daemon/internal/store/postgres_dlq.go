@@ -163,11 +163,11 @@ const pgIngest = `
 	WITH ins AS (
 		INSERT INTO dlq.dlq_messages (` + dlqInsertColumns + `)
 		SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, u.st, $14, $14, u.src, u.dt, u.pt, u.off, u.k,
-			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb, u.dg
+			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb, u.dg, u.fg
 		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
 			$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[], $15::text[],
-			$16::timestamptz[], $17::text[], $18::text[], $19::bytea[])
-			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al, dg)
+			$16::timestamptz[], $17::text[], $18::text[], $19::bytea[], $20::text[])
+			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al, dg, fg)
 		WHERE NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.source = u.src
 				AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off
 				AND (a.content_digest = u.dg OR a.content_digest = '\x'::bytea))
@@ -176,11 +176,21 @@ const pgIngest = `
 				AND m.content_digest = '\x'::bytea)
 		ORDER BY u.id
 		ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING
-		RETURNING dlq_topic, original_topic, status
+		RETURNING dlq_topic, original_topic, status, failure_group, error_message
 	), counted AS (
 		INSERT INTO dlq.dlq_topic_counts AS c (dlq_topic, original_topic, status, n)
 		SELECT dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 		ON CONFLICT (dlq_topic, original_topic, status) DO UPDATE SET n = c.n + EXCLUDED.n
+	), group_counted AS (
+		INSERT INTO dlq.dlq_group_counts AS c (group_id, dlq_topic, original_topic, status, n)
+		SELECT failure_group, dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+		ON CONFLICT (group_id, dlq_topic, original_topic, status) DO UPDATE SET n = c.n + EXCLUDED.n
+	), seen AS (
+		INSERT INTO dlq.dlq_failure_groups AS g (id, pattern, exception_class, sample_error, first_seen, last_seen)
+		SELECT DISTINCT ON (i.failure_group) i.failure_group, gp.pattern, gp.class, i.error_message, $14, $14
+		FROM ins i JOIN unnest($21::text[], $22::text[], $23::text[]) AS gp(id, pattern, class) ON gp.id = i.failure_group
+		ORDER BY i.failure_group
+		ON CONFLICT (id) DO UPDATE SET last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen)
 	)
 	SELECT count(*) FROM ins`
 
@@ -194,23 +204,26 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 		}
 		n := len(fresh)
 		var (
-			ids        = make([]uuid.UUID, n)
-			origTopics = make([]string, n)
-			errMsgs    = make([]string, n)
-			payloads   = make([]*string, n)
-			raws       = make([][]byte, n)
-			sources    = make([]string, n)
-			topics     = make([]string, n)
-			parts      = make([]int32, n)
-			offsets    = make([]int64, n)
-			keys       = make([][]byte, n)
-			headers    = make([][]byte, n)
-			produced   = make([]*time.Time, n)
-			statuses   = make([]string, n)
-			nexts      = make([]*time.Time, n)
-			lastErrs   = make([]*string, n)
-			logs       = make([]string, n)
-			digests    = make([][]byte, n)
+			ids                         = make([]uuid.UUID, n)
+			origTopics                  = make([]string, n)
+			errMsgs                     = make([]string, n)
+			payloads                    = make([]*string, n)
+			raws                        = make([][]byte, n)
+			sources                     = make([]string, n)
+			topics                      = make([]string, n)
+			parts                       = make([]int32, n)
+			offsets                     = make([]int64, n)
+			keys                        = make([][]byte, n)
+			headers                     = make([][]byte, n)
+			produced                    = make([]*time.Time, n)
+			statuses                    = make([]string, n)
+			nexts                       = make([]*time.Time, n)
+			lastErrs                    = make([]*string, n)
+			logs                        = make([]string, n)
+			digests                     = make([][]byte, n)
+			groups                      = make([]string, n)
+			known                       = map[string]bool{}
+			groupIDs, patterns, classes []string
 		)
 		for i, in := range fresh {
 			r := newRowOf(in, opts)
@@ -225,10 +238,16 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			}
 			raws[i] = in.Payload // nil (NULL) only for a message too large to keep whole
 			digests[i] = digestOf(in)
+			groups[i] = r.group.ID
+			if !known[r.group.ID] {
+				known[r.group.ID] = true
+				groupIDs, patterns, classes = append(groupIDs, r.group.ID), append(patterns, r.group.Pattern), append(classes, r.group.ExceptionClass)
+			}
 		}
 		var inserted int64
 		if err := q.queryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets,
-			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs, digests).Scan(&inserted); err != nil {
+			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs, digests, groups,
+			groupIDs, patterns, classes).Scan(&inserted); err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		res.Inserted = int(inserted)

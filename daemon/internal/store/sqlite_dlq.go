@@ -136,7 +136,7 @@ func rawPayload(b []byte) any {
 // position with another digest is a new dead letter.
 const sqliteIngest = `
 	INSERT INTO dlq_messages (` + dlqInsertColumns + `)
-	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
+	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20
 	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.source = ?8 AND a.dlq_topic = ?9
 			AND a.source_partition = ?10 AND a.source_offset = ?11 AND (a.content_digest = ?19 OR a.content_digest = x''))
 		AND NOT EXISTS (SELECT 1 FROM dlq_messages m WHERE m.source = ?8 AND m.dlq_topic = ?9
@@ -151,6 +151,7 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		defer ins.close()
+		groups := newBatchGroups()
 		for _, in := range batch {
 			taken, err := s.returnOf(ctx, q, in, opts, res)
 			if err != nil {
@@ -167,17 +168,18 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 			r := newRowOf(in, opts)
 			n, err := ins.exec(ctx, r.id, in.OriginalTopic, in.ErrorMessage, opts.MaxRetries, payload, r.status, opts.Now,
 				in.Position.Source, in.Position.Topic, in.Position.Partition, in.Position.Offset, in.Key, r.headers,
-				rawPayload(in.Payload), in.ProducedAt, r.nextRetryAt, r.lastError, r.attempts, digestOf(in))
+				rawPayload(in.Payload), in.ProducedAt, r.nextRetryAt, r.lastError, r.attempts, digestOf(in), r.group.ID)
 			if err != nil {
 				return fmt.Errorf("insert dead letter: %w", err)
 			}
 			if n == 1 {
+				groups.add(r.group, in, r.status)
 				res.Inserted++
 			} else {
 				res.Duplicates++
 			}
 		}
-		return nil
+		return groups.flush(ctx, q, opts.Now)
 	})
 }
 

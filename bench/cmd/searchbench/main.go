@@ -1,0 +1,357 @@
+// Command searchbench measures dead-letter search and failure groups
+// (issue 13) with the real daemon (./bin/lifecycled), its Kafka plugin, an
+// in-process Kafka broker (kfake) and PostgreSQL as the state store,
+// baselines in the same run:
+//
+//   - intake of 100k dead letters over four DLQ topics with realistic,
+//     varied errors (so every message gets a failure group computed), vs
+//     `kcat -C -e` reading the same four topics to /dev/null;
+//   - then the store is filled to 1M messages with SQL (copies of the
+//     ingested ones, spread over a week and over statuses, as the seed's
+//     benchmarks do it for speed), and over the admin socket: search first
+//     page p50/p99 by topic+status, group, key and time range; payload text
+//     search (q) p99; groups list p99; the seed's list page 1 of a topic as
+//     the reference in the same run.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+)
+
+var topics = []string{"orders.dlq.v1", "payments.dlq.v1", "shipping.dlq.v1", "crm.dlq.v1"}
+
+// failures are error texts as consumers write them, with their variable
+// parts ({n}: a number that changes per message).
+var failures = []struct{ class, text string }{
+	{"org.springframework.dao.DuplicateKeyException", `ERROR: duplicate key value violates unique constraint "orders_pkey" DETAIL: Key (id)=({n}) already exists.`},
+	{"", `dial tcp 10.0.3.{n}:5432: connect: connection refused`},
+	{"", `POST https://carrier.example.com/v2/shipments/{n}/labels: HTTP 503 Service Unavailable (at 2026-11-26T10:08:20Z)`},
+	{"com.fasterxml.jackson.databind.exc.InvalidFormatException", `Cannot deserialize value of type ` + "`java.lang.Integer`" + ` from String "x{n}": not a valid Integer value`},
+	{"org.apache.kafka.connect.errors.DataException", `Struct schemas do not match. Schema mismatch for field "email": expected STRING, got INT32 at offset {n}`},
+	{"", `charge invoice {n}: call payments: context deadline exceeded after 5.{n}s`},
+	{"", `customer cus_J8k{n} not found in tenant 6f1c2a84-8a4e-4d7b-9a51-0e6f3b1f2c7d`},
+	{"java.lang.NullPointerException", `Cannot invoke "com.acme.Customer.getId()" because "order.customer" is null`},
+}
+
+func main() {
+	n := flag.Int("n", 100_000, "dead letters taken in through Kafka")
+	total := flag.Int("total", 1_000_000, "messages in the store for the searches")
+	calls := flag.Int("calls", 300, "calls per search scenario")
+	flag.Parse()
+
+	benchkit.Header(fmt.Sprintf("dead-letter search and failure groups: intake %d, searches at %d", *n, *total))
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(3))
+	benchkit.Must(err, "start kfake")
+	defer broker.Close()
+	addr := broker.ListenAddrs()[0]
+	kc, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxBufferedRecords(200_000), kgo.ProducerBatchMaxBytes(1<<20))
+	benchkit.Must(err, "kafka client")
+	defer kc.Close()
+	ctx := context.Background()
+	_, err = kadm.NewClient(kc).CreateTopics(ctx, 3, 1, nil, topics...)
+	benchkit.Must(err, "create topics")
+	produce(kc, *n)
+
+	kcatRead := benchkit.Time(func() {
+		for _, t := range topics {
+			cmd := exec.Command("sh", "-c", fmt.Sprintf("kcat -C -b %s -t %s -o beginning -e -q > /dev/null", addr, t))
+			out, err := cmd.CombinedOutput()
+			benchkit.Must(err, "kcat -C: "+string(out))
+		}
+	})
+	d := startDaemon(addr)
+	defer d.stop()
+	intake := d.waitStored(*n)
+	benchkit.Report("baseline: kcat -C -e > /dev/null (4 topics)", "%v (%s)", kcatRead.Round(time.Millisecond), benchkit.Rate(int64(*n), kcatRead))
+	ratio := intake.Seconds() / kcatRead.Seconds()
+	benchkit.Report(fmt.Sprintf("intake %d into PostgreSQL (groups computed, search indexes)", *n), "%v (%s); ratio to kcat %.2fx %s (target <= 2.5x)",
+		intake.Round(time.Millisecond), benchkit.Rate(int64(*n), intake), ratio, verdict(ratio <= 2.5))
+
+	fill := benchkit.Time(func() { d.fill(*total - *n) })
+	benchkit.Report(fmt.Sprintf("fill to %d with SQL, VACUUM ANALYZE", *total), "%v", fill.Round(time.Second))
+
+	var groups struct {
+		Groups []struct {
+			ID string `json:"id"`
+		} `json:"groups"`
+	}
+	benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/groups"), &groups), "groups")
+	if len(groups.Groups) == 0 {
+		benchkit.Must(fmt.Errorf("no groups"), "groups")
+	}
+	top := groups.Groups[0].ID
+	since := time.Now().Add(-50 * time.Hour).UTC()
+	window := url.Values{"since": {since.Format(time.RFC3339)}, "until": {since.Add(time.Hour).Format(time.RFC3339)}}
+
+	measure := func(name, path string, target time.Duration, calls int) {
+		lat := make([]time.Duration, calls)
+		var body struct {
+			Messages []json.RawMessage `json:"messages"`
+			Total    int64             `json:"total"`
+			Estimate bool              `json:"total_is_estimate"`
+			// The seed's list route gives its total here.
+			Pagination *struct {
+				TotalCount int64 `json:"total_count"`
+			} `json:"pagination"`
+		}
+		for i := range lat {
+			start := time.Now()
+			b := d.get(path)
+			lat[i] = time.Since(start)
+			if i == 0 {
+				_ = json.Unmarshal(b, &body)
+			}
+		}
+		benchkit.Sort(lat)
+		p99 := benchkit.Percentile(lat, 99)
+		extra := ""
+		if body.Pagination != nil {
+			body.Total = body.Pagination.TotalCount
+		}
+		if body.Messages != nil {
+			est := ""
+			if body.Estimate {
+				est = " (estimate)"
+			}
+			extra = fmt.Sprintf(", %d on the page, total %d%s", len(body.Messages), body.Total, est)
+		}
+		benchkit.Report(name, "p50 %v / p99 %v %s (target p99 <= %v)%s", benchkit.Percentile(lat, 50).Round(10*time.Microsecond),
+			p99.Round(10*time.Microsecond), verdict(p99 <= target), target, extra)
+	}
+	measure("baseline: seed list page 1 (20) of a topic", "/api/v1/dlq/orders.dlq.v1?page=1&page_size=20", 10*time.Millisecond, *calls)
+	measure("search first page: topic+status", "/api/v1/dlq/messages?topic=orders.events.v1&status=PENDING", 20*time.Millisecond, *calls)
+	measure("search first page: topic+status, 2 statuses", "/api/v1/dlq/messages?topic=orders.dlq.v1&status=PENDING,DEAD", 20*time.Millisecond, *calls)
+	measure("search first page: group", "/api/v1/dlq/messages?group="+top, 20*time.Millisecond, *calls)
+	measure("search first page: key", "/api/v1/dlq/messages?key=key-543210", 20*time.Millisecond, *calls)
+	measure("search first page: time range (1 h)", "/api/v1/dlq/messages?"+window.Encode(), 20*time.Millisecond, *calls)
+	measure("search first page: q (selective: one order)", "/api/v1/dlq/messages?q=ORD-0654321", 500*time.Millisecond, *calls/3)
+	measure("search first page: q (broad: most payloads)", "/api/v1/dlq/messages?q=currency", 500*time.Millisecond, *calls/3)
+	measure("search first page: error substring", "/api/v1/dlq/messages?error=connection%20refused", 500*time.Millisecond, *calls/3)
+	measure("groups list (sort=count)", "/api/v1/dlq/groups", 50*time.Millisecond, *calls)
+	measure("groups list (sort=recent, one topic)", "/api/v1/dlq/groups?sort=recent&topic=payments.dlq.v1", 50*time.Millisecond, *calls)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "meets"
+	}
+	return "MISSES"
+}
+
+// produce writes n dead letters over the four topics, Spring-style headers,
+// each failure's variable part different per message.
+func produce(kc *kgo.Client, n int) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := 0; i < n; i++ {
+		f := failures[i%len(failures)]
+		topic := topics[i%len(topics)]
+		headers := []kgo.RecordHeader{
+			{Key: "kafka_dlt-original-topic", Value: []byte(topic[:len(topic)-len(".dlq.v1")] + ".events.v1")},
+			{Key: "kafka_dlt-exception-message", Value: []byte(strings.ReplaceAll(f.text, "{n}", fmt.Sprint(i)))},
+			{Key: "tenant", Value: []byte(fmt.Sprintf("tenant-%d", i%50))},
+		}
+		if f.class != "" {
+			headers = append(headers, kgo.RecordHeader{Key: "kafka_dlt-exception-fqcn", Value: []byte(f.class)})
+		}
+		wg.Add(1)
+		kc.Produce(ctx, &kgo.Record{
+			Topic: topic, Key: []byte(fmt.Sprintf("key-%d", i)), Headers: headers,
+			Value: []byte(fmt.Sprintf(`{"order_id":"ORD-%07d","amount":%d,"currency":"EUR","note":"dead-lettered by the consumer"}`, i, i%10000)),
+		}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	benchkit.Must(firstErr, "produce")
+}
+
+type daemon struct {
+	cmd    *exec.Cmd
+	dir    string
+	sock   string
+	dbName string
+	dsn    string
+	http   *http.Client
+}
+
+func pgAdmin() string {
+	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
+		return v
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// fill adds n copies of the ingested messages with SQL: new positions,
+// keys and payloads, created over the last week, 60% PENDING, 20%
+// RESOLVED, 20% DEAD; the counters are rebuilt from the rows.
+func (d *daemon) fill(n int) {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, d.dsn)
+	benchkit.Must(err, "connect to the state store")
+	defer c.Close(ctx)
+	for _, q := range []string{
+		`CREATE TEMP TABLE seed AS SELECT row_number() OVER (ORDER BY id) AS rn, original_topic, error_message, source, dlq_topic,
+			headers, failure_group FROM dlq.dlq_messages`,
+		fmt.Sprintf(`INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, status, created_at,
+			updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, content_digest,
+			failure_group, attempt_log)
+		SELECT gen_random_uuid(), s.original_topic, s.error_message, 0, 3,
+			CASE WHEN g %% 10 < 6 THEN 'PENDING' WHEN g %% 10 < 8 THEN 'RESOLVED' ELSE 'DEAD' END,
+			now() - (g::float8 / %d * interval '7 days'), now() - (g::float8 / %d * interval '7 days'),
+			s.source, s.dlq_topic, 9, g, convert_to('key-' || (g + 100000), 'UTF8'), s.headers,
+			convert_to(format('{"order_id":"ORD-%%s","amount":%%s,"currency":"EUR","note":"dead-lettered by the consumer"}',
+				lpad((g + 100000)::text, 7, '0'), g %% 10000), 'UTF8'),
+			'\x'::bytea, s.failure_group, '[]'::jsonb
+		FROM generate_series(1, %d) g JOIN seed s ON s.rn = (g %% (SELECT count(*) FROM seed)) + 1`, n, n, n),
+		`TRUNCATE dlq.dlq_topic_counts, dlq.dlq_group_counts`,
+		`INSERT INTO dlq.dlq_topic_counts SELECT dlq_topic, original_topic, status, count(*) FROM dlq.dlq_messages GROUP BY 1, 2, 3`,
+		`INSERT INTO dlq.dlq_group_counts SELECT failure_group, dlq_topic, original_topic, status, count(*) FROM dlq.dlq_messages GROUP BY 1, 2, 3, 4`,
+		`UPDATE dlq.dlq_failure_groups g SET first_seen = m.first FROM (SELECT failure_group, min(created_at) AS first
+			FROM dlq.dlq_messages GROUP BY 1) m WHERE m.failure_group = g.id`,
+		`VACUUM ANALYZE dlq.dlq_messages`,
+	} {
+		_, err := c.Exec(ctx, q)
+		benchkit.Must(err, "fill: "+q[:min(60, len(q))])
+	}
+}
+
+func startDaemon(broker string) *daemon {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pgAdmin())
+	benchkit.Must(err, "connect to PostgreSQL")
+	defer admin.Close(ctx)
+	d := &daemon{dbName: fmt.Sprintf("lcd_searchbench_%d", time.Now().UnixNano())}
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+d.dbName)
+	benchkit.Must(err, "create database")
+	u, _ := url.Parse(pgAdmin())
+	u.Path = "/" + d.dbName
+	d.dsn = u.String()
+	d.dir, _ = os.MkdirTemp("", "srchb")
+	d.sock = filepath.Join(d.dir, "admin.sock")
+	cfg := fmt.Sprintf(`version = 1
+[daemon]
+state = %q
+plugin_dir = %q
+log_level = "warn"
+[admin]
+listen = "unix://%s"
+[deletion]
+receipt_key_file = %q
+[retry]
+enabled = false
+[archive]
+enabled = false
+[[dlq_source]]
+name = "kafka"
+plugin = "kafka"
+[dlq_source.config]
+brokers = [%q]
+group_id = "searchbench"
+topic_pattern = "*.dlq.v1"
+`, d.dsn, benchkit.Bin(), d.sock, filepath.Join(d.dir, "receipt.key"), broker)
+	// The daemon refuses to start without a receipt signing key (issue 14);
+	// with PostgreSQL as the state store it has no state directory to
+	// generate one in.
+	out, err := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "receipt", "keygen", filepath.Join(d.dir, "receipt.key")).CombinedOutput()
+	benchkit.Must(err, "receipt keygen: "+string(out))
+	path := filepath.Join(d.dir, "config.toml")
+	benchkit.Must(os.WriteFile(path, []byte(cfg), 0o600), "write config")
+	d.cmd = exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", path)
+	d.cmd.Stderr = os.Stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	benchkit.Must(d.cmd.Start(), "start daemon (run make build)")
+	d.http = &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dd net.Dialer
+		return dd.DialContext(ctx, "unix", d.sock)
+	}}}
+	for i := 0; i < 600; i++ {
+		if resp, err := d.http.Get("http://localhost/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return d
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	benchkit.Must(fmt.Errorf("not ready"), "start daemon")
+	return d
+}
+
+func (d *daemon) get(path string) []byte {
+	resp, err := d.http.Get("http://localhost" + path)
+	benchkit.Must(err, "GET "+path)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "GET "+path)
+	}
+	return b
+}
+
+// waitStored returns how long the daemon took to store n messages, from
+// the moment the count first moved (the consumer group's join is not
+// counted), as dlqbench measures it.
+func (d *daemon) waitStored(n int) time.Duration {
+	var start time.Time
+	var base int64 = -1
+	for {
+		var body struct {
+			Total int64 `json:"total"`
+		}
+		benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/messages?limit=1"), &body), "count")
+		got := body.Total
+		if base < 0 {
+			base = got
+		}
+		if got > base && start.IsZero() {
+			start = time.Now()
+			base = got
+		}
+		if got >= int64(n) {
+			if start.IsZero() {
+				start = time.Now()
+			}
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Wait()
+	os.RemoveAll(d.dir)
+	if admin, err := pgx.Connect(context.Background(), pgAdmin()); err == nil {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+d.dbName+" WITH (FORCE)")
+		admin.Close(context.Background())
+	}
+}

@@ -1,0 +1,268 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// Failure groups (GET /api/v1/dlq/groups): dlq_failure_groups says what a
+// group looks like and when it was seen, dlq_group_counts how many live
+// messages it has per topic and status (kept by intake and by triggers), so
+// that listing groups never reads the messages.
+
+// seeGroup statements record a group seen at ?5/$5 (upsert: the first and
+// last sightings widen): (id, pattern, exception class, sample error, at).
+const (
+	sqliteSeeGroup = `
+		INSERT INTO dlq_failure_groups (id, pattern, exception_class, sample_error, first_seen, last_seen)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+		ON CONFLICT (id) DO UPDATE SET first_seen = min(first_seen, excluded.first_seen),
+			last_seen = max(last_seen, excluded.last_seen)`
+	pgSeeGroup = `
+		INSERT INTO dlq.dlq_failure_groups AS g (id, pattern, exception_class, sample_error, first_seen, last_seen)
+		VALUES ($1, $2, $3, $4, $5, $5)
+		ON CONFLICT (id) DO UPDATE SET first_seen = LEAST(g.first_seen, EXCLUDED.first_seen),
+			last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen)`
+)
+
+// maxSampleError bounds the sample kept per group: the head of a stack
+// trace says what it is.
+const maxSampleError = 4096
+
+func seeGroup(ctx context.Context, q querier, stmt string, g dlq.Group, sample string, at time.Time) error {
+	if len(sample) > maxSampleError {
+		sample = strings.ToValidUTF8(sample[:maxSampleError], "")
+	}
+	if _, err := q.exec(ctx, stmt, g.ID, g.Pattern, g.ExceptionClass, sample, at); err != nil {
+		return fmt.Errorf("record failure group %s: %w", g.ID, err)
+	}
+	return nil
+}
+
+// groupsSQL is what differs between the dialects' group statements.
+type groupsSQL struct {
+	search *searchDialect
+	see    string
+	// regroup sets an ungrouped message's group, leaving updated_at as it
+	// is (retention goes by it): (id, group).
+	regroup string
+}
+
+var (
+	pgGroups = groupsSQL{search: &pgSearch, see: pgSeeGroup,
+		// One microsecond later: PostgreSQL's updated_at trigger stamps
+		// now() on an UPDATE that leaves updated_at equal, which would
+		// postpone the message's archiving by a whole retention period.
+		regroup: `UPDATE dlq.dlq_messages SET failure_group = $2, updated_at = updated_at + interval '1 microsecond'
+			WHERE id = $1 AND failure_group = ''`}
+	sqliteGroups = groupsSQL{search: &sqliteSearch, see: sqliteSeeGroup,
+		regroup: `UPDATE dlq_messages SET failure_group = ?2 WHERE id = ?1 AND failure_group = ''`}
+)
+
+// groups lists failure groups: the top ones by the filter's sort from the
+// counters, then their counts by topic and status.
+func (s *sqlStore) groups(ctx context.Context, gs groupsSQL, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
+	d := gs.search
+	var out []dlq.GroupSummary
+	err := s.db.snapshot(ctx, func(qr querier) error {
+		// The conditions of the filter, built once per statement.
+		condsFor := func(q *searchQuery) []string {
+			conds := []string{"c.n > 0"}
+			if f.Topic != "" {
+				t := q.arg(f.Topic)
+				conds = append(conds, "(c.dlq_topic = "+t+" OR c.original_topic = "+t+")")
+			}
+			if len(f.Statuses) > 0 {
+				var in []string
+				for _, st := range f.Statuses {
+					in = append(in, q.arg(string(st)))
+				}
+				conds = append(conds, "c.status IN ("+strings.Join(in, ", ")+")")
+			}
+			return conds
+		}
+		q := &searchQuery{d: d}
+		conds := condsFor(q)
+		where := strings.Join(conds, " AND ")
+		order := "sum(c.n) DESC, g.last_seen DESC, g.id"
+		if f.Sort == dlq.GroupsByRecent {
+			order = "g.last_seen DESC, sum(c.n) DESC, g.id"
+		}
+		top := fmt.Sprintf(`SELECT g.id, g.pattern, g.exception_class, g.sample_error, g.first_seen, g.last_seen
+			FROM %s c JOIN %s g ON g.id = c.group_id WHERE %s
+			GROUP BY g.id, g.pattern, g.exception_class, g.sample_error, g.first_seen, g.last_seen
+			ORDER BY %s LIMIT %s`, d.groupCounts, d.groups, where, order, q.arg(f.Limit))
+		var err error
+		out, err = queryAll(ctx, qr, func(sc scanner) (g dlq.GroupSummary, err error) {
+			err = sc.Scan(&g.ID, &g.Pattern, &g.ExceptionClass, &g.SampleError, &g.FirstSeen, &g.LastSeen)
+			return g, err
+		}, top, q.args...)
+		if err != nil {
+			return fmt.Errorf("list failure groups: %w", err)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		index := map[string]int{}
+		var ids []string
+		for i := range out {
+			index[out[i].ID] = i
+			ids = append(ids, out[i].ID)
+			out[i].Counts = map[dlq.Status]int64{}
+			for _, st := range dlq.Statuses {
+				out[i].Counts[st] = 0
+			}
+		}
+		q2 := &searchQuery{d: d}
+		var in []string
+		for _, id := range ids {
+			in = append(in, q2.arg(id))
+		}
+		detail := strings.Join(append([]string{"c.group_id IN (" + strings.Join(in, ", ") + ")"}, condsFor(q2)...), " AND ")
+		type row struct {
+			id, dlqTopic, origTopic, status string
+			n                               int64
+		}
+		rows, err := queryAll(ctx, qr, func(sc scanner) (r row, err error) {
+			return r, sc.Scan(&r.id, &r.dlqTopic, &r.origTopic, &r.status, &r.n)
+		}, `SELECT c.group_id, c.dlq_topic, c.original_topic, c.status, c.n FROM `+d.groupCounts+` c WHERE `+detail, q2.args...)
+		if err != nil {
+			return fmt.Errorf("count failure groups: %w", err)
+		}
+		for _, r := range rows {
+			g := &out[index[r.id]]
+			g.Counts[dlq.Status(r.status)] += r.n
+			if r.origTopic != "" && !contains(g.OriginalTopics, r.origTopic) {
+				g.OriginalTopics = append(g.OriginalTopics, r.origTopic)
+			}
+			if !contains(g.DLQTopics, r.dlqTopic) {
+				g.DLQTopics = append(g.DLQTopics, r.dlqTopic)
+			}
+		}
+		for i := range out {
+			sort.Strings(out[i].OriginalTopics)
+			sort.Strings(out[i].DLQTopics)
+			out[i].FirstSeen, out[i].LastSeen = out[i].FirstSeen.UTC(), out[i].LastSeen.UTC()
+		}
+		return nil
+	})
+	return out, err
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// backfillGroups gives up to limit messages stored before failure groups
+// existed their group, in one transaction.
+func (s *sqlStore) backfillGroups(ctx context.Context, gs groupsSQL, limit int) (int, error) {
+	type old struct {
+		id                 uuid.UUID
+		origTopic, errText string
+		headers            []byte
+		createdAt          time.Time
+	}
+	done := 0
+	err := s.db.tx(ctx, func(q querier) error {
+		done = 0
+		rows, err := queryAll(ctx, q, func(sc scanner) (o old, err error) {
+			return o, sc.Scan(&o.id, &o.origTopic, &o.errText, &o.headers, &o.createdAt)
+		}, `SELECT id, original_topic, error_message, headers, created_at FROM `+gs.search.live+
+			` WHERE failure_group = '' LIMIT `+gs.search.placeholder(1), limit)
+		if err != nil {
+			return fmt.Errorf("read ungrouped dead letters: %w", err)
+		}
+		for _, o := range rows {
+			hs, err := decodeHeaders(o.headers)
+			if err != nil {
+				hs = nil // unreadable headers: grouped by text and topic alone
+			}
+			g := dlq.FailureGroup(o.origTopic, o.errText, hs)
+			n, err := q.exec(ctx, gs.regroup, o.id, g.ID)
+			if err != nil {
+				return fmt.Errorf("group dead letter %s: %w", o.id, err)
+			}
+			if n == 0 {
+				continue
+			}
+			if err := seeGroup(ctx, q, gs.see, g, o.errText, o.createdAt); err != nil {
+				return err
+			}
+			done++
+		}
+		return nil
+	})
+	return done, err
+}
+
+// DLQGroups implements dlq.SearchStore.
+func (p *Postgres) DLQGroups(ctx context.Context, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
+	return p.groups(ctx, pgGroups, f)
+}
+
+// DLQGroups implements dlq.SearchStore.
+func (s *SQLite) DLQGroups(ctx context.Context, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
+	return s.groups(ctx, sqliteGroups, f)
+}
+
+// BackfillDLQGroups implements dlq.SearchStore.
+func (p *Postgres) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
+	return p.backfillGroups(ctx, pgGroups, limit)
+}
+
+// BackfillDLQGroups implements dlq.SearchStore.
+func (s *SQLite) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
+	return s.backfillGroups(ctx, sqliteGroups, limit)
+}
+
+// batchGroups collects what a SQLite intake batch adds to the failure
+// groups, written once per batch: a statement per message and group cost
+// a third of the embedded store's intake.
+type batchGroups struct {
+	seen   map[string]bool
+	order  []dlq.Group
+	sample map[string]string
+	counts map[[4]string]int64 // group, DLQ topic, original topic, status
+}
+
+func newBatchGroups() *batchGroups {
+	return &batchGroups{seen: map[string]bool{}, sample: map[string]string{}, counts: map[[4]string]int64{}}
+}
+
+func (b *batchGroups) add(g dlq.Group, in dlq.Incoming, status string) {
+	if !b.seen[g.ID] {
+		b.seen[g.ID] = true
+		b.order = append(b.order, g)
+		b.sample[g.ID] = in.ErrorMessage
+	}
+	b.counts[[4]string{g.ID, in.Position.Topic, in.OriginalTopic, status}]++
+}
+
+func (b *batchGroups) flush(ctx context.Context, q querier, now time.Time) error {
+	for _, g := range b.order {
+		if err := seeGroup(ctx, q, sqliteSeeGroup, g, b.sample[g.ID], now); err != nil {
+			return err
+		}
+	}
+	for k, n := range b.counts {
+		if _, err := q.exec(ctx, `INSERT INTO dlq_group_counts (group_id, dlq_topic, original_topic, status, n)
+			VALUES (?1, ?2, ?3, ?4, ?5)
+			ON CONFLICT (group_id, dlq_topic, original_topic, status) DO UPDATE SET n = n + excluded.n`,
+			k[0], k[1], k[2], k[3], n); err != nil {
+			return fmt.Errorf("count failure group %s: %w", k[0], err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+DROP TRIGGER IF EXISTS trg_dlq_search_update;
+DROP TRIGGER IF EXISTS trg_dlq_search_delete;
+DROP TRIGGER IF EXISTS trg_dlq_search_insert;
+DROP TABLE IF EXISTS dlq_search_fts;
+CREATE INDEX IF NOT EXISTS idx_dlq_messages_status ON dlq_messages (status);
+CREATE INDEX IF NOT EXISTS idx_dlq_messages_created_at ON dlq_messages (created_at);
+DROP INDEX IF EXISTS idx_dlq_messages_search_key;
+DROP INDEX IF EXISTS idx_dlq_messages_search_status;
+DROP INDEX IF EXISTS idx_dlq_messages_search_group;
+DROP INDEX IF EXISTS idx_dlq_messages_search_original_topic;
+DROP INDEX IF EXISTS idx_dlq_messages_search_dlq_topic;
+DROP TRIGGER IF EXISTS trg_dlq_group_counts_update;
+DROP TRIGGER IF EXISTS trg_dlq_group_counts_delete;
+DROP TABLE IF EXISTS dlq_group_counts;
+DROP TABLE IF EXISTS dlq_failure_groups;
+DROP INDEX IF EXISTS idx_dlq_messages_ungrouped;
+ALTER TABLE dlq_messages_archive DROP COLUMN failure_group;
+ALTER TABLE dlq_messages DROP COLUMN failure_group;
