@@ -1,0 +1,156 @@
+package deletion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+)
+
+// planGate runs before anything of an attempt is deleted. It computes the
+// tenant's plan again and compares it with the plan the job is held to:
+// when a deleter's part differs (a new table, a changed foreign key path,
+// a changed pattern, a deleter added or removed; counts do not matter), or
+// a deleter refuses to plan (a store that no longer matches its config),
+// the job goes back to AWAITING_APPROVAL naming what changed, and nothing
+// is deleted. A deleter that cannot plan for now (its store is down) fails
+// this attempt on its own, as a failed count would: it is returned in
+// unplanned, and the deleters whose plans match run. ok is false when the
+// attempt ended here.
+func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig) (unplanned map[string]string, ok bool) {
+	cur := r.reg.PlanSome(ctx, tenant, r.reg.Names())
+	var drift []string
+	unplanned = map[string]string{}
+	for _, d := range cur.Failed() {
+		if d.retryable() || ctx.Err() != nil {
+			unplanned[d.Name] = d.Error
+			continue
+		}
+		drift = append(drift, fmt.Sprintf("%s refused to plan: %s", d.Name, d.Error))
+	}
+	if job.PlanHash == "" {
+		if len(drift) == 0 && cur.Complete() {
+			if err := r.adoptPlan(ctx, job, cur); err != nil {
+				return r.planUnreadable(log, job, fmt.Errorf("record the job's plan: %w", err), cfg)
+			}
+			log.Info("deletion job held to the plan seen at its first start", "plan_hash", cur.Hash)
+		}
+	} else {
+		body, err := r.store.PlanBody(ctx, job.PlanHash)
+		if err != nil && !errors.Is(err, derrors.ErrNotFound) {
+			return r.planUnreadable(log, job, fmt.Errorf("read the job's plan %s: %w", job.PlanHash, err), cfg)
+		}
+		var approved PlanShape
+		if err == nil {
+			approved, err = ParsePlanShape(job.PlanHash, body)
+		}
+		if err != nil {
+			drift = append(drift, fmt.Sprintf("the plan the job is held to (%s) cannot be read from the state store: %v", job.PlanHash, err))
+		} else {
+			drift = append(drift, driftAgainst(approved, cur, unplanned)...)
+		}
+	}
+	if len(drift) == 0 {
+		return unplanned, true
+	}
+	msg := fmt.Sprintf("plan changed since the job's plan %s was set; nothing was deleted in this attempt: %s. "+
+		"Read the plan again (lifecycled tenant plan %s) and approve it (lifecycled tenant approve %s --plan-hash H), or cancel the job",
+		orNone(job.PlanHash), strings.Join(drift, "; "), job.TenantID, job.TenantID)
+	log.Warn("deletion job refused: its plan changed; it awaits approval", "tenant_id", job.TenantID,
+		"plan_hash", job.PlanHash, "current_plan_hash", cur.Hash, "drift", msg)
+	wctx, cancel := recordContext()
+	defer cancel()
+	if err := r.store.AwaitApproval(wctx, job.ID, r.owner, msg, r.now()); err != nil {
+		if errors.Is(err, derrors.ErrLeaseLost) {
+			log.Warn("lease lost before the plan change was recorded")
+		} else {
+			log.Error("record plan change", "error", err)
+		}
+		return nil, false
+	}
+	r.metrics.jobs.WithLabelValues(string(JobAwaitingApproval)).Inc()
+	return nil, false
+}
+
+// driftAgainst compares the current plan with the approved shape, leaving
+// out the deleters that could not plan for now (they do not run).
+func driftAgainst(approved PlanShape, cur *Plan, unplanned map[string]string) []string {
+	now := PlanShape{}
+	for _, d := range cur.Deleters {
+		if d.Outcome != PlanFailed {
+			now.Deleters = append(now.Deleters, d.shape())
+		}
+	}
+	was := PlanShape{}
+	for _, d := range approved.Deleters {
+		if _, skip := unplanned[d.Name]; !skip {
+			was.Deleters = append(was.Deleters, d)
+		}
+	}
+	drift := DescribeDrift(was, now)
+	if len(drift) == 0 && cur.Complete() && cur.Hash != approved.Hash() {
+		// Cannot happen with one shape per hash; said plainly if it does.
+		drift = append(drift, fmt.Sprintf("the plan hash is now %s", cur.Hash))
+	}
+	return drift
+}
+
+func (r *Runner) adoptPlan(ctx context.Context, job *Job, p *Plan) error {
+	shape, _ := p.Shape()
+	if err := r.store.SavePlan(ctx, p.Hash, shape.Canonical(), r.now()); err != nil {
+		return err
+	}
+	if err := r.store.AdoptPlan(ctx, job.ID, r.owner, p.Hash); err != nil {
+		return err
+	}
+	job.PlanHash = p.Hash
+	return nil
+}
+
+// planUnreadable ends an attempt whose plan could not be checked because
+// the state store failed: nothing is deleted, and the job is retried.
+func (r *Runner) planUnreadable(log hclog.Logger, job *Job, err error, cfg RunnerConfig) (map[string]string, bool) {
+	log.Error("deletion attempt refused: the plan could not be checked", "error", err)
+	next := r.now().Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
+	wctx, cancel := recordContext()
+	defer cancel()
+	r.finish(wctx, log, job, r.now(), JobUpdate{Status: JobPartial, NextAttemptAt: &next, Now: r.now(),
+		LastError: "no deleter was called: the plan could not be checked: " + err.Error()})
+	return nil, false
+}
+
+// skipUnplanned fails, for this attempt, the deleters that could not plan
+// (their stores are down): they are retried with the job.
+func (r *Runner) skipUnplanned(ctx context.Context, job *Job, states map[string]*DeleterState, todo []string, unplanned map[string]string) []string {
+	if len(unplanned) == 0 {
+		return todo
+	}
+	out := todo[:0:0]
+	for _, name := range todo {
+		msg, skip := unplanned[name]
+		if !skip {
+			out = append(out, name)
+			continue
+		}
+		d := states[name]
+		d.Status, d.Error, d.UpdatedAt, d.Verification = DeleterFailed, "plan before delete: "+msg, r.now(), nil
+		d.Attempts++
+		if ctx.Err() == nil {
+			r.metrics.failures.WithLabelValues(d.Name).Inc()
+		}
+		_ = r.store.SetDeleterState(ctx, job.ID, r.owner, *d)
+	}
+	return out
+}
+
+func orNone(h string) string {
+	if h == "" {
+		return "(none)"
+	}
+	return h
+}
+
