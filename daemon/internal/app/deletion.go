@@ -110,3 +110,5 @@ func deletionRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminap
 func holdRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.HoldRoutes(svc) }
 
 func receiptRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.ReceiptRoutes(svc) }
+
+func planRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.PlanRoutes(svc) }

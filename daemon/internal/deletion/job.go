@@ -23,11 +23,11 @@ type JobStatus string
 const (
 	JobAwaitingApproval JobStatus = "AWAITING_APPROVAL"
 	JobScheduled        JobStatus = "SCHEDULED"
-	JobPending   JobStatus = "PENDING"
-	JobRunning   JobStatus = "RUNNING"
-	JobPartial   JobStatus = "PARTIAL"
-	JobCompleted JobStatus = "COMPLETED"
-	JobCancelled JobStatus = "CANCELLED"
+	JobPending          JobStatus = "PENDING"
+	JobRunning          JobStatus = "RUNNING"
+	JobPartial          JobStatus = "PARTIAL"
+	JobCompleted        JobStatus = "COMPLETED"
+	JobCancelled        JobStatus = "CANCELLED"
 )
 
 // JobStatuses lists every job status, in the order a job moves through them.

@@ -11,15 +11,15 @@ import (
 // PlanOutcome is what one deleter answered when asked for its plan.
 type PlanOutcome string
 
-// Plan outcomes. PLANNED: the deleter returned its plan. UNSUPPORTED: its
+// Plan outcomes. planned: the deleter returned its plan. unsupported: its
 // plugin cannot plan (not a sdk.Planner, or built before the Plan RPC); it
 // still deletes, but the plan says nothing of how, so no drift of its own
-// can be seen. FAILED: it could not plan now (its store is down, or it
+// can be seen. failed: it could not plan now (its store is down, or it
 // refused because the store no longer matches its config).
 const (
-	PlanPlanned     PlanOutcome = "PLANNED"
-	PlanUnsupported PlanOutcome = "UNSUPPORTED"
-	PlanFailed      PlanOutcome = "FAILED"
+	PlanPlanned     PlanOutcome = "planned"
+	PlanUnsupported PlanOutcome = "unsupported"
+	PlanFailed      PlanOutcome = "failed"
 )
 
 // PlanStep is one part of a deleter's plan: a table, key pattern or
@@ -63,7 +63,7 @@ type Plan struct {
 	TenantID string
 	// Deleters in config order.
 	Deleters []DeleterPlan
-	// Hash names the plan's shape (PlanHash); "" when a deleter FAILED: an
+	// Hash names the plan's shape (PlanHash); "" when a deleter failed: an
 	// incomplete plan has no hash, and cannot be approved.
 	Hash string
 }
@@ -90,7 +90,7 @@ func (p *Plan) Failed() []DeleterPlan {
 }
 
 // PlanSome asks the named deleters for their plans, in parallel like
-// counts. A deleter that cannot plan is UNSUPPORTED, not an error for the
+// counts. A deleter that cannot plan is unsupported, not an error for the
 // others.
 func (r *Registry) PlanSome(ctx context.Context, tenant string, names []string) *Plan {
 	out := make([]DeleterPlan, len(names))

@@ -23,7 +23,7 @@ type PlanShape struct {
 // DeleterShape is one deleter's part of a PlanShape.
 type DeleterShape struct {
 	Name string `json:"name"`
-	// Planner is false for a deleter that cannot plan (UNSUPPORTED).
+	// Planner is false for a deleter that cannot plan (unsupported).
 	Planner     bool        `json:"planner"`
 	Fingerprint string      `json:"fingerprint"`
 	Steps       []StepShape `json:"steps"`

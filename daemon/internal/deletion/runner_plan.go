@@ -153,4 +153,3 @@ func orNone(h string) string {
 	}
 	return h
 }
-

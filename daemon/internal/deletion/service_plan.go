@@ -9,8 +9,8 @@ import (
 )
 
 // Plan asks every configured deleter what it would delete for tenant now,
-// and how. Deleters that cannot plan are UNSUPPORTED, ones that fail are
-// FAILED (and the plan then has no hash); neither is an error.
+// and how. Deleters that cannot plan are unsupported, ones that fail are
+// failed (and the plan then has no hash); neither is an error.
 func (s *Service) Plan(ctx context.Context, tenant string) (*Plan, error) {
 	tenant, err := s.canonical(tenant)
 	if err != nil {
