@@ -129,9 +129,15 @@ func (s *Service) StartDeletions(ctx context.Context, tenants []string, o StartO
 	if err != nil {
 		return nil, err
 	}
+	// Planning takes the deleters' time: the grace period counts from when
+	// the jobs are stored, not from when the request came in.
+	now = s.now()
+	if notBefore, err = s.notBefore(now, o.NotBefore); err != nil {
+		return nil, err
+	}
 	approval := s.cfg().RequireApproval
 	for i := range reqs {
-		reqs[i].PlanHash, reqs[i].RequireApproval = planHash, approval
+		reqs[i].NotBefore, reqs[i].PlanHash, reqs[i].RequireApproval = notBefore, planHash, approval
 	}
 	res, err := s.store.CreateDeletionJobs(ctx, reqs, names, now)
 	if err != nil {
