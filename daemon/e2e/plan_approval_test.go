@@ -233,3 +233,67 @@ tenant_column = "tenant_id"
 		})
 	}
 }
+
+// TestUnlistedTableStopsAJobOnRealPostgres: with an explicit tables list,
+// a table added between the request and the start with the tenant column
+// makes the postgres plugin refuse to plan (its drift gate); the job stops
+// before deleting anything, naming the table, without require_approval
+// configured; after the operator lists the table (a reload) and approves
+// the new plan, the tenant is erased everywhere and the bystander is not.
+func TestUnlistedTableStopsAJobOnRealPostgres(t *testing.T) {
+	s := newStores(t, false)
+	ctx := testsvc.Context(t, 3*time.Minute)
+	a, b := uuid.NewString(), uuid.NewString()
+	s.seed(t, a, 50)
+	s.seed(t, b, 30)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.pgOnly("")})
+	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	var plan planView
+	d.JSON("GET", "/api/v1/tenants/"+a+"/plan", nil, 200, &plan)
+	require.True(t, plan.Complete)
+	var job planJob
+	d.JSON("POST", "/api/v1/tenants/"+a+"/deletion", map[string]any{"plan_hash": *plan.PlanHash,
+		"not_before": time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)}, 202, &job)
+	require.Equal(t, "SCHEDULED", job.Status)
+	require.Equal(t, *plan.PlanHash, job.PlanHash)
+
+	_, err := s.pg.Exec(ctx, `CREATE TABLE invoices (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, amount int)`)
+	require.NoError(t, err)
+	for tenant, n := range map[string]int{a: 6, b: 4} {
+		_, err = s.pg.Exec(ctx, `INSERT INTO invoices (tenant_id, amount) SELECT $1::uuid, g FROM generate_series(1, $2) g`, tenant, n)
+		require.NoError(t, err)
+	}
+	all := append([]string{"invoices"}, workflowTables...)
+	sumA, sumB := s.pgTableChecksum(t, a, all...), s.pgTableChecksum(t, b, all...)
+
+	testsvc.Eventually(t, time.Minute, func() bool {
+		d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &job)
+		return job.Status == "AWAITING_APPROVAL"
+	}, "the job stops at start (is %s: %s)", job.Status, job.LastError)
+	require.Contains(t, job.PlanDrift, "postgres:workflows refused to plan")
+	require.Contains(t, job.PlanDrift, "invoices", "the refusal names the new table")
+	require.False(t, job.ApprovalRequired)
+	require.Equal(t, sumA, s.pgTableChecksum(t, a, all...), "nothing of the tenant was deleted")
+	require.Equal(t, sumB, s.pgTableChecksum(t, b, all...), "the bystander is untouched")
+
+	// The operator lists the new table and approves the plan it gives.
+	cfg, err := os.ReadFile(d.ConfigPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(d.ConfigPath, []byte(strings.Replace(string(cfg),
+		`tables = ["workflow_steps", "workflow_instances", "workflow_definitions"]`,
+		`tables = ["invoices", "workflow_steps", "workflow_instances", "workflow_definitions"]`, 1)), 0o600))
+	out, errOut, code := d.CLI("reload")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	testsvc.Eventually(t, time.Minute, func() bool {
+		c, body := d.Do("GET", "/api/v1/tenants/"+a+"/plan", nil, nil)
+		return c == 200 && json.Unmarshal(body, &plan) == nil && plan.Complete
+	}, "the plan is complete again")
+	require.Contains(t, fmt.Sprint(plan.Deleters[0].Steps), "invoices")
+	d.JSON("POST", "/api/v1/tenants/"+a+"/deletion/approve", map[string]any{"plan_hash": *plan.PlanHash}, 200, &job)
+	testsvc.Eventually(t, 2*time.Minute, func() bool {
+		d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &job)
+		return job.Status == "COMPLETED"
+	}, "the job completes (is %s: %s)", job.Status, job.LastError)
+	require.Equal(t, int64(0), s.pgCount(t, a, all...))
+	require.Equal(t, sumB, s.pgTableChecksum(t, b, all...), "the bystander is untouched")
+}
