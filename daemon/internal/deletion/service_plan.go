@@ -20,9 +20,10 @@ func (s *Service) Plan(ctx context.Context, tenant string) (*Plan, error) {
 	if len(p.Deleters) == 0 {
 		return nil, fmt.Errorf("%w: no [[deleter]] is configured, so there is nothing to plan", derrors.ErrConflict)
 	}
-	if err := s.savePlan(ctx, p); err != nil {
-		return nil, err
-	}
+	// Stored so that a request or approval naming this hash later can be
+	// told what changed; a plan read does not fail for it (the state store
+	// may be down while the deleters answer).
+	_ = s.savePlan(ctx, p)
 	return p, nil
 }
 
