@@ -38,8 +38,9 @@ import (
 )
 
 // ProtocolVersion is the newest plugin protocol this SDK speaks; the history
-// is in sdk/proto/lifecycled/plugin/v1/plugin.proto. TenantDeleter has not
-// changed since protocol 1, so deleters are served and accepted on 1 as
+// is in sdk/proto/lifecycled/plugin/v1/plugin.proto. TenantDeleter has only
+// gained the optional Plan since protocol 1 (a plugin without it answers
+// UNIMPLEMENTED, see Planner), so deleters are served and accepted on 1 as
 // well; a DLQSource needs MinSourceProtocolVersion.
 const ProtocolVersion = 2
 

@@ -42,9 +42,13 @@ func resolveIgnored(cfg config, cat *catalog) (map[uint32]*catRel, []sdk.FieldEr
 
 // checkDrift refuses, with an explicit tables list, every table that is
 // neither deleted (listed or a cascade target) nor ignored but has the
-// tenant column, or references through foreign keys (directly or through
-// other such tables) a table the deletion removes rows from. In discover
-// mode the set is the schema as it is, so there is nothing to drift from.
+// tenant column in a schema the list deletes from, or references through
+// foreign keys (directly or through other such tables, from any schema) a
+// table the deletion removes rows from. The tenant column is looked for in
+// the list's schemas only: another application's schema, or lifecycled's
+// own state store in the same database, has tenant columns that are not
+// this deleter's business; a key into the deleted tables always is. In
+// discover mode the set is the schema as it is: nothing to drift from.
 func (m *model) checkDrift(cfg config, cat *catalog) error {
 	if cfg.Discover {
 		return nil
@@ -54,8 +58,12 @@ func (m *model) checkDrift(cfg config, cat *catalog) error {
 		r := cat.rels[oid]
 		return len(r.parents) == 0 && m.byRoot[oid] == nil && m.ignored[oid] == nil
 	}
+	schemas := map[string]bool{}
+	for _, t := range m.byRoot {
+		schemas[t.rel.schema] = true
+	}
 	for oid, r := range cat.rels {
-		if !outside(oid) {
+		if !outside(oid) || !schemas[r.schema] {
 			continue
 		}
 		if col, ok := r.cols[cfg.tenantColumnFor(r)]; ok {

@@ -135,3 +135,30 @@ func TestDiscoverIgnoreTablesLeavesTheTableOut(t *testing.T) {
 	})
 	require.Len(t, e.rowsWhere(t, "public.audit_log", "x.tenant_id = 'a'"), 1, "the ignored table keeps its rows")
 }
+
+// The tenant column is looked for in the schemas the list deletes from
+// (lifecycled's own state store may share the database); a key into the
+// deleted tables counts from any schema.
+func TestDriftGateLooksForTheTenantColumnInTheListsSchemas(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t, `
+CREATE SCHEMA lifecycle;
+CREATE TABLE lifecycle.deletion_jobs (id int PRIMARY KEY, tenant_id text NOT NULL);
+CREATE SCHEMA crm;
+CREATE TABLE crm.accounts (id int PRIMARY KEY, tenant_id text NOT NULL);
+CREATE TABLE crm.leads (id int PRIMARY KEY, tenant_id text NOT NULL);
+CREATE SCHEMA reporting;
+CREATE TABLE reporting.account_stats (account_id int REFERENCES crm.accounts (id), visits int);
+INSERT INTO lifecycle.deletion_jobs VALUES (1, 'a');
+INSERT INTO crm.accounts VALUES (1, 'a'), (2, 'b');
+INSERT INTO crm.leads VALUES (1, 'a');
+`)
+	_, err := e.configure(t, map[string]any{"tables": []any{"crm.accounts"}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), `crm.leads is not in tables but has the tenant column "tenant_id"`)
+	require.Contains(t, err.Error(), "reporting.account_stats is not in tables but references crm.accounts (account_stats_account_id_fkey)")
+	require.NotContains(t, err.Error(), "lifecycle.deletion_jobs", "another schema's tenant column is not this list's business")
+	e.mustConfigure(t, map[string]any{"tables": []any{"crm.leads", "crm.accounts"}, "ignore_tables": []any{"reporting.account_stats"}})
+	e.expectErased(t, "a", victimRows{"crm.accounts": "x.tenant_id = 'a'", "crm.leads": "x.tenant_id = 'a'"})
+	require.Len(t, e.rowsWhere(t, "lifecycle.deletion_jobs", "true"), 1)
+}

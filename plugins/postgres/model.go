@@ -249,13 +249,15 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 	if err := m.addCascadeTargets(cfg, cat); err != nil {
 		return nil, err
 	}
-	if err := m.checkDrift(cfg, cat); err != nil {
-		return nil, err
-	}
 	if err := m.checkVisibility(cfg, cat); err != nil {
 		return nil, err
 	}
 	if err := m.order(cfg); err != nil {
+		return nil, err
+	}
+	// Last, so that a problem with the listed tables themselves is reported
+	// first: drift names what the list misses.
+	if err := m.checkDrift(cfg, cat); err != nil {
 		return nil, err
 	}
 	m.planCascades()
