@@ -52,10 +52,14 @@ func (d DeleterPlan) Expected() int64 {
 	return n
 }
 
-// retryable reports whether a FAILED plan may succeed later by itself (the
-// store was down), as opposed to a refusal that needs an operator.
-func (d DeleterPlan) retryable() bool {
-	return d.Outcome == PlanFailed && sdk.ClassOf(d.Err) == sdk.ClassRetryable
+// storeChanged reports whether a failed plan is the deleter refusing
+// because its store no longer matches its config (an unlisted table with
+// the tenant column, a changed key schema, a table gone): a change of the
+// plan that needs an operator. Other failures (a store that is down, a
+// tenant id the store refuses) are the deleter's alone, as a failed count
+// would be.
+func (d DeleterPlan) storeChanged() bool {
+	return d.Outcome == PlanFailed && (errors.Is(d.Err, sdk.ErrInvalidConfig) || errors.Is(d.Err, sdk.ErrNotFound))
 }
 
 // Plan is every configured deleter's plan for one tenant.

@@ -58,7 +58,9 @@ func TestPlanHashIgnoresCountsAndOrderOfConfig(t *testing.T) {
 	base := plan(3, []string{"postgres:app", "redis:sessions"}, nil)
 	require.Equal(t, base, plan(3000, []string{"redis:sessions", "postgres:app"}, func(d *DeleterPlan) { d.Notes = nil }))
 	for name, mut := range map[string]func(*DeleterPlan){
-		"new step":        func(d *DeleterPlan) { d.Steps = append(d.Steps, PlanStep{Target: "public.invoices", Via: "tenant column tenant_id"}) },
+		"new step": func(d *DeleterPlan) {
+			d.Steps = append(d.Steps, PlanStep{Target: "public.invoices", Via: "tenant column tenant_id"})
+		},
 		"other via":       func(d *DeleterPlan) { d.Steps[0].Via = "FK lines.order_ref -> orders" },
 		"other order":     func(d *DeleterPlan) { d.Steps[0], d.Steps[1] = d.Steps[1], d.Steps[0] },
 		"fingerprint":     func(d *DeleterPlan) { d.Fingerprint = "fp2" },

@@ -15,18 +15,18 @@ import (
 // tenant's plan again and compares it with the plan the job is held to:
 // when a deleter's part differs (a new table, a changed foreign key path,
 // a changed pattern, a deleter added or removed; counts do not matter), or
-// a deleter refuses to plan (a store that no longer matches its config),
-// the job goes back to AWAITING_APPROVAL naming what changed, and nothing
-// is deleted. A deleter that cannot plan for now (its store is down) fails
-// this attempt on its own, as a failed count would: it is returned in
-// unplanned, and the deleters whose plans match run. ok is false when the
-// attempt ended here.
+// a deleter refuses to plan because its store no longer matches its config
+// (storeChanged), the job goes back to AWAITING_APPROVAL naming what
+// changed, and nothing is deleted. A deleter that fails to plan otherwise
+// (its store is down, it refuses this tenant id) fails this attempt on its
+// own, as a failed count would: it is returned in unplanned, and the
+// deleters whose plans match run. ok is false when the attempt ended here.
 func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig) (unplanned map[string]string, ok bool) {
 	cur := r.reg.PlanSome(ctx, tenant, r.reg.Names())
 	var drift []string
 	unplanned = map[string]string{}
 	for _, d := range cur.Failed() {
-		if d.retryable() || ctx.Err() != nil {
+		if !d.storeChanged() || ctx.Err() != nil {
 			unplanned[d.Name] = d.Error
 			continue
 		}
