@@ -54,16 +54,17 @@ func (s *deleterServer) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.Plan
 	return out, err
 }
 
-// Plan calls the plugin's Plan. A plugin built before the Plan RPC answers
+// Plan calls the plugin's Plan. A plugin built before the Plan RPC (or one
+// in another language whose generated servicer leaves Plan out) answers
 // UNIMPLEMENTED without our error detail; that becomes an Unsupported error
-// (errors.Is(err, ErrUnsupported)) saying so, like a plugin whose deleter is
-// not a Planner.
+// (errors.Is(err, ErrUnsupported)) saying so, like a Go plugin whose deleter
+// is not a Planner.
 func (c *deleterClient) Plan(ctx context.Context, req *PlanRequest) (*PlanResponse, error) {
 	resp, err := c.c.Plan(ctx, &pb.PlanRequest{TenantId: req.TenantID})
 	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Unimplemented && len(st.Details()) == 0 {
 			return nil, &Error{Class: ClassPermanent, Code: CodeUnsupported,
-				Message: "plugin does not implement Plan (built with an SDK older than the Plan RPC)", cause: err}
+				Message: "plugin does not implement Plan (it answers UNIMPLEMENTED: built before the Plan RPC, or written without it)", cause: err}
 		}
 		return nil, FromStatus(err)
 	}

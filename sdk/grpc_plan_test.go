@@ -139,7 +139,7 @@ func TestPlanOfAnOldPluginIsUnsupported(t *testing.T) {
 	_, err = c.Plan(context.Background(), &PlanRequest{TenantID: "t"})
 	require.ErrorIs(t, err, ErrUnsupported)
 	require.Equal(t, ClassPermanent, ClassOf(err))
-	require.Contains(t, err.Error(), "older than the Plan RPC")
+	require.Contains(t, err.Error(), "built before the Plan RPC")
 }
 
 // A plan that fails closed keeps its meaning across the hop: the daemon

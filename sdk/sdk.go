@@ -3,7 +3,9 @@
 // hashicorp/go-plugin, protocol version 2, mutual TLS). It implements one of
 // two interfaces:
 //
-//   - TenantDeleter: counts and deletes one tenant's data in one store.
+//   - TenantDeleter: counts and deletes one tenant's data in one store;
+//     optionally also a Planner, which says before deleting what it would
+//     delete and how, under a fingerprint of the schema or config.
 //   - DLQSource: reads dead letters from a broker, commits them once the
 //     daemon stored them, and republishes them to their original topic.
 //

@@ -56,6 +56,27 @@ func createIndexedTable(t *testing.T, c *dynamodb.Client, name, hash string, gsi
 		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute))
 }
 
+// createKeyedTable creates name keyed by (hash of type typ, sort), without indexes.
+func createKeyedTable(t *testing.T, c *dynamodb.Client, name, hash string, typ types.ScalarAttributeType, sort string) {
+	t.Helper()
+	ctx := testsvc.Context(t, time.Minute)
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(hash), AttributeType: typ},
+			{AttributeName: aws.String(sort), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(sort), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	require.NoError(t, err)
+	require.NoError(t, dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond }).
+		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute))
+}
+
 func dropTable(t *testing.T, c *dynamodb.Client, name string) {
 	t.Helper()
 	ctx := testsvc.Context(t, time.Minute)
@@ -149,6 +170,21 @@ func TestDynamoDBPlanQueriesTheHashKeyAndNamesTheIndexes(t *testing.T) {
 	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err))
 	require.Contains(t, err.Error(), `the table changed since the deleter was configured`)
 	require.Contains(t, err.Error(), `table events is now keyed by "org", not "tenant_id"`)
+
+	// The same hash key name with another type, or another sort key: the same.
+	for _, tc := range []struct {
+		typ        types.ScalarAttributeType
+		sort, want string
+	}{
+		{types.ScalarAttributeTypeN, "log_id", "the type of partition key tenant_id of table events is now N, was S"},
+		{types.ScalarAttributeTypeS, "at", `the sort key of table events is now "at", was "log_id"`},
+	} {
+		dropTable(t, c, "events")
+		createKeyedTable(t, c, "events", "tenant_id", tc.typ, tc.sort)
+		_, err = plan("acme")
+		require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+		require.Contains(t, err.Error(), tc.want)
+	}
 
 	// Bad ids fail before anything is read; a missing table is NotFound.
 	_, err = plan("acme1")

@@ -35,6 +35,8 @@ INSERT INTO comments SELECT n, IF(1 + n % 8 <= 3, 'Acme', 'acme'), 1 + n % 8 FRO
 func TestMySQLPlanListsEveryTableWithExactCounts(t *testing.T) {
 	t.Parallel()
 	e := newSchemaEnv(t, mysqlPlanShop)
+	_, err := e.plan(t, "Acme")
+	require.ErrorIs(t, err, sdk.ErrUnavailable, "Plan before Configure")
 	e.mustConfigure(t, map[string]any{"tables": []any{"order_lines", "orders"}, "batch_size": 7})
 	db := e.name
 	want := map[string]int64{

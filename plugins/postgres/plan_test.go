@@ -150,11 +150,13 @@ func TestPostgresPlanFingerprintFollowsTheSchemaOnly(t *testing.T) {
 func TestPostgresPlanRefusesWhatDeleteWouldRefuse(t *testing.T) {
 	t.Parallel()
 	e := newSchemaEnv(t, withAction(postsAndComments, "CASCADE"))
+	_, err := e.plan(t, "a")
+	require.ErrorIs(t, err, sdk.ErrUnavailable, "Plan before Configure")
 	e.mustConfigure(t, map[string]any{"tables": []any{"comments", "posts"}})
 	// Tenant b's comment on a's post: Delete would be refused, so is Plan.
 	e.exec(t, `UPDATE comments SET post_id = 1 WHERE id = 21`)
 	before := e.snapshot(t)
-	_, err := e.plan(t, "a")
+	_, err = e.plan(t, "a")
 	require.Error(t, err)
 	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err))
 	require.Contains(t, err.Error(), "comments_post_id_fkey")

@@ -37,6 +37,8 @@ func TestRedisPlanPerPattern(t *testing.T) {
 		require.NoError(t, c.Set(ctx, k, "d", 0).Err())
 	}
 	d := plugintest.Launch(t, buildPlugin(t), sdk.KindTenantDeleter).Deleter(t)
+	_, err := d.(sdk.Planner).Plan(ctx, &sdk.PlanRequest{TenantID: a})
+	require.ErrorIs(t, err, sdk.ErrUnavailable, "Plan before Configure")
 	configure := func(cfg map[string]any) {
 		t.Helper()
 		cfg["addr"] = srv.Addr
@@ -62,6 +64,10 @@ func TestRedisPlanPerPattern(t *testing.T) {
 	require.Equal(t, int64(13), pb.Total())
 	require.Zero(t, plan("Acm*").Total(), "a glob in the id matches only itself")
 	require.Equal(t, int64(0), plan("nobody").Total())
+	_, err = d.(sdk.Planner).Plan(ctx, &sdk.PlanRequest{TenantID: "Acme:x"})
+	var se *sdk.Error
+	require.ErrorAs(t, err, &se, "an id outside the format is refused")
+	require.Equal(t, sdk.CodeInvalidArgument, se.Code)
 
 	// Tuning does not change the fingerprint; the db and the patterns do.
 	configure(map[string]any{"patterns": []any{"session:{tenant}:*", "csrf:{tenant}:*"}, "scan_count": 1000, "batch_size": 3, "workers": 2})

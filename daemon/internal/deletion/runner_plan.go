@@ -33,7 +33,9 @@ func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenan
 		drift = append(drift, fmt.Sprintf("%s refused to plan: %s", d.Name, d.Error))
 	}
 	if job.PlanHash == "" {
-		if len(drift) == 0 && cur.Complete() {
+		// Adopted only when it covers every deleter of the job: a plan
+		// without one (no longer configured) is not the job's plan.
+		if len(drift) == 0 && cur.Complete() && coversJob(cur, job) {
 			if err := r.adoptPlan(ctx, job, cur); err != nil {
 				return r.planUnreadable(log, job, fmt.Errorf("record the job's plan: %w", err), cfg)
 			}
@@ -152,4 +154,18 @@ func orNone(h string) string {
 		return "(none)"
 	}
 	return h
+}
+
+// coversJob reports whether p has a part for every deleter of job.
+func coversJob(p *Plan, job *Job) bool {
+	in := map[string]bool{}
+	for _, d := range p.Deleters {
+		in[d.Name] = true
+	}
+	for _, d := range job.Deleters {
+		if !in[d.Name] {
+			return false
+		}
+	}
+	return true
 }
