@@ -247,8 +247,9 @@ func TestPlanRefusalSendsTheJobBack(t *testing.T) {
 		sql.failPlans(nil)
 		waitStatus(t, h, b, "COMPLETED")
 
-		// A deleter refusing the tenant id (not its config) fails alone too:
-		// that is no change of the plan for an approver to look at.
+		// A deleter refusing the tenant id (not its config) fails alone too,
+		// BLOCKED as a permanent count failure would leave it: that is no
+		// change of the plan for an approver to look at.
 		c := uuid.NewString()
 		sql.mu.Lock()
 		sql.items[c] = map[string]int64{"public.orders": 1}
@@ -259,8 +260,8 @@ func TestPlanRefusalSendsTheJobBack(t *testing.T) {
 		sql.failPlans(sdk.InvalidArgument("tenant id %q does not fit column tenant_id", c))
 		sc, job = sendAs(t, h, requester, "POST", "/api/v1/tenants/"+c+"/deletion", nil)
 		require.Equal(t, 202, sc, "%v", job)
-		job = waitStatus(t, h, c, "PARTIAL")
-		require.Contains(t, job["last_error"], "does not fit column")
+		job = waitStatus(t, h, c, "BLOCKED")
+		require.Contains(t, fmt.Sprint(job["report"]), "does not fit column")
 		require.Contains(t, kv.snapshot(), fmt.Sprintf(`%q:{"session:{tenant}:*":0}`, c))
 		require.Contains(t, sql.snapshot(), fmt.Sprintf(`%q:{"public.orders":1}`, c))
 	})

@@ -21,13 +21,13 @@ import (
 // (its store is down, it refuses this tenant id) fails this attempt on its
 // own, as a failed count would: it is returned in unplanned, and the
 // deleters whose plans match run. ok is false when the attempt ended here.
-func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig) (unplanned map[string]string, ok bool) {
+func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig) (unplanned map[string]DeleterPlan, ok bool) {
 	cur := r.reg.PlanSome(ctx, tenant, r.reg.Names())
 	var drift []string
-	unplanned = map[string]string{}
+	unplanned = map[string]DeleterPlan{}
 	for _, d := range cur.Failed() {
 		if !d.storeChanged() || ctx.Err() != nil {
-			unplanned[d.Name] = d.Error
+			unplanned[d.Name] = d
 			continue
 		}
 		drift = append(drift, fmt.Sprintf("%s refused to plan: %s", d.Name, d.Error))
@@ -80,7 +80,7 @@ func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenan
 
 // driftAgainst compares the current plan with the approved shape, leaving
 // out the deleters that could not plan for now (they do not run).
-func driftAgainst(approved PlanShape, cur *Plan, unplanned map[string]string) []string {
+func driftAgainst(approved PlanShape, cur *Plan, unplanned map[string]DeleterPlan) []string {
 	now := PlanShape{}
 	for _, d := range cur.Deleters {
 		if d.Outcome != PlanFailed {
@@ -115,7 +115,7 @@ func (r *Runner) adoptPlan(ctx context.Context, job *Job, p *Plan) error {
 
 // planUnreadable ends an attempt whose plan could not be checked because
 // the state store failed: nothing is deleted, and the job is retried.
-func (r *Runner) planUnreadable(log hclog.Logger, job *Job, err error, cfg RunnerConfig) (map[string]string, bool) {
+func (r *Runner) planUnreadable(log hclog.Logger, job *Job, err error, cfg RunnerConfig) (map[string]DeleterPlan, bool) {
 	log.Error("deletion attempt refused: the plan could not be checked", "error", err)
 	next := r.now().Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
 	wctx, cancel := recordContext()
@@ -126,20 +126,22 @@ func (r *Runner) planUnreadable(log hclog.Logger, job *Job, err error, cfg Runne
 }
 
 // skipUnplanned fails, for this attempt, the deleters that could not plan
-// (their stores are down): they are retried with the job.
-func (r *Runner) skipUnplanned(ctx context.Context, job *Job, states map[string]*DeleterState, todo []string, unplanned map[string]string) []string {
+// for a reason of their own (a store that is down, a tenant id refused).
+func (r *Runner) skipUnplanned(ctx context.Context, job *Job, states map[string]*DeleterState, todo []string, unplanned map[string]DeleterPlan) []string {
 	if len(unplanned) == 0 {
 		return todo
 	}
 	out := todo[:0:0]
 	for _, name := range todo {
-		msg, skip := unplanned[name]
+		p, skip := unplanned[name]
 		if !skip {
 			out = append(out, name)
 			continue
 		}
 		d := states[name]
-		d.Status, d.Error, d.UpdatedAt, d.Verification = DeleterFailed, "plan before delete: "+msg, r.now(), nil
+		// Classified as a failed count is: a permanent error (a tenant id
+		// the store refuses) blocks the deleter, a retryable one is retried.
+		d.Status, d.Error, d.UpdatedAt, d.Verification = failedStatus(p.Err), "plan before delete: "+p.Error, r.now(), nil
 		d.Attempts++
 		if ctx.Err() == nil {
 			r.metrics.failures.WithLabelValues(d.Name).Inc()
