@@ -205,24 +205,41 @@ func TestPlanDriftBetweenApprovalAndRun(t *testing.T) {
 	})
 }
 
-// TestPlanRefusalSendsTheJobBack: a deleter that refuses to plan (a
-// permanent error: its store no longer matches its config) stops the
-// whole job before anything is deleted; one whose store is down fails on
-// its own while the others run, as before plans existed.
+// TestPlanRefusalSendsTheJobBack: a deleter that refuses to plan because
+// its store no longer matches its config (an invalid-config error) stops a
+// job held to a plan before anything is deleted; without a plan to compare
+// with (the refusal came before the job was created) it is that deleter's
+// permanent failure, BLOCKED as a failed count is; one whose store is down
+// fails on its own while the others run, as before plans existed.
 func TestPlanRefusalSendsTheJobBack(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, _ context.Context, st store.Store) {
 		a, b := uuid.NewString(), uuid.NewString()
 		sql, kv, set := twoTenants(a, b)
 		h, _ := planAPI(t, st, set, approvalConfig{})
 		before := sql.snapshot() + kv.snapshot()
-		sql.failPlans(sdk.InvalidConfig(sdk.FieldError{Field: "tables", Problem: "table public.invoices has the tenant column but is not listed"}))
-		sc, job := sendAs(t, h, requester, "POST", "/api/v1/tenants/"+a+"/deletion", nil)
+		later := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+		sc, job := sendAs(t, h, requester, "POST", "/api/v1/tenants/"+a+"/deletion", map[string]any{"not_before": later})
 		require.Equal(t, 202, sc, "%v", job)
-		require.Nil(t, job["plan_hash"], "no complete plan: none to hold the job to yet")
+		require.NotNil(t, job["plan_hash"])
+		refusal := sdk.InvalidConfig(sdk.FieldError{Field: "tables", Problem: "table public.invoices has the tenant column but is not listed"})
+		sql.failPlans(refusal)
 		job = waitStatus(t, h, a, "AWAITING_APPROVAL")
 		require.Contains(t, job["plan_drift"], "postgres:app refused to plan")
 		require.Contains(t, job["plan_drift"], "public.invoices")
 		require.Equal(t, before, sql.snapshot()+kv.snapshot(), "nothing was deleted, in any deleter")
+
+		// Requested while the deleter already refuses: no plan to hold
+		// the job to, and the refusal blocks that deleter.
+		other := uuid.NewString()
+		sql.mu.Lock()
+		sql.items[other] = map[string]int64{"public.orders": 2}
+		sql.mu.Unlock()
+		sc, job = sendAs(t, h, requester, "POST", "/api/v1/tenants/"+other+"/deletion", nil)
+		require.Equal(t, 202, sc, "%v", job)
+		require.Nil(t, job["plan_hash"], "no complete plan: none to hold the job to")
+		job = waitStatus(t, h, other, "BLOCKED")
+		require.Contains(t, fmt.Sprint(job["report"]), "public.invoices")
+		require.Contains(t, sql.snapshot(), fmt.Sprintf(`%q:{"public.orders":2}`, other))
 
 		// The operator fixes the config; the store goes down instead.
 		sql.failPlans(sdk.Unavailable(fmt.Errorf("connection refused")))

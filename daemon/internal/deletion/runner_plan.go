@@ -26,7 +26,9 @@ func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenan
 	var drift []string
 	unplanned = map[string]DeleterPlan{}
 	for _, d := range cur.Failed() {
-		if !d.storeChanged() || ctx.Err() != nil {
+		// A refusal is a change only against a plan the job is held to;
+		// without one it is the deleter's failure, as a failed count is.
+		if !d.storeChanged() || job.PlanHash == "" || ctx.Err() != nil {
 			unplanned[d.Name] = d
 			continue
 		}
