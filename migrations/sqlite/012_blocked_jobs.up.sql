@@ -22,11 +22,31 @@ CREATE TABLE deletion_jobs_new (
     requested_by_uid    INTEGER,
     cancel_requested_at INTEGER,
     cancelled_by_uid    INTEGER,
+    -- 010_plans_approval's columns: SELECT * below copies every column in order.
+    plan_hash           TEXT,
+    approval_required   INTEGER NOT NULL DEFAULT 0,
+    approval_pending    INTEGER NOT NULL DEFAULT 0,
+    approved_at         INTEGER,
+    approved_by_uid     INTEGER,
+    plan_drift          TEXT,
     CHECK (status IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PARTIAL', 'BLOCKED', 'COMPLETED', 'CANCELLED'))
 );
 INSERT INTO deletion_jobs_new SELECT * FROM deletion_jobs;
+-- Receipts reference deletion_jobs ON DELETE CASCADE: dropping the table
+-- (an implicit DELETE with foreign keys on) would delete every receipt.
+-- They are copied aside and back like the deleters.
+CREATE TABLE deletion_receipts_copy AS SELECT * FROM deletion_receipts;
+DROP TABLE deletion_receipts;
 DROP TABLE deletion_jobs;
 ALTER TABLE deletion_jobs_new RENAME TO deletion_jobs;
+CREATE TABLE deletion_receipts (
+    job_id    TEXT    PRIMARY KEY REFERENCES deletion_jobs (id) ON DELETE CASCADE,
+    key_id    TEXT    NOT NULL,
+    body      BLOB    NOT NULL,
+    issued_at INTEGER NOT NULL
+);
+INSERT INTO deletion_receipts SELECT * FROM deletion_receipts_copy;
+DROP TABLE deletion_receipts_copy;
 CREATE UNIQUE INDEX uq_deletion_jobs_active ON deletion_jobs (tenant_id) WHERE status NOT IN ('COMPLETED', 'CANCELLED');
 CREATE INDEX idx_deletion_jobs_tenant ON deletion_jobs (tenant_id, created_at DESC);
 CREATE INDEX idx_deletion_jobs_due ON deletion_jobs (next_attempt_at) WHERE status NOT IN ('COMPLETED', 'CANCELLED');

@@ -37,6 +37,10 @@ var errorTable = []errorRow{
 	{err: derrors.ErrInvalid, status: http.StatusBadRequest, kind: "VALIDATION_ERROR"},
 	// Before ErrConflict, which an OnHoldError also is.
 	{err: deletion.ErrOnHold, status: http.StatusConflict, code: "SYS_TENANT_ON_HOLD", only: []Scope{ScopeTenant}},
+	// The plan an operator named is not the plan now, or has no hash.
+	{err: deletion.ErrPlanChanged, status: http.StatusConflict, code: "SYS_TENANT_PLAN_CHANGED", only: []Scope{ScopeTenant}},
+	{err: deletion.ErrPlanIncomplete, status: http.StatusConflict, code: "SYS_TENANT_PLAN_INCOMPLETE", only: []Scope{ScopeTenant}},
+	{err: deletion.ErrApproverNotDistinct, status: http.StatusForbidden, code: "SYS_TENANT_APPROVER_NOT_DISTINCT", only: []Scope{ScopeTenant}},
 	{err: derrors.ErrConflict, status: http.StatusConflict, kind: "CONFLICT"},
 	{err: derrors.ErrUnavailable, status: http.StatusServiceUnavailable, kind: "UNAVAILABLE",
 		scoped: map[Scope]string{ScopeDLQ: "SOURCE_UNAVAILABLE"}},
@@ -49,6 +53,7 @@ var answerKinds = []string{"VALIDATION_ERROR", "NOT_FOUND", "FORBIDDEN", "METHOD
 // fixedCodes are codes without a scope.
 var fixedCodes = []string{
 	"SYS_STATE_STORE_UNAVAILABLE", "SYS_RELOAD_REFUSED", "SYS_TENANT_ON_HOLD",
+	"SYS_TENANT_PLAN_CHANGED", "SYS_TENANT_PLAN_INCOMPLETE", "SYS_TENANT_APPROVER_NOT_DISTINCT",
 	"SYS_IDEMPOTENCY_KEY_MISMATCH", "SYS_IDEMPOTENCY_IN_FLIGHT", "SYS_IDEMPOTENCY_VALIDATION_ERROR",
 }
 

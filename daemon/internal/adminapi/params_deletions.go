@@ -180,12 +180,15 @@ func jobStatusList() string {
 // deletionBody is the body of POST /api/v1/tenants/{tenant}/deletion.
 type deletionBody struct {
 	NotBefore *string `json:"not_before"`
+	// PlanHash is the plan the caller read; when given, the plan now must have it.
+	PlanHash string `json:"plan_hash"`
 }
 
 // bulkBody is the body of POST /api/v1/deletions.
 type bulkBody struct {
 	TenantIDs []string `json:"tenant_ids"`
 	NotBefore *string  `json:"not_before"`
+	PlanHash  string   `json:"plan_hash"`
 }
 
 func parseNotBefore(v *string) (*time.Time, error) {

@@ -47,7 +47,7 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 		})
 		mux.HandleFunc("POST /api/v1/deletions", func(w http.ResponseWriter, r *http.Request) {
 			var body bulkBody
-			shape := `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>"}`
+			shape := `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>", "plan_hash": "<optional>"}`
 			given, err := decodeBody(r, &body, shape)
 			if err == nil && (!given || body.TenantIDs == nil) {
 				err = invalidField("tenant_ids", "the body must be %s", shape)
@@ -61,7 +61,7 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			res, err := svc.StartDeletions(r.Context(), body.TenantIDs, deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r)})
+			res, err := svc.StartDeletions(r.Context(), body.TenantIDs, deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: body.PlanHash})
 			var inv *deletion.InvalidTenantsError
 			if errors.As(err, &inv) {
 				writeError(w, r, ScopeTenant, invalidTenants(inv))

@@ -68,7 +68,7 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
 			var body deletionBody
-			if _, err := decodeBody(r, &body, `empty or {"not_before": "<RFC 3339 time>"}`); err != nil {
+			if _, err := decodeBody(r, &body, `empty or {"not_before": "<RFC 3339 time>", "plan_hash": "<the plan hash read>"}`); err != nil {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
@@ -78,7 +78,7 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 				return
 			}
 			job, created, err := svc.StartDeletion(r.Context(), r.PathValue("tenant"),
-				deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r)})
+				deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: body.PlanHash})
 			if err != nil {
 				writeError(w, r, ScopeTenant, err)
 				return

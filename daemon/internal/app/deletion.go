@@ -45,7 +45,8 @@ func newDeletion(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg p
 	return deletion.NewService(st, registry, runner, deletion.ServiceOptions{
 		Config: func() deletion.ServiceConfig {
 			cfg := holder.Get()
-			return deletion.ServiceConfig{TenantIDFormat: cfg.Daemon.TenantIDFormat, GracePeriod: cfg.Deletion.GracePeriod.Duration}
+			return deletion.ServiceConfig{TenantIDFormat: cfg.Daemon.TenantIDFormat, GracePeriod: cfg.Deletion.GracePeriod.Duration,
+				RequireApproval: cfg.Deletion.RequireApproval, ApproversDistinct: cfg.Deletion.ApproversDistinct}
 		},
 		Notary: notary,
 	}), nil
@@ -109,3 +110,5 @@ func deletionRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminap
 func holdRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.HoldRoutes(svc) }
 
 func receiptRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.ReceiptRoutes(svc) }
+
+func planRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.PlanRoutes(svc) }

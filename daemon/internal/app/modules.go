@@ -31,6 +31,7 @@ func modules() fx.Option {
 			fx.Annotate(deletionRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(holdRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(receiptRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(planRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newDLQ,
 			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(dlqTriageRoutes, fx.ResultTags(`group:"admin_routes"`)),

@@ -22,7 +22,7 @@ import (
 func tenantCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "tenant", Short: "Count, delete, schedule, cancel, retry, hold and prove the erasure of tenants' data"}
 	cmd.AddCommand(tenantCountCmd(g), tenantDeleteCmd(g), tenantStatusCmd(g), tenantJobsCmd(g), tenantCancelCmd(g),
-		tenantRetryCmd(g), tenantHoldCmd(g), tenantReleaseCmd(g), tenantHoldsCmd(g), tenantReceiptCmd(g))
+		tenantRetryCmd(g), tenantHoldCmd(g), tenantReleaseCmd(g), tenantHoldsCmd(g), tenantReceiptCmd(g), tenantPlanCmd(g), tenantApproveCmd(g))
 	return cmd
 }
 
@@ -72,6 +72,7 @@ func tenantDeleteCmd(g *globals) *cobra.Command {
 		timeout   time.Duration
 		from      string
 		notBefore string
+		planHash  string
 	)
 	cmd := &cobra.Command{
 		Use:   "delete TENANT | --from FILE",
@@ -116,6 +117,9 @@ terminal --yes is required.`,
 				if wait {
 					return usageErrorf("--wait follows one tenant; with --from, follow them with lifecycled tenant jobs")
 				}
+				if planHash != "" {
+					return usageErrorf("--plan-hash names one tenant's plan; with --from, use POST /api/v1/deletions with plan_hash")
+				}
 				return bulkDelete(g, c, from, at, yes)
 			}
 			tenant := args[0]
@@ -125,8 +129,14 @@ terminal --yes is required.`,
 				}
 			}
 			var body map[string]string
+			if at != "" || planHash != "" {
+				body = map[string]string{}
+			}
 			if at != "" {
-				body = map[string]string{"not_before": at}
+				body["not_before"] = at
+			}
+			if planHash != "" {
+				body["plan_hash"] = planHash
 			}
 			ctx, cancel := withTimeout(time.Minute)
 			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(tenant)+"/deletion", body,
@@ -147,6 +157,9 @@ terminal --yes is required.`,
 					if job.Status == deletion.JobScheduled && job.NotBefore != nil {
 						what += " until " + *job.NotBefore + " (lifecycled tenant cancel " + job.TenantID + " stops it)"
 					}
+					if job.Status == deletion.JobAwaitingApproval {
+						what += ": another operator approves it with lifecycled tenant plan " + job.TenantID + ", then lifecycled tenant approve " + job.TenantID + " --plan-hash H"
+					}
 					fmt.Fprintf(g.stdout, "deletion job %s for tenant %s: %s\nfollow it with: lifecycled tenant status %s\n", job.ID, job.TenantID, what, job.TenantID)
 				}
 				return nil
@@ -158,6 +171,7 @@ terminal --yes is required.`,
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job is COMPLETED, showing progress per deleter")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long (the job goes on)")
 	cmd.Flags().StringVar(&from, "from", "", "queue the tenant ids of this file, one a line (- for stdin)")
+	cmd.Flags().StringVar(&planHash, "plan-hash", "", "the plan hash you read with 'lifecycled tenant plan': refused if the plan changed since")
 	cmd.Flags().StringVar(&notBefore, "not-before", "", "start no earlier than this RFC 3339 time, or this long from now (e.g. 72h)")
 	return cmd
 }

@@ -110,6 +110,14 @@ func printJob(g *globals, job *deletion.JobJSON) {
 	if job.NotBefore != nil {
 		fmt.Fprintf(w, "not before\t%s\n", *job.NotBefore)
 	}
+	if job.PlanHash != nil {
+		fmt.Fprintf(w, "plan\t%s\n", *job.PlanHash)
+	}
+	if job.ApprovedAt != nil {
+		fmt.Fprintf(w, "approved\t%s%s\n", *job.ApprovedAt, byUID(job.ApprovedByUID))
+	} else if job.Status == deletion.JobAwaitingApproval {
+		fmt.Fprintf(w, "approval\twaiting: lifecycled tenant plan %s, then lifecycled tenant approve %s --plan-hash H\n", job.TenantID, job.TenantID)
+	}
 	if job.StartedAt != nil {
 		fmt.Fprintf(w, "started\t%s\n", *job.StartedAt)
 	}

@@ -68,7 +68,7 @@ func TestPrintJobShowsBreakdownAndVerification(t *testing.T) {
 	raw := `{"id":"0195","tenant_id":"44444444-dddd-4ddd-8ddd-444444444444","status":"COMPLETED","attempts":2,
 		"created_at":"2026-11-01T12:00:00.000+00:00","updated_at":"2026-11-01T12:00:05.000+00:00",
 		"finished_at":"2026-11-01T12:00:05.000+00:00","next_attempt_at":null,"verified":true,
-		"on_hold":false,"not_before":null,"started_at":null,
+		"on_hold":false,"not_before":null,"started_at":null,"plan_hash":null,"approval_required":false,
 		"report":{"succeeded":{"postgres:app":{"deleted_count":12,"breakdown":{"public.steps":8,"public.instances":4}}},"failed":[],
 			"verification":{"postgres:app":{"count":0,"breakdown":{"public.steps":0,"public.instances":0}}}},
 		"deleters":[{"name":"postgres:app","status":"SUCCEEDED","deleted_count":12,"total":12,

@@ -104,6 +104,12 @@ type Deletion struct {
 	// ReceiptKeyFile is the Ed25519 key (PEM, PKCS #8) that signs erasure
 	// receipts; empty: one generated at first start (ReceiptKeyPath).
 	ReceiptKeyFile string `toml:"receipt_key_file"`
+	// RequireApproval keeps new jobs AWAITING_APPROVAL until an operator
+	// approves the plan they saw (POST .../deletion/approve).
+	RequireApproval bool `toml:"require_approval"`
+	// ApproversDistinct refuses an approval from the uid that requested
+	// the job: two people for every erasure that needs an approval.
+	ApproversDistinct bool `toml:"approvers_distinct"`
 }
 
 // PluginDefaults apply to every plugin block that does not override them.

@@ -35,7 +35,12 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	}
 	log.Info("deletion attempt started", "tenant_id", tenant)
 
+	unplanned, ok := r.planGate(ctx, log, job, tenant, cfg)
+	if !ok {
+		return
+	}
 	states, todo := r.prepare(ctx, log, job)
+	todo = r.skipUnplanned(ctx, job, states, todo, unplanned)
 
 	// Before deleting, count: the first count is the job's total for that
 	// deleter; a later one tells how much an interrupted attempt removed.

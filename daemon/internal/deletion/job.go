@@ -20,18 +20,22 @@ type JobStatus string
 // every deleter succeeded (and, with verify on, a count found 0).
 // CANCELLED: an operator stopped it; what was deleted so far stays in its
 // report. COMPLETED and CANCELLED are final: such a job never runs again.
+// AWAITING_APPROVAL: the job waits for an approver ([deletion]
+// require_approval), or its plan changed since it was approved and it
+// waits for the new one to be approved; no runner takes it until then.
 const (
-	JobScheduled JobStatus = "SCHEDULED"
-	JobPending   JobStatus = "PENDING"
-	JobRunning   JobStatus = "RUNNING"
-	JobPartial   JobStatus = "PARTIAL"
-	JobBlocked   JobStatus = "BLOCKED"
-	JobCompleted JobStatus = "COMPLETED"
-	JobCancelled JobStatus = "CANCELLED"
+	JobAwaitingApproval JobStatus = "AWAITING_APPROVAL"
+	JobScheduled        JobStatus = "SCHEDULED"
+	JobPending          JobStatus = "PENDING"
+	JobRunning          JobStatus = "RUNNING"
+	JobPartial          JobStatus = "PARTIAL"
+	JobBlocked          JobStatus = "BLOCKED"
+	JobCompleted        JobStatus = "COMPLETED"
+	JobCancelled        JobStatus = "CANCELLED"
 )
 
 // JobStatuses lists every job status, in the order a job moves through them.
-var JobStatuses = []JobStatus{JobScheduled, JobPending, JobRunning, JobPartial, JobBlocked, JobCompleted, JobCancelled}
+var JobStatuses = []JobStatus{JobAwaitingApproval, JobScheduled, JobPending, JobRunning, JobPartial, JobBlocked, JobCompleted, JobCancelled}
 
 // Finished reports whether a job in status s is over for good.
 func (s JobStatus) Finished() bool { return s == JobCompleted || s == JobCancelled }
@@ -86,8 +90,19 @@ type Job struct {
 	CancelRequestedAt *time.Time
 	CancelledByUID    *int64
 	// OnHold: the tenant is under a legal hold, so the job waits.
-	OnHold   bool
-	Deleters []DeleterState
+	OnHold bool
+	// PlanHash names the plan the job is held to (the one current when it
+	// was created, or the one approved); "" until a complete plan was seen.
+	PlanHash string
+	// ApprovalRequired: the job was created under require_approval.
+	// ApprovedAt and ApprovedByUID record the latest approval.
+	ApprovalRequired bool
+	ApprovedAt       *time.Time
+	ApprovedByUID    *int64
+	// PlanDrift says why the runner sent the job back for approval (its
+	// plan changed, or a deleter refused to plan); "" otherwise.
+	PlanDrift string
+	Deleters  []DeleterState
 }
 
 // DeleterState is the stored progress of one deleter within a job.
@@ -132,6 +147,10 @@ type JobRequest struct {
 	// NotBefore: the job is SCHEDULED until then; nil or past means at once.
 	NotBefore *time.Time
 	UID       *int64
+	// PlanHash is the plan the job is held to; "" when none was complete.
+	PlanHash string
+	// RequireApproval keeps the job AWAITING_APPROVAL until approved.
+	RequireApproval bool
 }
 
 // JobCreated is the outcome of one JobRequest: the new job (Created), the
@@ -207,6 +226,7 @@ type JobStore interface {
 	DeletionJobStats(ctx context.Context, now time.Time) (JobStats, error)
 	HoldStore
 	ReceiptKeyStore
+	ApprovalStore
 }
 
 // JobStats is what the deletion gauges show.

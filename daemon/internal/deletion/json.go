@@ -17,13 +17,22 @@ type JobJSON struct {
 	FinishedAt    *string `json:"finished_at"`
 	NextAttemptAt *string `json:"next_attempt_at"`
 	// RequestedByUID and CancelledByUID are the callers' uids.
-	RequestedByUID    *int64         `json:"requested_by_uid,omitempty"`
-	CancelRequestedAt *string        `json:"cancel_requested_at,omitempty"`
-	CancelledByUID    *int64         `json:"cancelled_by_uid,omitempty"`
-	LastError         string         `json:"last_error,omitempty"`
-	Report            DeletionReport `json:"report"`
-	Verified          bool           `json:"verified"`
-	Deleters          []DeleterJSON  `json:"deleters"`
+	RequestedByUID    *int64  `json:"requested_by_uid,omitempty"`
+	CancelRequestedAt *string `json:"cancel_requested_at,omitempty"`
+	CancelledByUID    *int64  `json:"cancelled_by_uid,omitempty"`
+	LastError         string  `json:"last_error,omitempty"`
+	// PlanHash is the plan the job is held to; null until a complete plan
+	// was seen. ApprovalRequired: created under deletion.require_approval.
+	// ApprovedAt and ApprovedByUID record the latest approval. PlanDrift
+	// says why the runner sent the job back for approval.
+	PlanHash         *string        `json:"plan_hash"`
+	ApprovalRequired bool           `json:"approval_required"`
+	ApprovedAt       *string        `json:"approved_at,omitempty"`
+	ApprovedByUID    *int64         `json:"approved_by_uid,omitempty"`
+	PlanDrift        string         `json:"plan_drift,omitempty"`
+	Report           DeletionReport `json:"report"`
+	Verified         bool           `json:"verified"`
+	Deleters         []DeleterJSON  `json:"deleters"`
 }
 
 // DeleterJSON is one deleter's progress within a job.
@@ -81,8 +90,13 @@ func (j *Job) ToJSON() JobJSON {
 		NotBefore: fmtTime(j.NotBefore), StartedAt: fmtTime(j.StartedAt), FinishedAt: fmtTime(j.FinishedAt),
 		RequestedByUID: j.RequestedByUID, CancelRequestedAt: fmtTime(j.CancelRequestedAt), CancelledByUID: j.CancelledByUID,
 		LastError: j.LastError, Verified: j.Verified,
+		ApprovalRequired: j.ApprovalRequired, ApprovedAt: fmtTime(j.ApprovedAt), ApprovedByUID: j.ApprovedByUID, PlanDrift: j.PlanDrift,
 		Report:   DeletionReport{Succeeded: map[string]Result{}, Failed: []Failure{}},
 		Deleters: []DeleterJSON{},
+	}
+	if j.PlanHash != "" {
+		h := j.PlanHash
+		out.PlanHash = &h
 	}
 	if !j.Status.Finished() {
 		out.NextAttemptAt = fmtTime(j.NextAttemptAt)

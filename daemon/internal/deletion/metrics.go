@@ -48,7 +48,7 @@ func (m *metrics) known(deleters []string) {
 		m.deleted.WithLabelValues(d)
 		m.failures.WithLabelValues(d)
 	}
-	for _, s := range []JobStatus{JobCompleted, JobPartial, JobCancelled} {
+	for _, s := range []JobStatus{JobCompleted, JobPartial, JobCancelled, JobAwaitingApproval} {
 		m.jobs.WithLabelValues(string(s))
 	}
 }

@@ -14,6 +14,11 @@ type ServiceConfig struct {
 	// GracePeriod is the least time between a deletion request and its
 	// start (deletion.grace_period): a job waits in SCHEDULED until then.
 	GracePeriod time.Duration
+	// RequireApproval keeps new jobs AWAITING_APPROVAL until approved
+	// (deletion.require_approval); ApproversDistinct refuses an approval
+	// by the requester's uid (deletion.approvers_distinct).
+	RequireApproval   bool
+	ApproversDistinct bool
 }
 
 // ServiceOptions configure a Service.
@@ -51,6 +56,9 @@ type StartOptions struct {
 	NotBefore *time.Time
 	// UID is the caller's, for the audit trail.
 	UID *int64
+	// PlanHash is the plan the caller saw; when set, the plan now must
+	// have it, or nothing is queued (PlanChangedError).
+	PlanHash string
 }
 
 // Counts is the dry run: what each deleter would delete now. The report
@@ -116,6 +124,20 @@ func (s *Service) StartDeletions(ctx context.Context, tenants []string, o StartO
 	names := s.reg.Names()
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%w: no [[deleter]] is configured, so there is nothing to delete with", derrors.ErrConflict)
+	}
+	planHash, err := s.planForJobs(ctx, reqs[0].Tenant, o.PlanHash)
+	if err != nil {
+		return nil, err
+	}
+	// Planning takes the deleters' time: the grace period counts from when
+	// the jobs are stored, not from when the request came in.
+	now = s.now()
+	if notBefore, err = s.notBefore(now, o.NotBefore); err != nil {
+		return nil, err
+	}
+	approval := s.cfg().RequireApproval
+	for i := range reqs {
+		reqs[i].NotBefore, reqs[i].PlanHash, reqs[i].RequireApproval = notBefore, planHash, approval
 	}
 	res, err := s.store.CreateDeletionJobs(ctx, reqs, names, now)
 	if err != nil {

@@ -167,7 +167,9 @@ func TestJobWhoseIDNoLongerFitsTheFormatCallsNoPlugin(t *testing.T) {
 
 // TestDeleterAddedDuringTheJobJoinsIt: a deleter configured (reload) while
 // the job is active holds the tenant's data too; the job is not verified
-// until it ran and counted 0.
+// until it ran and counted 0. A new deleter is a change of the job's plan:
+// the job stops for approval (deleting nothing) and runs with it once the
+// new plan is approved.
 func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
 		a := tables(tenant, map[string]int64{"t": 2})
@@ -184,6 +186,13 @@ func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
 		src.byName["b"] = b
 		src.mu.Unlock()
 		a.set(func(d *tableDeleter) { d.failAfter = 0 })
+		waiting := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobAwaitingApproval }, "plan changed")
+		require.Contains(t, waiting.PlanDrift, "deleter b is new")
+		require.Equal(t, map[string]int64{"k": 5}, b.left(tenant), "nothing deleted before the approval")
+		plan, err := svc.Plan(testsvc.Context(t, time.Minute), tenant)
+		require.NoError(t, err)
+		_, err = svc.Approve(testsvc.Context(t, time.Minute), tenant, deletion.ApproveOptions{PlanHash: plan.Hash})
+		require.NoError(t, err)
 		done := waitFor(t, st, tenant, completed, "job completes")
 		require.True(t, done.Verified)
 		j := done.ToJSON()

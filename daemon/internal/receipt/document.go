@@ -14,10 +14,12 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 )
 
-// Type and Version name the document format.
+// Type and Version name the document format. Version 2 added
+// requested_by_uid, plan_hash and approval; receipts of version 1 still
+// verify.
 const (
 	Type    = "lifecycled.erasure-receipt"
-	Version = 1
+	Version = 2
 )
 
 // Document is a receipt as issued. Every field but Signature is signed.
@@ -41,7 +43,16 @@ type Document struct {
 	// DeletedTotal sums the deleters' DeletedCount.
 	DeletedTotal int64     `json:"deleted_total"`
 	Deleters     []Deleter `json:"deleters"`
-	Daemon       Daemon    `json:"daemon"`
+	// RequestedByUID is the uid that asked for the deletion (peer
+	// credentials of the admin socket); null when unknown.
+	RequestedByUID *int64 `json:"requested_by_uid"`
+	// PlanHash is the plan the job was held to and checked against at
+	// every start; null when no deleter's plan was complete.
+	PlanHash *string `json:"plan_hash"`
+	// Approval says whether the job needed an approval, and who gave the
+	// last one.
+	Approval Approval `json:"approval"`
+	Daemon   Daemon   `json:"daemon"`
 	// KeyID names the public key that verifies Signature (KeyID()).
 	KeyID string `json:"key_id"`
 	// Signature is the base64 (standard, padded) Ed25519 signature of the
@@ -73,6 +84,17 @@ type Verification struct {
 	Breakdown map[string]int64 `json:"breakdown"`
 }
 
+// Approval is the approval part of a receipt (version 2).
+type Approval struct {
+	// Required: the job was created under deletion.require_approval.
+	Required bool `json:"required"`
+	// ApprovedAt and ApprovedByUID record the approval the job ran under
+	// (after a plan change, the approval of the new plan); null when it
+	// ran without one.
+	ApprovedAt    *string `json:"approved_at"`
+	ApprovedByUID *int64  `json:"approved_by_uid"`
+}
+
 // Daemon names the lifecycled that issued the receipt.
 type Daemon struct {
 	Version string `json:"version"`
@@ -98,6 +120,16 @@ func build(job *deletion.Job, finishedAt, issuedAt time.Time, plugins map[string
 	if job.NotBefore != nil {
 		s := deletion.FormatTime(*job.NotBefore)
 		doc.NotBefore = &s
+	}
+	doc.RequestedByUID = job.RequestedByUID
+	if job.PlanHash != "" {
+		h := job.PlanHash
+		doc.PlanHash = &h
+	}
+	doc.Approval = Approval{Required: job.ApprovalRequired, ApprovedByUID: job.ApprovedByUID}
+	if job.ApprovedAt != nil {
+		s := deletion.FormatTime(*job.ApprovedAt)
+		doc.Approval.ApprovedAt = &s
 	}
 	started := job.CreatedAt
 	if job.StartedAt != nil {

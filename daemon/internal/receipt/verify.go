@@ -63,10 +63,10 @@ func Verify(data []byte, keys KeyResolver, o Options) Report {
 		return r
 	}
 	if problem := formProblem(obj, &doc); problem != "" {
-		r.add("form", false, "not a %s version %d receipt: %s", Type, Version, problem)
+		r.add("form", false, "not a %s version 1 or %d receipt: %s", Type, Version, problem)
 		return r
 	}
-	r.add("form", true, "a %s, version %d, for tenant %s, job %s", Type, Version, doc.TenantID, doc.JobID)
+	r.add("form", true, "a %s, version %d, for tenant %s, job %s", Type, doc.Version, doc.TenantID, doc.JobID)
 	r.Doc = &doc
 
 	pub, from, err := keys(doc.KeyID)
@@ -142,10 +142,17 @@ func formProblem(obj map[string]any, doc *Document) string {
 			return fmt.Sprintf("no %q field", k)
 		}
 	}
+	if doc.Version >= 2 {
+		for _, k := range []string{"requested_by_uid", "plan_hash", "approval"} {
+			if _, ok := obj[k]; !ok {
+				return fmt.Sprintf("no %q field (version %d has it)", k, doc.Version)
+			}
+		}
+	}
 	switch {
 	case doc.Type != Type:
 		return fmt.Sprintf("type is %q", doc.Type)
-	case doc.Version != Version:
+	case doc.Version != 1 && doc.Version != Version:
 		return fmt.Sprintf("version %d is not one this lifecycled knows", doc.Version)
 	case doc.TenantID == "" || doc.JobID == "":
 		return "tenant_id or job_id is empty"
@@ -176,6 +183,11 @@ func contentProblem(doc *Document) string {
 			}
 		}
 	}
+	if doc.Version >= 2 {
+		if problem := approvalProblem(doc); problem != "" {
+			return problem
+		}
+	}
 	if total != doc.DeletedTotal {
 		return fmt.Sprintf("deleted_total %d is not the sum of the deleters' deleted_count (%d)", doc.DeletedTotal, total)
 	}
@@ -190,6 +202,35 @@ func contentProblem(doc *Document) string {
 			return fmt.Sprintf("%s %s is before the time listed ahead of it", f.name, f.at)
 		}
 		prev = t
+	}
+	return ""
+}
+
+// approvalProblem checks the approval a version 2 receipt records: a job
+// that needed an approval ran under one, given after the request and
+// before the job finished.
+func approvalProblem(doc *Document) string {
+	a := doc.Approval
+	if a.Required && a.ApprovedAt == nil {
+		return "approval.required is true but the receipt records no approval"
+	}
+	if a.ApprovedAt == nil {
+		if a.ApprovedByUID != nil {
+			return "approval.approved_by_uid is set without approval.approved_at"
+		}
+		return ""
+	}
+	at, err := time.Parse(time.RFC3339Nano, *a.ApprovedAt)
+	if err != nil {
+		return fmt.Sprintf("approval.approved_at %q is not an RFC 3339 time", *a.ApprovedAt)
+	}
+	req, err1 := time.Parse(time.RFC3339Nano, doc.RequestedAt)
+	fin, err2 := time.Parse(time.RFC3339Nano, doc.FinishedAt)
+	if err1 == nil && err2 == nil && (at.Before(req) || at.After(fin)) {
+		return fmt.Sprintf("approval.approved_at %s is not between requested_at and finished_at", *a.ApprovedAt)
+	}
+	if doc.PlanHash == nil {
+		return "the receipt records an approval but no plan_hash: an approval is of a plan"
 	}
 	return ""
 }

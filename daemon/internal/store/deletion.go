@@ -48,8 +48,9 @@ type jobSQL struct {
 // tenant's job is never claimed); deleterColumns likewise for a job's
 // deleters.
 const (
-	jobColumns = `id, tenant_id, status, attempts, verified, COALESCE(last_error, ''), created_at, updated_at,
-	finished_at, next_attempt_at, not_before, started_at, requested_by_uid, cancel_requested_at, cancelled_by_uid`
+	jobColumns = `id, tenant_id, ` + jobStatusExpr + `, attempts, verified, COALESCE(last_error, ''), created_at, updated_at,
+	finished_at, next_attempt_at, not_before, started_at, requested_by_uid, cancel_requested_at, cancelled_by_uid,
+	COALESCE(plan_hash, ''), approval_required, approved_at, approved_by_uid, COALESCE(plan_drift, '')`
 	deleterColumns = `deleter, status, deleted_count, COALESCE(initial_count, -1), attempts, COALESCE(error, ''),
 	updated_at, breakdown, verification`
 )
@@ -61,7 +62,8 @@ func scanJob(row scanner) (*deletion.Job, error) {
 	)
 	if err := row.Scan(&j.ID, &j.TenantID, &status, &j.Attempts, &j.Verified, &j.LastError, &j.CreatedAt,
 		&j.UpdatedAt, &j.FinishedAt, &j.NextAttemptAt, &j.NotBefore, &j.StartedAt, &j.RequestedByUID,
-		&j.CancelRequestedAt, &j.CancelledByUID, &j.OnHold); err != nil {
+		&j.CancelRequestedAt, &j.CancelledByUID, &j.PlanHash, &j.ApprovalRequired, &j.ApprovedAt, &j.ApprovedByUID,
+		&j.PlanDrift, &j.OnHold); err != nil {
 		return nil, err
 	}
 	j.Status = deletion.JobStatus(status)
@@ -132,6 +134,9 @@ func (s *sqlStore) CreateDeletionJobs(ctx context.Context, reqs []deletion.JobRe
 			}
 			created := n == 1
 			if created {
+				if err := s.holdToPlan(ctx, q, id, req); err != nil {
+					return err
+				}
 				for _, d := range deleters {
 					if _, err := q.exec(ctx, s.sql.jobs.addDeleter, id, d, now); err != nil {
 						return fmt.Errorf("create deletion job: %w", err)

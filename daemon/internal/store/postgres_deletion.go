@@ -61,7 +61,7 @@ var pgJobs = jobSQL{
 		WHERE job_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid) ORDER BY job_id, deleter`,
 	list: pgJobSelect + `
 		WHERE ($1::text = '' OR tenant_id = $1)
-			AND ($2::jsonb = '[]'::jsonb OR status IN (SELECT jsonb_array_elements_text($2::jsonb)))
+			AND ($2::jsonb = '[]'::jsonb OR ` + jobStatusExpr + ` IN (SELECT jsonb_array_elements_text($2::jsonb)))
 			AND ($3::timestamptz IS NULL OR created_at >= $3)
 			AND ($4::timestamptz IS NULL OR created_at < $4)
 			AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
@@ -87,7 +87,7 @@ var pgJobs = jobSQL{
 		UPDATE lifecycle.deletion_jobs SET status = 'CANCELLED', finished_at = $1, updated_at = $1, lease_owner = NULL,
 			lease_expires_at = NULL, next_attempt_at = NULL
 		WHERE status = 'RUNNING' AND cancel_requested_at IS NOT NULL AND lease_expires_at < $1`,
-	statusCounts: `SELECT status, count(*) FROM lifecycle.deletion_jobs GROUP BY status`,
+	statusCounts: `SELECT ` + jobStatusExpr + `, count(*) FROM lifecycle.deletion_jobs GROUP BY 1`,
 	overdue: `
 		SELECT min(not_before) FROM lifecycle.deletion_jobs j
 		WHERE status = 'SCHEDULED' AND next_attempt_at <= $1 AND NOT ` + pgHeld,

@@ -52,7 +52,7 @@ var sqliteJobs = jobSQL{
 		WHERE job_id IN (SELECT value FROM json_each(?1)) ORDER BY job_id, deleter`,
 	list: liteJobSelect + `
 		WHERE (?1 = '' OR tenant_id = ?1)
-			AND (?2 = '[]' OR status IN (SELECT value FROM json_each(?2)))
+			AND (?2 = '[]' OR ` + jobStatusExpr + ` IN (SELECT value FROM json_each(?2)))
 			AND (?3 IS NULL OR created_at >= ?3)
 			AND (?4 IS NULL OR created_at < ?4)
 			AND (?5 IS NULL OR (created_at, id) < (?5, ?6))
@@ -77,7 +77,7 @@ var sqliteJobs = jobSQL{
 		UPDATE deletion_jobs SET status = 'CANCELLED', finished_at = ?1, updated_at = ?1, lease_owner = NULL,
 			lease_expires_at = NULL, next_attempt_at = NULL
 		WHERE status = 'RUNNING' AND cancel_requested_at IS NOT NULL AND lease_expires_at < ?1`,
-	statusCounts: `SELECT status, count(*) FROM deletion_jobs GROUP BY status`,
+	statusCounts: `SELECT ` + jobStatusExpr + `, count(*) FROM deletion_jobs GROUP BY 1`,
 	overdue: `
 		SELECT min(not_before) FROM deletion_jobs j
 		WHERE status = 'SCHEDULED' AND next_attempt_at <= ?1 AND NOT ` + liteHeld,

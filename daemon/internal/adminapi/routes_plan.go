@@ -1,0 +1,68 @@
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+)
+
+// Plans is what the plan and approval routes need.
+type Plans interface {
+	Plan(ctx context.Context, tenant string) (*deletion.Plan, error)
+	Approve(ctx context.Context, tenant string, o deletion.ApproveOptions) (*deletion.Job, error)
+}
+
+// approveBody is the body of POST /api/v1/tenants/{tenant}/deletion/approve.
+type approveBody struct {
+	PlanHash *string `json:"plan_hash"`
+}
+
+// PlanRoutes serve deletion plans and approvals.
+func PlanRoutes(svc Plans) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/v1/tenants/{tenant}/plan", func(w http.ResponseWriter, r *http.Request) {
+			if err := onlyParams(r.URL.Query()); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			p, err := svc.Plan(r.Context(), r.PathValue("tenant"))
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, planBody(p))
+		})
+		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/approve", func(w http.ResponseWriter, r *http.Request) {
+			var body approveBody
+			shape := `{"plan_hash": "sha256:<the plan hash the approver read>"}`
+			given, err := decodeBody(r, &body, shape)
+			if err == nil && (!given || body.PlanHash == nil) {
+				err = invalidField("plan_hash", "the body must be %s", shape)
+			}
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			uid := callerUID(r)
+			job, err := svc.Approve(r.Context(), r.PathValue("tenant"), deletion.ApproveOptions{PlanHash: *body.PlanHash, UID: uid})
+			l := loggerFrom(r)
+			if err != nil {
+				// Refusals are audited too: a stale plan or the two-person
+				// rule saying no is what an auditor asks about.
+				if l != nil && !errors.Is(err, deletion.ErrPlanIncomplete) && classify(err, ScopeTenant).status < 500 {
+					l.Warn("deletion approval refused", "tenant", r.PathValue("tenant"), "plan_hash", *body.PlanHash,
+						"uid", uidField(uid), "reason", err.Error(), "request_id", requestID(r))
+				}
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			if l != nil {
+				l.Info("deletion job approved", "tenant_id", job.TenantID, "job_id", job.ID.String(), "plan_hash", job.PlanHash,
+					"uid", uidField(uid), "requested_by_uid", uidField(job.RequestedByUID), "status", job.Status, "request_id", requestID(r))
+			}
+			writeJSON(w, http.StatusOK, job.ToJSON())
+		})
+	}
+}
