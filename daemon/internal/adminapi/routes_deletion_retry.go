@@ -23,6 +23,6 @@ func retryRoute(mux *http.ServeMux, svc Tenants) {
 				"uid", uidField(callerUID(r)), "request_id", requestID(r))
 		}
 		w.Header().Set("Location", "/api/v1/tenants/"+escapePath(job.TenantID)+"/deletion")
-		writeJSON(w, http.StatusAccepted, job.ToJSON())
+		writeJSON(w, http.StatusAccepted, JobBody(job))
 	})
 }

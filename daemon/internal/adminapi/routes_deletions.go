@@ -98,7 +98,7 @@ func bulkAnswer(r *http.Request, res []deletion.JobCreated) BulkBody {
 			br.TenantID = c.Hold.TenantID
 			br.Error = &ErrorDetail{Code: ae.fullCode(ScopeTenant), Message: ae.message, RequestID: requestID(r), Details: []any{}}
 		default:
-			j := c.Job.ToJSON()
+			j := JobBody(c.Job)
 			br.TenantID, br.JobID, br.Status, br.Created, br.NotBefore = j.TenantID, j.ID, j.Status, c.Created, j.NotBefore
 			if c.Created {
 				out.Queued++

@@ -18,8 +18,8 @@ type Holds interface {
 
 // HoldsBody is GET /api/v1/holds.
 type HoldsBody struct {
-	Holds      []deletion.HoldJSON `json:"holds"`
-	NextCursor *string             `json:"next_cursor"`
+	Holds      []HoldJSON `json:"holds"`
+	NextCursor *string    `json:"next_cursor"`
 }
 
 // holdBody is the body of PUT /api/v1/tenants/{tenant}/hold.
@@ -50,7 +50,7 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				l.Info("tenant placed on legal hold", "tenant_id", hold.TenantID, "reason", hold.Reason,
 					"uid", uidField(hold.HeldByUID), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, hold.ToJSON())
+			writeJSON(w, http.StatusOK, HoldBody(hold))
 		})
 		mux.HandleFunc("DELETE /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
 			hold, err := svc.Release(r.Context(), r.PathValue("tenant"), callerUID(r))
@@ -62,7 +62,7 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				l.Info("legal hold released", "tenant_id", hold.TenantID, "reason", hold.Reason,
 					"uid", uidField(hold.ReleasedByUID), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, hold.ToJSON())
+			writeJSON(w, http.StatusOK, HoldBody(hold))
 		})
 		mux.HandleFunc("GET /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
 			hold, err := svc.HoldOf(r.Context(), r.PathValue("tenant"))
@@ -70,7 +70,7 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, hold.ToJSON())
+			writeJSON(w, http.StatusOK, HoldBody(hold))
 		})
 		mux.HandleFunc("GET /api/v1/holds", func(w http.ResponseWriter, r *http.Request) {
 			f, err := parseHoldQuery(r)
@@ -83,9 +83,9 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			out := HoldsBody{Holds: make([]deletion.HoldJSON, 0, len(page.Holds))}
+			out := HoldsBody{Holds: make([]HoldJSON, 0, len(page.Holds))}
 			for _, h := range page.Holds {
-				out.Holds = append(out.Holds, h.ToJSON())
+				out.Holds = append(out.Holds, HoldBody(h))
 			}
 			if page.Next != nil {
 				s := page.Next.String()

@@ -62,7 +62,7 @@ func PlanRoutes(svc Plans) func(*http.ServeMux) {
 				l.Info("deletion job approved", "tenant_id", job.TenantID, "job_id", job.ID.String(), "plan_hash", job.PlanHash,
 					"uid", uidField(uid), "requested_by_uid", uidField(job.RequestedByUID), "status", job.Status, "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, job.ToJSON())
+			writeJSON(w, http.StatusOK, JobBody(job))
 		})
 	}
 }

@@ -37,15 +37,15 @@ type CountsBody struct {
 // JobsBody is a page of jobs: GET /api/v1/deletions and
 // GET /api/v1/tenants/{tenant}/deletions.
 type JobsBody struct {
-	Jobs []deletion.JobJSON `json:"jobs"`
+	Jobs []JobJSON `json:"jobs"`
 	// NextCursor fetches the next page (?cursor=); null on the last one.
 	NextCursor *string `json:"next_cursor"`
 }
 
 func jobsBody(p deletion.JobPage) JobsBody {
-	out := JobsBody{Jobs: make([]deletion.JobJSON, 0, len(p.Jobs))}
+	out := JobsBody{Jobs: make([]JobJSON, 0, len(p.Jobs))}
 	for _, j := range p.Jobs {
-		out.Jobs = append(out.Jobs, j.ToJSON())
+		out.Jobs = append(out.Jobs, JobBody(j))
 	}
 	if p.Next != nil {
 		s := p.Next.String()
@@ -87,7 +87,7 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 			if !created {
 				w.Header().Set("X-Existing-Job", "true")
 			}
-			writeJSON(w, http.StatusAccepted, job.ToJSON())
+			writeJSON(w, http.StatusAccepted, JobBody(job))
 		})
 		mux.HandleFunc("GET /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
 			job, err := svc.Latest(r.Context(), r.PathValue("tenant"))
@@ -95,7 +95,7 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, job.ToJSON())
+			writeJSON(w, http.StatusOK, JobBody(job))
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/cancel", func(w http.ResponseWriter, r *http.Request) {
 			var empty struct{}
@@ -112,7 +112,7 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 				l.Info("deletion job cancel", "tenant_id", job.TenantID, "job_id", job.ID.String(), "status", job.Status,
 					"stopping", outcome == deletion.CancelRequested, "uid", uidField(callerUID(r)), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, job.ToJSON())
+			writeJSON(w, http.StatusOK, JobBody(job))
 		})
 		retryRoute(mux, svc)
 		mux.HandleFunc("GET /api/v1/tenants/{tenant}/deletions", func(w http.ResponseWriter, r *http.Request) {

@@ -145,7 +145,7 @@ terminal --yes is required.`,
 			if err != nil {
 				return err
 			}
-			var job deletion.JobJSON
+			var job adminapi.JobJSON
 			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}
@@ -232,7 +232,7 @@ func waitForJob(g *globals, c *client, tenant string, timeout time.Duration) err
 	lastLine := map[string]string{}
 poll:
 	for {
-		var job deletion.JobJSON
+		var job adminapi.JobJSON
 		reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err := c.getJSON(reqCtx, "/api/v1/tenants/"+escape(tenant)+"/deletion", &job)
 		cancel()
@@ -321,7 +321,7 @@ func tenantStatusCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var job deletion.JobJSON
+			var job adminapi.JobJSON
 			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/deletion", &job)
 			if err != nil {
 				return err

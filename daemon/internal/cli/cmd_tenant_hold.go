@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
-	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 )
 
 func tenantHoldCmd(g *globals) *cobra.Command {
@@ -69,7 +68,7 @@ func printHoldAnswer(g *globals, raw []byte, what string) error {
 		g.printRaw(raw)
 		return nil
 	}
-	var h deletion.HoldJSON
+	var h adminapi.HoldJSON
 	if err := jsonUnmarshal(raw, &h); err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ Waits until the job is CANCELLED, unless --no-wait.`,
 			if err != nil {
 				return err
 			}
-			var job deletion.JobJSON
+			var job adminapi.JobJSON
 			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}
@@ -153,13 +153,13 @@ Waits until the job is CANCELLED, unless --no-wait.`,
 }
 
 // waitStopped polls the tenant's latest job until it is finished.
-func waitStopped(g *globals, c *client, tenant string, timeout time.Duration) (deletion.JobJSON, error) {
+func waitStopped(g *globals, c *client, tenant string, timeout time.Duration) (adminapi.JobJSON, error) {
 	ctx, stop := interruptible()
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		var job deletion.JobJSON
+		var job adminapi.JobJSON
 		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err := c.getJSON(rctx, "/api/v1/tenants/"+escape(tenant)+"/deletion", &job)
 		rcancel()

@@ -127,7 +127,7 @@ requester's (SYS_TENANT_APPROVER_NOT_DISTINCT).`,
 				g.printRaw(raw)
 				return nil
 			}
-			var job deletion.JobJSON
+			var job adminapi.JobJSON
 			if err := jsonUnmarshal(raw, &job); err != nil {
 				return err
 			}

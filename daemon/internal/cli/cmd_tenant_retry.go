@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func tenantRetryCmd(g *globals) *cobra.Command {
@@ -37,7 +37,7 @@ With --wait, waits for the job as tenant delete --wait does.`,
 			if err != nil {
 				return err
 			}
-			var job deletion.JobJSON
+			var job adminapi.JobJSON
 			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}

@@ -81,7 +81,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func summarize(ds []deletion.DeleterJSON) string {
+func summarize(ds []adminapi.DeleterJSON) string {
 	var parts []string
 	for _, d := range ds {
 		parts = append(parts, fmt.Sprintf("%s:%s", d.Name, strings.ToLower(string(d.Status))))
@@ -91,7 +91,7 @@ func summarize(ds []deletion.DeleterJSON) string {
 
 // printJob shows a job and its report: each deleter with what it deleted
 // per table or key pattern, and what the verification counted.
-func printJob(g *globals, job *deletion.JobJSON) {
+func printJob(g *globals, job *adminapi.JobJSON) {
 	if g.json() {
 		_ = g.printValue(job)
 		return

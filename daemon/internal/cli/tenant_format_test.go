@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
-	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 )
 
 func TestPrintCountsShowsTheBreakdownUnderEachDeleter(t *testing.T) {
@@ -73,7 +72,7 @@ func TestPrintJobShowsBreakdownAndVerification(t *testing.T) {
 			"verification":{"postgres:app":{"count":0,"breakdown":{"public.steps":0,"public.instances":0}}}},
 		"deleters":[{"name":"postgres:app","status":"SUCCEEDED","deleted_count":12,"total":12,
 			"breakdown":{"public.steps":8,"public.instances":4},"attempts":2,"updated_at":"2026-11-01T12:00:05.000+00:00"}]}`
-	var job deletion.JobJSON
+	var job adminapi.JobJSON
 	require.NoError(t, json.Unmarshal([]byte(raw), &job))
 	var out bytes.Buffer
 	printJob(&globals{stdout: &out, format: "table"}, &job)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
@@ -43,7 +44,7 @@ func TestPermanentErrorBlocksTheJobUntilAnOperatorRetries(t *testing.T) {
 		require.Equal(t, deletion.DeleterBlocked, states["postgres:orders"].Status)
 		require.EqualValues(t, 3, states["postgres:orders"].DeletedCount, "what it deleted before failing is kept")
 		require.Equal(t, deletion.DeleterSucceeded, states["redis:sessions"].Status)
-		report := blocked.ToJSON().Report
+		report := adminapi.JobBody(blocked).Report
 		require.Len(t, report.Failed, 1, "a blocked deleter is reported as failed")
 		require.Equal(t, "postgres:orders", report.Failed[0].Deleter)
 		require.Contains(t, report.Failed[0].Error, `relation "orders" does not exist`)

@@ -107,7 +107,9 @@ func TestMaxJobsAcrossRunners(t *testing.T) {
 			if dialect == migrations.Postgres {
 				stores = append(stores, storetest.OpenDSN(t, dialect, dsn))
 			}
-			d := newBatchDeleter(5, 5*time.Millisecond)
+			// Jobs long enough (3 batches of 30 ms) that a claim, slow on a
+			// loaded machine, still finds the previous ones running.
+			d := newBatchDeleter(5, 30*time.Millisecond)
 			var tenants []string
 			for i := 0; i < 30; i++ {
 				tenants = append(tenants, uuid.NewString())

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
@@ -62,7 +63,7 @@ func TestJobCompletesVerified(t *testing.T) {
 
 	done := waitStatus(t, st, deletion.JobCompleted)
 	require.True(t, done.Verified)
-	j := done.ToJSON()
+	j := adminapi.JobBody(done)
 	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(3), "redis:sessions": res(5)}, j.Report.Succeeded)
 	require.Empty(t, j.Report.Failed)
 	require.EqualValues(t, 3, *j.Deleters[0].Total)
@@ -87,7 +88,7 @@ func TestPartialJobRetriesOnlyFailedDeleters(t *testing.T) {
 	require.NoError(t, err)
 
 	partial := waitStatus(t, st, deletion.JobPartial)
-	j := partial.ToJSON()
+	j := adminapi.JobBody(partial)
 	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(6)}, j.Report.Succeeded)
 	require.Len(t, j.Report.Failed, 1)
 	require.Equal(t, "redis:sessions", j.Report.Failed[0].Deleter)
@@ -102,7 +103,7 @@ func TestPartialJobRetriesOnlyFailedDeleters(t *testing.T) {
 	flaky.mu.Unlock()
 	done := waitStatus(t, st, deletion.JobCompleted)
 	require.True(t, done.Verified)
-	j = done.ToJSON()
+	j = adminapi.JobBody(done)
 	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(6), "redis:sessions": res(10)}, j.Report.Succeeded,
 		"the partial 4 and the remaining 6 add up")
 	require.EqualValues(t, 1, steady.calls.Load())
@@ -142,7 +143,7 @@ func TestVerificationSendsJobBackToWork(t *testing.T) {
 	done := waitStatus(t, st, deletion.JobCompleted)
 	require.True(t, done.Verified)
 	require.GreaterOrEqual(t, done.Attempts, 2, "the first attempt was not verified")
-	require.EqualValues(t, 4, done.ToJSON().Report.Succeeded["dynamodb:audit_logs"].DeletedCount)
+	require.EqualValues(t, 4, adminapi.JobBody(done).Report.Succeeded["dynamodb:audit_logs"].DeletedCount)
 }
 
 func TestDeadDaemonsJobIsTakenOverWithExactCounts(t *testing.T) {
@@ -163,7 +164,7 @@ func TestDeadDaemonsJobIsTakenOverWithExactCounts(t *testing.T) {
 		startRunner(t, st, src, "live-daemon")
 		done := waitStatus(t, st, deletion.JobCompleted)
 		require.True(t, done.Verified)
-		require.EqualValues(t, 10, done.ToJSON().Report.Succeeded["postgres:workflows"].DeletedCount,
+		require.EqualValues(t, 10, adminapi.JobBody(done).Report.Succeeded["postgres:workflows"].DeletedCount,
 			"total minus what is left, not what the dead daemon managed to report")
 	})
 }

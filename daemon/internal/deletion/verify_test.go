@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
@@ -45,13 +46,13 @@ func waitFor(t *testing.T, st deletion.JobStore, tenant string, cond func(j *del
 
 func completed(j *deletion.Job) bool { return j.Status == deletion.JobCompleted }
 
-func deleterJSON(j deletion.JobJSON, name string) deletion.DeleterJSON {
+func deleterJSON(j adminapi.JobJSON, name string) adminapi.DeleterJSON {
 	for _, d := range j.Deleters {
 		if d.Name == name {
 			return d
 		}
 	}
-	return deletion.DeleterJSON{}
+	return adminapi.DeleterJSON{}
 }
 
 // TestBreakdownIsExactAcrossADeadDaemon: a daemon deleted 7 rows of one
@@ -76,7 +77,7 @@ func TestBreakdownIsExactAcrossADeadDaemon(t *testing.T) {
 		run(t, st, src, nil)
 		done := waitFor(t, st, tenant, completed, "job completes")
 		require.True(t, done.Verified)
-		j := done.ToJSON()
+		j := adminapi.JobBody(done)
 		want := map[string]int64{"public.steps": 8, "public.instances": 4}
 		require.Equal(t, deletion.Result{DeletedCount: 12, Breakdown: want}, j.Report.Succeeded["postgres:app"])
 		require.Equal(t, want, deleterJSON(j, "postgres:app").Breakdown)
@@ -102,7 +103,7 @@ func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
 		_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 		require.NoError(t, err)
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "first attempt fails")
-		pj := partial.ToJSON()
+		pj := adminapi.JobBody(partial)
 		require.EqualValues(t, 8, deleterJSON(pj, "postgres:app").DeletedCount)
 		require.Equal(t, map[string]int64{"a": 0, "b": 0, "c": 0}, deleterJSON(pj, "postgres:app").Breakdown,
 			"a failed delete reports no breakdown: nothing is claimed per table yet")
@@ -110,7 +111,7 @@ func TestBreakdownIsExactAcrossAFailedAttempt(t *testing.T) {
 
 		d.set(func(d *tableDeleter) { d.failAfter = 0 })
 		done := waitFor(t, st, tenant, completed, "job completes")
-		j := done.ToJSON()
+		j := adminapi.JobBody(done)
 		require.Equal(t, deletion.Result{DeletedCount: 10, Breakdown: map[string]int64{"a": 6, "b": 4, "c": 0}}, j.Report.Succeeded["postgres:app"])
 		require.Equal(t, int64(0), j.Report.Verification["postgres:app"].Count)
 	})
@@ -126,7 +127,7 @@ func TestBreakdownFromCountsWhenThePluginReportsNone(t *testing.T) {
 	svc := run(t, st, configured("redis:sessions", d), nil)
 	_, _, err := svc.StartDeletion(testsvc.Context(t, time.Minute), tenant, deletion.StartOptions{})
 	require.NoError(t, err)
-	j := waitFor(t, st, tenant, completed, "job completes").ToJSON()
+	j := adminapi.JobBody(waitFor(t, st, tenant, completed, "job completes"))
 	require.Equal(t, deletion.Result{DeletedCount: 7, Breakdown: map[string]int64{"session:{tenant}:*": 5, "csrf:{tenant}:*": 2}},
 		j.Report.Succeeded["redis:sessions"])
 }
@@ -195,7 +196,7 @@ func TestDeleterAddedDuringTheJobJoinsIt(t *testing.T) {
 		require.NoError(t, err)
 		done := waitFor(t, st, tenant, completed, "job completes")
 		require.True(t, done.Verified)
-		j := done.ToJSON()
+		j := adminapi.JobBody(done)
 		require.EqualValues(t, 5, j.Report.Succeeded["b"].DeletedCount)
 		require.Contains(t, j.Report.Verification, "b")
 		require.Equal(t, map[string]int64{"k": 0}, b.left(tenant))
@@ -222,14 +223,14 @@ func TestVerificationThatCannotCountIsNotVerified(t *testing.T) {
 		partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification fails")
 		require.False(t, partial.Verified)
 		require.Contains(t, partial.LastError, "flaky could not verify")
-		pj := partial.ToJSON()
+		pj := adminapi.JobBody(partial)
 		require.Contains(t, pj.Report.Verification, "steady")
 		require.NotContains(t, pj.Report.Verification, "flaky", "no count, no verification")
 
 		d.set(func(d *tableDeleter) { d.countErr = nil })
 		done := waitFor(t, st, tenant, completed, "job completes once the store counts again")
 		require.True(t, done.Verified)
-		require.Contains(t, done.ToJSON().Report.Verification, "flaky")
+		require.Contains(t, adminapi.JobBody(done).Report.Verification, "flaky")
 	})
 }
 
@@ -266,7 +267,7 @@ func TestCountThatDisagreesWithItsBreakdownIsNotVerified(t *testing.T) {
 	partial := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobPartial }, "verification refuses")
 	require.False(t, partial.Verified)
 	require.Regexp(t, `liar has [12] left`, partial.LastError)
-	v := partial.ToJSON().Report.Verification["liar"]
+	v := adminapi.JobBody(partial).Report.Verification["liar"]
 	require.Zero(t, v.Count, "what the plugin said")
 	require.Positive(t, v.Breakdown["t"], "what its breakdown showed")
 }
