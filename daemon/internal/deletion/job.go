@@ -79,6 +79,9 @@ type Job struct {
 	// OnHold: the tenant is under a legal hold, so the job waits.
 	OnHold   bool
 	Deleters []DeleterState
+	// Reerases is set on a re-erase job when its receipt is issued: the
+	// erasure it repeats (see ReerasureSource).
+	Reerases *ReerasureRef
 }
 
 // DeleterState is the stored progress of one deleter within a job.

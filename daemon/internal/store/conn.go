@@ -54,6 +54,7 @@ type statements struct {
 	receipts  receiptSQL
 	keys      keySQL
 	retention retentionSQL
+	ledger    ledgerSQL
 }
 
 // queryAll runs a statement and reads every row it returns with scan.
