@@ -104,12 +104,30 @@ func (r *Report) Err() error {
 
 var receiptHashRE = regexp.MustCompile(`^(sha256:[0-9a-f]{64})?$`)
 
+// TenantCheck says whether a tenant id of a file is one the importing
+// daemon accepts as it is (its canonical spelling); nil accepts any
+// non-empty id (an offline check that does not know the daemon's format).
+type TenantCheck func(id string) error
+
+// CanonicalIn is the TenantCheck of daemon.tenant_id_format format.
+func CanonicalIn(format string) TenantCheck {
+	return func(id string) error {
+		c, err := deletion.CanonicalTenantID(id, format)
+		if err != nil {
+			return err
+		}
+		if c != id {
+			return fmt.Errorf("not in its canonical spelling %q", c)
+		}
+		return nil
+	}
+}
+
 // Verify checks a ledger file: one strict JSON object of this type and
 // version, signed by the key keys resolves for its key_id, and entries that
-// are well formed (tenant ids in their canonical spelling for format,
-// UUID job ids, each once, RFC 3339 times, receipt hashes) and as many as
-// entry_count says.
-func Verify(data []byte, keys receipt.KeyResolver, format string) Report {
+// are well formed (tenant ids that tenant accepts, UUID job ids, each
+// once, RFC 3339 times, receipt hashes) and as many as entry_count says.
+func Verify(data []byte, keys receipt.KeyResolver, tenant TenantCheck) Report {
 	var r Report
 	v, err := receipt.Parse(data)
 	if !r.add("json", err == nil, "%s", describe(len(data), err)) {
@@ -175,7 +193,7 @@ func Verify(data []byte, keys receipt.KeyResolver, format string) Report {
 	if !r.add("signature", valid, "%s", detail) {
 		return r
 	}
-	entries, problem := parseEntries(&f, format)
+	entries, problem := parseEntries(&f, tenant)
 	if !r.add("entries", problem == "", "%s", orOK(problem, fmt.Sprintf("%d entries, each well formed, no job twice", len(entries)))) {
 		return r
 	}
@@ -183,7 +201,7 @@ func Verify(data []byte, keys receipt.KeyResolver, format string) Report {
 	return r
 }
 
-func parseEntries(f *File, format string) ([]Entry, string) {
+func parseEntries(f *File, check TenantCheck) ([]Entry, string) {
 	if f.EntryCount != len(f.Entries) {
 		return nil, fmt.Sprintf("entry_count is %d but the file holds %d entries", f.EntryCount, len(f.Entries))
 	}
@@ -198,9 +216,13 @@ func parseEntries(f *File, format string) ([]Entry, string) {
 			return nil, fmt.Sprintf("entries[%d]: job %s appears twice", i, id)
 		}
 		seen[id] = true
-		tenant, err := deletion.CanonicalTenantID(e.TenantID, format)
-		if err != nil || tenant != e.TenantID {
-			return nil, fmt.Sprintf("entries[%d]: tenant_id %q is not a canonical tenant id for daemon.tenant_id_format", i, e.TenantID)
+		if e.TenantID == "" {
+			return nil, fmt.Sprintf("entries[%d]: tenant_id is empty", i)
+		}
+		if check != nil {
+			if err := check(e.TenantID); err != nil {
+				return nil, fmt.Sprintf("entries[%d]: tenant_id %q does not fit daemon.tenant_id_format: %v", i, e.TenantID, err)
+			}
 		}
 		at, err := time.Parse(time.RFC3339Nano, e.ErasedAt)
 		if err != nil {
@@ -209,7 +231,7 @@ func parseEntries(f *File, format string) ([]Entry, string) {
 		if !receiptHashRE.MatchString(e.ReceiptSHA256) {
 			return nil, fmt.Sprintf("entries[%d]: receipt_sha256 %q is not \"sha256:\" and 64 hex digits", i, e.ReceiptSHA256)
 		}
-		out = append(out, Entry{TenantID: tenant, JobID: id, ErasedAt: at.UTC(), ReceiptSHA256: e.ReceiptSHA256, Source: SourceImport})
+		out = append(out, Entry{TenantID: e.TenantID, JobID: id, ErasedAt: at.UTC(), ReceiptSHA256: e.ReceiptSHA256, Source: SourceImport})
 	}
 	return out, ""
 }

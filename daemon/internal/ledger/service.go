@@ -61,7 +61,7 @@ type ImportResult struct {
 // transaction. A file that does not verify changes nothing and fails with
 // an error matching ErrInvalidFile or ErrKeyUnknown.
 func (s *Service) Import(ctx context.Context, data []byte) (ImportResult, error) {
-	rep := Verify(data, s.keyResolver(ctx), s.format())
+	rep := Verify(data, s.keyResolver(ctx), CanonicalIn(s.format()))
 	if !rep.Valid {
 		return ImportResult{}, rep.Err()
 	}
