@@ -36,6 +36,7 @@ type Store interface {
 	idempotency.Store
 	archive.Store
 	ledger.Store
+	deletion.ReerasureSource
 
 	// CreateDeletionJob creates a PENDING job for tenant, or returns its
 	// active one (created false); a held tenant is refused with a
