@@ -95,17 +95,17 @@ func TestLedgerFileTampering(t *testing.T) {
 		check string
 		want  error
 	}{
-		"tenant id changed":      {bytes.Replace(data, []byte(victim), []byte(uuid.NewString()), 1), keysOf(n), "signature", ledger.ErrInvalidFile},
-		"entry removed":          {sub(`,?\{"erased_at":"[^"]*","job_id":"`+in[0].JobID.String()+`","receipt_sha256":"[^"]*","tenant_id":"[^"]*"\}`, ""), keysOf(n), "signature", ledger.ErrInvalidFile},
-		"time changed":           {bytes.Replace(data, []byte("2026-11-01T12:00:00"), []byte("2026-11-01T12:00:01"), 1), keysOf(n), "signature", ledger.ErrInvalidFile},
-		"signature removed":      {sub(`,"signature":"[^"]*"`, ""), keysOf(n), "form", ledger.ErrInvalidFile},
-		"cut short":              {data[:len(data)/2], keysOf(n), "json", ledger.ErrInvalidFile},
-		"a receipt, not ledger":  {rec.Body, keysOf(n), "form", ledger.ErrInvalidFile},
-		"another key signed it":  {otherSigned, keysOf(n), "key", ledger.ErrKeyUnknown},
-		"the key is unknown":     {data, func(string) (ed25519.PublicKey, string, error) { return nil, "", errNoKey }, "key", ledger.ErrKeyUnknown},
-		"a member twice":         {bytes.Replace(data, []byte(`{"daemon"`), []byte(`{"type":"x","daemon"`), 1), keysOf(n), "json", ledger.ErrInvalidFile},
-		"not an object":          {[]byte(`[1,2]`), keysOf(n), "form", ledger.ErrInvalidFile},
-		"signature not base64":   {sub(`"signature":"[^"]*"`, `"signature":"%%%"`), keysOf(n), "signature", ledger.ErrInvalidFile},
+		"tenant id changed":     {bytes.Replace(data, []byte(victim), []byte(uuid.NewString()), 1), keysOf(n), "signature", ledger.ErrInvalidFile},
+		"entry removed":         {sub(`,?\{"erased_at":"[^"]*","job_id":"`+in[0].JobID.String()+`","receipt_sha256":"[^"]*","tenant_id":"[^"]*"\}`, ""), keysOf(n), "signature", ledger.ErrInvalidFile},
+		"time changed":          {bytes.Replace(data, []byte("2026-11-01T12:00:00"), []byte("2026-11-01T12:00:01"), 1), keysOf(n), "signature", ledger.ErrInvalidFile},
+		"signature removed":     {sub(`,"signature":"[^"]*"`, ""), keysOf(n), "form", ledger.ErrInvalidFile},
+		"cut short":             {data[:len(data)/2], keysOf(n), "json", ledger.ErrInvalidFile},
+		"a receipt, not ledger": {rec.Body, keysOf(n), "form", ledger.ErrInvalidFile},
+		"another key signed it": {otherSigned, keysOf(n), "key", ledger.ErrKeyUnknown},
+		"the key is unknown":    {data, func(string) (ed25519.PublicKey, string, error) { return nil, "", errNoKey }, "key", ledger.ErrKeyUnknown},
+		"a member twice":        {bytes.Replace(data, []byte(`{"daemon"`), []byte(`{"type":"x","daemon"`), 1), keysOf(n), "json", ledger.ErrInvalidFile},
+		"not an object":         {[]byte(`[1,2]`), keysOf(n), "form", ledger.ErrInvalidFile},
+		"signature not base64":  {sub(`"signature":"[^"]*"`, `"signature":"%%%"`), keysOf(n), "signature", ledger.ErrInvalidFile},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

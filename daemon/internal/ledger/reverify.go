@@ -290,7 +290,6 @@ func sortedNames(m map[string]int64) []string {
 	return out
 }
 
-
 type reverifyMetrics struct {
 	resurrections *prometheus.CounterVec
 	tenants       *prometheus.CounterVec

@@ -39,7 +39,7 @@ var pgLedger = ledgerSQL{
 			action = $4, reerase_job_id = COALESCE($5, reerase_job_id)
 		WHERE id = $1`,
 	resolve: `UPDATE lifecycle.erasure_resurrections SET resolved_at = $2 WHERE tenant_id = $1 AND resolved_at IS NULL`,
-	list: `SELECT ` + pgResurrectionColumns + ` FROM lifecycle.erasure_resurrections WHERE tenant_id = $1 ORDER BY found_at DESC, id DESC`,
+	list:    `SELECT ` + pgResurrectionColumns + ` FROM lifecycle.erasure_resurrections WHERE tenant_id = $1 ORDER BY found_at DESC, id DESC`,
 	reerasureOf: `
 		SELECT erasure_job_id, receipt_sha256 FROM lifecycle.erasure_resurrections WHERE reerase_job_id = $1
 		ORDER BY found_at DESC LIMIT 1`,
