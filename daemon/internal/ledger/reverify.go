@@ -76,7 +76,10 @@ func NewReverifier(store Store, counter Counter, owner string, cfg func() Reveri
 	v := &Reverifier{store: store, counter: counter, owner: owner, cfg: cfg, log: log.Named("reverify"),
 		metrics: newReverifyMetrics(promReg), kick: kick, now: time.Now}
 	v.loop = periodic.NewLoop(periodic.Config{
-		Name: "re-verification", Job: "reverify", Log: v.log, Metrics: p,
+		// No periodic success metric: most polls find no pass due, and a
+		// pass over a large ledger outlasts many polls; the pass records
+		// its own end (lifecycled_erasure_reverify_last_pass_timestamp_seconds).
+		Name: "re-verification", Log: v.log, Metrics: p,
 		Interval: func() time.Duration { return pollEvery(v.cfg().Interval) },
 		Pass: func(ctx context.Context) (periodic.Outcome, error) {
 			_, out, err := v.Pass(ctx)
@@ -154,6 +157,7 @@ func (v *Reverifier) Pass(ctx context.Context) (PassResult, periodic.Outcome, er
 	if err != nil {
 		return res, periodic.Done, err
 	}
+	v.metrics.lastPass.SetToCurrentTime()
 	v.log.Info("re-verification pass finished", "checked", res.Checked, "busy", res.Busy, "failed", res.Failed,
 		"resurrected", res.Resurrected, "new", res.New, "reerased", res.Reerased, "resolved", res.Resolved,
 		"took", v.now().Sub(start).String())
@@ -294,6 +298,7 @@ type reverifyMetrics struct {
 	resurrections *prometheus.CounterVec
 	tenants       *prometheus.CounterVec
 	countFailures *prometheus.CounterVec
+	lastPass      prometheus.Gauge
 }
 
 func newReverifyMetrics(reg prometheus.Registerer) *reverifyMetrics {
@@ -310,9 +315,13 @@ func newReverifyMetrics(reg prometheus.Registerer) *reverifyMetrics {
 			Name: "lifecycled_erasure_reverify_count_failures_total",
 			Help: "Re-verification counts that failed, by deleter.",
 		}, []string{"deleter"}),
+		lastPass: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lifecycled_erasure_reverify_last_pass_timestamp_seconds",
+			Help: "When this daemon last finished a re-verification pass (Unix time); 0 before its first.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.resurrections, m.tenants, m.countFailures)
+		reg.MustRegister(m.resurrections, m.tenants, m.countFailures, m.lastPass)
 	}
 	return m
 }
