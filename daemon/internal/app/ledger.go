@@ -27,8 +27,12 @@ func newLedger(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg pro
 	rv := ledger.NewReverifier(st, counter, string(id), func() ledger.ReverifyConfig {
 		cfg := holder.Get()
 		d := cfg.Deletion
+		// The lease outlives the slowest single count (a plugin call may
+		// take call_timeout), so that a slow store does not hand the pass
+		// to another daemon in the middle of one tenant.
+		lease := max(d.Lease.Duration, 2*cfg.Plugins.CallTimeout.Duration)
 		return ledger.ReverifyConfig{Interval: d.ReverifyInterval.Duration, Rate: d.ReverifyRate, Reerase: d.Reerase,
-			Lease: d.Lease.Duration, TenantIDFormat: cfg.Daemon.TenantIDFormat}
+			Lease: lease, TenantIDFormat: cfg.Daemon.TenantIDFormat}
 	}, del.Kick, log, reg, pm)
 	lc.Append(fx.Hook{OnStart: rv.Start, OnStop: rv.Stop})
 	return ledger.NewService(st, st, notary, string(id), func() string { return holder.Get().Daemon.TenantIDFormat }, rv)
