@@ -84,6 +84,19 @@ func TestLedgerRoutes(t *testing.T) {
 		require.Equal(t, 200, code, "%v", body)
 		require.Equal(t, map[string]any{"entries": 1.0, "added": 0.0, "already_present": 1.0, "key_id": notary.KeyID()}, body)
 
+		// A ledger larger than the 1 MiB other bodies are held to.
+		var many []ledger.Entry
+		for i := 0; i < 8000; i++ {
+			many = append(many, ledger.Entry{TenantID: uuid.NewString(), JobID: uuid.New(), ErasedAt: time.Now().UTC(),
+				ReceiptSHA256: ledger.ReceiptHash([]byte{byte(i)})})
+		}
+		big, err := ledger.Encode(many, time.Now(), receipt.Daemon{}, notary)
+		require.NoError(t, err)
+		require.Greater(t, len(big), 1<<20)
+		code, body, _ = send(t, h, "POST", "/api/v1/erasures/ledger", string(big))
+		require.Equal(t, 200, code, "%v", body)
+		require.Equal(t, 8000.0, body["added"])
+
 		code, body, _ = send(t, h, "POST", "/api/v1/erasures/reverify", nil)
 		require.Equal(t, 202, code, "%v", body)
 		require.Equal(t, true, body["requested"])
