@@ -17,6 +17,7 @@ import (
 // topic and a partial replay are not exit 0; --format json errors are on
 // stdout with the request id; --addr takes a bare socket path.
 func TestCLIExitCodesAndJSONErrors(t *testing.T) {
+	t.Parallel()
 	port := testsvc.FreePort(t) // nothing listens: the redis deleter cannot start
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(
 		"[[deleter]]\nname = \"redis:sessions\"\nplugin = \"redis\"\n[deleter.config]\naddr = \"127.0.0.1:%d\"\npatterns = [\"s:{tenant}:*\"]\n", port)})

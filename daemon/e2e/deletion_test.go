@@ -188,6 +188,7 @@ func startDeletion(t *testing.T, d *testsvc.Daemon, tenant string) jobBody {
 }
 
 func TestTenantErasureAcrossAllStores(t *testing.T) {
+	t.Parallel()
 	s := newStores(t, false)
 	a, b := uuid.NewString(), uuid.NewString()
 	seedA, seedB := s.seed(t, a, 200), s.seed(t, b, 150)
@@ -229,6 +230,7 @@ func TestTenantErasureAcrossAllStores(t *testing.T) {
 }
 
 func TestPartialFailureRetriesUntilCompleted(t *testing.T) {
+	t.Parallel()
 	s := newStores(t, true)
 	a := uuid.NewString()
 	seedA := s.seed(t, a, 100)
@@ -258,6 +260,7 @@ func TestPartialFailureRetriesUntilCompleted(t *testing.T) {
 }
 
 func TestKill9MidJobThenRestartFinishesWithRightCounts(t *testing.T) {
+	t.Parallel()
 	s := newStores(t, false)
 	s.pgBatch = 50 // many short batches: the job takes a while
 	a, b := uuid.NewString(), uuid.NewString()
@@ -285,6 +288,7 @@ func TestKill9MidJobThenRestartFinishesWithRightCounts(t *testing.T) {
 }
 
 func TestHostileTenantIDsAre400AndDeleteNothing(t *testing.T) {
+	t.Parallel()
 	s := newStores(t, false)
 	a := uuid.NewString()
 	seedA := s.seed(t, a, 20)
@@ -304,6 +308,7 @@ func TestHostileTenantIDsAre400AndDeleteNothing(t *testing.T) {
 }
 
 func TestTwoDaemonsShareOnePostgresStateStore(t *testing.T) {
+	t.Parallel()
 	s := newStores(t, false)
 	state := testsvc.PGDatabase(t)
 	// max_jobs counts across both daemons: with the default (4) one daemon

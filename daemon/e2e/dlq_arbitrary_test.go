@@ -132,6 +132,7 @@ func (a arbitrary) kcatRecord(t *testing.T, k *testsvc.KafkaBroker, dir, topic s
 // Every offset produced, whatever its bytes, is stored exactly once and shown
 // so that the bytes can be recovered, across a kill -9 of the daemon.
 func TestArbitraryDeadLettersAreStoredExactlyOnceAcrossARestart(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			seed := uint64(time.Now().UnixNano())

@@ -14,6 +14,7 @@ import (
 // messages. Before, the fetch failed in gRPC marshalling, the reader had
 // moved on and the next commit covered offsets 0-4: the batch was gone.
 func TestBinaryHeaderKeysAreStoredAndRepublishedByteForByte(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			k := testsvc.Kafka(t, 1)

@@ -19,6 +19,7 @@ import (
 // x-dlq-id of another topic's RESOLVED record: the new dead letter was never
 // stored and the other record went back to PENDING with its error replaced.
 func TestCopiedDLQIDIsStoredAsANewDeadLetter(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			k := testsvc.Kafka(t, 1)
@@ -65,6 +66,7 @@ func TestCopiedDLQIDIsStoredAsANewDeadLetter(t *testing.T) {
 // retry-all answered 503 and blamed a source that was up. One message the
 // original topic cannot take (1.5 MB against its 1 MB limit) must fail alone.
 func TestRetryAllOfLargeMessagesSplitsByBytesAndFailsAnOversizedOneAlone(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	createTopic(t, k, "orders.dlq.v1", 1, map[string]string{"max.message.bytes": "4194304"})
 	k.CreateTopics(t, 1, "orders.events.v1")
@@ -118,6 +120,7 @@ lease = "2s"
 }
 
 func TestReviveGivesADeadMessageAnotherChance(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			k := testsvc.Kafka(t, 1)
@@ -177,6 +180,7 @@ func TestReviveGivesADeadMessageAnotherChance(t *testing.T) {
 // stored as new PENDING rows (some republished again), and every archive
 // pass after that failed on the archive's unique position.
 func TestArchivedPositionsAreNotNewDeadLettersAfterTheGroupChanged(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			k := testsvc.Kafka(t, 1)
@@ -223,6 +227,7 @@ archive_retention = "8760h"
 // Spring's non-blocking retries, key-deserialisation failures and Kafka
 // Connect's appended headers became the fallback topic and "unknown error".
 func TestHeaderConventionsOfSpringAndKafkaConnect(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "mixed.dlq.v1", "mixed.events.v1")
 	cases := []struct {

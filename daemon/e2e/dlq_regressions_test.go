@@ -46,6 +46,7 @@ func outcomesOf(m messageJSON) []string {
 // Range) and would have skipped the new topic's first messages. A
 // redelivery is the same position with the same content: these are new.
 func TestDLQRecreatedTopicKeepsItsNewDeadLetters(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(false, "1m"))
@@ -102,6 +103,7 @@ func TestDLQRecreatedTopicKeepsItsNewDeadLetters(t *testing.T) {
 // copy kept the same payload and failed too, and the source's intake never
 // moved again. Now the payload is stored with its bytes and no jsonb copy.
 func TestDLQJSONNumberOutOfPostgresRangeDoesNotStallIntake(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1", "billing.dlq.v1")
 	state := testsvc.PGDatabase(t)
@@ -136,6 +138,7 @@ func TestDLQJSONNumberOutOfPostgresRangeDoesNotStallIntake(t *testing.T) {
 // the replayed record, and its bytes were gone. A return must carry the
 // bytes that were republished.
 func TestDLQCopiedIDWithOtherBytesOnTheSameTopicIsANewDeadLetter(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(false, "1m"))
@@ -167,6 +170,7 @@ func TestDLQCopiedIDWithOtherBytesOnTheSameTopicIsANewDeadLetter(t *testing.T) {
 // time: attempts counted that never happened, a record could go DEAD.
 // Every return's position is recorded, so a re-read is recognised.
 func TestDLQReReadReturnsAreNotCountedAgain(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			k := testsvc.Kafka(t, 1)
@@ -210,6 +214,7 @@ func TestDLQReReadReturnsAreNotCountedAgain(t *testing.T) {
 // answered 200 RESOLVED while the record stayed PENDING. Now the return is
 // counted under the lease, and the acknowledgement is recorded.
 func TestDLQReturnDuringARetryKeepsTheLeaseAndTheAcknowledgement(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+`
@@ -283,6 +288,7 @@ lease = "30s"
 // message has no known original topic: it is kept, listed and deletable,
 // never republished automatically, and a manual retry is a clear 409.
 func TestDLQWithoutAnOriginalTopicIsNeverRepublishedIntoItsDLQ(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "sink-dlq")
 	src := strings.Replace(kafkaSource(k.Addr), `group_id = "lifecycled-e2e"`, `group_id = "lifecycled-e2e"`+"\ntopic_pattern = \"*-dlq\"", 1)
@@ -332,6 +338,7 @@ lease = "2s"
 // pushed its real history out. The retry loop now leaves such messages
 // alone and the API says why.
 func TestDLQMessagesOfARemovedSourceAreNotRetriedForever(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+`

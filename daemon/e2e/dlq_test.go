@@ -119,6 +119,7 @@ func header(m kcatMessage, key string) (string, bool) {
 }
 
 func TestDLQEndToEndWithKcat(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			k := testsvc.Kafka(t, 1)
@@ -256,6 +257,7 @@ func produce(t *testing.T, k *testsvc.KafkaBroker, topic string, n int) {
 }
 
 func TestKill9DuringIntakeStoresEveryMessageOnce(t *testing.T) {
+	t.Parallel()
 	const n = 20000
 	k := testsvc.Kafka(t, 3)
 	k.CreateTopics(t, 3, "orders.dlq.v1", "orders.events.v1")
@@ -277,6 +279,7 @@ func TestKill9DuringIntakeStoresEveryMessageOnce(t *testing.T) {
 }
 
 func TestKill9DuringRetryAllLosesNothing(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
@@ -330,6 +333,7 @@ func TestKill9DuringRetryAllLosesNothing(t *testing.T) {
 }
 
 func TestBrokerDownPausesIntakeAndRetryAnswers503(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: kafkaSource(k.Addr) + retryBlock(false, "1m")})
@@ -356,6 +360,7 @@ func TestBrokerDownPausesIntakeAndRetryAnswers503(t *testing.T) {
 }
 
 func TestPluginCrashMidRetryIsRestarted(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: kafkaSource(k.Addr) + retryBlock(false, "1m")})
@@ -384,6 +389,7 @@ func TestPluginCrashMidRetryIsRestarted(t *testing.T) {
 }
 
 func TestAutomaticRetryResolvesThroughTheBroker(t *testing.T) {
+	t.Parallel()
 	k := testsvc.Kafka(t, 1)
 	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: kafkaSource(k.Addr) + retryBlock(true, "300ms")})

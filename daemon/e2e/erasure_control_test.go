@@ -127,6 +127,7 @@ func parseAPITime(t *testing.T, s *string) time.Time {
 // matches the rows PostgreSQL lost, table by table, and another tenant
 // keeps every row.
 func TestCancelInTheMiddleOfALargePostgresDeletion(t *testing.T) {
+	t.Parallel()
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := newStores(t, false)
@@ -228,6 +229,7 @@ func TestScheduledDeletionSurvivesARestartAndStartsOnTime(t *testing.T) {
 
 // TestHoldBlocksAScheduledJobAndReleaseLetsItRun, through the CLI.
 func TestHoldBlocksAScheduledJobAndReleaseLetsItRun(t *testing.T) {
+	t.Parallel()
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := newStores(t, false)

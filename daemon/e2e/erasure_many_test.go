@@ -26,6 +26,7 @@ import (
 // which counts RUNNING jobs whenever a job changes status, never sees more
 // than 4.
 func TestThousandTenantsFromAFileWithMaxJobsAcrossTwoDaemons(t *testing.T) {
+	t.Parallel()
 	const tenants, maxJobs = 1000, 4
 	s := newStores(t, false)
 	ids := make([]string, tenants)

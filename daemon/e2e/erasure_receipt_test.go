@@ -23,6 +23,7 @@ import (
 // stopped and the public key in a file, and refuses it with a count or the
 // tenant id changed, with another key, and cut short.
 func TestErasureReceiptVerifiesOfflineAndCatchesTampering(t *testing.T) {
+	t.Parallel()
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := newStores(t, false)

@@ -20,6 +20,7 @@ import (
 // search_path). Both deleters now refuse their config, say why, and the job
 // is never verified; nothing changes.
 func TestErasureOnSchemasTheDeleterCannotSeeIsNeverVerified(t *testing.T) {
+	t.Parallel()
 	ctx := testsvc.Context(t, 2*time.Minute)
 	dsn := testsvc.PGDatabase(t)
 	pool, err := pgxpool.New(ctx, dsn)

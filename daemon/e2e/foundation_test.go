@@ -38,6 +38,7 @@ func decodeEnvelope(t *testing.T, body []byte) envelope {
 }
 
 func TestRepoConfigServesAndStopsCleanly(t *testing.T) {
+	t.Parallel()
 	// The repository's config.toml, as `make run` uses it, in a scratch
 	// directory (its relative paths are anchored at the file).
 	dir := testsvc.ShortTempDir(t)
@@ -94,6 +95,7 @@ func TestRepoConfigServesAndStopsCleanly(t *testing.T) {
 }
 
 func TestSecondDaemonOnTheSameSocketIsRefused(t *testing.T) {
+	t.Parallel()
 	a := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
 	// The second one has a plugin: it must find the live socket before it
 	// starts it (a Kafka source would join the consumer group).
@@ -110,6 +112,7 @@ func TestSecondDaemonOnTheSameSocketIsRefused(t *testing.T) {
 }
 
 func TestStaleSocketIsReplaced(t *testing.T) {
+	t.Parallel()
 	dir := testsvc.ShortTempDir(t)
 	sock := filepath.Join(dir, "admin.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
@@ -125,6 +128,7 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 }
 
 func TestRegularFileAtSocketPathIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	dir := testsvc.ShortTempDir(t)
 	sock := filepath.Join(dir, "admin.sock")
 	require.NoError(t, os.WriteFile(sock, []byte("important data"), 0o600))
@@ -138,6 +142,7 @@ func TestRegularFileAtSocketPathIsLeftAlone(t *testing.T) {
 }
 
 func TestAuditLineNamesTheCaller(t *testing.T) {
+	t.Parallel()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
 	code, body := d.Do("POST", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/deletion", nil, map[string]string{"X-Request-Id": "req_audit_test"})
 	require.Equal(t, 409, code, "no deleters configured: %s", body)
@@ -157,6 +162,7 @@ func TestAuditLineNamesTheCaller(t *testing.T) {
 }
 
 func TestHostOriginAndEnvelope(t *testing.T) {
+	t.Parallel()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
 	code, body := d.Do("GET", "/healthz", nil, map[string]string{"Host": "evil.example.com"})
 	require.Equal(t, 400, code)
@@ -191,6 +197,7 @@ func TestHostOriginAndEnvelope(t *testing.T) {
 }
 
 func TestAccessPolicyFromPeerCredentials(t *testing.T) {
+	t.Parallel()
 	uid := os.Getuid()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("allow_uids = [%d]\nread_only_uids = [%d]", uid+4242, uid)})
 	code, body := d.Do("GET", "/api/v1/status", nil, nil)
@@ -208,6 +215,7 @@ func TestAccessPolicyFromPeerCredentials(t *testing.T) {
 }
 
 func TestMetricsListenerServesOnlyMetricsAndHealth(t *testing.T) {
+	t.Parallel()
 	port := testsvc.FreePort(t)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port)})
 	get := func(path string) int {
@@ -252,6 +260,7 @@ func TestSdNotifyReadyReloadAndStopping(t *testing.T) {
 }
 
 func TestInvalidConfigExitsWithExConfig(t *testing.T) {
+	t.Parallel()
 	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{Daemon: `shutdown_timeout = "soon"`})
 	d.Start()
 	require.Equal(t, 78, d.Wait(30*time.Second))
@@ -260,6 +269,7 @@ func TestInvalidConfigExitsWithExConfig(t *testing.T) {
 }
 
 func TestDaemonOnPostgresStateStore(t *testing.T) {
+	t.Parallel()
 	// A password in the DSN's query string (trust auth ignores it) must not
 	// reach the start-up log, the status answer or config dump.
 	state := testsvc.PGDatabase(t) + "&password=hunter2-in-query"
@@ -292,6 +302,7 @@ func runCLI(t *testing.T, dir string, args ...string) (string, string, int) {
 }
 
 func TestCLIConfigMigrateAndExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := testsvc.ShortTempDir(t)
 	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{Dir: dir, Extra: "[[dlq_source]]\nname = \"kafka\"\nplugin = \"kafka\"\n[dlq_source.config]\nbrokers = [\"127.0.0.1:1\"]\nsasl_password = \"hunter2-secret\"\n"})
 
@@ -335,6 +346,7 @@ func TestCLIConfigMigrateAndExitCodes(t *testing.T) {
 }
 
 func TestNewerSchemaStopsTheDaemon(t *testing.T) {
+	t.Parallel()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
 	d.Signal(syscall.SIGTERM)
 	require.Equal(t, 0, d.Wait(30*time.Second))
@@ -348,6 +360,7 @@ func TestNewerSchemaStopsTheDaemon(t *testing.T) {
 }
 
 func TestStateStoreRefusingTheCredentialsExitsWithExConfig(t *testing.T) {
+	t.Parallel()
 	admin := testsvc.PGAdminDSN()
 	u, err := url.Parse(testsvc.PGDatabase(t))
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 // socket unreachable by using up the daemon's file descriptors, and the
 // socket itself holds a bounded number of connections.
 func TestIdleConnectionsCannotStarveTheAdminSocket(t *testing.T) {
+	t.Parallel()
 	port := testsvc.FreePort(t)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port),
 		Wrap: []string{"prlimit", "--nofile=64:64", "--"}})
@@ -58,6 +59,7 @@ func TestIdleConnectionsCannotStarveTheAdminSocket(t *testing.T) {
 // Counters that alert rules use exist at 0 for every configured plugin and
 // deleter before their first increment.
 func TestMetricFamiliesExistBeforeTheirFirstIncrement(t *testing.T) {
+	t.Parallel()
 	redis := testsvc.Redis(t)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(
 		"[[deleter]]\nname = \"redis:s\"\nplugin = \"redis\"\n[deleter.config]\naddr = %q\npatterns = [\"s:{tenant}\"]\n", redis.Addr)})
@@ -71,6 +73,7 @@ func TestMetricFamiliesExistBeforeTheirFirstIncrement(t *testing.T) {
 // A state-store outage is a 503 with a code that says so, and `status`
 // says the dead-letter counts are unknown rather than 0.
 func TestStateStoreOutageIs503AndStatusSaysUnknown(t *testing.T) {
+	t.Parallel()
 	state := testsvc.PGDatabase(t)
 	u, err := url.Parse(state)
 	require.NoError(t, err)

@@ -80,6 +80,7 @@ func rawPost(d *testsvc.Daemon, path, key string, body []byte) (rawResponse, err
 }
 
 func TestIdempotencyKeyRules(t *testing.T) {
+	t.Parallel()
 	for _, state := range []string{"sqlite", "postgres"} {
 		t.Run(state, func(t *testing.T) {
 			s := newIdemSetup(t, state, "")
@@ -175,6 +176,7 @@ func TestIdempotencyKeyRules(t *testing.T) {
 }
 
 func TestIdempotencyMismatchStatus422AndExpiry(t *testing.T) {
+	t.Parallel()
 	s := newIdemSetup(t, "sqlite", "[idempotency]\nmismatch_status = 422\nttl = \"2s\"\n")
 	d := s.d
 	key := uuid.NewString()
@@ -198,6 +200,7 @@ func TestIdempotencyMismatchStatus422AndExpiry(t *testing.T) {
 }
 
 func TestIdempotencyKeysAreScopedByCaller(t *testing.T) {
+	t.Parallel()
 	testsvc.Need(t, os.Getuid() == 0, "needs root to make a request as another user")
 	curl := testsvc.Tool(t, "curl", "Debian package curl; make test-deps installs it")
 	s := newIdemSetup(t, "sqlite", "")

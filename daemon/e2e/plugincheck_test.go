@@ -15,6 +15,7 @@ import (
 // config: a typo in a plugin's block, a missing binary and a wrong checksum
 // are caught before the daemon runs, each named.
 func TestConfigValidateWithPlugins(t *testing.T) {
+	t.Parallel()
 	redis := testsvc.Redis(t)
 	dir := testsvc.ShortTempDir(t)
 	good := fmt.Sprintf("[[deleter]]\nname = \"redis:sessions\"\nplugin = \"redis\"\n[deleter.config]\naddr = %q\npatterns = [\"s:{tenant}:*\"]\n", redis.Addr)
@@ -41,6 +42,7 @@ func TestConfigValidateWithPlugins(t *testing.T) {
 // A daemon whose plugin cannot start is ready (the others serve) but says
 // it is degraded, naming the plugin, in systemd's STATUS and in /readyz.
 func TestBrokenPluginMakesTheDaemonDegradedAndSaysWhich(t *testing.T) {
+	t.Parallel()
 	dir := testsvc.ShortTempDir(t)
 	notify, next := notifyListener(t, dir)
 	port := testsvc.FreePort(t)

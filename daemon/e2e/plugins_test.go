@@ -38,6 +38,7 @@ patterns = ["session:{tenant}:*"]
 }
 
 func TestNoPluginOutlivesTheDaemon(t *testing.T) {
+	t.Parallel()
 	r := testsvc.Redis(t)
 	for _, how := range []string{"SIGTERM", "kill -9"} {
 		t.Run(how, func(t *testing.T) {
@@ -61,6 +62,7 @@ func TestNoPluginOutlivesTheDaemon(t *testing.T) {
 }
 
 func TestOperatorBuiltPluginShowsInPluginsList(t *testing.T) {
+	t.Parallel()
 	// The example plugin from docs/plugin-authoring.md, built and dropped in.
 	dir := testsvc.ShortTempDir(t)
 	bin := testsvc.BuildPackage(t, "./sdk/example/filestore", dir, "lifecycled-plugin-filestore")

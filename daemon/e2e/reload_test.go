@@ -17,6 +17,7 @@ import (
 // plugin (the new config is tried on a new instance first), says so in
 // STATUS and a gauge, and `lifecycled reload` (the unit's ExecReload) fails.
 func TestRefusedReloadKeepsTheRunningPlugin(t *testing.T) {
+	t.Parallel()
 	redis := testsvc.Redis(t)
 	dir := testsvc.ShortTempDir(t)
 	notify, next := notifyListener(t, dir)

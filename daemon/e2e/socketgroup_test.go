@@ -23,6 +23,7 @@ import (
 // group to join. Here nobody (group daemon, supplementary nogroup) plays the
 // daemon, nogroup the admin group, bin an operator and sys a stranger.
 func TestSocketGroupWorksForUnprivilegedDaemonAndOperators(t *testing.T) {
+	t.Parallel()
 	testsvc.Need(t, os.Geteuid() == 0, "needs root to run the daemon and the CLI as other users")
 	const daemonUID, daemonGID, adminGID = 65534, 1, 65534
 	unit := systemdUnit(t)

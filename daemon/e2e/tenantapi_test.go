@@ -75,7 +75,7 @@ func settled(t *testing.T, d *testsvc.Daemon, tenant string, within time.Duratio
 			return false
 		}
 		require.NoError(t, json.Unmarshal(body, &j))
-		return j.Status == "COMPLETED" || (j.Status == "PARTIAL" && j.Attempts >= 1)
+		return j.Status == "COMPLETED" || ((j.Status == "PARTIAL" || j.Status == "BLOCKED") && j.Attempts >= 1)
 	}, "job of %q finishes an attempt (is %s)", tenant, j.Status)
 	return j
 }

@@ -17,6 +17,7 @@ type Tenants interface {
 	Latest(ctx context.Context, tenant string) (*deletion.Job, error)
 	Jobs(ctx context.Context, f deletion.JobFilter) (deletion.JobPage, error)
 	Cancel(ctx context.Context, tenant string, uid *int64) (*deletion.Job, deletion.CancelOutcome, error)
+	Retry(ctx context.Context, tenant string) (*deletion.Job, error)
 }
 
 // CountsBody is GET /api/v1/tenants/{tenant}/counts.
@@ -124,6 +125,7 @@ func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 			}
 			writeJSON(w, http.StatusOK, job.ToJSON())
 		})
+		retryRoute(mux, svc)
 		mux.HandleFunc("GET /api/v1/tenants/{tenant}/deletions", func(w http.ResponseWriter, r *http.Request) {
 			f, err := parseJobQuery(r.URL.Query(), false)
 			if err != nil {

@@ -20,9 +20,9 @@ import (
 )
 
 func tenantCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "tenant", Short: "Count, delete, schedule, cancel, hold and prove the erasure of tenants' data"}
+	cmd := &cobra.Command{Use: "tenant", Short: "Count, delete, schedule, cancel, retry, hold and prove the erasure of tenants' data"}
 	cmd.AddCommand(tenantCountCmd(g), tenantDeleteCmd(g), tenantStatusCmd(g), tenantJobsCmd(g), tenantCancelCmd(g),
-		tenantHoldCmd(g), tenantReleaseCmd(g), tenantHoldsCmd(g), tenantReceiptCmd(g))
+		tenantRetryCmd(g), tenantHoldCmd(g), tenantReleaseCmd(g), tenantHoldsCmd(g), tenantReceiptCmd(g))
 	return cmd
 }
 
@@ -272,6 +272,15 @@ poll:
 				return &exitError{code: ExitAttention, silent: true, err: errors.New("the job was cancelled")}
 			}
 			return nil
+		}
+		if job.Status == deletion.JobBlocked {
+			// Nothing will change until an operator acts: waiting on is useless.
+			if bar != nil {
+				_ = bar.Exit()
+			}
+			printJob(g, &job)
+			fmt.Fprintf(g.stderr, "the job is BLOCKED: fix the cause above, then: lifecycled tenant retry %s\n", tenant)
+			return &exitError{code: ExitAttention, silent: true, err: errors.New("the job is blocked")}
 		}
 		select {
 		case <-ctx.Done():

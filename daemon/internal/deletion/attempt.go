@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // run performs one attempt of a job. ctx ends with the attempt's stop
@@ -44,7 +45,7 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	counts := r.reg.CountSome(ctx, tenant, todo)
 	for _, f := range counts.Failed {
 		d := states[f.Deleter]
-		d.Status, d.Error, d.UpdatedAt, d.Verification = DeleterFailed, "count before delete: "+f.Error, r.now(), nil
+		d.Status, d.Error, d.UpdatedAt, d.Verification = failedStatus(f.Err), "count before delete: "+f.Error, r.now(), nil
 		d.Attempts++
 		if ctx.Err() == nil {
 			r.metrics.failures.WithLabelValues(d.Name).Inc()
@@ -99,7 +100,7 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	}
 	for _, f := range report.Failed {
 		d := states[f.Deleter]
-		d.Status, d.UpdatedAt = DeleterFailed, r.now()
+		d.Status, d.UpdatedAt = failedStatus(f.Err), r.now()
 		d.Error = f.Error
 		d.DeletedCount = max(d.DeletedCount, base[f.Deleter]+f.Deleted)
 		r.metrics.deleted.WithLabelValues(f.Deleter).Add(float64(f.Deleted))
@@ -142,7 +143,8 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 // of those this attempt runs: every one not yet SUCCEEDED that is still
 // configured, and every deleter configured since the job was created (it
 // holds the tenant's data too: the job is not done, nor verified, until it
-// ran). A deleter no longer configured is FAILED.
+// ran). A deleter no longer configured is BLOCKED, and a BLOCKED one is
+// not run: a retry cannot help it, an operator's retry of the job can.
 func (r *Runner) prepare(ctx context.Context, log hclog.Logger, job *Job) (map[string]*DeleterState, []string) {
 	configured := map[string]bool{}
 	for _, n := range r.reg.Names() {
@@ -153,12 +155,14 @@ func (r *Runner) prepare(ctx context.Context, log hclog.Logger, job *Job) (map[s
 	for i := range job.Deleters {
 		d := &job.Deleters[i]
 		states[d.Name] = d
-		if d.Status == DeleterSucceeded {
+		if d.Status == DeleterSucceeded || d.Status == DeleterBlocked {
 			continue
 		}
 		if !configured[d.Name] {
-			d.Status, d.Error, d.UpdatedAt = DeleterFailed, fmt.Sprintf("deleter %s is no longer configured", d.Name), r.now()
-			_ = r.store.SetDeleterState(ctx, job.ID, r.owner, *d)
+			d.Status, d.Error, d.UpdatedAt = DeleterBlocked, fmt.Sprintf("deleter %s is no longer configured", d.Name), r.now()
+			if err := r.store.SetDeleterState(ctx, job.ID, r.owner, *d); err != nil {
+				log.Warn("store deleter state", "deleter", d.Name, "error", err)
+			}
 			continue
 		}
 		todo = append(todo, d.Name)
@@ -177,6 +181,16 @@ func (r *Runner) prepare(ctx context.Context, log hclog.Logger, job *Job) (map[s
 		todo = append(todo, n)
 	}
 	return states, todo
+}
+
+// failedStatus is the status a deleter's failure leaves it in: BLOCKED when
+// the plugin classed the error permanent (retrying the same call cannot
+// succeed), FAILED, to be retried with backoff, otherwise.
+func failedStatus(err error) DeleterStatus {
+	if sdk.ClassOf(err) == sdk.ClassPermanent {
+		return DeleterBlocked
+	}
+	return DeleterFailed
 }
 
 // settleStopped records the deleters a cancel or a hold stopped, with

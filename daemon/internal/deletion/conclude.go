@@ -22,9 +22,13 @@ func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states m
 		return stoppedUpdate(why, now)
 	}
 	names := sortedKeysOf(states)
-	var failed []string
+	var failed, blocked []string
 	for _, name := range names {
-		if d := states[name]; d.Status != DeleterSucceeded {
+		switch d := states[name]; d.Status {
+		case DeleterSucceeded:
+		case DeleterBlocked:
+			blocked = append(blocked, fmt.Sprintf("%s: %s", d.Name, d.Error))
+		default:
 			failed = append(failed, fmt.Sprintf("%s: %s", d.Name, d.Error))
 		}
 	}
@@ -34,8 +38,19 @@ func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states m
 		return JobUpdate{Status: JobPartial, LastError: "the job has no deleters and none is configured", NextAttemptAt: &backoff, Now: now}
 	}
 	if len(failed) > 0 {
-		return JobUpdate{Status: JobPartial, LastError: fmt.Sprintf("%d deleter(s) failed: %s", len(failed), strings.Join(failed, "; ")),
-			NextAttemptAt: &backoff, Now: now}
+		// The deleters worth retrying are retried; blocked ones wait for
+		// an operator all the same (they are not run again).
+		msg := fmt.Sprintf("%d deleter(s) failed: %s", len(failed), strings.Join(failed, "; "))
+		if len(blocked) > 0 {
+			msg += fmt.Sprintf("; %d blocked until an operator retries the job: %s", len(blocked), strings.Join(blocked, "; "))
+		}
+		return JobUpdate{Status: JobPartial, LastError: msg, NextAttemptAt: &backoff, Now: now}
+	}
+	if len(blocked) > 0 {
+		// No retry can fix what is left: stop spending attempts on it.
+		return JobUpdate{Status: JobBlocked, Now: now, LastError: fmt.Sprintf(
+			"%d deleter(s) blocked, not retried until an operator fixes the cause and retries the job (lifecycled tenant retry): %s",
+			len(blocked), strings.Join(blocked, "; "))}
 	}
 	if !cfg.Verify {
 		return JobUpdate{Status: JobCompleted, Verified: false, Now: now}

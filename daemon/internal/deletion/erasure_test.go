@@ -55,7 +55,9 @@ func TestCancelStopsARunningJobWithinOneBatch(t *testing.T) {
 		d.seed(tenant, map[string]int64{"public.steps": 300, "public.instances": 200})
 		d.seed(other, map[string]int64{"public.steps": 50})
 		uid := int64(1001)
-		_, svc := daemonOf(t, st, batchDeleters{"postgres:app": d}, "d1", 0, nil)
+		// A lease that outlives a slow heartbeat on a loaded machine: the
+		// cancel must find the job held (RUNNING), not abandoned.
+		_, svc := daemonOf(t, st, batchDeleters{"postgres:app": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = 10 * time.Second })
 		job, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
 		require.NoError(t, err)
 		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobRunning && j.Deleters[0].DeletedCount >= 30 }, "deleting")

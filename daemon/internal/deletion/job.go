@@ -13,7 +13,10 @@ type JobStatus string
 
 // Job statuses. SCHEDULED: waiting for its not_before (a grace period).
 // PENDING: waiting for a runner. RUNNING: a runner holds its lease.
-// PARTIAL: some deleters failed; they are retried with backoff. COMPLETED:
+// PARTIAL: some deleters failed; they are retried with backoff. BLOCKED:
+// what is left failed for good (a permanent error, a deleter no longer
+// configured): nothing retries it until an operator retries the job
+// (Service.Retry) after fixing the cause. COMPLETED:
 // every deleter succeeded (and, with verify on, a count found 0).
 // CANCELLED: an operator stopped it; what was deleted so far stays in its
 // report. COMPLETED and CANCELLED are final: such a job never runs again.
@@ -22,12 +25,13 @@ const (
 	JobPending   JobStatus = "PENDING"
 	JobRunning   JobStatus = "RUNNING"
 	JobPartial   JobStatus = "PARTIAL"
+	JobBlocked   JobStatus = "BLOCKED"
 	JobCompleted JobStatus = "COMPLETED"
 	JobCancelled JobStatus = "CANCELLED"
 )
 
 // JobStatuses lists every job status, in the order a job moves through them.
-var JobStatuses = []JobStatus{JobScheduled, JobPending, JobRunning, JobPartial, JobCompleted, JobCancelled}
+var JobStatuses = []JobStatus{JobScheduled, JobPending, JobRunning, JobPartial, JobBlocked, JobCompleted, JobCancelled}
 
 // Finished reports whether a job in status s is over for good.
 func (s JobStatus) Finished() bool { return s == JobCompleted || s == JobCancelled }
@@ -45,13 +49,18 @@ func ParseJobStatus(s string) (JobStatus, bool) {
 // DeleterStatus is where one deleter of a job is.
 type DeleterStatus string
 
-// Deleter statuses. CANCELLED: the deleter was stopped by a cancel; its
-// counts are what it deleted before it stopped.
+// Deleter statuses. FAILED: it failed in a way worth retrying (its store
+// was down); the job retries it with backoff. BLOCKED: it failed in a way a
+// retry cannot fix (a permanent error such as an invalid config, or it is
+// no longer configured): it is not run again until an operator retries the
+// job. CANCELLED: the deleter was stopped by a cancel; its counts are what
+// it deleted before it stopped.
 const (
 	DeleterPending   DeleterStatus = "PENDING"
 	DeleterRunning   DeleterStatus = "RUNNING"
 	DeleterSucceeded DeleterStatus = "SUCCEEDED"
 	DeleterFailed    DeleterStatus = "FAILED"
+	DeleterBlocked   DeleterStatus = "BLOCKED"
 	DeleterCancelled DeleterStatus = "CANCELLED"
 )
 
@@ -187,6 +196,11 @@ type JobStore interface {
 	// derrors.ErrNotFound when the tenant has no job; derrors.ErrConflict
 	// when its latest job is finished.
 	CancelDeletionJob(ctx context.Context, tenant string, uid *int64, now time.Time) (*Job, CancelOutcome, error)
+	// RetryDeletionJob makes the tenant's BLOCKED or PARTIAL job due now,
+	// with its BLOCKED deleters PENDING again. derrors.ErrNotFound when the
+	// tenant has no job; derrors.ErrConflict when its latest job is in any
+	// other status (running, waiting to start, or finished).
+	RetryDeletionJob(ctx context.Context, tenant string, now time.Time) (*Job, error)
 	// ReapCancelledJobs ends, as CANCELLED, jobs whose cancel was requested
 	// while their runner died (RUNNING with an expired lease).
 	ReapCancelledJobs(ctx context.Context, now time.Time) (int64, error)

@@ -98,7 +98,7 @@ func (j *Job) ToJSON() JobJSON {
 		switch d.Status {
 		case DeleterSucceeded:
 			out.Report.Succeeded[d.Name] = Result{DeletedCount: d.DeletedCount, Breakdown: copyBreakdown(d.DeletedBreakdown)}
-		case DeleterFailed:
+		case DeleterFailed, DeleterBlocked:
 			out.Report.Failed = append(out.Report.Failed, Failure{Deleter: d.Name, Error: d.Error})
 		case DeleterCancelled:
 			if out.Report.Cancelled == nil {

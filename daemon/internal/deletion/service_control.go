@@ -32,6 +32,25 @@ func (s *Service) Cancel(ctx context.Context, tenant string, uid *int64) (*Job, 
 	return job, outcome, nil
 }
 
+// Retry makes the tenant's BLOCKED job (or PARTIAL one, waiting for its
+// backoff) due now, its blocked deleters to be run again: the operator
+// fixed what blocked them. A deleter still not configured, or failing for
+// good again, blocks it again. The admin API logs who asked.
+func (s *Service) Retry(ctx context.Context, tenant string) (*Job, error) {
+	tenant, err := s.canonical(tenant)
+	if err != nil {
+		return nil, err
+	}
+	job, err := s.store.RetryDeletionJob(ctx, tenant, s.now())
+	if err != nil {
+		return nil, err
+	}
+	if s.runner != nil {
+		s.runner.Kick()
+	}
+	return job, nil
+}
+
 // Hold puts the tenant under a legal hold. While it holds, no deletion
 // starts, an unfinished job waits, and a running one is stopped at the
 // next batch boundary (PARTIAL, resumed after the release). Holding a held

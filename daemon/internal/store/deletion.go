@@ -33,6 +33,8 @@ type jobSQL struct {
 	cancelNow     string // (tenant, uid, now) -> id
 	cancelRunning string // (job id, now): the deleters a dead runner left RUNNING
 	cancelRequest string // (tenant, uid, now) -> id
+	retryJob      string // (tenant, now) -> id
+	retryDeleters string // (job id, now)
 	reap          string // (now)
 	statusCounts  string
 	overdue       string // (now) -> oldest not_before
@@ -287,6 +289,42 @@ func (s *sqlStore) CancelDeletionJob(ctx context.Context, tenant string, uid *in
 		return nil, 0, fmt.Errorf("cancel deletion of tenant %q: %w", tenant, err)
 	}
 	return job, outcome, nil
+}
+
+// RetryDeletionJob implements deletion.JobStore.
+func (s *sqlStore) RetryDeletionJob(ctx context.Context, tenant string, now time.Time) (*deletion.Job, error) {
+	var job *deletion.Job
+	err := s.db.tx(ctx, func(q querier) error {
+		var id uuid.UUID
+		err := q.queryRow(ctx, s.sql.jobs.retryJob, tenant, now).Scan(&id)
+		switch {
+		case err == nil:
+			if _, err := q.exec(ctx, s.sql.jobs.retryDeleters, id, now); err != nil {
+				return err
+			}
+		case !errors.Is(err, derrors.ErrNotFound):
+			return err
+		}
+		job, err = s.withDeleters(ctx, q, q.queryRow(ctx, s.sql.jobs.latest, tenant))
+		if errors.Is(err, derrors.ErrNotFound) {
+			return fmt.Errorf("%w: tenant %s has no deletion job to retry", derrors.ErrNotFound, tenant)
+		}
+		if err != nil {
+			return err
+		}
+		if id == uuid.Nil {
+			return fmt.Errorf("%w: the latest deletion job of tenant %s (%s) is %s: only a BLOCKED or PARTIAL job can be retried",
+				derrors.ErrConflict, tenant, job.ID, job.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, derrors.ErrNotFound) || errors.Is(err, derrors.ErrConflict) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("retry deletion of tenant %q: %w", tenant, err)
+	}
+	return job, nil
 }
 
 func finishedOrUpdated(j *deletion.Job) time.Time {

@@ -69,7 +69,7 @@ var pgJobs = jobSQL{
 	cancelNow: `
 		UPDATE lifecycle.deletion_jobs SET status = 'CANCELLED', finished_at = $3, updated_at = $3,
 			cancel_requested_at = $3, cancelled_by_uid = $2, lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = NULL
-		WHERE tenant_id = $1 AND (status IN ('SCHEDULED', 'PENDING', 'PARTIAL') OR (status = 'RUNNING' AND lease_expires_at < $3))
+		WHERE tenant_id = $1 AND (status IN ('SCHEDULED', 'PENDING', 'PARTIAL', 'BLOCKED') OR (status = 'RUNNING' AND lease_expires_at < $3))
 		RETURNING id`,
 	cancelRunning: `
 		UPDATE lifecycle.deletion_job_deleters SET status = 'CANCELLED', updated_at = $2 WHERE job_id = $1 AND status = 'RUNNING'`,
@@ -78,6 +78,11 @@ var pgJobs = jobSQL{
 			cancelled_by_uid = COALESCE(cancelled_by_uid, $2), updated_at = $3
 		WHERE tenant_id = $1 AND status = 'RUNNING'
 		RETURNING id`,
+	retryJob: `
+		UPDATE lifecycle.deletion_jobs SET status = 'PARTIAL', next_attempt_at = $2, updated_at = $2
+		WHERE tenant_id = $1 AND status IN ('BLOCKED', 'PARTIAL') AND cancel_requested_at IS NULL
+		RETURNING id`,
+	retryDeleters: `UPDATE lifecycle.deletion_job_deleters SET status = 'PENDING', updated_at = $2 WHERE job_id = $1 AND status = 'BLOCKED'`,
 	reap: `
 		UPDATE lifecycle.deletion_jobs SET status = 'CANCELLED', finished_at = $1, updated_at = $1, lease_owner = NULL,
 			lease_expires_at = NULL, next_attempt_at = NULL

@@ -1,0 +1,53 @@
+-- See postgres/014_blocked_jobs.down.sql: BLOCKED becomes PARTIAL and
+-- FAILED, then the tables are rebuilt with the CHECK constraints of 007.
+UPDATE deletion_job_deleters SET status = 'FAILED' WHERE status = 'BLOCKED';
+UPDATE deletion_jobs SET status = 'PARTIAL', next_attempt_at = COALESCE(next_attempt_at, updated_at) WHERE status = 'BLOCKED';
+CREATE TABLE deletion_job_deleters_copy AS SELECT * FROM deletion_job_deleters;
+DROP TABLE deletion_job_deleters;
+
+CREATE TABLE deletion_jobs_new (
+    id                  TEXT    PRIMARY KEY,
+    tenant_id           TEXT    NOT NULL,
+    status              TEXT    NOT NULL,
+    attempts            INTEGER NOT NULL DEFAULT 0,
+    verified            INTEGER NOT NULL DEFAULT 0,
+    last_error          TEXT,
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL,
+    finished_at         INTEGER,
+    next_attempt_at     INTEGER,
+    lease_owner         TEXT,
+    lease_expires_at    INTEGER,
+    not_before          INTEGER,
+    started_at          INTEGER,
+    requested_by_uid    INTEGER,
+    cancel_requested_at INTEGER,
+    cancelled_by_uid    INTEGER,
+    CHECK (status IN ('SCHEDULED', 'PENDING', 'RUNNING', 'PARTIAL', 'COMPLETED', 'CANCELLED'))
+);
+INSERT INTO deletion_jobs_new SELECT * FROM deletion_jobs;
+DROP TABLE deletion_jobs;
+ALTER TABLE deletion_jobs_new RENAME TO deletion_jobs;
+CREATE UNIQUE INDEX uq_deletion_jobs_active ON deletion_jobs (tenant_id) WHERE status NOT IN ('COMPLETED', 'CANCELLED');
+CREATE INDEX idx_deletion_jobs_tenant ON deletion_jobs (tenant_id, created_at DESC);
+CREATE INDEX idx_deletion_jobs_due ON deletion_jobs (next_attempt_at) WHERE status NOT IN ('COMPLETED', 'CANCELLED');
+CREATE INDEX idx_deletion_jobs_created ON deletion_jobs (created_at DESC, id DESC);
+CREATE INDEX idx_deletion_jobs_running ON deletion_jobs (lease_expires_at) WHERE status = 'RUNNING';
+
+CREATE TABLE deletion_job_deleters (
+    job_id        TEXT    NOT NULL REFERENCES deletion_jobs (id) ON DELETE CASCADE,
+    deleter       TEXT    NOT NULL,
+    status        TEXT    NOT NULL,
+    deleted_count INTEGER NOT NULL DEFAULT 0,
+    initial_count INTEGER,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    error         TEXT,
+    updated_at    INTEGER NOT NULL,
+    breakdown     TEXT,
+    verification  TEXT,
+    PRIMARY KEY (job_id, deleter),
+    CHECK (status IN ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'))
+);
+INSERT INTO deletion_job_deleters SELECT * FROM deletion_job_deleters_copy;
+DROP TABLE deletion_job_deleters_copy;
+
