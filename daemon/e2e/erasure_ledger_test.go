@@ -81,6 +81,7 @@ func resurrectionCount(t *testing.T, d *testsvc.Daemon) string {
 // fails verification and import when tampered (changing nothing), and
 // imports idempotently.
 func TestRestoreDrill(t *testing.T) {
+	t.Parallel()
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := newStores(t, false)
