@@ -124,7 +124,8 @@ func Burst(r float64) int {
 }
 
 // Pass runs one pass if it is due (or was asked for) and this daemon gets
-// the lease; ran says whether it did.
+// the lease: periodic.Done when it ran (or failed), periodic.Skipped when
+// passes are off, not due, or another daemon holds the lease.
 func (v *Reverifier) Pass(ctx context.Context) (PassResult, periodic.Outcome, error) {
 	cfg := v.cfg()
 	v.metrics.known(v.counter.Names())
