@@ -3,7 +3,9 @@
 // hashicorp/go-plugin, protocol version 2, mutual TLS). It implements one of
 // two interfaces:
 //
-//   - TenantDeleter: counts and deletes one tenant's data in one store.
+//   - TenantDeleter: counts and deletes one tenant's data in one store;
+//     optionally also a Planner, which says before deleting what it would
+//     delete and how, under a fingerprint of the schema or config.
 //   - DLQSource: reads dead letters from a broker, commits them once the
 //     daemon stored them, and republishes them to their original topic.
 //
@@ -38,8 +40,9 @@ import (
 )
 
 // ProtocolVersion is the newest plugin protocol this SDK speaks; the history
-// is in sdk/proto/lifecycled/plugin/v1/plugin.proto. TenantDeleter has not
-// changed since protocol 1, so deleters are served and accepted on 1 as
+// is in sdk/proto/lifecycled/plugin/v1/plugin.proto. TenantDeleter has only
+// gained the optional Plan since protocol 1 (a plugin without it answers
+// UNIMPLEMENTED, see Planner), so deleters are served and accepted on 1 as
 // well; a DLQSource needs MinSourceProtocolVersion.
 const ProtocolVersion = 2
 

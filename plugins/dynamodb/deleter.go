@@ -249,6 +249,15 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 	if err != nil {
 		return nil, err
 	}
+	total, err := s.countItems(ctx, tv)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.CountResponse{Count: total, Breakdown: map[string]int64{s.cfg.Table: total}}, nil
+}
+
+// countItems is Count's work, shared with Plan.
+func (s snapshot) countItems(ctx context.Context, tv types.AttributeValue) (int64, error) {
 	in := s.query(tv)
 	in.Select = types.SelectCount
 	in.ConsistentRead = aws.Bool(true)
@@ -257,11 +266,11 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, classify(fmt.Errorf("count: %w", err))
+			return 0, classify(fmt.Errorf("count: %w", err))
 		}
 		total += int64(out.Count)
 	}
-	return &sdk.CountResponse{Count: total, Breakdown: map[string]int64{s.cfg.Table: total}}, nil
+	return total, nil
 }
 
 // Delete pages through the tenant's keys (projection of the key attributes

@@ -266,19 +266,30 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 	if err != nil {
 		return nil, err
 	}
-	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}
+	breakdown, total, err := countRows(ctx, db, m, vals)
+	if err != nil {
+		return nil, err
+	}
+	logLookalikes(ctx, db, m, vals, req.TenantID)
+	return &sdk.CountResponse{Count: total, Breakdown: breakdown}, nil
+}
+
+// countRows is Count's work, shared with Plan: per table in delete order,
+// the tenant's rows now.
+func countRows(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) (map[string]int64, int64, error) {
+	breakdown := map[string]int64{}
+	var total int64
 	for _, t := range m.order {
 		p := newPredicate(vals)
 		var n int64
 		q := fmt.Sprintf("SELECT COUNT(*) FROM %s a WHERE %s", t.cat.ident(), p.gone(t, "a"))
 		if err := db.QueryRowContext(ctx, q, p.args...).Scan(&n); err != nil {
-			return nil, classify(fmt.Errorf("count %s: %w", t.name(), err))
+			return nil, 0, classify(fmt.Errorf("count %s: %w", t.name(), err))
 		}
-		resp.Breakdown[t.name()] = n
-		resp.Count += n
+		breakdown[t.name()] = n
+		total += n
 	}
-	logLookalikes(ctx, db, m, vals, req.TenantID)
-	return resp, nil
+	return breakdown, total, nil
 }
 
 // logLookalikes notes rows whose tenant id the column's collation takes for

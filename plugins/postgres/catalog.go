@@ -63,7 +63,8 @@ type catColumn struct {
 	deterministic bool   // its collation compares bytes, not "equivalent" strings
 	// equalityVisible: the base type's own = operator is on the deleter's
 	// search_path, so "col = $1" compares as the type does (citext in a
-	// schema off the path would compare as text).
+	// schema off the path would compare as text); or the type has no = of
+	// its own (varchar), and compares as text wherever it is.
 	equalityVisible bool
 }
 
@@ -167,6 +168,10 @@ func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string
 			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indkey[0] = a.attnum),
 			EXISTS (SELECT 1 FROM pg_operator o JOIN pg_namespace onsp ON onsp.oid = o.oprnamespace
 				WHERE o.oprname = '=' AND o.oprleft = bt.oid AND o.oprright = bt.oid AND onsp.nspname = ANY(current_schemas(true)))
+			-- A type with no = of its own anywhere (varchar) compares through
+			-- the type it is binary-coercible to (text = text, in pg_catalog),
+			-- which is how the type itself compares: nothing off the path to miss.
+			OR NOT EXISTS (SELECT 1 FROM pg_operator o WHERE o.oprname = '=' AND o.oprleft = bt.oid AND o.oprright = bt.oid)
 		FROM pg_attribute a
 		CROSS JOIN LATERAL (`+baseTypeOf("a.atttypid")+`) base
 		JOIN pg_type bt ON bt.oid = base.oid

@@ -23,13 +23,17 @@ type config struct {
 	TenantColumn string `json:"tenant_column"`
 	// TenantColumns overrides the tenant column per table ("companies" =
 	// "id" when the tenants table is keyed by its own id).
-	TenantColumns    map[string]string `json:"tenant_columns"`
-	Tables           []string          `json:"tables"`
-	Discover         bool              `json:"discover"`
-	Schemas          []string          `json:"schemas"`
-	BatchSize        int               `json:"batch_size"`
-	LockTimeout      string            `json:"lock_timeout"`
-	StatementTimeout string            `json:"statement_timeout"`
+	TenantColumns map[string]string `json:"tenant_columns"`
+	Tables        []string          `json:"tables"`
+	// IgnoreTables are tables the drift gate lets be although they have
+	// the tenant column or reference a listed table (with tables), or that
+	// discover leaves out: audit logs kept on purpose, another app's data.
+	IgnoreTables     []string `json:"ignore_tables"`
+	Discover         bool     `json:"discover"`
+	Schemas          []string `json:"schemas"`
+	BatchSize        int      `json:"batch_size"`
+	LockTimeout      string   `json:"lock_timeout"`
+	StatementTimeout string   `json:"statement_timeout"`
 }
 
 type deleter struct {
@@ -177,7 +181,18 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 	if err != nil {
 		return nil, err
 	}
-	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}
+	breakdown, total, err := countRows(ctx, pool, m, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.CountResponse{Count: total, Breakdown: breakdown}, nil
+}
+
+// countRows is Count's work, shared with Plan: per table of the set and
+// cascade target, the tenant's rows now.
+func countRows(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string) (map[string]int64, int64, error) {
+	breakdown := map[string]int64{}
+	var total int64
 	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
 		// Leaf by leaf, as Delete goes: the root alone would skip a
 		// partition being detached concurrently, which Delete still empties.
@@ -191,13 +206,13 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 		}
 		var n int64
 		q := "SELECT " + strings.Join(parts, " + ")
-		if err := pool.QueryRow(ctx, q, req.TenantID).Scan(&n); err != nil {
-			return nil, classify(fmt.Errorf("count %s: %w", t.name(), err))
+		if err := pool.QueryRow(ctx, q, tenant).Scan(&n); err != nil {
+			return nil, 0, classify(fmt.Errorf("count %s: %w", t.name(), err))
 		}
-		resp.Breakdown[t.name()] += n
-		resp.Count += n
+		breakdown[t.name()] += n
+		total += n
 	}
-	return resp, nil
+	return breakdown, total, nil
 }
 
 // Delete deletes the tenant's rows in the model's order, child tables
@@ -254,7 +269,7 @@ func warningsFor(m *model) []string {
 	}
 	for _, e := range m.inbound {
 		if e.childT == nil {
-			warnings = append(warnings, fmt.Sprintf("table %s references %s (%s) but is not deleted by this deleter: erasing a tenant whose rows it references is refused (add it to tables, or use discover = true)",
+			warnings = append(warnings, fmt.Sprintf("table %s references %s (%s) but is not deleted by this deleter: erasing a tenant whose rows it references is refused (add it to tables instead of ignore_tables, or use discover = true)",
 				e.child.qualified(), e.parent.qualified(), e.fk.name))
 		}
 		if !e.fk.fkIndexed {

@@ -184,7 +184,8 @@ func TestDiscoverRejectsCyclesAndWarnsAboutMissingIndexes(t *testing.T) {
 	require.Contains(t, err.Error(), "public.a")
 	require.Contains(t, err.Error(), "public.b")
 
-	resp, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"loose"}}})
+	resp, err := d.Configure(ctx, &sdk.ConfigureRequest{Name: "x", Config: map[string]any{"dsn": dsn, "tables": []any{"loose"},
+		"ignore_tables": []any{"a", "b", "orphan_refs"}}})
 	require.NoError(t, err)
 	joined := strings.Join(resp.Warnings, "\n")
 	require.Contains(t, joined, "has no index leading with tenant_id")

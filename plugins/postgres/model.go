@@ -26,6 +26,8 @@ type model struct {
 	dropped []*medge
 	byRoot  map[uint32]*mtable
 	names   []string // breakdown keys, set first then targets
+	// ignored are the tables of ignore_tables, by root oid.
+	ignored map[uint32]*catRel
 }
 
 // mtable is one logical table (a plain table or the root of a partition or
@@ -98,7 +100,8 @@ func (cfg config) tenantColumnNames() []string {
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
 	m := &model{byRoot: map[uint32]*mtable{}}
-	var problems []sdk.FieldError
+	ignored, problems := resolveIgnored(cfg, cat)
+	m.ignored = ignored
 	add := func(r *catRel, pos int) *mtable {
 		t := &mtable{rel: r, listed: true, pos: pos}
 		if col, ok := r.cols[cfg.tenantColumnFor(r)]; ok {
@@ -115,7 +118,7 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		}
 		var cands []*catRel
 		for _, r := range cat.rels {
-			if schemas[r.schema] && len(r.parents) == 0 && r.kind != 'f' {
+			if schemas[r.schema] && len(r.parents) == 0 && r.kind != 'f' && ignored[r.oid] == nil {
 				cands = append(cands, r)
 			}
 		}
@@ -168,6 +171,9 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 				continue
 			case seen[r.oid]:
 				problems = append(problems, sdk.FieldError{Field: field, Problem: fmt.Sprintf("%s is listed twice", r.qualified())})
+				continue
+			case ignored[r.oid] != nil:
+				problems = append(problems, sdk.FieldError{Field: field, Problem: fmt.Sprintf("%s is in both tables and ignore_tables", r.qualified())})
 				continue
 			}
 			seen[r.oid] = true
@@ -247,6 +253,11 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		return nil, err
 	}
 	if err := m.order(cfg); err != nil {
+		return nil, err
+	}
+	// Last, so that a problem with the listed tables themselves is reported
+	// first: drift names what the list misses.
+	if err := m.checkDrift(cfg, cat); err != nil {
 		return nil, err
 	}
 	m.planCascades()

@@ -77,7 +77,10 @@ func TestCascadeIntoAnUnlistedTableIsCountedOrRefused(t *testing.T) {
 	// not provably B's when the table is not listed: refused.
 	e.exec(t, `CREATE TABLE likes (post_id int REFERENCES posts (id) ON DELETE CASCADE, who text)`)
 	e.exec(t, `INSERT INTO likes VALUES (6, 'x'), (7, 'y')`)
-	e.mustConfigure(t, map[string]any{"tables": []any{"posts"}})
+	_, err := e.configure(t, map[string]any{"tables": []any{"posts"}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig, "the drift gate names the new table")
+	require.Contains(t, err.Error(), "public.likes is not in tables but references public.posts (likes_post_id_fkey)")
+	e.mustConfigure(t, map[string]any{"tables": []any{"posts"}, "ignore_tables": []any{"likes"}})
 	e.expectRefused(t, "b", "public.likes", "2 rows")
 }
 

@@ -125,14 +125,16 @@ RESET ROLE;`)
 INSERT INTO attachments VALUES (1, 1), (2, 2)`)
 	// Refused at Configure: the preflight could not see what the cascade
 	// would reach.
-	err := e.configureAs(t, owner, map[string]any{"tables": []any{"projects"}})
+	// attachments references projects without a tenant column: ignored on
+	// purpose, so that the preflight (not the drift gate) is what is tested.
+	err := e.configureAs(t, owner, map[string]any{"tables": []any{"projects"}, "ignore_tables": []any{"attachments"}})
 	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
 	require.Contains(t, err.Error(), "row-level security")
 	require.Contains(t, err.Error(), "public.notes")
 	// A role that bypasses it sees b's note and refuses the erasure.
 	bypass := e.role(t, "lcd_bypass", "LOGIN BYPASSRLS")
 	e.exec(t, `GRANT SELECT, DELETE ON projects, notes, attachments TO `+bypass)
-	require.NoError(t, e.configureAs(t, bypass, map[string]any{"tables": []any{"projects"}}))
+	require.NoError(t, e.configureAs(t, bypass, map[string]any{"tables": []any{"projects"}, "ignore_tables": []any{"attachments"}}))
 	e.expectRefused(t, "a", "public.notes", "public.attachments")
 	snapNotes := e.rowsWhere(t, "public.notes", "x.tenant_id = 'b'")
 	snapAtt := e.rowsWhere(t, "public.attachments", "true")

@@ -29,7 +29,8 @@ INSERT INTO public.unrelated SELECT g, 'Acme' FROM generate_series(1, 5) g;
 `)
 	for name, cfg := range map[string]map[string]any{
 		"discover": {"discover": true, "schemas": []any{"App", "billing"}, "tenant_column": "TenantId", "batch_size": 3},
-		"tables":   {"tables": []any{"App.Comments", `billing.Invoice Lines`, "App.Projects"}, "tenant_column": "TenantId", "batch_size": 3},
+		"tables": {"tables": []any{"App.Comments", `billing.Invoice Lines`, "App.Projects"}, "tenant_column": "TenantId", "batch_size": 3,
+			"ignore_tables": []any{"unrelated"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e.mustConfigure(t, cfg)
@@ -169,9 +170,15 @@ func TestARowReferencingTwoTenantsIsRefused(t *testing.T) {
 func TestUnlistedRowsWithoutTenantColumnBlockAndAreNamed(t *testing.T) {
 	t.Parallel()
 	e := newSchemaEnv(t, shop)
-	// With an explicit list that leaves out the line tables, a's orders are
-	// referenced by rows this deleter would not delete: refused up front.
-	e.mustConfigure(t, map[string]any{"tables": []any{"orders", "products"}})
+	// With an explicit list that leaves out the line tables, the drift gate
+	// names them...
+	_, err := e.configure(t, map[string]any{"tables": []any{"orders", "products"}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "public.order_items is not in tables but references public.orders (order_items_order_id_fkey)")
+	require.Contains(t, err.Error(), "public.order_item_notes is not in tables but references public.order_items")
+	// ...and when they are ignored on purpose, a's orders are referenced by
+	// rows this deleter would not delete: refused up front.
+	e.mustConfigure(t, map[string]any{"tables": []any{"orders", "products"}, "ignore_tables": []any{"order_items", "order_item_notes"}})
 	e.expectRefused(t, "a", "public.order_items", "order_items_order_id_fkey", "16 rows")
 	// Listing them (child first) makes it work, through the FK path.
 	e.mustConfigure(t, map[string]any{"tables": []any{"order_item_notes", "order_items", "orders", "products"}})

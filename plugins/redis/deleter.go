@@ -222,8 +222,17 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 	if err != nil {
 		return nil, err
 	}
-	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}
-	plan := planFor(cfg, req.TenantID)
+	breakdown, total, err := countKeys(ctx, cfg, c, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.CountResponse{Count: total, Breakdown: breakdown}, nil
+}
+
+// countKeys is Count's work, shared with Plan: the tenant's keys now, per
+// configured pattern (a key under the first pattern it matches).
+func countKeys(ctx context.Context, cfg config, c *redis.Client, tenant string) (map[string]int64, int64, error) {
+	plan := planFor(cfg, tenant)
 	// SCAN may return a key more than once (rehashing); count distinct keys.
 	seen := map[string]int{}
 	keys := make(chan []string, 16)
@@ -237,16 +246,16 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 		}
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	breakdown := map[string]int64{}
 	for _, p := range cfg.Patterns {
-		resp.Breakdown[p] = 0
+		breakdown[p] = 0
 	}
 	for _, i := range seen {
-		resp.Breakdown[cfg.Patterns[i]]++
+		breakdown[cfg.Patterns[i]]++
 	}
-	resp.Count = int64(len(seen))
-	return resp, nil
+	return breakdown, int64(len(seen)), nil
 }
 
 // Delete scans the keyspace once (see scanPlan) and UNLINKs the tenant's

@@ -58,7 +58,11 @@ type DeleterOptions struct {
 // in the store, not only the call; with the optional fixture interfaces,
 // the error classes of a store that is down or unreachable and the partial
 // count of an interrupted Delete; that config errors name the field; and
-// that no secret appears in any error or log line of the plugin.
+// that no secret appears in any error or log line of the plugin. For a
+// plugin that is an sdk.Planner, it checks that plans add up to the seeded
+// count and agree with Count's breakdown step by step, that hostile ids
+// plan nothing, and that the fingerprint is the same for every tenant,
+// across calls and after Delete (see checks_plan.go).
 func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 	if o.NewTenantID == nil {
 		o.NewTenantID = uuid.NewString
@@ -129,6 +133,10 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		w.unchanged(t, "Count")
 	})
 
+	t.Run("Plan matches Count, with a fingerprint that names no tenant and no count", func(t *testing.T) {
+		k.planBefore(t, a, b, seededA, seededB)
+	})
+
 	t.Run("hostile tenant ids delete nothing of anyone else", func(t *testing.T) { k.hostile(t, b) })
 
 	t.Run("Delete returns the count, streams progress, and leaves B and the bystanders untouched", func(t *testing.T) {
@@ -184,6 +192,8 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		w.unchanged(t, "a second Delete(A)", a)
 	})
 
+	t.Run("after Delete, Plan expects 0 under the same fingerprint", func(t *testing.T) { k.planAfter(t, a) })
+
 	t.Run("ids that differ only in Unicode form, accents, case or the spelling of a number are other tenants", k.deleteVictims)
 	t.Run("under a permissive tenant id format too", k.permissive)
 	t.Run("cancelling Delete stops the work in the store", k.cancellation)
@@ -201,6 +211,9 @@ type kit struct {
 	secrets *secretSet
 	victims []victim
 	skipped []string // bystanders and victims the format or store did not allow
+	// noPlan: the plugin is not an sdk.Planner; planFingerprint is Plan(A)'s.
+	noPlan          bool
+	planFingerprint string
 }
 
 func (k *kit) configure(ctx context.Context, cfg map[string]any) error {

@@ -190,6 +190,9 @@ func TestKitFailsBrokenPlugins(t *testing.T) {
 		// Secrets in logs and errors.
 		"leakydsn":   {"the plugin's stderr holds the secret from the password in the fixture's config.dsn"},
 		"leakytoken": {"holds the secret from the fixture's Secrets"},
+		// Plans an operator would approve wrongly.
+		"planfingerprintcounts": {"Plan of a tenant with no data has fingerprint", "fingerprint changed with Delete", "never the tenant id or a count"},
+		"planmiscount":          {"Plan(A) expects 19 items in all, want the 20 seeded", "compute them with Count's code"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

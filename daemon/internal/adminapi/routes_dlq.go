@@ -18,8 +18,8 @@ import (
 type DLQ interface {
 	List(ctx context.Context, f dlq.ListFilter) ([]dlq.Message, int64, error)
 	Get(ctx context.Context, id uuid.UUID) (*dlq.Message, error)
-	Delete(ctx context.Context, id uuid.UUID) error
-	Retry(ctx context.Context, id uuid.UUID) (*dlq.Message, error)
+	DeleteAs(ctx context.Context, id uuid.UUID, uid uint32) error
+	RetryAs(ctx context.Context, id uuid.UUID, uid uint32) (*dlq.Message, error)
 	Revive(ctx context.Context, id uuid.UUID, uid uint32) (*dlq.Message, error)
 	RetryAll(ctx context.Context, topic string) (dlq.RetryAllResult, error)
 	CountRetryable(ctx context.Context, topic string) (int64, error)
@@ -55,6 +55,9 @@ type TopicJSON struct {
 	// sources that are not configured (renamed or removed): they are not
 	// retried until the source is configured again. Absent when none.
 	UnconfiguredSources map[string]int64 `json:"unconfigured_sources,omitempty"`
+	// Paused is the topic's pause when its automatic retries are paused
+	// (by an operator or by the auto-pause); absent when they run.
+	Paused *PauseJSON `json:"paused,omitempty"`
 }
 
 // RetryAllBody is POST /api/v1/dlq/{topic}/retry-all.
@@ -83,7 +86,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 			}
 			out := make([]TopicJSON, 0, len(topics))
 			for _, t := range topics {
-				tj := TopicJSON{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources}
+				tj := TopicJSON{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources, Paused: pauseJSON(t.Paused)}
 				for _, s := range dlq.Statuses {
 					tj.Counts[string(s)] = t.Counts[s]
 				}
@@ -152,7 +155,9 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			if err := svc.Delete(r.Context(), id); err != nil {
+			// The caller's uid goes into the message's history, which
+			// outlives it.
+			if err := svc.DeleteAs(r.Context(), id, Peer(r.Context()).UID); err != nil {
 				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
 				return
 			}
@@ -164,7 +169,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			m, err := svc.Retry(r.Context(), id)
+			m, err := svc.RetryAs(r.Context(), id, Peer(r.Context()).UID)
 			if err != nil {
 				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
 				return

@@ -36,21 +36,36 @@ func modules() fx.Option {
 			fx.Annotate(receiptRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newDLQ,
 			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(dlqTriageRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newArchive,
 			fx.Annotate(archiveRoutes, fx.ResultTags(`group:"admin_routes"`)),
 		),
 	)
 }
 
+// dlqPolicy reads the config at every use, so that a reload applies at
+// once; with [[dlq.topic]] blocks, each DLQ topic gets its own.
 func dlqPolicy(holder *config.Holder) func() dlq.Policy {
 	return func() dlq.Policy {
-		r := holder.Get().Retry
-		return dlq.Policy{
-			AutoRetry:  r.Enabled,
-			MaxRetries: r.MaxRetries,
-			Backoff:    retry.Policy{Initial: r.InitialDelay.Duration, Multiplier: r.Multiplier, Max: r.MaxDelay.Duration, Jitter: retry.Jitter(r.Jitter)},
-			Lease:      r.Lease.Duration,
+		c := holder.Get()
+		p := topicPolicy(c.DLQTopicPolicy(""))
+		if len(c.DLQ.Topics) > 0 {
+			p.ForTopic = func(topic string) dlq.Policy { return topicPolicy(c.DLQTopicPolicy(topic)) }
 		}
+		return p
+	}
+}
+
+// topicPolicy is the dlq.Policy of one resolved topic policy.
+func topicPolicy(t config.DLQTopicPolicy) dlq.Policy {
+	r := t.Retry
+	return dlq.Policy{
+		AutoRetry:        r.Enabled,
+		MaxRetries:       r.MaxRetries,
+		Backoff:          retry.Policy{Initial: r.InitialDelay.Duration, Multiplier: r.Multiplier, Max: r.MaxDelay.Duration, Jitter: retry.Jitter(r.Jitter)},
+		Lease:            r.Lease.Duration,
+		AutoPauseReturns: t.AutoPauseReturns,
+		AutoPauseWindow:  t.AutoPauseWindow,
 	}
 }
 
@@ -76,6 +91,10 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 
 func dlqRoutes(svc *dlq.Service) func(*http.ServeMux) {
 	return adminapi.DLQRoutes(svc)
+}
+
+func dlqTriageRoutes(svc *dlq.Service) func(*http.ServeMux) {
+	return adminapi.DLQTriageRoutes(svc)
 }
 
 func newArchive(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,

@@ -19,6 +19,7 @@ import (
 func dlqCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "dlq", Short: "Inspect, retry and delete dead letters"}
 	cmd.AddCommand(dlqTopicsCmd(g), dlqListCmd(g), dlqGetCmd(g), dlqRetryCmd(g), dlqReviveCmd(g), dlqDeleteCmd(g), dlqRetryAllCmd(g))
+	cmd.AddCommand(dlqTriageCmds(g)...)
 	return cmd
 }
 
@@ -49,6 +50,7 @@ func dlqTopicsCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "no dead letters")
 				return nil
 			}
+			defer printPauses(g, body.Topics)
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 			fmt.Fprintln(w, "TOPIC\tPENDING\tRETRYING\tRESOLVED\tDEAD\tOLDEST PENDING")
 			for _, t := range body.Topics {

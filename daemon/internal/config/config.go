@@ -24,6 +24,7 @@ type Config struct {
 	Daemon      Daemon            `toml:"daemon"`
 	Admin       Admin             `toml:"admin"`
 	Retry       Retry             `toml:"retry"`
+	DLQ         DLQ               `toml:"dlq"`
 	Archive     Archive           `toml:"archive"`
 	Idempotency Idempotency       `toml:"idempotency"`
 	Deletion    Deletion          `toml:"deletion"`
@@ -238,6 +239,10 @@ func Defaults() Config {
 			Jitter:       "full",
 			PollInterval: D(time.Second),
 			Lease:        D(time.Minute),
+		},
+		DLQ: DLQ{
+			AutoPauseReturns: 100,
+			AutoPauseWindow:  D(10 * time.Minute),
 		},
 		Archive: Archive{
 			Enabled:          true,

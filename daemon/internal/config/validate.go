@@ -66,6 +66,7 @@ func (c *Config) validate(r *reporter) {
 		}
 	}
 
+	c.validateDLQ(r)
 	// Retry.
 	if c.Retry.MaxRetries < 0 || c.Retry.MaxRetries > 1000 {
 		r.at("retry.max_retries", "must be between 0 and 1000; got %d", c.Retry.MaxRetries)

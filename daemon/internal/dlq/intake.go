@@ -265,7 +265,7 @@ func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger,
 	b := &backoff{log: log}
 	for f := range batches {
 		for {
-			res, err := in.store.IngestDLQ(ctx, f.batch, in.ingestOptions())
+			res, returnsOn, err := in.ingestByTopic(ctx, f.batch)
 			if err != nil && b.failures >= oneByOneAfter && ctx.Err() == nil {
 				res, err = in.storeOneByOne(ctx, log, f.batch)
 			}
@@ -274,6 +274,9 @@ func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger,
 				in.metrics.duplicates.WithLabelValues(name).Add(float64(res.Duplicates))
 				in.metrics.returned.WithLabelValues(name).Add(float64(res.Feedback))
 				in.metrics.dead.Add(float64(res.Dead))
+				for _, topic := range returnsOn {
+					in.autoPause(ctx, topic)
+				}
 				break
 			}
 			if ctx.Err() != nil || !b.pause(ctx, "store dead letters (batch kept, will retry)", err) {
@@ -336,16 +339,16 @@ const oneByOneAfter = 3
 func (in *Intake) storeOneByOne(ctx context.Context, log hclog.Logger, batch []Incoming) (IngestResult, error) {
 	var total IngestResult
 	for _, m := range batch {
-		res, err := in.store.IngestDLQ(ctx, []Incoming{m}, in.ingestOptions())
+		res, err := in.store.IngestDLQ(ctx, []Incoming{m}, in.ingestOptions(m.Position.Topic))
 		if err != nil && !m.NoJSON {
 			plain := m
 			plain.NoJSON = true
-			if res, err = in.store.IngestDLQ(ctx, []Incoming{plain}, in.ingestOptions()); err == nil {
+			if res, err = in.store.IngestDLQ(ctx, []Incoming{plain}, in.ingestOptions(m.Position.Topic)); err == nil {
 				log.Warn("stored a dead letter without the JSON copy of its payload, which the state store refused", "position", m.Position.String())
 			}
 		}
 		if err != nil {
-			if res, err = in.store.IngestDLQ(ctx, []Incoming{Degrade(m, err)}, in.ingestOptions()); err != nil {
+			if res, err = in.store.IngestDLQ(ctx, []Incoming{Degrade(m, err)}, in.ingestOptions(m.Position.Topic)); err != nil {
 				return total, err
 			}
 			log.Warn("stored a dead letter without its interpretation", "position", m.Position.String(), "error", err)
@@ -372,8 +375,9 @@ func Degrade(m Incoming, storeErr error) Incoming {
 	}
 }
 
-func (in *Intake) ingestOptions() IngestOptions {
-	pol := in.policy()
+// ingestOptions is the policy intake applies to the messages of a DLQ topic.
+func (in *Intake) ingestOptions(topic string) IngestOptions {
+	pol := in.policy().For(topic)
 	now := in.now()
 	opts := IngestOptions{Now: now, MaxRetries: pol.MaxRetries}
 	if pol.AutoRetry {
@@ -389,4 +393,46 @@ func (in *Intake) ingestOptions() IngestOptions {
 		}
 	}
 	return opts
+}
+
+// ingestByTopic stores a batch with each DLQ topic's policy: the whole
+// batch in one transaction when every topic has the same policy (no
+// [[dlq.topic]] blocks), else one per topic, in the batch's order of first
+// appearance. It returns the topics on which returning replays were
+// counted, for the auto-pause.
+func (in *Intake) ingestByTopic(ctx context.Context, batch []Incoming) (IngestResult, []string, error) {
+	var order []string
+	groups := map[string][]Incoming{}
+	for _, m := range batch {
+		t := m.Position.Topic
+		if _, ok := groups[t]; !ok {
+			order = append(order, t)
+		}
+		groups[t] = append(groups[t], m)
+	}
+	if in.policy().ForTopic == nil {
+		res, err := in.store.IngestDLQ(ctx, batch, in.ingestOptions(""))
+		if err != nil || res.Feedback == 0 {
+			return res, nil, err
+		}
+		return res, order, nil
+	}
+	var total IngestResult
+	var returnsOn []string
+	for _, t := range order {
+		res, err := in.store.IngestDLQ(ctx, groups[t], in.ingestOptions(t))
+		if err != nil {
+			// The groups stored already are found again as duplicates when
+			// the batch is tried again.
+			return total, returnsOn, err
+		}
+		total.Inserted += res.Inserted
+		total.Duplicates += res.Duplicates
+		total.Feedback += res.Feedback
+		total.Dead += res.Dead
+		if res.Feedback > 0 {
+			returnsOn = append(returnsOn, t)
+		}
+	}
+	return total, returnsOn, nil
 }

@@ -26,6 +26,8 @@ type Metrics struct {
 	returned   *prometheus.CounterVec
 	retries    *prometheus.CounterVec
 	dead       prometheus.Counter
+	autoPauses prometheus.Counter
+	replays    *prometheus.CounterVec
 	periodic   *periodic.Metrics
 	depth      *depthCollector
 }
@@ -49,12 +51,18 @@ func NewMetrics(reg prometheus.Registerer, store Store, sources Sources, p *peri
 		dead: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lifecycled_dlq_dead_by_return_total", Help: "Messages declared DEAD because they came back after their last retry.",
 		}),
+		autoPauses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_auto_pauses_total", Help: "DLQ topics paused automatically because their replays kept coming back.",
+		}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_replays_total", Help: "Edit-and-replay sends by outcome (resolved, failed, unavailable).",
+		}, []string{"outcome"}),
 		periodic: p,
 		depth:    &depthCollector{store: store, sources: sources},
 	}
 	m.depth.init()
 	if reg != nil {
-		reg.MustRegister(m.ingested, m.duplicates, m.returned, m.retries, m.dead, m.depth)
+		reg.MustRegister(m.ingested, m.duplicates, m.returned, m.retries, m.dead, m.autoPauses, m.replays, m.depth, &pausedCollector{store: store})
 	}
 	for _, o := range outcomeNames {
 		for _, t := range []Trigger{TriggerManual, TriggerRetryAll, TriggerAuto} {

@@ -89,7 +89,7 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 					s.release(p.msgs)
 					continue
 				}
-				results, err := s.republish(ctx, p.msgs, TriggerRetryAll)
+				results, err := s.republish(ctx, p.msgs, TriggerRetryAll, nil)
 				mu.Lock()
 				if err != nil {
 					if firstErr == nil {
@@ -134,7 +134,7 @@ func (s *Service) release(msgs []Message) {
 	outs := make([]Outcome, len(msgs))
 	for i, m := range msgs {
 		outs[i] = Finish(m, EventReleased)
-		outs[i].NextRetryAt = s.retryAfter(s.policy())
+		outs[i].NextRetryAt = s.retryAfter(s.policy().For(m.Position.Topic))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -30,6 +30,13 @@ type Policy struct {
 	MaxRetries int
 	Backoff    retry.Policy
 	Lease      time.Duration
+	// AutoPauseReturns and AutoPauseWindow: a DLQ topic whose replays came
+	// back this many times within the window is paused (0: never).
+	AutoPauseReturns int
+	AutoPauseWindow  time.Duration
+	// ForTopic gives the policy of one DLQ topic ([[dlq.topic]] blocks);
+	// nil when every topic has this one. Use For.
+	ForTopic func(topic string) Policy
 }
 
 // Trigger says who asked for a retry, for metrics.
@@ -102,7 +109,7 @@ func (s *Service) Topics(ctx context.Context) ([]TopicSummary, error) {
 		}
 		topics[i].UnconfiguredSources[o.Source] += o.Pending
 	}
-	return topics, nil
+	return s.withPauses(ctx, topics, index)
 }
 
 // SourceConfigured reports whether a [[dlq_source]] named name is
@@ -119,6 +126,16 @@ func (s *Service) SourceConfigured(name string) bool {
 // or derrors.ErrConflict when the broker acknowledged it but the message was
 // no longer under this retry's claim, so RESOLVED was not recorded (409).
 func (s *Service) Retry(ctx context.Context, id uuid.UUID) (*Message, error) {
+	return s.retry(ctx, id, nil)
+}
+
+// RetryAs is Retry asked for by the operator uid, who the attempt's
+// history entry names.
+func (s *Service) RetryAs(ctx context.Context, id uuid.UUID, uid uint32) (*Message, error) {
+	return s.retry(ctx, id, &uid)
+}
+
+func (s *Service) retry(ctx context.Context, id uuid.UUID, uid *uint32) (*Message, error) {
 	cur, err := s.store.GetDLQ(ctx, id)
 	if err != nil {
 		return nil, err
@@ -137,7 +154,7 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	results, err := s.republish(ctx, []Message{*m}, TriggerManual)
+	results, err := s.republish(ctx, []Message{*m}, TriggerManual, uid)
 	if err != nil {
 		return nil, err
 	}
@@ -190,8 +207,9 @@ type Result struct {
 // republish sends claimed messages through their sources and records the
 // outcomes, each with an entry in the message's attempts history. A message
 // is RESOLVED only when its source reports the broker's acknowledgement and
-// the message is still under this claim when that is recorded.
-func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger) ([]Result, error) {
+// the message is still under this claim when that is recorded. uid names
+// the operator who asked, if one did.
+func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32) ([]Result, error) {
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
@@ -238,9 +256,9 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	now := s.now()
 	for i := range outcomes {
 		o := &outcomes[i]
-		o.At, o.Trigger, o.Attempted = now, trigger, true
+		o.At, o.Trigger, o.Attempted, o.UID = now, trigger, true, uid
 		o.Error = sanitize(o.Error, maxErrorLength)
-		o.NextRetryAt = s.retryAfter(pol)
+		o.NextRetryAt = s.retryAfter(pol.For(msgs[i].Position.Topic))
 	}
 	// Record with a context of its own: a cancelled request must not leave
 	// acknowledged messages looking unresolved until their lease ends.
@@ -294,7 +312,12 @@ func (s *Service) nextRetry(pol Policy, attempt int) *time.Time {
 // admin API's audit log has it too). It returns derrors.ErrNotFound or a
 // *NotRevivableError (409).
 func (s *Service) Revive(ctx context.Context, id uuid.UUID, uid uint32) (*Message, error) {
-	pol := s.policy()
+	// The topic's policy gives the attempts it gets.
+	cur, err := s.store.GetDLQ(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	pol := s.policy().For(cur.Position.Topic)
 	now := s.now()
 	from := State{Status: StatusDead, MaxRetries: max(pol.MaxRetries, 1)}
 	to, _ := from.Next(EventRevived)

@@ -32,6 +32,7 @@ type broker struct {
 	committed   []sdk.Position
 	republished []sdk.RepublishMessage
 	refuse      map[string]error // per-message error by dlq id
+	refuseAny   error            // refuses every message with this error
 	down        error            // the whole Republish/Fetch call fails
 	running     bool
 	// stored reports whether a position is in the state store; a commit of
@@ -94,7 +95,10 @@ func (b *broker) Republish(_ context.Context, req *sdk.RepublishRequest) (*sdk.R
 	}
 	resp := &sdk.RepublishResponse{Results: make([]sdk.RepublishResult, len(req.Messages))}
 	for i, m := range req.Messages {
-		if err := b.refuse[m.ID]; err != nil {
+		if err := b.refuse[m.ID]; err != nil || b.refuseAny != nil {
+			if err == nil {
+				err = b.refuseAny
+			}
 			resp.Results[i] = sdk.RepublishResult{ID: m.ID, Err: err}
 			continue
 		}

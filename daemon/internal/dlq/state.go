@@ -202,6 +202,8 @@ type Outcome struct {
 	At      time.Time
 	Error   string
 	Trigger Trigger
+	// UID is the operator who asked for the attempt (a manual retry).
+	UID *uint32
 	// Attempted: the source tried (or the message could not be sent at
 	// all), so the outcome gets an entry in the history. A claim handed back
 	// unused gets none.
@@ -275,7 +277,7 @@ func (o Outcome) Apply(owner string, cur Current) (Record, bool) {
 		r.LastError = &e
 	}
 	if o.Attempted {
-		r.Attempts = AppendAttempt(cur.Attempts, Attempt{At: o.At, Outcome: r.Name, Error: o.Error, Trigger: o.Trigger})
+		r.Attempts = AppendAttempt(cur.Attempts, Attempt{At: o.At, Outcome: r.Name, Error: o.Error, Trigger: o.Trigger, UID: o.UID})
 	}
 	return r, true
 }

@@ -80,6 +80,9 @@ type TopicSummary struct {
 	// UnconfiguredSources counts the topic's PENDING messages by source,
 	// for sources that are not configured (Service.Topics fills it in).
 	UnconfiguredSources map[string]int64
+	// Paused is the topic's pause, if its automatic retries are paused
+	// (Service.Topics fills it in).
+	Paused *TopicPause
 }
 
 // SourcePending is how many PENDING messages a source has on a DLQ topic.
@@ -105,6 +108,10 @@ type Claim struct {
 	// configured ones): a message whose source was renamed or removed is
 	// left alone instead of being claimed and handed back on every pass.
 	Sources []string
+	// SkipTopics: ClaimDueDLQ leaves these DLQ topics' messages alone
+	// (their policy turns automatic retries off). Paused topics are left
+	// alone by the store itself.
+	SkipTopics []string
 }
 
 // Cursor walks a topic in creation order for retry-all.
@@ -126,6 +133,8 @@ type Revive struct {
 
 // Store is what the dead-letter manager needs from the state store.
 type Store interface {
+	HistoryStore
+	PauseStore
 	IngestDLQ(ctx context.Context, batch []Incoming, opts IngestOptions) (IngestResult, error)
 	GetDLQ(ctx context.Context, id uuid.UUID) (*Message, error)
 	ListDLQ(ctx context.Context, f ListFilter) ([]Message, int64, error)

@@ -33,7 +33,9 @@ type claimSQL struct {
 	// cursor created_at, cursor id, limit, now, owner, lease until).
 	claimTopic     string
 	countRetryable string // what claimTopic would take from the start: (topic)
-	claimDue       string // PENDING messages due for a retry: (now, limit, owner, lease until, sources)
+	// claimDue: PENDING messages due for a retry, but for paused topics:
+	// (now, limit, owner, lease until, sources, topics to skip).
+	claimDue       string
 	releaseExpired string // EventReleased for leases that ran out: (now)
 	// claimedRead reads what FinishDLQ needs of messages (claimedColumns),
 	// in id order, under row locks where the dialect has them: (ids, a list).
@@ -103,7 +105,8 @@ func (s *sqlStore) CountRetryableDLQTopic(ctx context.Context, topic string) (in
 
 // ClaimDueDLQ implements dlq.Store.
 func (s *sqlStore) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
-	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.dlq.claimDue, c.Now, limit, c.Owner, c.LeaseUntil, s.sql.dlq.list(c.Sources))
+	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.dlq.claimDue, c.Now, limit, c.Owner, c.LeaseUntil, s.sql.dlq.list(c.Sources),
+		s.sql.dlq.list(c.SkipTopics))
 	if err != nil {
 		return nil, fmt.Errorf("claim due retries: %w", err)
 	}

@@ -100,6 +100,7 @@ var pgDLQ = dlqSQL{
 			WITH due AS (
 				SELECT id AS due_id FROM dlq.dlq_messages
 				WHERE status = 'PENDING' AND source = ANY($5) AND next_retry_at <= $1 AND ` + retryable + `
+					AND dlq_topic <> ALL($6) AND NOT EXISTS (SELECT 1 FROM dlq.dlq_topic_pauses p WHERE p.dlq_topic = dlq_messages.dlq_topic AND p.resumed_at IS NULL)
 				ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED
 			)
 			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $1, lease_owner = $3,

@@ -94,6 +94,7 @@ var sqliteDLQ = dlqSQL{
 				updated_at = ?1
 			WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'PENDING'
 				AND source IN (SELECT value FROM json_each(?5)) AND next_retry_at <= ?1
+				AND dlq_topic NOT IN (SELECT value FROM json_each(?6)) AND dlq_topic NOT IN (SELECT dlq_topic FROM dlq_topic_pauses WHERE resumed_at IS NULL)
 				AND ` + retryable + ` ORDER BY next_retry_at LIMIT ?2)
 			RETURNING ` + dlqColumns,
 		releaseExpired: `

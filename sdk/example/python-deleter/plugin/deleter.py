@@ -15,6 +15,7 @@ sdk.CheckTenantID, error classes in ErrorInfo, field problems naming the
 key, a partial count on every failed Delete, stopping at cancellation.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -178,6 +179,30 @@ class SQLiteDeleter(plugin_pb2_grpc.TenantDeleterServicer):
             finally:
                 db.close()
             return plugin_pb2.CountResponse(count=n, breakdown={cfg.table: n})
+        except PluginError as e:
+            abort(context, e)
+
+    def Plan(self, request, context):
+        """The deletion plan (optional in the protocol): one step, the table,
+        with Count's count; the fingerprint hashes the table, the tenant
+        column and its declared type (read again, so a changed column shows),
+        never the tenant or the count."""
+        try:
+            cfg = self._prepare(request.tenant_id)
+            db = self._connect(cfg)
+            try:
+                cols = {row[1]: row[2] for row in db.execute(f"PRAGMA table_info({quote(cfg.table)})")}
+                (n,) = db.execute(f"SELECT COUNT(*) FROM {quote(cfg.table)} WHERE {self._where(cfg)}", (request.tenant_id,)).fetchone()
+            except sqlite3.Error as e:
+                raise unavailable(f"plan: {e}")
+            finally:
+                db.close()
+            if cfg.column not in cols:
+                raise invalid_config(("tenant_column", f"table {cfg.table} has no column {cfg.column!r} any more"))
+            basis = json.dumps(["sqlite plan 1", cfg.table, cfg.column, cols[cfg.column]])
+            return plugin_pb2.PlanResponse(
+                steps=[plugin_pb2.PlanStep(target=cfg.table, via=f"tenant column {cfg.column} (COLLATE BINARY)", expected=n)],
+                fingerprint="sha256:" + hashlib.sha256(basis.encode()).hexdigest())
         except PluginError as e:
             abort(context, e)
 

@@ -50,6 +50,12 @@ type Flaws struct {
 	// NoIDCheck: does not check tenant ids (sdk.CheckTenantID), relying on
 	// the daemon's.
 	NoIDCheck bool
+	// PlanFingerprintCounts: the plan's fingerprint hashes the counts too,
+	// so it changes with the data and differs between tenants.
+	PlanFingerprintCounts bool
+	// PlanMiscounts: the plan expects one item fewer than there are (a
+	// plan computed apart from Count, off by one).
+	PlanMiscounts bool
 }
 
 // rawLog writes to the process's stderr as it was at start: go-plugin

@@ -29,6 +29,11 @@ class TenantDeleterStub(object):
         request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.DeleteRequest.SerializeToString,
         response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.DeleteEvent.FromString,
         )
+    self.Plan = channel.unary_unary(
+        '/lifecycled.plugin.v1.TenantDeleter/Plan',
+        request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanRequest.SerializeToString,
+        response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanResponse.FromString,
+        )
 
 
 class TenantDeleterServicer(object):
@@ -56,6 +61,15 @@ class TenantDeleterServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def Plan(self, request, context):
+    """Plan says what Delete would delete now and how each part is reached,
+    without modifying anything. Optional: UNIMPLEMENTED when the plugin
+    cannot plan.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_TenantDeleterServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -73,6 +87,11 @@ def add_TenantDeleterServicer_to_server(servicer, server):
           servicer.Delete,
           request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.DeleteRequest.FromString,
           response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.DeleteEvent.SerializeToString,
+      ),
+      'Plan': grpc.unary_unary_rpc_method_handler(
+          servicer.Plan,
+          request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanRequest.FromString,
+          response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

@@ -1,0 +1,213 @@
+package adminapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// DLQTriage is what the triage routes need: edit-and-replay, history and
+// topic pauses.
+type DLQTriage interface {
+	Replay(ctx context.Context, id uuid.UUID, req dlq.ReplayRequest, uid uint32) (*dlq.Replay, error)
+	History(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEvent, error)
+	Pause(ctx context.Context, topic, reason string, uid uint32) (dlq.TopicPause, bool, error)
+	Resume(ctx context.Context, topic string, uid uint32) error
+	SourceConfigured(name string) bool
+}
+
+// DLQTriageRoutes serves edit-and-replay, history and pause/resume (issue
+// 13). Like every POST, replay and pause take an Idempotency-Key, and the
+// audit log has the caller's uid; the history has it too.
+func DLQTriageRoutes(svc DLQTriage) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/replay", func(w http.ResponseWriter, r *http.Request) {
+			id, err := parseID(r.PathValue("id"))
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			dryRun, err := parseDryRun(r.URL.Query())
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			req, err := parseReplayBody(r)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			req.DryRun = dryRun
+			rep, err := svc.Replay(r.Context(), id, req, Peer(r.Context()).UID)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
+				return
+			}
+			writeJSON(w, http.StatusOK, replayJSON(rep, svc.SourceConfigured(rep.Original.Position.Source)))
+		})
+		mux.HandleFunc("GET /api/v1/dlq/messages/{id}/history", func(w http.ResponseWriter, r *http.Request) {
+			id, err := parseID(r.PathValue("id"))
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			events, err := svc.History(r.Context(), id)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
+				return
+			}
+			writeJSON(w, http.StatusOK, historyJSON(events))
+		})
+		mux.HandleFunc("POST /api/v1/dlq/{topic}/pause", func(w http.ResponseWriter, r *http.Request) {
+			topic, err := parseTopic(r.PathValue("topic"))
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			reason, err := parsePauseBody(r)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			p, created, err := svc.Pause(r.Context(), topic, reason, Peer(r.Context()).UID)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			msg := fmt.Sprintf("automatic retries of topic %s paused", topic)
+			if !created {
+				msg = fmt.Sprintf("topic %s was paused already", topic)
+			}
+			writeJSON(w, http.StatusOK, PauseBody{Topic: topic, Paused: true, Pause: pauseJSON(&p), Created: created, Message: msg})
+		})
+		mux.HandleFunc("POST /api/v1/dlq/{topic}/resume", func(w http.ResponseWriter, r *http.Request) {
+			topic, err := parseTopic(r.PathValue("topic"))
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			if err := emptyBody(r); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			if err := svc.Resume(r.Context(), topic, Peer(r.Context()).UID); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, PauseBody{Topic: topic, Paused: false, Message: fmt.Sprintf("automatic retries of topic %s resumed", topic)})
+		})
+	}
+}
+
+// readBody reads a request body; nil when it is empty (or only spaces).
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, invalid("cannot read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	return data, nil
+}
+
+// strictDecode decodes a JSON object into v, refusing unknown fields and
+// anything after it: a misspelt field is a 400, never ignored.
+func strictDecode(data []byte, v any, shape string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("the body must be empty or %s: %v", shape, err)
+	}
+	if dec.More() {
+		return invalid("the body must be one JSON object, %s", shape)
+	}
+	return nil
+}
+
+const replayShape = `{"payload": <JSON>, "payload_base64": "...", "headers": {"name": "value"}, "key": "...", "topic": "..."}`
+
+// parseReplayBody reads an edit-and-replay body: every field optional.
+func parseReplayBody(r *http.Request) (dlq.ReplayRequest, error) {
+	var req dlq.ReplayRequest
+	data, err := readBody(r)
+	if err != nil || data == nil {
+		return req, err
+	}
+	var body struct {
+		Payload       json.RawMessage    `json:"payload"`
+		PayloadBase64 *string            `json:"payload_base64"`
+		Headers       map[string]*string `json:"headers"`
+		Key           *string            `json:"key"`
+		Topic         *string            `json:"topic"`
+	}
+	if err := strictDecode(data, &body, replayShape); err != nil {
+		return req, err
+	}
+	// A JSON null is "not given", like a missing field.
+	hasJSON := len(body.Payload) > 0 && string(body.Payload) != "null"
+	switch {
+	case hasJSON && body.PayloadBase64 != nil:
+		return req, invalidField("payload", "give payload or payload_base64, not both")
+	case hasJSON:
+		req.Payload = append([]byte{}, body.Payload...)
+	case body.PayloadBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*body.PayloadBase64)
+		if err != nil {
+			return req, invalidField("payload_base64", "not standard base64: %v", err)
+		}
+		req.Payload = b
+	}
+	for name := range body.Headers {
+		if name == "" {
+			return req, invalidField("headers", "a header name must not be empty")
+		}
+	}
+	req.Headers = body.Headers
+	if body.Key != nil {
+		req.Key, req.KeySet = []byte(*body.Key), true
+	}
+	if body.Topic != nil {
+		t, err := parseTopic(*body.Topic)
+		if err != nil {
+			return req, invalidField("topic", "%v", err)
+		}
+		req.Topic = t
+	}
+	return req, nil
+}
+
+// parsePauseBody reads {"reason": "..."} from a pause body; "" when none.
+func parsePauseBody(r *http.Request) (string, error) {
+	data, err := readBody(r)
+	if err != nil || data == nil {
+		return "", err
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if err := strictDecode(data, &body, `{"reason": "..."}`); err != nil {
+		return "", err
+	}
+	return body.Reason, nil
+}
+
+// emptyBody refuses a body where none is documented.
+func emptyBody(r *http.Request) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if data != nil {
+		return invalid("the body must be empty")
+	}
+	return nil
+}

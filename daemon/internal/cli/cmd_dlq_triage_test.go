@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func strp(s string) *string { return &s }
+
+func TestReplayBodyFromFlags(t *testing.T) {
+	body, err := replayBody([]byte{0, 0xff}, true, []string{"a=1", "b=", "c=x=y"}, []string{"d"}, "", true, "t.v1")
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{
+		"payload_base64": "AP8=",
+		"headers":        map[string]*string{"a": strp("1"), "b": strp(""), "c": strp("x=y"), "d": nil},
+		"key":            "",
+		"topic":          "t.v1",
+	}, body)
+	body, err = replayBody(nil, false, nil, nil, "", false, "")
+	require.NoError(t, err)
+	require.Empty(t, body, "nothing given: the stored message as it is")
+	body, err = replayBody([]byte{}, true, nil, nil, "", false, "")
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"payload_base64": ""}, body, "an empty file is an empty payload")
+	for _, bad := range [][2][]string{{{"noequals"}, nil}, {{"=v"}, nil}, {nil, {""}}, {{"a=1"}, {"a"}}} {
+		_, err := replayBody(nil, false, bad[0], bad[1], "", false, "")
+		require.Error(t, err, "%q", bad)
+	}
+}
+
+func TestReadPayloadRefusesWhatTheAPICannotTake(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok")
+	require.NoError(t, os.WriteFile(ok, make([]byte, maxPayloadFile), 0o600))
+	b, err := readPayload(ok)
+	require.NoError(t, err)
+	require.Len(t, b, maxPayloadFile)
+	big := filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(big, make([]byte, maxPayloadFile+1), 0o600))
+	_, err = readPayload(big)
+	require.ErrorContains(t, err, "too large")
+	_, err = readPayload(filepath.Join(dir, "missing"))
+	require.Error(t, err)
+}

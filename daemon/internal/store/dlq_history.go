@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// historySQL is the SQL of dlq.HistoryStore and dlq.PauseStore in one
+// dialect (postgres_dlq_history.go, sqlite_dlq_history.go). Attempts,
+// returns, revives and archiving are written by triggers (migrations
+// postgres/011, sqlite/009), in the transaction of the change.
+type historySQL struct {
+	// events reads a message's events in order (by time, then as written:
+	// a deleted message's intake, kept at its deletion, comes first):
+	// (id) -> at, kind, detail, uid.
+	events string
+	// intake reads what the intake event shows, from the live row or the
+	// archived one: (id) -> created_at, source, dlq_topic, partition,
+	// offset, original_topic, error_message, archived.
+	intake string
+	// insert adds an event to a live message: (id, at, kind, detail, uid);
+	// no row when there is no such message.
+	insert string
+	// insertAny adds an event whatever is stored: (id, at, kind, detail, uid).
+	insertAny string
+	// keepIntake stores the intake event of a message about to be deleted,
+	// which can no longer be made from its row: (id).
+	keepIntake string
+	// pause pauses a topic unless it is: (topic, at, reason, auto, uid);
+	// pauseOf reads one: (topic); pauses reads those in force; resume:
+	// (topic, now).
+	pause, pauseOf, pauses, resume string
+	// countReturns counts a DLQ topic's returns since a time, and since its
+	// last resume: (topic, since).
+	countReturns string
+}
+
+// dlqHistory implements dlq.HistoryStore.DLQHistory for both dialects.
+func (s *sqlStore) dlqHistory(ctx context.Context, h historySQL, id uuid.UUID) ([]dlq.HistoryEvent, error) {
+	var out []dlq.HistoryEvent
+	err := s.db.snapshot(ctx, func(q querier) error {
+		var (
+			created          time.Time
+			source, topic    string
+			part             int32
+			offset           int64
+			original, errMsg string
+			archived         bool
+		)
+		err := q.queryRow(ctx, h.intake, id).Scan(&created, &source, &topic, &part, &offset, &original, &errMsg, &archived)
+		switch {
+		case err == nil:
+			detail, _ := json.Marshal(map[string]any{"source": source, "topic": topic, "partition": part, "offset": offset,
+				"original_topic": original, "error": errMsg})
+			out = append(out, dlq.HistoryEvent{At: created, Kind: dlq.KindIntake, Detail: detail})
+		case !errors.Is(err, derrors.ErrNotFound):
+			return fmt.Errorf("read dead letter %s: %w", id, err)
+		}
+		events, err := queryAll(ctx, q, scanEvent, h.events, id)
+		if err != nil {
+			return fmt.Errorf("read history of %s: %w", id, err)
+		}
+		out = append(out, events...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("dlq message %s: %w", id, derrors.ErrNotFound)
+	}
+	return out, nil
+}
+
+func scanEvent(sc scanner) (dlq.HistoryEvent, error) {
+	var (
+		e   dlq.HistoryEvent
+		uid *int64
+	)
+	if err := sc.Scan(&e.At, &e.Kind, &e.Detail, &uid); err != nil {
+		return e, err
+	}
+	e.At = e.At.UTC()
+	if uid != nil && *uid >= 0 && *uid <= int64(^uint32(0)) {
+		u := uint32(*uid)
+		e.UID = &u
+	}
+	if len(e.Detail) == 0 {
+		e.Detail = []byte("{}")
+	}
+	return e, nil
+}
+
+// eventArgs are an event's arguments to insert and insertAny.
+func eventArgs(id uuid.UUID, e dlq.HistoryEvent) []any {
+	var uid *int64
+	if e.UID != nil {
+		u := int64(*e.UID)
+		uid = &u
+	}
+	detail := e.Detail
+	if len(detail) == 0 {
+		detail = []byte("{}")
+	}
+	return []any{id, e.At, e.Kind, string(detail), uid}
+}
+
+// recordDLQEvent implements dlq.HistoryStore.RecordDLQEvent.
+func (s *sqlStore) recordDLQEvent(ctx context.Context, h historySQL, id uuid.UUID, e dlq.HistoryEvent) error {
+	n, err := s.db.exec(ctx, h.insert, eventArgs(id, e)...)
+	if err != nil {
+		return fmt.Errorf("record a history event: %w", err)
+	}
+	return foundOne(n, "dlq message %s", id)
+}
+
+// deleteDLQAs implements dlq.HistoryStore.DeleteDLQAs: the deletion and
+// its event in one transaction.
+func (s *sqlStore) deleteDLQAs(ctx context.Context, h historySQL, id uuid.UUID, e dlq.HistoryEvent) error {
+	return s.db.tx(ctx, func(q querier) error {
+		if _, err := q.exec(ctx, h.keepIntake, id); err != nil {
+			return fmt.Errorf("keep the intake of a deleted dead letter: %w", err)
+		}
+		n, err := q.exec(ctx, s.sql.dlq.delete, id)
+		if err != nil {
+			return fmt.Errorf("delete dead letter: %w", err)
+		}
+		if err := foundOne(n, "dlq message %s", id); err != nil {
+			return err
+		}
+		if _, err := q.exec(ctx, h.insertAny, eventArgs(id, e)...); err != nil {
+			return fmt.Errorf("record the deletion: %w", err)
+		}
+		return nil
+	})
+}
+
+func scanPause(sc scanner) (dlq.TopicPause, error) {
+	var (
+		p   dlq.TopicPause
+		uid *int64
+	)
+	if err := sc.Scan(&p.Topic, &p.PausedAt, &p.Reason, &p.Auto, &uid); err != nil {
+		return p, err
+	}
+	p.PausedAt = p.PausedAt.UTC()
+	if uid != nil && *uid >= 0 && *uid <= int64(^uint32(0)) {
+		u := uint32(*uid)
+		p.UID = &u
+	}
+	return p, nil
+}
+
+// pauseDLQTopic implements dlq.PauseStore.PauseDLQTopic.
+func (s *sqlStore) pauseDLQTopic(ctx context.Context, h historySQL, p dlq.TopicPause) (dlq.TopicPause, bool, error) {
+	var (
+		out     dlq.TopicPause
+		created bool
+	)
+	var uid *int64
+	if p.UID != nil {
+		u := int64(*p.UID)
+		uid = &u
+	}
+	err := s.db.tx(ctx, func(q querier) error {
+		n, err := q.exec(ctx, h.pause, p.Topic, p.PausedAt, p.Reason, p.Auto, uid)
+		if err != nil {
+			return fmt.Errorf("pause topic %s: %w", p.Topic, err)
+		}
+		created = n == 1
+		out, err = scanPause(q.queryRow(ctx, h.pauseOf, p.Topic))
+		if err != nil {
+			return fmt.Errorf("read the pause of %s: %w", p.Topic, err)
+		}
+		return nil
+	})
+	return out, created, err
+}
+
+// resumeDLQTopic implements dlq.PauseStore.ResumeDLQTopic.
+func (s *sqlStore) resumeDLQTopic(ctx context.Context, h historySQL, topic string, now time.Time) (bool, error) {
+	n, err := s.db.exec(ctx, h.resume, topic, now)
+	if err != nil {
+		return false, fmt.Errorf("resume topic %s: %w", topic, err)
+	}
+	return n == 1, nil
+}
+
+// dlqTopicPauses implements dlq.PauseStore.DLQTopicPauses.
+func (s *sqlStore) dlqTopicPauses(ctx context.Context, h historySQL) ([]dlq.TopicPause, error) {
+	ps, err := queryAll(ctx, s.db, scanPause, h.pauses)
+	if err != nil {
+		return nil, fmt.Errorf("list paused topics: %w", err)
+	}
+	return ps, nil
+}
+
+// countReturnsDLQ implements dlq.PauseStore.CountReturnsDLQ.
+func (s *sqlStore) countReturnsDLQ(ctx context.Context, h historySQL, topic string, since time.Time) (int64, error) {
+	var n int64
+	if err := s.db.queryRow(ctx, h.countReturns, topic, since).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count returned replays of %s: %w", topic, err)
+	}
+	return n, nil
+}

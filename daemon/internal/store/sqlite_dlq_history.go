@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+var liteHistory = historySQL{
+	events: `SELECT at, kind, detail, uid FROM dlq_events WHERE message_id = ?1 ORDER BY at, kind <> 'intake', id`,
+	intake: `
+		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, 0
+		FROM dlq_messages WHERE id = ?1
+		UNION ALL
+		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, 1
+		FROM dlq_messages_archive WHERE id = ?1
+		LIMIT 1`,
+	insert: `INSERT INTO dlq_events (message_id, at, kind, detail, uid)
+		SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM dlq_messages WHERE id = ?1)`,
+	keepIntake: `INSERT INTO dlq_events (message_id, at, kind, detail)
+		SELECT id, created_at, 'intake', json_object('source', source, 'topic', dlq_topic, 'partition', source_partition,
+			'offset', source_offset, 'original_topic', original_topic, 'error', error_message)
+		FROM dlq_messages WHERE id = ?1`,
+	insertAny: `INSERT INTO dlq_events (message_id, at, kind, detail, uid) VALUES (?1, ?2, ?3, ?4, ?5)`,
+	pause: `INSERT INTO dlq_topic_pauses (dlq_topic, paused_at, reason, auto, uid) VALUES (?1, ?2, ?3, ?4, ?5)
+		ON CONFLICT (dlq_topic) DO UPDATE SET paused_at = excluded.paused_at, reason = excluded.reason, auto = excluded.auto,
+			uid = excluded.uid, resumed_at = NULL
+		WHERE dlq_topic_pauses.resumed_at IS NOT NULL`,
+	pauseOf: `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq_topic_pauses WHERE dlq_topic = ?1`,
+	pauses:  `SELECT dlq_topic, paused_at, reason, auto, uid FROM dlq_topic_pauses WHERE resumed_at IS NULL ORDER BY dlq_topic`,
+	resume:  `UPDATE dlq_topic_pauses SET resumed_at = ?2 WHERE dlq_topic = ?1 AND resumed_at IS NULL`,
+	countReturns: `
+		SELECT count(*) FROM dlq_events e JOIN dlq_messages m ON m.id = e.message_id
+		WHERE e.kind = 'returned' AND m.dlq_topic = ?1
+			AND e.at >= MAX(?2, COALESCE((SELECT resumed_at FROM dlq_topic_pauses WHERE dlq_topic = ?1), ?2))`,
+}
+
+// DLQHistory implements dlq.HistoryStore.
+func (s *SQLite) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEvent, error) {
+	return s.dlqHistory(ctx, liteHistory, id)
+}
+
+// RecordDLQEvent implements dlq.HistoryStore.
+func (s *SQLite) RecordDLQEvent(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
+	return s.recordDLQEvent(ctx, liteHistory, id, e)
+}
+
+// DeleteDLQAs implements dlq.HistoryStore.
+func (s *SQLite) DeleteDLQAs(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
+	return s.deleteDLQAs(ctx, liteHistory, id, e)
+}
+
+// PauseDLQTopic implements dlq.PauseStore.
+func (s *SQLite) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.TopicPause, bool, error) {
+	return s.pauseDLQTopic(ctx, liteHistory, p)
+}
+
+// ResumeDLQTopic implements dlq.PauseStore.
+func (s *SQLite) ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error) {
+	return s.resumeDLQTopic(ctx, liteHistory, topic, now)
+}
+
+// DLQTopicPauses implements dlq.PauseStore.
+func (s *SQLite) DLQTopicPauses(ctx context.Context) ([]dlq.TopicPause, error) {
+	return s.dlqTopicPauses(ctx, liteHistory)
+}
+
+// CountReturnsDLQ implements dlq.PauseStore.
+func (s *SQLite) CountReturnsDLQ(ctx context.Context, topic string, since time.Time) (int64, error) {
+	return s.countReturnsDLQ(ctx, liteHistory, topic, since)
+}

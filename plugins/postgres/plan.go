@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// Plan says what Delete would delete now: a step per table in delete
+// order (a cascade target right after the table whose cascade reaches it),
+// each with how its rows are known to be the tenant's and Count's exact
+// count. It reads the schema afresh and fails closed as Delete would: on
+// drift from an explicit tables list (see checkDrift), and when the
+// preflight would refuse the deletion.
+func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResponse, error) {
+	pool, m, cfg, err := d.prepare(ctx, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	counts, _, err := countRows(ctx, pool, m, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &sdk.PlanResponse{Fingerprint: fingerprint(cfg, m), Notes: planNotes(m)}
+	for _, t := range m.planOrder() {
+		resp.Steps = append(resp.Steps, sdk.PlanStep{Target: t.name(), Via: via(t), Expected: counts[t.name()]})
+	}
+	return resp, nil
+}
+
+// planOrder is the set in delete order with each cascade target placed
+// after the first table whose cascade reaches it.
+func (m *model) planOrder() []*mtable {
+	var out []*mtable
+	placed := map[*mtable]bool{}
+	var place func(t *mtable)
+	place = func(t *mtable) {
+		if placed[t] {
+			return
+		}
+		placed[t] = true
+		out = append(out, t)
+		for _, x := range m.targets {
+			if len(x.cascadeFrom) > 0 && x.cascadeFrom[0].parentT == t {
+				place(x)
+			}
+		}
+	}
+	for _, t := range m.tables {
+		place(t)
+	}
+	for _, x := range m.targets {
+		place(x)
+	}
+	return out
+}
+
+// keyText names a foreign key by its columns: "public.lines.order_id -> public.orders".
+func keyText(e *medge) string {
+	cols := strings.Join(e.fk.fkCols, ",")
+	if len(e.fk.fkCols) > 1 {
+		cols = "(" + cols + ")"
+	}
+	return e.child.qualified() + "." + cols + " -> " + e.parent.qualified()
+}
+
+// via says how t's rows are known to be the tenant's. It names columns and
+// keys, never the tenant.
+func via(t *mtable) string {
+	switch {
+	case !t.listed:
+		var keys []string
+		for _, e := range t.cascadeFrom {
+			keys = append(keys, keyText(e))
+		}
+		sort.Strings(keys)
+		return fmt.Sprintf("ON DELETE CASCADE of FK %s, rows with tenant column %s", strings.Join(keys, " or FK "), t.tenant.name)
+	case t.tenant != nil:
+		return "tenant column " + t.tenant.name
+	default:
+		var keys []string
+		for _, e := range t.owners {
+			keys = append(keys, keyText(e))
+		}
+		sort.Strings(keys)
+		return "FK " + strings.Join(keys, " or FK ")
+	}
+}
+
+// fingerprint hashes what the plan was computed from: the mode, the
+// ignored tables, each table of the set and every cascade target with its
+// tenant column (name and base type) or owning keys, in delete order, and
+// every foreign key the deletion involves with its columns, action and
+// deferrability. Partitions, indexes, batch size, timeouts, the DSN, the
+// tenant and the counts are left out: none changes what is deleted or how
+// it is reached.
+func fingerprint(cfg config, m *model) string {
+	var b strings.Builder
+	b.WriteString("lifecycled postgres plan 1\n")
+	if cfg.Discover {
+		schemas := append([]string(nil), cfg.Schemas...)
+		sort.Strings(schemas)
+		fmt.Fprintf(&b, "discover %q\n", schemas)
+	} else {
+		b.WriteString("tables\n")
+	}
+	var ignored []string
+	for _, r := range m.ignored {
+		ignored = append(ignored, r.qualified())
+	}
+	sort.Strings(ignored)
+	for _, name := range ignored {
+		fmt.Fprintf(&b, "ignore %q\n", name)
+	}
+	for i, s := range m.steps {
+		for _, t := range s.tables {
+			fmt.Fprintf(&b, "step %d %q %s\n", i, t.name(), tableIdentity(t))
+		}
+	}
+	var lines []string
+	for _, t := range m.targets {
+		lines = append(lines, fmt.Sprintf("cascade %q %s", t.name(), tableIdentity(t)))
+	}
+	for _, e := range m.inbound {
+		lines = append(lines, fmt.Sprintf("fk %q %q %q -> %q %q %c deferrable=%t set=%q types=%q",
+			e.fk.name, e.child.qualified(), e.fk.fkCols, e.parent.qualified(), e.fk.refCols, e.fk.action, e.fk.deferrable, e.fk.setCols, e.fk.refTypes))
+	}
+	sort.Strings(lines)
+	for i, l := range lines {
+		if i == 0 || l != lines[i-1] {
+			b.WriteString(l + "\n")
+		}
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func tableIdentity(t *mtable) string {
+	if t.tenant != nil {
+		return fmt.Sprintf("tenant %q %q", t.tenant.name, t.tenant.base)
+	}
+	var keys []string
+	for _, e := range t.owners {
+		keys = append(keys, fmt.Sprintf("%q", e.fk.name+" "+keyText(e)))
+	}
+	sort.Strings(keys)
+	return "owners " + strings.Join(keys, " ")
+}
+
+// planNotes tells the operator what the steps alone do not: tables left
+// out on purpose, cycles deleted in one transaction, keys whose action runs
+// inside the set, and partitioned tables (their partitions are not part of
+// the fingerprint, so attaching one does not invalidate an approved plan).
+func planNotes(m *model) []string {
+	var notes []string
+	var ignored []string
+	for _, r := range m.ignored {
+		ignored = append(ignored, r.qualified())
+	}
+	sort.Strings(ignored)
+	for _, name := range ignored {
+		notes = append(notes, fmt.Sprintf("%s is not deleted (ignore_tables)", name))
+	}
+	for _, s := range m.steps {
+		if len(s.tables) > 1 {
+			var names []string
+			for _, t := range s.tables {
+				names = append(names, t.name())
+			}
+			notes = append(notes, fmt.Sprintf("%s reference each other: deleted in one transaction with their DEFERRABLE keys deferred", strings.Join(names, ", ")))
+		}
+	}
+	for _, e := range m.dropped {
+		notes = append(notes, fmt.Sprintf("%s: the cycle is broken here, its %s runs on this tenant's own rows", e.describe(), actionName(e.fk)))
+	}
+	for _, t := range m.planOrder() {
+		if len(t.leaves) > 1 || (len(t.leaves) == 1 && t.leaves[0] != t.rel) {
+			notes = append(notes, fmt.Sprintf("%s is stored in %d partitions or child tables, deleted one by one", t.name(), len(t.leaves)))
+		}
+	}
+	return notes
+}
