@@ -71,6 +71,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalTenantID$$' -fuzztime $(FUZZTIME) ./daemon/internal/deletion
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCursor$$' -fuzztime $(FUZZTIME) ./daemon/internal/deletion
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./daemon/internal/receipt
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./daemon/internal/ledger
 
 bench: build test-deps ## run the benchmarks under bench/ (baselines in the same run); see bench/README.md
 	./bench/run.sh

@@ -26,7 +26,8 @@ func scopeOf(path string) Scope {
 	case strings.HasPrefix(path, "/api/v1/dlq"):
 		return ScopeDLQ
 	case strings.HasPrefix(path, "/api/v1/tenants"), strings.HasPrefix(path, "/api/v1/deletions"),
-		strings.HasPrefix(path, "/api/v1/holds"), strings.HasPrefix(path, "/api/v1/receipts"):
+		strings.HasPrefix(path, "/api/v1/holds"), strings.HasPrefix(path, "/api/v1/receipts"),
+		strings.HasPrefix(path, "/api/v1/erasures"):
 		return ScopeTenant
 	default:
 		return ScopeNone

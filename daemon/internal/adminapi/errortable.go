@@ -6,6 +6,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
 )
 
 // errorRow is one meaning and the answer it gets: an HTTP status, and a
@@ -34,6 +35,10 @@ var errorTable = []errorRow{
 	// The broker refused the message: an upstream failure, not ours.
 	{err: dlq.ErrRepublishFailed, status: http.StatusBadGateway, kind: "REPUBLISH_FAILED", only: []Scope{ScopeDLQ}},
 	{err: derrors.ErrNotFound, status: http.StatusNotFound, kind: "NOT_FOUND"},
+	// Before ErrInvalid, which both also are: a ledger file that does not
+	// verify changes nothing.
+	{err: ledger.ErrKeyUnknown, status: http.StatusBadRequest, code: "SYS_LEDGER_KEY_UNKNOWN", only: []Scope{ScopeTenant}},
+	{err: ledger.ErrInvalidFile, status: http.StatusBadRequest, code: "SYS_LEDGER_INVALID", only: []Scope{ScopeTenant}},
 	{err: derrors.ErrInvalid, status: http.StatusBadRequest, kind: "VALIDATION_ERROR"},
 	// Before ErrConflict, which an OnHoldError also is.
 	{err: deletion.ErrOnHold, status: http.StatusConflict, code: "SYS_TENANT_ON_HOLD", only: []Scope{ScopeTenant}},
@@ -54,6 +59,7 @@ var answerKinds = []string{"VALIDATION_ERROR", "NOT_FOUND", "FORBIDDEN", "METHOD
 var fixedCodes = []string{
 	"SYS_STATE_STORE_UNAVAILABLE", "SYS_RELOAD_REFUSED", "SYS_TENANT_ON_HOLD",
 	"SYS_TENANT_PLAN_CHANGED", "SYS_TENANT_PLAN_INCOMPLETE", "SYS_TENANT_APPROVER_NOT_DISTINCT",
+	"SYS_LEDGER_INVALID", "SYS_LEDGER_KEY_UNKNOWN",
 	"SYS_IDEMPOTENCY_KEY_MISMATCH", "SYS_IDEMPOTENCY_IN_FLIGHT", "SYS_IDEMPOTENCY_VALIDATION_ERROR",
 }
 

@@ -175,12 +175,16 @@ func (m *middleware) wrap(next http.Handler, mux *http.ServeMux, localOnly bool)
 			writeError(rec, r, scopeOf(r.URL.Path), invalid("path must not contain empty, '.' or '..' segments"))
 			return
 		}
-		if r.ContentLength > MaxBodyBytes {
+		limit := int64(MaxBodyBytes)
+		if r.URL.Path == ledgerPath {
+			limit = MaxLedgerBytes // the whole ledger
+		}
+		if r.ContentLength > limit {
 			writeError(rec, r, scopeOf(r.URL.Path), &apiError{status: http.StatusRequestEntityTooLarge, kind: "VALIDATION_ERROR",
-				message: fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes)})
+				message: fmt.Sprintf("request body larger than %d bytes", limit)})
 			return
 		}
-		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
+		r.Body = http.MaxBytesReader(rec, r.Body, limit)
 		next.ServeHTTP(rec, r)
 	})
 }

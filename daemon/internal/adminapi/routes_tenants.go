@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
 )
 
 // Tenants is what the tenant erasure routes need.
@@ -54,8 +55,18 @@ func jobsBody(p deletion.JobPage) JobsBody {
 	return out
 }
 
+// Resurrections is what GET /api/v1/tenants/{tenant}/deletions adds from
+// the erasure ledger.
+type Resurrections interface {
+	Resurrections(ctx context.Context, tenant string) ([]*ledger.Resurrection, error)
+}
+
 // TenantRoutes serves the tenant erasure routes.
-func TenantRoutes(svc Tenants) func(*http.ServeMux) {
+func TenantRoutes(svc Tenants) func(*http.ServeMux) { return TenantRoutesWith(svc, nil) }
+
+// TenantRoutesWith serves the tenant erasure routes; the tenant's job list
+// also shows res's resurrections of the tenant (none when res is nil).
+func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /api/v1/tenants/{tenant}/counts", func(w http.ResponseWriter, r *http.Request) {
 			rep, err := svc.Counts(r.Context(), r.PathValue("tenant"))
@@ -127,7 +138,18 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, jobsBody(page))
+			body := TenantJobsBody{JobsBody: jobsBody(page), Resurrections: []ResurrectionJSON{}}
+			if res != nil {
+				rs, err := res.Resurrections(r.Context(), f.Tenant)
+				if err != nil {
+					writeError(w, r, ScopeTenant, err)
+					return
+				}
+				for _, x := range rs {
+					body.Resurrections = append(body.Resurrections, resurrectionJSON(x))
+				}
+			}
+			writeJSON(w, http.StatusOK, body)
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/receipt"
@@ -22,11 +23,7 @@ import (
 )
 
 func newDeletion(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
-	st store.Store, host *pluginhost.Host, id daemonID, pm *periodic.Metrics) (*deletion.Service, error) {
-	notary, err := newNotary(holder, log, st, host, id)
-	if err != nil {
-		return nil, err
-	}
+	st store.Store, host *pluginhost.Host, id daemonID, pm *periodic.Metrics, notary *receipt.Notary) (*deletion.Service, error) {
 	registry := deletion.NewRegistry(host, func() int { return holder.Get().Deletion.Concurrency })
 	runner := deletion.NewRunner(st, registry, string(id), func() deletion.RunnerConfig {
 		cfg := holder.Get()
@@ -103,7 +100,9 @@ func receiptPlugins(cfg *config.Config, host *pluginhost.Host, log hclog.Logger)
 	return out
 }
 
-func tenantRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.TenantRoutes(svc) }
+func tenantRoutes(svc *deletion.Service, l *ledger.Service) func(*http.ServeMux) {
+	return adminapi.TenantRoutesWith(svc, l)
+}
 
 func deletionRoutes(svc *deletion.Service) func(*http.ServeMux) { return adminapi.DeletionRoutes(svc) }
 

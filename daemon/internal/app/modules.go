@@ -26,7 +26,10 @@ func modules() fx.Option {
 	return fx.Options(
 		fx.Provide(
 			periodic.New,
+			newNotary,
 			newDeletion,
+			newLedger,
+			fx.Annotate(ledgerRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(tenantRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(deletionRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(holdRoutes, fx.ResultTags(`group:"admin_routes"`)),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -54,14 +55,17 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
-			var out adminapi.JobsBody
+			var (
+				out  adminapi.JobsBody
+				back []adminapi.ResurrectionJSON // the tenant's, from its first page
+			)
 			for {
 				target := path
 				if len(q) > 0 {
 					target += "?" + q.Encode()
 				}
 				ctx, cancel := withTimeout(time.Minute)
-				var page adminapi.JobsBody
+				var page adminapi.TenantJobsBody
 				raw, err := c.getJSON(ctx, target, &page)
 				cancel()
 				if err != nil {
@@ -70,6 +74,9 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 				if !all && g.json() {
 					g.printRaw(raw)
 					return nil
+				}
+				if back == nil {
+					back = page.Resurrections
 				}
 				out.Jobs = append(out.Jobs, page.Jobs...)
 				out.NextCursor = page.NextCursor
@@ -82,6 +89,7 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 				return g.printValue(out)
 			}
 			printJobList(g, out)
+			printResurrections(g, back)
 			return nil
 		},
 	}
@@ -175,5 +183,31 @@ func waitStopped(g *globals, c *client, tenant string, timeout time.Duration) (a
 			return job, &exitError{code: ExitLocal, err: errors.New("stopped waiting"), silent: true}
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// printResurrections lists a tenant's resurrections under its jobs: data
+// re-verification found again after an erasure.
+func printResurrections(g *globals, rs []adminapi.ResurrectionJSON) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintln(g.stdout, "\nresurrections (data found again after an erasure):")
+	for _, r := range rs {
+		state := "open"
+		if r.ResolvedAt != nil {
+			state = "resolved " + *r.ResolvedAt
+		}
+		reerase := ""
+		if r.ReeraseJobID != nil {
+			reerase = " re-erase job " + *r.ReeraseJobID
+		}
+		names := make([]string, 0, len(r.Counts))
+		for d, n := range r.Counts {
+			names = append(names, fmt.Sprintf("%s=%d", d, n))
+		}
+		sort.Strings(names)
+		fmt.Fprintf(g.stdout, "  %s  after job %s  %s  %s%s  (%s, seen %d times)\n", r.FoundAt, r.ErasureJobID,
+			strings.Join(names, " "), r.Action, reerase, state, r.SeenCount)
 	}
 }

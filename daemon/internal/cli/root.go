@@ -143,6 +143,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		archiveCmd(g),
 		reloadCmd(g),
 		receiptCmd(g),
+		ledgerCmd(g),
 	)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -110,6 +110,15 @@ type Deletion struct {
 	// ApproversDistinct refuses an approval from the uid that requested
 	// the job: two people for every erasure that needs an approval.
 	ApproversDistinct bool `toml:"approvers_distinct"`
+	// ReverifyInterval is how often the ledger's tenants are counted again
+	// in every deleter (one pass per interval across every daemon of the
+	// store); 0 turns re-verification off.
+	ReverifyInterval Duration `toml:"reverify_interval"`
+	// ReverifyRate bounds a pass: ledger tenants counted per second.
+	ReverifyRate float64 `toml:"reverify_rate"`
+	// Reerase: a tenant found again (a resurrection) gets a new deletion
+	// job, unless it is on legal hold.
+	Reerase bool `toml:"reerase"`
 }
 
 // PluginDefaults apply to every plugin block that does not override them.
@@ -262,6 +271,8 @@ func Defaults() Config {
 			Lease:             D(30 * time.Second),
 			GracePeriod:       D(0),
 			MaxJobs:           4,
+			ReverifyInterval:  D(24 * time.Hour),
+			ReverifyRate:      10,
 		},
 		Plugins: PluginDefaults{
 			StartTimeout:        D(10 * time.Second),

@@ -40,6 +40,9 @@ func TestRepoConfigLoadsAndUsesEmbeddedDefaults(t *testing.T) {
 	require.Empty(t, cfg.DLQSources)
 	require.Equal(t, 30*time.Second, cfg.Daemon.ShutdownTimeout.Duration)
 	require.Equal(t, 72*time.Hour, cfg.Idempotency.TTL.Duration)
+	require.Equal(t, 24*time.Hour, cfg.Deletion.ReverifyInterval.Duration)
+	require.Equal(t, 10.0, cfg.Deletion.ReverifyRate)
+	require.False(t, cfg.Deletion.Reerase, "re-erasing is asked for, never a default")
 }
 
 func TestPackagedDefaultAndExamplesValidate(t *testing.T) {
@@ -93,6 +96,18 @@ func TestProblemsNameKeyAndLine(t *testing.T) {
 		},
 		"plugin message limit below gRPC's default": {
 			text: "version = 1\n[plugins]\nmax_message_bytes = 1048576\n", wantKey: "plugins.max_message_bytes", line: 3, msg: "4 MiB",
+		},
+		"reverify interval too short": {
+			text: "version = 1\n[deletion]\nreverify_interval = \"500ms\"\n", wantKey: "deletion.reverify_interval", line: 3, msg: "\"0s\" (off) or between",
+		},
+		"reverify interval negative": {
+			text: "version = 1\n[deletion]\nreverify_interval = \"-1h\"\n", wantKey: "deletion.reverify_interval", line: 3, msg: "(off)",
+		},
+		"reverify rate zero": {
+			text: "version = 1\n[deletion]\n\nreverify_rate = 0.0\n", wantKey: "deletion.reverify_rate", line: 4, msg: "above 0",
+		},
+		"reverify rate too high": {
+			text: "version = 1\n[deletion]\nreverify_rate = 1e9\n", wantKey: "deletion.reverify_rate", line: 3, msg: "at most 100000",
 		},
 		"wrong version": {
 			text: "version = 2\n", wantKey: "version", line: 1, msg: "unsupported version 2",

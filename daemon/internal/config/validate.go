@@ -116,6 +116,12 @@ func (c *Config) validate(r *reporter) {
 	if c.Deletion.MaxJobs < 1 || c.Deletion.MaxJobs > 256 {
 		r.at("deletion.max_jobs", "must be between 1 and 256; got %d", c.Deletion.MaxJobs)
 	}
+	if iv := c.Deletion.ReverifyInterval.Duration; iv != 0 && (iv < time.Second || iv > 8760*time.Hour) {
+		r.at("deletion.reverify_interval", "must be \"0s\" (off) or between \"1s\" and \"8760h\"; got %q", c.Deletion.ReverifyInterval.raw)
+	}
+	if rt := c.Deletion.ReverifyRate; !(rt > 0 && rt <= 100000) {
+		r.at("deletion.reverify_rate", "must be above 0 and at most 100000 (tenants per second); got %v", rt)
+	}
 
 	// Plugins.
 	positive(r, "plugins.start_timeout", c.Plugins.StartTimeout)

@@ -126,7 +126,11 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 		return
 	}
 	if u.Status == JobCompleted && u.Verified && cfg.Notary != nil {
-		rec, err := cfg.Notary.Issue(r.withStates(job, states), u.Now)
+		done := r.withStates(job, states)
+		if err := r.reerasureOf(wctx, done); err != nil {
+			log.Error("read which erasure this job repeats; the receipt will not name it", "error", err)
+		}
+		rec, err := cfg.Notary.Issue(done, u.Now)
 		if err != nil {
 			// The erasure is done and verified either way: record it, and
 			// say loudly that the proof is missing.

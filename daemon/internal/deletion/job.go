@@ -103,6 +103,9 @@ type Job struct {
 	// plan changed, or a deleter refused to plan); "" otherwise.
 	PlanDrift string
 	Deleters  []DeleterState
+	// Reerases is set on a re-erase job when its receipt is issued: the
+	// erasure it repeats (see ReerasureSource).
+	Reerases *ReerasureRef
 }
 
 // DeleterState is the stored progress of one deleter within a job.

@@ -53,6 +53,10 @@ type Document struct {
 	// last one.
 	Approval Approval `json:"approval"`
 	Daemon   Daemon   `json:"daemon"`
+	// Reerases names the erasure this one repeats when re-verification
+	// found the tenant's data again after it (a restored backup); absent
+	// from a first erasure's receipt.
+	Reerases *Reerasure `json:"reerases,omitempty"`
 	// KeyID names the public key that verifies Signature (KeyID()).
 	KeyID string `json:"key_id"`
 	// Signature is the base64 (standard, padded) Ed25519 signature of the
@@ -95,6 +99,14 @@ type Approval struct {
 	ApprovedByUID *int64  `json:"approved_by_uid"`
 }
 
+// Reerasure names an earlier erasure of the same tenant: its job and the
+// ledger's hash of its receipt ("sha256:<hex>" of the receipt file's bytes,
+// without the final newline; "" when that job issued none).
+type Reerasure struct {
+	JobID         string `json:"job_id"`
+	ReceiptSHA256 string `json:"receipt_sha256"`
+}
+
 // Daemon names the lifecycled that issued the receipt.
 type Daemon struct {
 	Version string `json:"version"`
@@ -130,6 +142,9 @@ func build(job *deletion.Job, finishedAt, issuedAt time.Time, plugins map[string
 	if job.ApprovedAt != nil {
 		s := deletion.FormatTime(*job.ApprovedAt)
 		doc.Approval.ApprovedAt = &s
+	}
+	if job.Reerases != nil {
+		doc.Reerases = &Reerasure{JobID: job.Reerases.JobID.String(), ReceiptSHA256: job.Reerases.ReceiptSHA256}
 	}
 	started := job.CreatedAt
 	if job.StartedAt != nil {

@@ -55,6 +55,7 @@ type statements struct {
 	keys      keySQL
 	retention retentionSQL
 	plans     planSQL
+	ledger    ledgerSQL
 }
 
 // queryAll runs a statement and reads every row it returns with scan.

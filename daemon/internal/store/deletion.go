@@ -239,6 +239,9 @@ func (s *sqlStore) FinishDeletionAttempt(ctx context.Context, id uuid.UUID, owne
 				return fmt.Errorf("store receipt: %w", err)
 			}
 		}
+		if deletion.JobStatus(status) == deletion.JobCompleted && u.Verified {
+			return s.recordErasure(ctx, q, id, u)
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, derrors.ErrLeaseLost) {

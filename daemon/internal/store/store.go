@@ -25,6 +25,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
+	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
@@ -34,6 +35,8 @@ type Store interface {
 	deletion.JobStore
 	idempotency.Store
 	archive.Store
+	ledger.Store
+	deletion.ReerasureSource
 
 	// CreateDeletionJob creates a PENDING job for tenant, or returns its
 	// active one (created false); a held tenant is refused with a

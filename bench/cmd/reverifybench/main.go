@@ -1,0 +1,250 @@
+// Command reverifybench measures a re-verification pass of the daemon over
+// N ledger tenants whose erased data lives in PostgreSQL (through the
+// postgres plugin): the pass with no effective rate limit against two
+// baselines on the same data, the same N count queries sent straight to
+// PostgreSQL from one connection (the store's own cost) and N counts
+// through the daemon's count route one after another (the plugin's cost of
+// a count, which re-reads the schema every call); then a pass at a
+// reverify_rate below what the free pass reached, whose measured rate must
+// not exceed it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+)
+
+func pgAdmin() string {
+	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
+		return v
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+func createDB(ctx context.Context, admin *pgx.Conn, prefix string) (string, func()) {
+	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	_, err := admin.Exec(ctx, "CREATE DATABASE "+name)
+	benchkit.Must(err, "create database")
+	u, _ := url.Parse(pgAdmin())
+	u.Path = "/" + name
+	return u.String(), func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") }
+}
+
+var counted = regexp.MustCompile(`(?m)^lifecycled_erasure_reverified_tenants_total\{result="(clean|resurrected)"\} (\S+)$`)
+
+func main() {
+	tenants := flag.Int("tenants", 5000, "ledger tenants")
+	others := flag.Int("rows", 500000, "rows of tenants not in the ledger (the store's bulk)")
+	back := flag.Int("resurrected", 20, "ledger tenants whose rows are back")
+	limited := flag.Float64("rate", 100, "reverify_rate of the limited pass")
+	flag.Parse()
+	benchkit.Header(fmt.Sprintf("re-verification: %d ledger tenants (%d resurrected) over a %d-row PostgreSQL table", *tenants, *back, *others))
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pgAdmin())
+	benchkit.Must(err, "connect")
+	defer admin.Close(ctx)
+	stateDSN, dropState := createDB(ctx, admin, "lcd_rvbench_state")
+	defer dropState()
+	appDSN, dropApp := createDB(ctx, admin, "lcd_rvbench_app")
+	defer dropApp()
+
+	app, err := pgxpool.New(ctx, appDSN)
+	benchkit.Must(err, "connect app")
+	defer app.Close()
+	_, err = app.Exec(ctx, `CREATE TABLE items (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, payload text NOT NULL);
+		CREATE INDEX ON items (tenant_id)`)
+	benchkit.Must(err, "schema")
+	_, err = app.Exec(ctx, `INSERT INTO items (tenant_id, payload)
+		SELECT md5((g % 2000)::text)::uuid, repeat('x', 64) FROM generate_series(1, $1) g`, *others)
+	benchkit.Must(err, "bulk rows")
+
+	dir, _ := os.MkdirTemp("", "rvb")
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "admin.sock")
+	config := func(rate float64) string {
+		return fmt.Sprintf(`version = 1
+[daemon]
+state = %q
+plugin_dir = %q
+log_level = "error"
+[admin]
+listen = "unix://%s"
+[retry]
+enabled = false
+[deletion]
+reverify_interval = "0s"
+reverify_rate = %v
+[[deleter]]
+name = "postgres:items"
+plugin = "postgres"
+[deleter.config]
+dsn = %q
+tables = ["items"]
+tenant_column = "tenant_id"
+`, stateDSN, benchkit.Bin(), sock, rate, appDSN)
+	}
+	cfgPath := filepath.Join(dir, "config.toml")
+	benchkit.Must(os.WriteFile(cfgPath, []byte(config(100000)), 0o600), "config")
+	cmd := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", cfgPath)
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "STATE_DIRECTORY="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	benchkit.Must(cmd.Start(), "start daemon (run make build)")
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	client := &http.Client{Timeout: time.Hour, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	for i := 0; ; i++ {
+		if resp, err := client.Get("http://localhost/readyz"); err == nil && resp.StatusCode == 200 {
+			resp.Body.Close()
+			break
+		}
+		if i > 600 {
+			benchkit.Must(fmt.Errorf("not ready"), "daemon")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The ledger, as jobs of this store would have left it.
+	state, err := pgxpool.New(ctx, stateDSN)
+	benchkit.Must(err, "connect state")
+	defer state.Close()
+	_, err = state.Exec(ctx, `INSERT INTO lifecycle.erasure_ledger (job_id, tenant_id, erased_at, receipt_sha256, source, recorded_at)
+		SELECT gen_random_uuid(), gen_random_uuid()::text, now(), '', 'local', now() FROM generate_series(1, $1)`, *tenants)
+	benchkit.Must(err, "ledger")
+	// Some of them are back, as a restored backup would bring them.
+	rows, err := state.Query(ctx, `SELECT tenant_id FROM lifecycle.erasure_ledger ORDER BY tenant_id LIMIT $1`, *back)
+	benchkit.Must(err, "read ledger")
+	var ids []string
+	for rows.Next() {
+		var id string
+		benchkit.Must(rows.Scan(&id), "scan")
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		_, err := app.Exec(ctx, `INSERT INTO items (tenant_id, payload) SELECT $1::uuid, 'back' FROM generate_series(1, 3)`, id)
+		benchkit.Must(err, "resurrect")
+	}
+	_, err = app.Exec(ctx, `VACUUM ANALYZE items`)
+	benchkit.Must(err, "vacuum")
+	all, err := state.Query(ctx, `SELECT tenant_id FROM lifecycle.erasure_ledger`)
+	benchkit.Must(err, "read ledger")
+	var every []string
+	for all.Next() {
+		var id string
+		benchkit.Must(all.Scan(&id), "scan")
+		every = append(every, id)
+	}
+	all.Close()
+
+	// Baseline: the count queries alone, one connection, one after another.
+	conn, err := pgx.Connect(ctx, appDSN)
+	benchkit.Must(err, "connect baseline")
+	var found int
+	base := benchkit.Time(func() {
+		for _, id := range every {
+			var n int64
+			benchkit.Must(conn.QueryRow(ctx, `SELECT count(*) FROM items WHERE tenant_id = $1`, id).Scan(&n), "count")
+			if n > 0 {
+				found++
+			}
+		}
+	})
+	conn.Close(ctx)
+
+	// Baseline: the same counts through the daemon's count route.
+	route := benchkit.Time(func() {
+		for _, id := range every {
+			resp, err := client.Get("http://localhost/api/v1/tenants/" + id + "/counts")
+			benchkit.Must(err, "counts")
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				benchkit.Must(fmt.Errorf("status %d", resp.StatusCode), "counts")
+			}
+		}
+	})
+
+	pass := func() (time.Duration, int64) {
+		before := reverified(client)
+		start := time.Now()
+		resp, err := client.Post("http://localhost/api/v1/erasures/reverify", "application/json", nil)
+		benchkit.Must(err, "reverify")
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 202 {
+			benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, body), "reverify")
+		}
+		for reverified(client)-before < int64(*tenants) {
+			// Seldom: a scrape costs the daemon CPU the pass would use.
+			time.Sleep(100 * time.Millisecond)
+		}
+		return time.Since(start), reverified(client) - before
+	}
+	free, n := pass()
+	resurrections := metric(client, `lifecycled_erasure_resurrections_total{deleter="postgres:items"}`)
+
+	benchkit.Must(os.WriteFile(cfgPath, []byte(config(*limited)), 0o600), "config")
+	resp, err := client.Post("http://localhost/api/v1/reload", "application/json", nil)
+	benchkit.Must(err, "reload")
+	resp.Body.Close()
+	slow, m := pass()
+
+	benchkit.Report("baseline: the count queries, one connection", "%v (%s), %d found", base.Round(time.Millisecond), benchkit.Rate(int64(len(every)), base), found)
+	benchkit.Report("baseline: GET /api/v1/tenants/{t}/counts, one after another", "%v (%s)", route.Round(time.Millisecond), benchkit.Rate(int64(len(every)), route))
+	benchkit.Report("daemon pass, reverify_rate 100000", "%v (%s), %d tenants, %.0f resurrections; %.2fx the count route's time, %.1fx the raw queries'",
+		free.Round(time.Millisecond), benchkit.Rate(n, free), n, resurrections, free.Seconds()/route.Seconds(), free.Seconds()/base.Seconds())
+	measured := float64(m) / slow.Seconds()
+	verdict := "within"
+	if measured > *limited {
+		verdict = "OVER"
+	}
+	benchkit.Report(fmt.Sprintf("daemon pass, reverify_rate %.0f", *limited), "%v, measured %.1f tenants/s: %s the limit", slow.Round(time.Millisecond), measured, verdict)
+}
+
+func scrape(c *http.Client) string {
+	resp, err := c.Get("http://localhost/metrics")
+	benchkit.Must(err, "metrics")
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func reverified(c *http.Client) int64 {
+	var n int64
+	for _, m := range counted.FindAllStringSubmatch(scrape(c), -1) {
+		f, _ := strconv.ParseFloat(m[2], 64)
+		n += int64(f)
+	}
+	return n
+}
+
+func metric(c *http.Client, series string) float64 {
+	for _, line := range strings.Split(scrape(c), "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			f, _ := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)
+			return f
+		}
+	}
+	return -1
+}

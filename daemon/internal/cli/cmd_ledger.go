@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
+	"github.com/lifecycled/lifecycled/daemon/internal/receipt"
+)
+
+func ledgerCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "ledger", Short: "Export, import and verify the signed erasure ledger; re-verify it now"}
+	cmd.AddCommand(ledgerExportCmd(g), ledgerImportCmd(g), ledgerVerifyCmd(g), ledgerReverifyCmd(g))
+	return cmd
+}
+
+// rawExchange sends body as it is and streams a 2xx answer into out: a
+// ledger is larger than what client.do reads, and must arrive byte for byte.
+func (c *client) rawExchange(ctx context.Context, method, path string, body []byte, out io.Writer) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://localhost"+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.explainDialError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		se := &serverError{Status: resp.StatusCode, Body: data}
+		var env struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(data, &env) == nil {
+			se.Code, se.Message = env.Error.Code, env.Error.Message
+		}
+		return se
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	return nil
+}
+
+func ledgerExportCmd(g *globals) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "export --out FILE",
+		Short: "Write the whole erasure ledger as a file signed with the daemon's receipt key",
+		Long: `Write the whole erasure ledger (every COMPLETED, verified erasure: tenant,
+job, time, receipt hash) to FILE, signed with the daemon's Ed25519 receipt
+key. Keep it apart from the state store's backups: after a restore of the
+state store, "lifecycled ledger import FILE" brings back the entries the
+restored store lacks. FILE is written aside and renamed into place.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErrorf("--out FILE is required")
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(10 * time.Minute)
+			defer cancel()
+			tmp, err := os.CreateTemp(filepath.Dir(out), ".ledger-*")
+			if err != nil {
+				return localErrorf("write ledger: %v", err)
+			}
+			defer os.Remove(tmp.Name())
+			if err := c.rawExchange(ctx, http.MethodGet, "/api/v1/erasures/ledger", nil, tmp); err != nil {
+				tmp.Close()
+				return err
+			}
+			if err := tmp.Sync(); err != nil {
+				tmp.Close()
+				return localErrorf("write ledger: %v", err)
+			}
+			if err := tmp.Close(); err != nil {
+				return localErrorf("write ledger: %v", err)
+			}
+			if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+				return localErrorf("write ledger: %v", err)
+			}
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return localErrorf("write ledger: %v", err)
+			}
+			fmt.Fprintf(g.stderr, "ledger written to %s; check it with: lifecycled ledger verify %s\n", out, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "file to write the signed ledger to")
+	return cmd
+}
+
+func ledgerImportCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE",
+		Short: "Add the entries of a signed ledger file that the ledger lacks (idempotent)",
+		Long: `Send a ledger file (from "lifecycled ledger export") to the daemon, which
+checks its signature against the receipt keys registered in its state store
+and adds, in one transaction, the entries it does not have. A file that does
+not verify changes nothing: SYS_LEDGER_INVALID (changed, cut short, not a
+ledger) or SYS_LEDGER_KEY_UNKNOWN (signed by a key the store does not know),
+exit status 2. Importing the same file again adds nothing.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return localErrorf("read ledger: %v", err)
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(10 * time.Minute)
+			defer cancel()
+			var buf bytes.Buffer
+			if err := c.rawExchange(ctx, http.MethodPost, "/api/v1/erasures/ledger", data, &buf); err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(buf.Bytes())
+				return nil
+			}
+			var body struct {
+				Entries        int    `json:"entries"`
+				Added          int    `json:"added"`
+				AlreadyPresent int    `json:"already_present"`
+				KeyID          string `json:"key_id"`
+			}
+			if err := json.Unmarshal(buf.Bytes(), &body); err != nil {
+				return fmt.Errorf("read answer: %w", err)
+			}
+			fmt.Fprintf(g.stdout, "imported %s: %d entries, %d added, %d already in the ledger (signed by %s)\n",
+				args[0], body.Entries, body.Added, body.AlreadyPresent, body.KeyID)
+			return nil
+		},
+	}
+}
+
+func ledgerVerifyCmd(g *globals) *cobra.Command {
+	var keyFile string
+	cmd := &cobra.Command{
+		Use:   "verify FILE [--key PUB]",
+		Short: "Check a signed ledger file; offline with --key",
+		Long: `Check a ledger file and say what was checked: one strict JSON object of type
+lifecycled.erasure-ledger; the public key (--key: a PEM PUBLIC KEY, the JSON
+of GET /api/v1/receipts/key or the base64 of the key; without --key the
+daemon is asked for the key the file names) is the one the file names; the
+Ed25519 signature matches the RFC 8785 canonical form of every member but
+"signature"; every entry is well formed, no job appears twice, and
+entry_count is the number of entries.
+
+Exit status 0 when valid, 4 when the file is not valid, 1 when the check
+could not be made (no file, no key).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return localErrorf("read ledger: %v", err)
+			}
+			var (
+				keys   receipt.KeyResolver
+				keyErr error
+			)
+			if keyFile != "" {
+				raw, err := os.ReadFile(keyFile)
+				if err != nil {
+					return localErrorf("read key: %v", err)
+				}
+				pub, err := receipt.ParsePublicKey(raw)
+				if err != nil {
+					return localErrorf("key %s: %v", keyFile, err)
+				}
+				keys = func(string) (ed25519.PublicKey, string, error) { return pub, keyFile, nil }
+			} else {
+				ask := daemonKey(g)
+				keys = func(id string) (ed25519.PublicKey, string, error) {
+					pub, from, err := ask(id)
+					keyErr = err
+					return pub, from, err
+				}
+			}
+			rep := ledger.Verify(data, keys, nil)
+			if g.json() {
+				_ = g.printValue(rep)
+			} else {
+				fmt.Fprintf(g.stdout, "checked %s:\n", args[0])
+				for _, c := range rep.Checks {
+					mark := "ok  "
+					if !c.OK {
+						mark = "FAIL"
+					}
+					fmt.Fprintf(g.stdout, "  %s  %-9s %s\n", mark, c.Name, c.Detail)
+				}
+				if rep.Valid {
+					fmt.Fprintf(g.stdout, "VALID: %d erasures, exported %s by %s\n", len(rep.Entries), rep.File.ExportedAt, rep.File.Daemon.ID)
+				} else {
+					fmt.Fprintln(g.stdout, "INVALID: do not import or rely on this ledger file")
+				}
+			}
+			var se *serverError
+			if keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
+				return &exitError{code: ExitLocal, silent: true, err: keyErr}
+			}
+			if !rep.Valid {
+				return &exitError{code: ExitInvalid, silent: true, err: errors.New("ledger file not valid")}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "key", "", "public key file (PEM, the JSON of GET /api/v1/receipts/key, or base64); default: ask the daemon")
+	return cmd
+}
+
+func ledgerReverifyCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reverify",
+		Short: "Start a re-verification pass of every ledger tenant now",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(30 * time.Second)
+			defer cancel()
+			raw, _, err := c.do(ctx, http.MethodPost, "/api/v1/erasures/reverify", nil, nil)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				g.printRaw(raw)
+				return nil
+			}
+			var body struct {
+				Message string `json:"message"`
+			}
+			_ = json.Unmarshal(raw, &body)
+			fmt.Fprintln(g.stdout, body.Message)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,3 @@
+DROP TABLE erasure_reverify;
+DROP TABLE erasure_resurrections;
+DROP TABLE erasure_ledger;
