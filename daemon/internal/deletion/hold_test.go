@@ -28,7 +28,9 @@ func TestHoldBlocksAScheduledJobAndReleaseLetsItRun(t *testing.T) {
 		tenant := uuid.NewString()
 		d := newBatchDeleter(100, time.Millisecond)
 		d.seed(tenant, map[string]int64{"t": 300})
-		_, svc := daemonOf(t, st, batchDeleters{"x": d}, "d1", 300*time.Millisecond, nil)
+		// A grace period long enough that the hold is placed before it ends
+		// even on a loaded machine.
+		_, svc := daemonOf(t, st, batchDeleters{"x": d}, "d1", 2*time.Second, nil)
 		job, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
 		require.NoError(t, err)
 		require.Equal(t, deletion.JobScheduled, job.Status)
@@ -38,7 +40,7 @@ func TestHoldBlocksAScheduledJobAndReleaseLetsItRun(t *testing.T) {
 		require.True(t, created)
 		require.Equal(t, "litigation 2026-17", hold.Reason, "trimmed")
 
-		time.Sleep(time.Second) // well past not_before
+		time.Sleep(time.Until(*job.NotBefore) + 700*time.Millisecond) // well past not_before
 		require.Zero(t, d.batches.Load(), "a held job does not run")
 		waiting, err := st.LatestDeletionJob(ctx, tenant)
 		require.NoError(t, err)

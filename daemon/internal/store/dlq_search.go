@@ -71,16 +71,13 @@ var sqliteSearch = searchDialect{
 	},
 }
 
-// sqliteTextMatch uses the FTS5 trigram index of live payloads for a
-// substring of three characters or more (the least a trigram can find);
-// shorter ones, and the archive, which has no such index, are scanned with
-// LIKE (ASCII case ignored).
-func sqliteTextMatch(q *searchQuery, table, s string) string {
-	if table == "dlq_messages" && len([]rune(s)) >= 3 {
-		phrase := `payload : "` + strings.ReplaceAll(s, `"`, `""`) + `"`
-		return "rowid IN (SELECT rowid FROM dlq_search_fts WHERE dlq_search_fts MATCH " + q.arg(phrase) + ")"
-	}
-	return "CAST(raw_payload AS TEXT) LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'`
+// sqliteTextMatch scans payloads (SQLite has no payload index, see
+// migration sqlite/008): LIKE ignores ASCII case but stops at a NUL byte,
+// so the bytes are also searched as they are (instr on blobs), which finds
+// text after a NUL in the exact case.
+func sqliteTextMatch(q *searchQuery, _ string, s string) string {
+	return "(CAST(raw_payload AS TEXT) LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'` +
+		" OR instr(raw_payload, CAST(" + q.arg(s) + " AS BLOB)) > 0)"
 }
 
 // likeEscape makes s match itself in a LIKE pattern whose escape is \.

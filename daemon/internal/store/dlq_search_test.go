@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,5 +274,20 @@ func TestGroupsBackfillOldRowsLeavesEverythingElse(t *testing.T) {
 		require.EqualValues(t, 15, gs[0].Counts[dlq.StatusPending]+gs[0].Counts[dlq.StatusResolved])
 		require.Zero(t, count(t, s, `SELECT COALESCE(sum(n), 0)::int FROM dlq.dlq_group_counts WHERE group_id = ''`,
 			`SELECT COALESCE(sum(n), 0) FROM dlq_group_counts WHERE group_id = ''`))
+	})
+}
+
+// TestSearchFindsTextInLargePayloads: a payload too large for SQLite's
+// trigram index (over 4 KiB) is still found by q, by scanning, and a
+// search does not confuse it with the indexed ones.
+func TestSearchFindsTextInLargePayloads(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		big := strings.Repeat("filler text ", 1000) + "needle-in-a-large-payload"
+		require.Greater(t, len(big), 4096)
+		ingest(t, s, t0, incoming("big.dlq.v1", 0, big), incoming("big.dlq.v1", 1, "small needle-in-a-small-payload"))
+		require.Equal(t, []string{"big.dlq.v1/0"}, offsets(search(t, s, dlq.SearchFilter{Text: "NEEDLE-IN-A-LARGE"})))
+		require.Equal(t, []string{"big.dlq.v1/1"}, offsets(search(t, s, dlq.SearchFilter{Text: "needle-in-a-small"})))
+		require.Len(t, search(t, s, dlq.SearchFilter{Text: "needle-in-a"}).Messages, 2)
+		require.Len(t, search(t, s, dlq.SearchFilter{Text: "filler text"}).Messages, 1)
 	})
 }
