@@ -56,6 +56,7 @@ type statements struct {
 	retention retentionSQL
 	plans     planSQL
 	ledger    ledgerSQL
+	history   historySQL
 }
 
 // queryAll runs a statement and reads every row it returns with scan.

@@ -43,8 +43,8 @@ type historySQL struct {
 	countReturns string
 }
 
-// dlqHistory implements dlq.HistoryStore.DLQHistory for both dialects.
-func (s *sqlStore) dlqHistory(ctx context.Context, h historySQL, id uuid.UUID) ([]dlq.HistoryEvent, error) {
+// DLQHistory implements dlq.HistoryStore.DLQHistory for both dialects.
+func (s *sqlStore) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEvent, error) {
 	var out []dlq.HistoryEvent
 	err := s.db.snapshot(ctx, func(q querier) error {
 		var (
@@ -55,7 +55,7 @@ func (s *sqlStore) dlqHistory(ctx context.Context, h historySQL, id uuid.UUID) (
 			original, errMsg string
 			archived         bool
 		)
-		err := q.queryRow(ctx, h.intake, id).Scan(&created, &source, &topic, &part, &offset, &original, &errMsg, &archived)
+		err := q.queryRow(ctx, s.sql.history.intake, id).Scan(&created, &source, &topic, &part, &offset, &original, &errMsg, &archived)
 		switch {
 		case err == nil:
 			detail, _ := json.Marshal(map[string]any{"source": source, "topic": topic, "partition": part, "offset": offset,
@@ -64,7 +64,7 @@ func (s *sqlStore) dlqHistory(ctx context.Context, h historySQL, id uuid.UUID) (
 		case !errors.Is(err, derrors.ErrNotFound):
 			return fmt.Errorf("read dead letter %s: %w", id, err)
 		}
-		events, err := queryAll(ctx, q, scanEvent, h.events, id)
+		events, err := queryAll(ctx, q, scanEvent, s.sql.history.events, id)
 		if err != nil {
 			return fmt.Errorf("read history of %s: %w", id, err)
 		}
@@ -113,20 +113,20 @@ func eventArgs(id uuid.UUID, e dlq.HistoryEvent) []any {
 	return []any{id, e.At, e.Kind, string(detail), uid}
 }
 
-// recordDLQEvent implements dlq.HistoryStore.RecordDLQEvent.
-func (s *sqlStore) recordDLQEvent(ctx context.Context, h historySQL, id uuid.UUID, e dlq.HistoryEvent) error {
-	n, err := s.db.exec(ctx, h.insert, eventArgs(id, e)...)
+// RecordDLQEvent implements dlq.HistoryStore.RecordDLQEvent.
+func (s *sqlStore) RecordDLQEvent(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
+	n, err := s.db.exec(ctx, s.sql.history.insert, eventArgs(id, e)...)
 	if err != nil {
 		return fmt.Errorf("record a history event: %w", err)
 	}
 	return foundOne(n, "dlq message %s", id)
 }
 
-// deleteDLQAs implements dlq.HistoryStore.DeleteDLQAs: the deletion and
+// DeleteDLQAs implements dlq.HistoryStore.DeleteDLQAs: the deletion and
 // its event in one transaction.
-func (s *sqlStore) deleteDLQAs(ctx context.Context, h historySQL, id uuid.UUID, e dlq.HistoryEvent) error {
+func (s *sqlStore) DeleteDLQAs(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
 	return s.db.tx(ctx, func(q querier) error {
-		if _, err := q.exec(ctx, h.keepIntake, id); err != nil {
+		if _, err := q.exec(ctx, s.sql.history.keepIntake, id); err != nil {
 			return fmt.Errorf("keep the intake of a deleted dead letter: %w", err)
 		}
 		n, err := q.exec(ctx, s.sql.dlq.delete, id)
@@ -136,7 +136,7 @@ func (s *sqlStore) deleteDLQAs(ctx context.Context, h historySQL, id uuid.UUID, 
 		if err := foundOne(n, "dlq message %s", id); err != nil {
 			return err
 		}
-		if _, err := q.exec(ctx, h.insertAny, eventArgs(id, e)...); err != nil {
+		if _, err := q.exec(ctx, s.sql.history.insertAny, eventArgs(id, e)...); err != nil {
 			return fmt.Errorf("record the deletion: %w", err)
 		}
 		return nil
@@ -159,8 +159,8 @@ func scanPause(sc scanner) (dlq.TopicPause, error) {
 	return p, nil
 }
 
-// pauseDLQTopic implements dlq.PauseStore.PauseDLQTopic.
-func (s *sqlStore) pauseDLQTopic(ctx context.Context, h historySQL, p dlq.TopicPause) (dlq.TopicPause, bool, error) {
+// PauseDLQTopic implements dlq.PauseStore.PauseDLQTopic.
+func (s *sqlStore) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.TopicPause, bool, error) {
 	var (
 		out     dlq.TopicPause
 		created bool
@@ -171,12 +171,12 @@ func (s *sqlStore) pauseDLQTopic(ctx context.Context, h historySQL, p dlq.TopicP
 		uid = &u
 	}
 	err := s.db.tx(ctx, func(q querier) error {
-		n, err := q.exec(ctx, h.pause, p.Topic, p.PausedAt, p.Reason, p.Auto, uid)
+		n, err := q.exec(ctx, s.sql.history.pause, p.Topic, p.PausedAt, p.Reason, p.Auto, uid)
 		if err != nil {
 			return fmt.Errorf("pause topic %s: %w", p.Topic, err)
 		}
 		created = n == 1
-		out, err = scanPause(q.queryRow(ctx, h.pauseOf, p.Topic))
+		out, err = scanPause(q.queryRow(ctx, s.sql.history.pauseOf, p.Topic))
 		if err != nil {
 			return fmt.Errorf("read the pause of %s: %w", p.Topic, err)
 		}
@@ -185,28 +185,28 @@ func (s *sqlStore) pauseDLQTopic(ctx context.Context, h historySQL, p dlq.TopicP
 	return out, created, err
 }
 
-// resumeDLQTopic implements dlq.PauseStore.ResumeDLQTopic.
-func (s *sqlStore) resumeDLQTopic(ctx context.Context, h historySQL, topic string, now time.Time) (bool, error) {
-	n, err := s.db.exec(ctx, h.resume, topic, now)
+// ResumeDLQTopic implements dlq.PauseStore.ResumeDLQTopic.
+func (s *sqlStore) ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error) {
+	n, err := s.db.exec(ctx, s.sql.history.resume, topic, now)
 	if err != nil {
 		return false, fmt.Errorf("resume topic %s: %w", topic, err)
 	}
 	return n == 1, nil
 }
 
-// dlqTopicPauses implements dlq.PauseStore.DLQTopicPauses.
-func (s *sqlStore) dlqTopicPauses(ctx context.Context, h historySQL) ([]dlq.TopicPause, error) {
-	ps, err := queryAll(ctx, s.db, scanPause, h.pauses)
+// DLQTopicPauses implements dlq.PauseStore.DLQTopicPauses.
+func (s *sqlStore) DLQTopicPauses(ctx context.Context) ([]dlq.TopicPause, error) {
+	ps, err := queryAll(ctx, s.db, scanPause, s.sql.history.pauses)
 	if err != nil {
 		return nil, fmt.Errorf("list paused topics: %w", err)
 	}
 	return ps, nil
 }
 
-// countReturnsDLQ implements dlq.PauseStore.CountReturnsDLQ.
-func (s *sqlStore) countReturnsDLQ(ctx context.Context, h historySQL, topic string, since time.Time) (int64, error) {
+// CountReturnsDLQ implements dlq.PauseStore.CountReturnsDLQ.
+func (s *sqlStore) CountReturnsDLQ(ctx context.Context, topic string, since time.Time) (int64, error) {
 	var n int64
-	if err := s.db.queryRow(ctx, h.countReturns, topic, since).Scan(&n); err != nil {
+	if err := s.db.queryRow(ctx, s.sql.history.countReturns, topic, since).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count returned replays of %s: %w", topic, err)
 	}
 	return n, nil

@@ -1,14 +1,5 @@
 package store
 
-import (
-	"context"
-	"time"
-
-	"github.com/google/uuid"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-)
-
 var pgHistory = historySQL{
 	events: `SELECT at, kind, detail::text, uid FROM dlq.dlq_events WHERE message_id = $1 ORDER BY at, kind <> 'intake', id`,
 	intake: `
@@ -36,39 +27,4 @@ var pgHistory = historySQL{
 		SELECT count(*) FROM dlq.dlq_events e JOIN dlq.dlq_messages m ON m.id = e.message_id
 		WHERE e.kind = 'returned' AND m.dlq_topic = $1
 			AND e.at >= GREATEST($2::timestamptz, (SELECT resumed_at FROM dlq.dlq_topic_pauses WHERE dlq_topic = $1))`,
-}
-
-// DLQHistory implements dlq.HistoryStore.
-func (s *Postgres) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEvent, error) {
-	return s.dlqHistory(ctx, pgHistory, id)
-}
-
-// RecordDLQEvent implements dlq.HistoryStore.
-func (s *Postgres) RecordDLQEvent(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
-	return s.recordDLQEvent(ctx, pgHistory, id, e)
-}
-
-// DeleteDLQAs implements dlq.HistoryStore.
-func (s *Postgres) DeleteDLQAs(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
-	return s.deleteDLQAs(ctx, pgHistory, id, e)
-}
-
-// PauseDLQTopic implements dlq.PauseStore.
-func (s *Postgres) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.TopicPause, bool, error) {
-	return s.pauseDLQTopic(ctx, pgHistory, p)
-}
-
-// ResumeDLQTopic implements dlq.PauseStore.
-func (s *Postgres) ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error) {
-	return s.resumeDLQTopic(ctx, pgHistory, topic, now)
-}
-
-// DLQTopicPauses implements dlq.PauseStore.
-func (s *Postgres) DLQTopicPauses(ctx context.Context) ([]dlq.TopicPause, error) {
-	return s.dlqTopicPauses(ctx, pgHistory)
-}
-
-// CountReturnsDLQ implements dlq.PauseStore.
-func (s *Postgres) CountReturnsDLQ(ctx context.Context, topic string, since time.Time) (int64, error) {
-	return s.countReturnsDLQ(ctx, pgHistory, topic, since)
 }

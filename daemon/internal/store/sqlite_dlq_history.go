@@ -1,14 +1,5 @@
 package store
 
-import (
-	"context"
-	"time"
-
-	"github.com/google/uuid"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-)
-
 var liteHistory = historySQL{
 	events: `SELECT at, kind, detail, uid FROM dlq_events WHERE message_id = ?1 ORDER BY at, kind <> 'intake', id`,
 	intake: `
@@ -36,39 +27,4 @@ var liteHistory = historySQL{
 		SELECT count(*) FROM dlq_events e JOIN dlq_messages m ON m.id = e.message_id
 		WHERE e.kind = 'returned' AND m.dlq_topic = ?1
 			AND e.at >= MAX(?2, COALESCE((SELECT resumed_at FROM dlq_topic_pauses WHERE dlq_topic = ?1), ?2))`,
-}
-
-// DLQHistory implements dlq.HistoryStore.
-func (s *SQLite) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEvent, error) {
-	return s.dlqHistory(ctx, liteHistory, id)
-}
-
-// RecordDLQEvent implements dlq.HistoryStore.
-func (s *SQLite) RecordDLQEvent(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
-	return s.recordDLQEvent(ctx, liteHistory, id, e)
-}
-
-// DeleteDLQAs implements dlq.HistoryStore.
-func (s *SQLite) DeleteDLQAs(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
-	return s.deleteDLQAs(ctx, liteHistory, id, e)
-}
-
-// PauseDLQTopic implements dlq.PauseStore.
-func (s *SQLite) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.TopicPause, bool, error) {
-	return s.pauseDLQTopic(ctx, liteHistory, p)
-}
-
-// ResumeDLQTopic implements dlq.PauseStore.
-func (s *SQLite) ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error) {
-	return s.resumeDLQTopic(ctx, liteHistory, topic, now)
-}
-
-// DLQTopicPauses implements dlq.PauseStore.
-func (s *SQLite) DLQTopicPauses(ctx context.Context) ([]dlq.TopicPause, error) {
-	return s.dlqTopicPauses(ctx, liteHistory)
-}
-
-// CountReturnsDLQ implements dlq.PauseStore.
-func (s *SQLite) CountReturnsDLQ(ctx context.Context, topic string, since time.Time) (int64, error) {
-	return s.countReturnsDLQ(ctx, liteHistory, topic, since)
 }
