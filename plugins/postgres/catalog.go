@@ -21,6 +21,28 @@ type catalog struct {
 	version int // server_version_num
 	// bypassRLS: the deleter's role is a superuser or has BYPASSRLS.
 	bypassRLS bool
+	// matviews are the materialized views: no delete reaches their rows,
+	// so the drift gate looks at them (they are not relations to delete).
+	matviews []catMatview
+}
+
+// catMatview is a materialized view and its column names.
+type catMatview struct {
+	schema, name string
+	cols         map[string]bool
+}
+
+func (v catMatview) qualified() string { return v.schema + "." + v.name }
+
+// lookupMatview finds a materialized view by name as lookup finds tables
+// ("schema.name", or a bare name in public).
+func (c *catalog) lookupMatview(name string) (catMatview, bool) {
+	for _, v := range c.matviews {
+		if name == v.qualified() || (v.schema == "public" && name == v.name) {
+			return v, true
+		}
+	}
+	return catMatview{}, false
 }
 
 // catRel is one relation as pg_class knows it.
@@ -137,6 +159,31 @@ func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, classify(fmt.Errorf("read tables: %w", err))
+	}
+
+	rows, err = pool.Query(ctx, `
+		SELECT n.nspname, c.relname, coalesce(array_agg(a.attname::text) FILTER (WHERE a.attname IS NOT NULL), '{}')
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE c.relkind = 'm' GROUP BY 1, 2`)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read materialized views: %w", err))
+	}
+	for rows.Next() {
+		v := catMatview{cols: map[string]bool{}}
+		var cols []string
+		if err := rows.Scan(&v.schema, &v.name, &cols); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		for _, col := range cols {
+			v.cols[col] = true
+		}
+		c.matviews = append(c.matviews, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read materialized views: %w", err))
 	}
 
 	rows, err = pool.Query(ctx, `SELECT inhrelid::int8, inhparent::int8 FROM pg_inherits ORDER BY inhrelid, inhseqno`)

@@ -231,7 +231,8 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	for _, name := range m.names {
 		t.byTable[name] = 0
 	}
-	x := &eraser{pool: pool, m: m, tenant: req.TenantID, batch: cfg.BatchSize, tally: t}
+	st, _ := time.ParseDuration(cfg.StatementTimeout) // validated by Configure
+	x := &eraser{pool: pool, m: m, tenant: req.TenantID, batch: cfg.BatchSize, tally: t, statementTimeout: st}
 	if err := x.run(ctx); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()

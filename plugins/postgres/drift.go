@@ -25,6 +25,9 @@ func resolveIgnored(cfg config, cat *catalog) (map[uint32]*catRel, []sdk.FieldEr
 	for i, name := range cfg.IgnoreTables {
 		field := fmt.Sprintf("ignore_tables[%d]", i)
 		r, err := cat.lookup(name)
+		if _, view := cat.lookupMatview(name); err != nil && view {
+			continue // checkDrift reads ignore_tables for views itself
+		}
 		switch {
 		case err != nil:
 			problems = append(problems, sdk.FieldError{Field: field, Problem: err.Error()})
@@ -38,6 +41,16 @@ func resolveIgnored(cfg config, cat *catalog) (map[uint32]*catRel, []sdk.FieldEr
 		}
 	}
 	return out, problems
+}
+
+// ignoredView reports whether ignore_tables names the view.
+func ignoredView(cfg config, cat *catalog, v catMatview) bool {
+	for _, name := range cfg.IgnoreTables {
+		if w, ok := cat.lookupMatview(name); ok && w.qualified() == v.qualified() {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDrift refuses, with an explicit tables list, every table that is
@@ -90,10 +103,18 @@ func (m *model) checkDrift(cfg config, cat *catalog) error {
 			grew = true
 		}
 	}
-	if len(why) == 0 {
+	var problems []sdk.FieldError
+	for _, v := range cat.matviews {
+		if !schemas[v.schema] || !v.cols[cfg.TenantColumn] || ignoredView(cfg, cat, v) {
+			continue
+		}
+		problems = append(problems, sdk.FieldError{Field: "tables", Problem: fmt.Sprintf(
+			"%s is not in tables but is a materialized view with the tenant column %q: no delete reaches its copy of the tenant's rows; "+
+				"refresh it after erasures and add it to ignore_tables", v.qualified(), cfg.TenantColumn)})
+	}
+	if len(why) == 0 && len(problems) == 0 {
 		return nil
 	}
-	var problems []sdk.FieldError
 	for oid, reason := range why {
 		problems = append(problems, sdk.FieldError{Field: "tables", Problem: fmt.Sprintf(
 			"%s is not in tables but %s: its rows may be tenant data this deleter would leave behind; list it (child tables first), or add it to ignore_tables",

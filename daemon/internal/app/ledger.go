@@ -32,7 +32,7 @@ func newLedger(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg pro
 		// to another daemon in the middle of one tenant.
 		lease := max(d.Lease.Duration, 2*cfg.Plugins.CallTimeout.Duration)
 		return ledger.ReverifyConfig{Interval: d.ReverifyInterval.Duration, Rate: d.ReverifyRate, Reerase: d.Reerase,
-			Lease: lease, TenantIDFormat: cfg.Daemon.TenantIDFormat}
+			RequireApproval: d.RequireApproval, Lease: lease, TenantIDFormat: cfg.Daemon.TenantIDFormat}
 	}, del.Kick, log, reg, pm)
 	lc.Append(fx.Hook{OnStart: rv.Start, OnStop: rv.Stop})
 	return ledger.NewService(st, st, notary, string(id), func() string { return holder.Get().Daemon.TenantIDFormat }, rv)

@@ -35,11 +35,15 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	}
 	log.Info("deletion attempt started", "tenant_id", tenant)
 
-	unplanned, ok := r.planGate(ctx, log, job, tenant, cfg)
+	// One reading of the configured deleters for the whole attempt: one
+	// added by a reload after the plan was checked must not join it
+	// unplanned (the next attempt's plan sees it).
+	configured := r.reg.Names()
+	unplanned, ok := r.planGate(ctx, log, job, tenant, cfg, configured)
 	if !ok {
 		return
 	}
-	states, todo := r.prepare(ctx, log, job)
+	states, todo := r.prepare(ctx, log, job, configured)
 	todo = r.skipUnplanned(ctx, job, states, todo, unplanned)
 
 	// Before deleting, count: the first count is the job's total for that
@@ -150,9 +154,9 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 // holds the tenant's data too: the job is not done, nor verified, until it
 // ran). A deleter no longer configured is BLOCKED, and a BLOCKED one is
 // not run: a retry cannot help it, an operator's retry of the job can.
-func (r *Runner) prepare(ctx context.Context, log hclog.Logger, job *Job) (map[string]*DeleterState, []string) {
+func (r *Runner) prepare(ctx context.Context, log hclog.Logger, job *Job, names []string) (map[string]*DeleterState, []string) {
 	configured := map[string]bool{}
-	for _, n := range r.reg.Names() {
+	for _, n := range names {
 		configured[n] = true
 	}
 	states := map[string]*DeleterState{}
@@ -172,7 +176,7 @@ func (r *Runner) prepare(ctx context.Context, log hclog.Logger, job *Job) (map[s
 		}
 		todo = append(todo, d.Name)
 	}
-	for _, n := range r.reg.Names() {
+	for _, n := range names {
 		if _, ok := states[n]; ok {
 			continue
 		}

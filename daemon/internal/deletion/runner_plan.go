@@ -21,8 +21,8 @@ import (
 // (its store is down, it refuses this tenant id) fails this attempt on its
 // own, as a failed count would: it is returned in unplanned, and the
 // deleters whose plans match run. ok is false when the attempt ended here.
-func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig) (unplanned map[string]DeleterPlan, ok bool) {
-	cur := r.reg.PlanSome(ctx, tenant, r.reg.Names())
+func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig, names []string) (unplanned map[string]DeleterPlan, ok bool) {
+	cur := r.reg.PlanSome(ctx, tenant, names)
 	var drift []string
 	unplanned = map[string]DeleterPlan{}
 	for _, d := range cur.Failed() {

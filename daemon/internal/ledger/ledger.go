@@ -101,6 +101,9 @@ type Found struct {
 	// Reerase asks for a job (reerase = true); Deleters are its deleters.
 	Reerase  bool
 	Deleters []string
+	// RequireApproval (deletion.require_approval): the job awaits an
+	// operator's approval of the current plan, like every new job.
+	RequireApproval bool
 }
 
 // Recorded is what the store did with a Found.

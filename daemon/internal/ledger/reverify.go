@@ -26,6 +26,9 @@ type ReverifyConfig struct {
 	// Reerase is deletion.reerase: a resurrection queues a job that erases
 	// the tenant again.
 	Reerase bool
+	// RequireApproval is deletion.require_approval: a re-erase job waits
+	// for approval too.
+	RequireApproval bool
 	// Lease bounds how long a dead daemon's pass keeps others from one.
 	Lease          time.Duration
 	TenantIDFormat string
@@ -253,7 +256,8 @@ func (v *Reverifier) check(ctx context.Context, cfg ReverifyConfig, names []stri
 	}
 	res.Resurrected++
 	v.metrics.tenants.WithLabelValues("resurrected").Inc()
-	rec, err := v.store.RecordResurrection(ctx, Found{Latest: l, Counts: found, At: now, Reerase: cfg.Reerase, Deleters: names})
+	rec, err := v.store.RecordResurrection(ctx, Found{Latest: l, Counts: found, At: now, Reerase: cfg.Reerase, Deleters: names,
+		RequireApproval: cfg.RequireApproval})
 	if err != nil {
 		return err
 	}

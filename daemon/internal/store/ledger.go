@@ -190,6 +190,12 @@ func (s *sqlStore) RecordResurrection(ctx context.Context, f ledger.Found) (ledg
 						return fmt.Errorf("create re-erase job: %w", err)
 					}
 				}
+				if f.RequireApproval {
+					// No plan yet: the approver approves the one current then.
+					if _, err := q.exec(ctx, s.sql.plans.onCreate, id, "", true); err != nil {
+						return fmt.Errorf("create re-erase job: %w", err)
+					}
+				}
 				jobID, out.JobCreated = &id, true
 			} else {
 				// A job was requested since the pass read the tenant: it

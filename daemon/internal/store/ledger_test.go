@@ -270,3 +270,32 @@ func TestRecordResurrection(t *testing.T) {
 		require.Empty(t, list)
 	})
 }
+
+// TestReeraseUnderRequireApprovalAwaitsApproval: with require_approval a
+// re-erase job is not an exception: it waits for an operator's approval of
+// the current plan instead of running at once (it ran under a plan nobody
+// approved).
+func TestReeraseUnderRequireApprovalAwaitsApproval(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		a := uuid.NewString()
+		finishAs(t, ctx, s, a, t0, deletion.JobUpdate{Status: deletion.JobCompleted, Verified: true,
+			Receipt: &deletion.SignedReceipt{KeyID: "k", Body: []byte("receipt-a")}})
+		page, err := s.LedgerTenants(ctx, "", 100)
+		require.NoError(t, err)
+		require.Len(t, page, 1)
+		at := t0.Add(time.Hour)
+		rec, err := s.RecordResurrection(ctx, ledger.Found{Latest: page[0], Counts: map[string]int64{"postgres:app": 2}, At: at,
+			Reerase: true, RequireApproval: true, Deleters: []string{"postgres:app"}})
+		require.NoError(t, err)
+		require.True(t, rec.JobCreated)
+		job, err := s.LatestDeletionJob(ctx, a)
+		require.NoError(t, err)
+		require.Equal(t, *rec.Resurrection.ReeraseJobID, job.ID)
+		require.Equal(t, deletion.JobAwaitingApproval, job.Status)
+		require.True(t, job.ApprovalRequired)
+		require.Nil(t, job.NextAttemptAt)
+		claimed, err := s.ClaimDeletionJob(ctx, "d1", at.Add(time.Minute), at.Add(2*time.Minute), 0)
+		require.NoError(t, err)
+		require.Nil(t, claimed, "a job awaiting approval is never claimed")
+	})
+}
