@@ -231,8 +231,7 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	for _, name := range m.names {
 		t.byTable[name] = 0
 	}
-	st, _ := time.ParseDuration(cfg.StatementTimeout) // validated by Configure
-	x := &eraser{pool: pool, m: m, tenant: req.TenantID, batch: cfg.BatchSize, tally: t, statementTimeout: st}
+	x := &eraser{pool: pool, m: m, tenant: req.TenantID, batch: cfg.BatchSize, tally: t}
 	if err := x.run(ctx); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,19 +31,6 @@ type eraser struct {
 	tenant string
 	batch  int
 	tally  *tally
-	// statementTimeout bounds one statement on the server.
-	statementTimeout time.Duration
-}
-
-// whole is the context of one statement (or one transaction): a cancel of
-// the Delete does not cut it short. Cut short, it could still commit on
-// the server after Delete returned, and the count the daemon takes then
-// would miss it (the report understated the erasure by a batch). So a
-// cancel stops the Delete between statements, within one batch, and the
-// server's statement_timeout (plus a margin for the network) bounds the
-// wait.
-func (x *eraser) whole(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), x.statementTimeout+30*time.Second)
 }
 
 func (x *eraser) run(ctx context.Context) error {
@@ -106,9 +92,7 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				sctx, cancel := x.whole(ctx)
-				n, err := x.exec(sctx, t, q, false)
-				cancel()
+				n, err := x.exec(ctx, t, q, false)
 				if err != nil {
 					return fmt.Errorf("delete from %s: %w", leaf.qualified(), err)
 				}
@@ -138,12 +122,7 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 	}
 	// What is left references itself in loops: one statement (keys are
 	// checked at its end), with deferrable keys deferred.
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	sctx, cancel := x.whole(ctx)
-	defer cancel()
-	if _, err := x.exec(sctx, t, fmt.Sprintf("DELETE FROM %s a WHERE %s", t.rel.ident(), ownA), true); err != nil {
+	if _, err := x.exec(ctx, t, fmt.Sprintf("DELETE FROM %s a WHERE %s", t.rel.ident(), ownA), true); err != nil {
 		return fmt.Errorf("delete the rows of %s that reference each other: %w", t.name(), err)
 	}
 	return nil

@@ -192,6 +192,45 @@ func (r *Runner) prepare(ctx context.Context, log hclog.Logger, job *Job, names 
 	return states, todo
 }
 
+// settledCounts counts until three counts a moment apart agree (or ctx
+// ends): the statement a plugin was running when it was stopped can still
+// commit on the store after the plugin returned, and a count taken before
+// that would make the report understate what was erased.
+func settledCounts(ctx context.Context, count func() CountReport) CountReport {
+	prev, same := count(), 0
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return prev
+		case <-time.After(settlePause):
+		}
+		cur := count()
+		if !sameCounts(prev, cur) {
+			prev, same = cur, 0
+			continue
+		}
+		if same++; same == 2 {
+			return cur
+		}
+	}
+	return prev
+}
+
+// settlePause is how long settledCounts waits between two counts.
+const settlePause = 300 * time.Millisecond
+
+func sameCounts(a, b CountReport) bool {
+	if len(a.Counts) != len(b.Counts) || len(a.Failed) != len(b.Failed) {
+		return false
+	}
+	for name, n := range a.Counts {
+		if m, ok := b.Counts[name]; !ok || m != n {
+			return false
+		}
+	}
+	return true
+}
+
 // failedStatus is the status a deleter's failure leaves it in: BLOCKED when
 // the plugin classed the error permanent (retrying the same call cannot
 // succeed), FAILED, to be retried with backoff, otherwise.
@@ -221,7 +260,7 @@ func (r *Runner) settleStopped(ctx context.Context, log hclog.Logger, job *Job, 
 	counts := CountReport{Counts: map[string]int64{}}
 	if !errors.Is(why, errShutdown) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-		counts = r.reg.CountSome(cctx, tenant, stopped)
+		counts = settledCounts(cctx, func() CountReport { return r.reg.CountSome(cctx, tenant, stopped) })
 		cancel()
 	}
 	status, msg := DeleterFailed, why.Error()
