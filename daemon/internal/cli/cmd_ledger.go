@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
-	"github.com/lifecycled/lifecycled/daemon/internal/receipt"
 )
 
 func ledgerCmd(g *globals) *cobra.Command {
@@ -182,27 +180,9 @@ could not be made (no file, no key).`,
 			if err != nil {
 				return localErrorf("read ledger: %v", err)
 			}
-			var (
-				keys   receipt.KeyResolver
-				keyErr error
-			)
-			if keyFile != "" {
-				raw, err := os.ReadFile(keyFile)
-				if err != nil {
-					return localErrorf("read key: %v", err)
-				}
-				pub, err := receipt.ParsePublicKey(raw)
-				if err != nil {
-					return localErrorf("key %s: %v", keyFile, err)
-				}
-				keys = func(string) (ed25519.PublicKey, string, error) { return pub, keyFile, nil }
-			} else {
-				ask := daemonKey(g)
-				keys = func(id string) (ed25519.PublicKey, string, error) {
-					pub, from, err := ask(id)
-					keyErr = err
-					return pub, from, err
-				}
+			keys, lastKeyErr, err := verifyKeys(g, keyFile)
+			if err != nil {
+				return err
 			}
 			rep := ledger.Verify(data, keys, nil)
 			if g.json() {
@@ -223,7 +203,7 @@ could not be made (no file, no key).`,
 				}
 			}
 			var se *serverError
-			if keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
+			if keyErr := lastKeyErr(); keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
 				return &exitError{code: ExitLocal, silent: true, err: keyErr}
 			}
 			if !rep.Valid {

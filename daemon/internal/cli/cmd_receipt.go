@@ -81,27 +81,9 @@ could not be made (no file, no key).`,
 			if err != nil {
 				return localErrorf("read receipt: %v", err)
 			}
-			var (
-				keys   receipt.KeyResolver
-				keyErr error
-			)
-			if keyFile != "" {
-				raw, err := os.ReadFile(keyFile)
-				if err != nil {
-					return localErrorf("read key: %v", err)
-				}
-				pub, err := receipt.ParsePublicKey(raw)
-				if err != nil {
-					return localErrorf("key %s: %v", keyFile, err)
-				}
-				keys = func(string) (ed25519.PublicKey, string, error) { return pub, keyFile, nil }
-			} else {
-				ask := daemonKey(g)
-				keys = func(id string) (ed25519.PublicKey, string, error) {
-					pub, from, err := ask(id)
-					keyErr = err
-					return pub, from, err
-				}
+			keys, lastKeyErr, err := verifyKeys(g, keyFile)
+			if err != nil {
+				return err
 			}
 			rep := receipt.Verify(data, keys, receipt.Options{AllowReformatted: reformatted})
 			if g.json() {
@@ -110,7 +92,7 @@ could not be made (no file, no key).`,
 				printVerification(g, args[0], rep)
 			}
 			var se *serverError
-			if keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
+			if keyErr := lastKeyErr(); keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
 				// Not a verdict on the receipt: the key could not be had. (A
 				// key the daemon's store never registered is one: no daemon
 				// of it signed the receipt.)
@@ -229,4 +211,29 @@ on every daemon that shares a state store, so that all sign with one key.`,
 			return nil
 		},
 	}
+}
+
+// verifyKeys is how `receipt verify` and `ledger verify` find the public
+// key a signed file names: the PEM of --key when given, else the daemon's
+// (lastErr then says why the daemon could not give it, if it could not).
+func verifyKeys(g *globals, keyFile string) (keys receipt.KeyResolver, lastErr func() error, err error) {
+	if keyFile != "" {
+		raw, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, nil, localErrorf("read key: %v", err)
+		}
+		pub, err := receipt.ParsePublicKey(raw)
+		if err != nil {
+			return nil, nil, localErrorf("key %s: %v", keyFile, err)
+		}
+		return func(string) (ed25519.PublicKey, string, error) { return pub, keyFile, nil }, func() error { return nil }, nil
+	}
+	ask := daemonKey(g)
+	var keyErr error
+	keys = func(id string) (ed25519.PublicKey, string, error) {
+		pub, from, err := ask(id)
+		keyErr = err
+		return pub, from, err
+	}
+	return keys, func() error { return keyErr }, nil
 }
