@@ -18,7 +18,10 @@ import (
 func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job, cfg RunnerConfig) {
 	log := r.log.With("job_id", job.ID.String(), "attempt", job.Attempts)
 	start := r.now()
-	go r.heartbeat(ctx, job.ID, cfg, stop)
+	// The lease outlives ctx: a stopped attempt still records its end.
+	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
+	defer endLife()
+	go r.heartbeat(life, job.ID, cfg, stop)
 
 	// Jobs are stored under the canonical id, but the format may have
 	// changed since (a reload): every plugin call and the verification use

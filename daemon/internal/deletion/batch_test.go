@@ -27,6 +27,8 @@ type batchDeleter struct {
 	running atomic.Int32
 	maxRun  atomic.Int32
 	batches atomic.Int64
+	// countDelay slows every Count (nanoseconds): a store slow to answer.
+	countDelay atomic.Int64
 }
 
 func newBatchDeleter(batch int64, pause time.Duration) *batchDeleter {
@@ -54,6 +56,7 @@ func (b *batchDeleter) Configure(context.Context, *sdk.ConfigureRequest) (*sdk.C
 }
 
 func (b *batchDeleter) Count(_ context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
+	time.Sleep(time.Duration(b.countDelay.Load()))
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	resp := &sdk.CountResponse{Breakdown: map[string]int64{}}

@@ -169,6 +169,15 @@ func (r *Runner) spawn(job *Job, cfg RunnerConfig) bool {
 		r.mu.Unlock()
 		return false
 	}
+	if r.active[job.ID] != nil {
+		// The job's lease lapsed under an attempt of ours that still runs
+		// (renewals failed for a lease): that attempt keeps it, and its
+		// heartbeat renews the lease this claim took. A second attempt
+		// would delete beside the first and report twice.
+		r.mu.Unlock()
+		r.log.Warn("claimed a job this daemon still runs; the running attempt keeps it", "job_id", job.ID.String())
+		return true
+	}
 	ctx, stop := context.WithCancelCause(r.base)
 	r.active[job.ID] = &activeJob{tenant: job.TenantID, stop: stop}
 	r.wg.Add(1)
@@ -222,46 +231,54 @@ func stopCause(ctx context.Context) error {
 	}
 }
 
-// heartbeat renews the lease until ctx ends, and stops the attempt when
-// the lease is lost, a cancel was requested or the tenant was held (by an
-// operator on any daemon of the store). It checks as often as the runner
-// polls for work, and at least three times a lease.
-func (r *Runner) heartbeat(ctx context.Context, id uuid.UUID, cfg RunnerConfig, stop context.CancelCauseFunc) {
+// heartbeat renews the lease until life ends (the attempt returned), and
+// stops the attempt when the lease is lost, a cancel was requested or the
+// tenant was held (by an operator on any daemon of the store). After a
+// cancel or a hold it goes on renewing: the attempt still counts what the
+// stopped deleters left and records it, which may take longer than a
+// lease, and a lapsed lease would let a runner end the job as abandoned
+// with the counts the plugins reported before they stopped. It checks as
+// often as the runner polls for work, and at least three times a lease.
+func (r *Runner) heartbeat(life context.Context, id uuid.UUID, cfg RunnerConfig, stop context.CancelCauseFunc) {
 	every := cfg.Lease / 3
 	if cfg.PollInterval > 0 && cfg.PollInterval < every {
 		every = cfg.PollInterval
 	}
 	t := time.NewTicker(max(every, time.Millisecond))
 	defer t.Stop()
+	stopped := false
 	for {
 		select {
-		case <-ctx.Done():
+		case <-life.Done():
 			return
 		case <-t.C:
 		}
-		err := r.store.RenewDeletionLease(ctx, id, r.owner, r.now().Add(cfg.Lease))
+		err := r.store.RenewDeletionLease(life, id, r.owner, r.now().Add(cfg.Lease))
 		if errors.Is(err, derrors.ErrLeaseLost) {
 			stop(errLeaseLost)
 			return
 		}
 		if err != nil {
-			if ctx.Err() == nil {
+			if life.Err() == nil {
 				r.log.Warn("renew deletion lease", "job_id", id.String(), "error", err)
 			}
 			continue
 		}
-		c, err := r.store.DeletionJobControl(ctx, id)
+		if stopped {
+			continue
+		}
+		c, err := r.store.DeletionJobControl(life, id)
 		switch {
 		case err != nil:
-			if ctx.Err() == nil {
+			if life.Err() == nil {
 				r.log.Warn("read deletion job control", "job_id", id.String(), "error", err)
 			}
 		case c.CancelRequested:
 			stop(errCancelled)
-			return
+			stopped = true
 		case c.Held:
 			stop(errHeld)
-			return
+			stopped = true
 		}
 	}
 }

@@ -1,0 +1,81 @@
+package deletion_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+)
+
+// stallingStore fails lease renewals while stalled, as a store too busy
+// to answer would: the lease runs out under an attempt that still runs.
+type stallingStore struct {
+	store.Store
+	stalled atomic.Bool
+}
+
+func (s *stallingStore) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error {
+	if s.stalled.Load() {
+		return errors.New("store busy")
+	}
+	return s.Store.RenewDeletionLease(ctx, id, owner, until)
+}
+
+// TestLapsedLeaseDoesNotRunAJobTwice: when a running job's lease lapses
+// (renewals failed for longer than a lease) the runner that still runs it
+// may claim it again, but must not start a second attempt beside the
+// first: two attempts would delete side by side and report twice.
+func TestLapsedLeaseDoesNotRunAJobTwice(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
+		tenant, other := uuid.NewString(), uuid.NewString()
+		d := newBatchDeleter(10, 20*time.Millisecond)
+		d.seed(tenant, map[string]int64{"t": 1000})
+		d.seed(other, map[string]int64{"t": 40})
+		stalling := &stallingStore{Store: st}
+		// Room for more jobs: the runner keeps claiming while it runs one.
+		_, svc := daemonOf(t, stalling, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.MaxJobs = 4 })
+		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
+		require.NoError(t, err)
+		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Deleters[0].DeletedCount >= 20 }, "deleting")
+		stalling.stalled.Store(true)
+		time.Sleep(2 * runnerConfig().Lease)
+		stalling.stalled.Store(false)
+		done := waitFor(t, st, tenant, completed, "completed")
+		require.Equal(t, int32(1), d.maxRun.Load(), "one attempt deletes at a time")
+		require.Equal(t, int64(1000), adminapi.JobBody(done).Deleters[0].DeletedCount)
+		require.Equal(t, map[string]int64{"t": 40}, d.left(other), "the other tenant is untouched")
+	})
+}
+
+// TestCancelledJobKeepsItsLeaseWhileSettling: after a cancel the runner
+// counts what the stopped deleter left, which may take longer than a
+// lease; it holds the lease meanwhile, so no runner ends the job as
+// abandoned with the count the plugin could report before it stopped.
+func TestCancelledJobKeepsItsLeaseWhileSettling(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
+		tenant := uuid.NewString()
+		d := newBatchDeleter(10, 20*time.Millisecond)
+		d.seed(tenant, map[string]int64{"t": 1000})
+		_, svc := daemonOf(t, st, batchDeleters{"x": d}, "d1", 0, nil)
+		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
+		require.NoError(t, err)
+		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Deleters[0].DeletedCount >= 30 }, "deleting")
+		// Counts now take longer than a lease: settling outlasts it.
+		d.countDelay.Store(int64(runnerConfig().Lease))
+		_, outcome, err := svc.Cancel(ctx, tenant, nil)
+		require.NoError(t, err)
+		require.Equal(t, deletion.CancelRequested, outcome)
+		done := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobCancelled }, "cancelled")
+		require.Equal(t, 1000-sumOf(d.left(tenant)), done.Deleters[0].DeletedCount, "exact: counted after the stop")
+		require.Equal(t, deletion.DeleterCancelled, done.Deleters[0].Status)
+	})
+}
