@@ -14,7 +14,7 @@ TEST_BIN := bin/test-race
 PACKAGES := ./... ./sdk/...
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz bench demo clean
+.PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz bench demo clean htmx screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ build: ## build the daemon and every plugin into ./bin
 run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
 	$(BIN)/lifecycled run --config config.toml
 
-test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, redis-server, node+dynalite, kcat, promtool, protoc, Python gRPC)
+test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, redis-server, node+dynalite, kcat, promtool, protoc, Python gRPC, chromium)
 	./scripts/test-deps.sh
 
 test-bins: ## build the binaries the tests start, with -race, once for all packages
@@ -72,6 +72,13 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCursor$$' -fuzztime $(FUZZTIME) ./daemon/internal/deletion
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./daemon/internal/receipt
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./daemon/internal/ledger
+
+HTMX_VERSION ?= 2.0.4
+htmx: ## refresh the web console's vendored htmx (HTMX_VERSION, via npm) and record its sha256 in htmx.lock
+	./scripts/vendor-htmx.sh $(HTMX_VERSION)
+
+screenshots: test-bins ## run the console's browser tests and keep their screenshots in docs/console (for docs/console.md)
+	LIFECYCLED_SCREENSHOTS=$(CURDIR)/docs/console LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test -count=1 ./daemon/e2e/console/
 
 bench: build test-deps ## run the benchmarks under bench/ (baselines in the same run); see bench/README.md
 	./bench/run.sh

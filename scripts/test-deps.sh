@@ -16,6 +16,8 @@ have protoc || need_apt+=(protobuf-compiler)
 have systemd-analyze || need_apt+=(systemd)
 have curl || need_apt+=(curl)
 have psql || need_apt+=(postgresql-client)
+# The web console's tests drive a real headless browser (chromedp).
+have chromium || need_apt+=(chromium)
 # The Python example plugin runs on Debian's interpreter and packages.
 pyhas() { /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
 pyhas grpc || need_apt+=(python3-grpcio)
@@ -84,4 +86,4 @@ if [ ! -f test/dynalite/node_modules/dynalite/cli.js ] || [ test/dynalite/packag
   echo "test-deps: installing dynalite"
   npm ci --prefix test/dynalite --no-audit --no-fund --loglevel=error >/dev/null
 fi
-echo "test-deps: ok (PostgreSQL, MariaDB, redis-server, dynalite, kcat, promtool, protoc, Python gRPC, systemd-analyze, curl)"
+echo "test-deps: ok (PostgreSQL, MariaDB, redis-server, dynalite, kcat, promtool, protoc, Python gRPC, systemd-analyze, curl, chromium)"

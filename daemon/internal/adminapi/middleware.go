@@ -146,9 +146,13 @@ func (m *middleware) wrap(next http.Handler, mux *http.ServeMux, localOnly bool)
 			m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 			if isMutating(r.Method) {
 				peer := Peer(r.Context())
+				via := "api"
+				if viaConsole(r) {
+					via = "console"
+				}
 				m.log.Info("audit", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 					"uid", peer.UID, "gid", peer.GID, "pid", peer.PID, "request_id", id,
-					"idempotency_key", r.Header.Get("Idempotency-Key"), "took", time.Since(start).String())
+					"idempotency_key", r.Header.Get("Idempotency-Key"), "via", via, "took", time.Since(start).String())
 			}
 		}()
 

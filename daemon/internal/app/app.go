@@ -31,6 +31,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
+	"github.com/lifecycled/lifecycled/daemon/internal/console"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/logging"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
@@ -325,16 +326,23 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 		adminapi.ReloadRoutes(rl.request),
 	}
 	routes = append(routes, extra.Routes...)
+	policy := func() adminapi.AccessPolicy {
+		a := holder.Get().Admin
+		return adminapi.AccessPolicy{AllowUIDs: a.AllowUIDs, AllowGIDs: a.AllowGIDs, ReadOnlyUIDs: a.ReadOnlyUIDs, ReadOnlyGIDs: a.ReadOnlyGIDs}
+	}
+	// The console is a view of the API: it calls the server's own handler,
+	// which exists only once the routes (the console's among them) do.
+	ui := console.New(console.Options{Logger: log, MayMutate: func(r *http.Request) bool {
+		return policy().MayMutate(adminapi.Peer(r.Context()))
+	}})
+	routes = append(routes, ui.Routes)
 	srv = adminapi.New(adminapi.Options{
 		Logger:        log,
 		Socket:        adminapi.SocketOptions{Path: path, Mode: os.FileMode(mode), Group: cfg.Admin.SocketGroup},
 		MetricsListen: cfg.Admin.MetricsListen,
-		Policy: func() adminapi.AccessPolicy {
-			a := holder.Get().Admin
-			return adminapi.AccessPolicy{AllowUIDs: a.AllowUIDs, AllowGIDs: a.AllowGIDs, ReadOnlyUIDs: a.ReadOnlyUIDs, ReadOnlyGIDs: a.ReadOnlyGIDs}
-		},
-		Registry: reg,
-		Gatherer: reg,
+		Policy:        policy,
+		Registry:      reg,
+		Gatherer:      reg,
 		Checks: func() []adminapi.Check {
 			checks := []adminapi.Check{{Name: "state_store", Fn: st.Ping}}
 			for _, info := range plugins.Status() {
@@ -352,6 +360,7 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 			CanonicalURI:   adminapi.CanonicalTenantURI(func() string { return holder.Get().Daemon.TenantIDFormat }),
 		},
 	})
+	ui.SetAPI(srv.Handler())
 	lc.Append(fx.Hook{OnStart: srv.Start, OnStop: srv.Stop})
 	return srv, nil
 }

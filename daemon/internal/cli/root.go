@@ -144,6 +144,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		reloadCmd(g),
 		receiptCmd(g),
 		ledgerCmd(g),
+		uiCmd(g),
 	)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -1,0 +1,136 @@
+package console
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+var (
+	browserOnce   sync.Once
+	browserCtx    context.Context
+	browserCancel context.CancelFunc = func() {}
+	browserErr    error
+	browserDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	browserCancel()
+	if browserDir != "" {
+		os.RemoveAll(browserDir)
+	}
+	os.Exit(code)
+}
+
+// browser starts the package's one Chromium on first use, with the flags
+// that work in a container without a display or a sandbox, and a fresh
+// profile; nothing it does reaches the network.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := testsvc.Tool(t, "chromium", "make test-deps installs Debian's chromium")
+	browserOnce.Do(func() {
+		browserDir, browserErr = os.MkdirTemp("", "lcd-chromium-")
+		if browserErr != nil {
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.UserDataDir(browserDir),
+			chromedp.WindowSize(1280, 800),
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+		)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelCtx := chromedp.NewContext(alloc)
+		browserErr = chromedp.Do(ctx) // starts the browser
+		browserCtx = ctx
+		browserCancel = func() { cancelCtx(); cancelAlloc() }
+	})
+	require.NoError(t, browserErr, "start chromium")
+	return browserCtx
+}
+
+// tab is a new tab in a browser context of its own (its own cookie jar),
+// closed with the test; every action under it ends after d.
+func tab(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser(t), chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx), "open a tab")
+	tctx, tcancel := context.WithTimeout(ctx, d)
+	t.Cleanup(tcancel)
+	return tctx
+}
+
+// ui runs `lifecycled ui` against the daemon as an operator would and
+// returns the URL it prints first, and the command's base address.
+func ui(t *testing.T, d *testsvc.Daemon, cred *syscall.Credential) (url, base string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), "--addr", "unix://"+d.Socket, "ui")
+	cmd.Dir = d.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("lifecycled ui stderr:\n%s", stderr.String())
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "lifecycled ui printed no URL; stderr: %s", stderr.String())
+	url = strings.TrimSpace(line)
+	require.Regexp(t, `^http://127\.0\.0\.1:[0-9]+/ui/\?token=[A-Za-z0-9_-]{43}$`, url, "the first line is the URL")
+	return url, url[:strings.Index(url, "/ui/")]
+}
+
+// shot takes a screenshot of the whole page: it must be a PNG. With
+// LIFECYCLED_SCREENSHOTS=DIR (make screenshots: docs/console) it is kept
+// there as NAME.png.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err, "screenshot %s", name)
+	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG")), "screenshot %s is a PNG", name)
+	if dir := os.Getenv("LIFECYCLED_SCREENSHOTS"); dir != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+	}
+}
+
+// text is the text of the first element sel matches, once it is there.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(t, err, "text of %s", sel)
+	return s
+}
+
+// waitJS waits until a JavaScript expression is true in the page (no
+// sleeps: the browser evaluates it on every animation frame).
+func waitJS(t *testing.T, ctx context.Context, expr string, format string, args ...any) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(0)))
+	require.NoError(t, err, "waiting for %s: %s", fmt.Sprintf(format, args...), expr)
+}

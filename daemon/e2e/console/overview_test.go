@@ -1,0 +1,54 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// get is a plain HTTP GET (no browser, no cookie) through the proxy.
+func get(t *testing.T, u string) int {
+	t.Helper()
+	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The overview through the URL `lifecycled ui` prints: the token becomes a
+// session (and leaves the address bar), a topic's depth per status is the
+// API's, health and plugins are shown; without the token or the session,
+// and with the token a second time, the proxy answers 401.
+func TestOverviewThroughLifecycledUI(t *testing.T) {
+	t.Parallel()
+	_, d := stormDaemon(t, "")
+	u, base := ui(t, d, nil)
+
+	requireStatus(t, http.StatusUnauthorized, get(t, base+"/ui/"), "no token, no session")
+	requireStatus(t, http.StatusUnauthorized, get(t, base+"/ui/?token=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), "a wrong token")
+	requireStatus(t, http.StatusUnauthorized, get(t, base+"/ui/static/console.css"), "static files need the session too")
+
+	ctx := tab(t, 2*time.Minute)
+	orders := `#dlq-depth tr[data-topic="orders.dlq.v1"]`
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(orders))))
+	require.Equal(t, "6", text(t, ctx, orders+` td[data-status="PENDING"]`))
+	require.Equal(t, "0", text(t, ctx, orders+` td[data-status="DEAD"]`))
+	require.Equal(t, "3", text(t, ctx, `#dlq-depth tr[data-topic="payments.dlq.v1"] td[data-status="PENDING"]`))
+	require.Equal(t, "ok", text(t, ctx, "#readiness"))
+	require.Contains(t, text(t, ctx, "#plugins"), "kafka")
+	require.Contains(t, text(t, ctx, "#plugins"), "running")
+	waitJS(t, ctx, `!location.search.includes("token")`, "the token leaves the address bar")
+	shot(t, ctx, "overview")
+
+	requireStatus(t, http.StatusUnauthorized, get(t, u), "the token works once")
+	// The session goes on: a new page in the same tab, without the token.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(orders))))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.False(t, strings.Contains(loc, "token"), loc)
+}

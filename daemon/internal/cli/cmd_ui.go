@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/console"
+)
+
+// uiCmd serves the web console on a loopback port for a browser, as a
+// proxy to the admin socket that runs as the caller (the daemon's access
+// policy and audit see the caller's uid).
+func uiCmd(g *globals) *cobra.Command {
+	var listen string
+	var open bool
+	cmd := &cobra.Command{
+		Use:   "ui",
+		Short: "Serve the web console on 127.0.0.1 and print the URL to open (with a one-time token)",
+		Long: `Serve the web console on a free loopback port (--listen to choose one, for
+example for an SSH tunnel) as a proxy to the admin socket, running as you: the
+daemon applies its access policy to your uid (read_only_uids see no controls)
+and audits what you do as coming through the console.
+
+The first line of standard output is the URL to open. Its token works once:
+it becomes a session cookie; every request without the session is refused
+(401) and every change carries a CSRF token. Serves until interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := withTimeout(10 * time.Second)
+			_, _, err = c.do(ctx, http.MethodGet, "/healthz", nil, nil)
+			cancel()
+			if err != nil {
+				return err
+			}
+			l, err := net.Listen("tcp", listen)
+			if err != nil {
+				return localErrorf("listen on %s: %v", listen, err)
+			}
+			defer l.Close()
+			addr := l.Addr().(*net.TCPAddr)
+			if !addr.IP.IsLoopback() {
+				fmt.Fprintf(g.stderr, "lifecycled ui: warning: listening on %s, which is not a loopback address: anyone who can reach it and has the URL can act as you\n", addr)
+			}
+			proxy, err := console.NewProxy(c.path, addr.Port)
+			if err != nil {
+				return err
+			}
+			host := addr.IP.String()
+			if addr.IP.IsUnspecified() {
+				host = "127.0.0.1"
+			}
+			url := fmt.Sprintf("http://%s/ui/?token=%s", net.JoinHostPort(host, fmt.Sprint(addr.Port)), proxy.Token())
+			fmt.Fprintln(g.stdout, url)
+			fmt.Fprintf(g.stderr, "lifecycled ui: serving the console of %s; open the URL above (its token works once); Ctrl-C stops\n", c.addr)
+			if open {
+				if err := exec.Command("xdg-open", url).Start(); err != nil {
+					fmt.Fprintf(g.stderr, "lifecycled ui: --open: %v; open the URL by hand\n", err)
+				}
+			}
+			srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+			sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(l) }()
+			select {
+			case err := <-errc:
+				if !errors.Is(err, http.ErrServerClosed) {
+					return localErrorf("serve: %v", err)
+				}
+			case <-sig.Done():
+				sctx, scancel := withTimeout(5 * time.Second)
+				defer scancel()
+				_ = srv.Shutdown(sctx)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to serve on (host:port; port 0 picks a free one); keep it on loopback and tunnel with ssh -L")
+	cmd.Flags().BoolVar(&open, "open", false, "open the URL in a browser (xdg-open)")
+	return cmd
+}

@@ -1,0 +1,115 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+)
+
+// APIError is an error answer of the API, as the console shows it: the
+// API's own message and request id, so that an operator can find the
+// matching log line.
+type APIError struct {
+	Status    int
+	Code      string
+	Message   string
+	RequestID string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (%d %s, request %s)", e.Message, e.Status, e.Code, e.RequestID)
+}
+
+// recorder collects one in-process API answer.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+// do makes one API request on behalf of the console's caller: the
+// caller's context (its peer credentials, so the policy and the audit see
+// the uid of `lifecycled ui`), marked as coming through the console, with
+// the page's request id so both audit lines can be matched.
+func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any) (*recorder, error) {
+	h := c.apiHandler()
+	if h == nil {
+		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: "CONSOLE_NOT_READY", Message: "the console is not wired to the API yet"}
+	}
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(adminapi.WithConsole(r.Context()), method, "http://localhost"+u, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Host = "localhost"
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if id := w.Header().Get("X-Request-Id"); id != "" {
+		req.Header.Set("X-Request-Id", id)
+	}
+	rec := &recorder{header: http.Header{}}
+	h.ServeHTTP(rec, req)
+	return rec, nil
+}
+
+// call is do for a JSON answer: out, when not nil, receives the body of a
+// 2xx answer; any other answer is an *APIError.
+func (c *Console) call(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, out any) (int, error) {
+	rec, err := c.do(w, r, method, path, query, body)
+	if err != nil {
+		return 0, err
+	}
+	if rec.status < 200 || rec.status > 299 {
+		return rec.status, rec.apiError()
+	}
+	if out != nil {
+		if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
+			return rec.status, fmt.Errorf("decode %s %s: %w", method, path, err)
+		}
+	}
+	return rec.status, nil
+}
+
+func (rec *recorder) apiError() *APIError {
+	var eb adminapi.ErrorBody
+	if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error.Message == "" {
+		return &APIError{Status: rec.status, Code: http.StatusText(rec.status), Message: rec.body.String(), RequestID: rec.header.Get("X-Request-Id")}
+	}
+	return &APIError{Status: rec.status, Code: eb.Error.Code, Message: eb.Error.Message, RequestID: eb.Error.RequestID}
+}
+
+// get is call for GET without a body.
+func (c *Console) get(w http.ResponseWriter, r *http.Request, path string, query url.Values, out any) error {
+	_, err := c.call(w, r, http.MethodGet, path, query, nil, out)
+	return err
+}

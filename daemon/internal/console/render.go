@@ -1,0 +1,242 @@
+package console
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// CSRFHeader carries the session's CSRF token from `lifecycled ui` to the
+// daemon, which puts it in every form and checks it on every mutation. The
+// proxy sets it from its session and drops any a browser sent.
+const CSRFHeader = "X-Lifecycled-Console-Csrf"
+
+// page is what every template gets.
+type page struct {
+	Title     string
+	Nav       string
+	CSRF      string
+	CanMutate bool
+	RequestID string
+	Errors    []*APIError
+	Notice    string
+	Data      any
+}
+
+func (c *Console) parseTemplates() {
+	layout := template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html"))
+	names, err := templateFS.ReadDir("templates")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range names {
+		n := e.Name()
+		if n == "layout.html" || n == "parts.html" {
+			continue
+		}
+		c.pages[strings.TrimSuffix(n, ".html")] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+n))
+	}
+}
+
+// newPage starts the data of a page for r.
+func (c *Console) newPage(w http.ResponseWriter, r *http.Request, title, nav string) *page {
+	return &page{Title: title, Nav: nav, CSRF: r.Header.Get(CSRFHeader), CanMutate: c.opts.MayMutate == nil || c.opts.MayMutate(r),
+		RequestID: w.Header().Get("X-Request-Id"), Notice: notices[r.URL.Query().Get("done")]}
+}
+
+// addErr records a failed API call for the page's error box; other errors
+// (a body the console cannot read) are shown the same way.
+func (p *page) addErr(err error) {
+	if err == nil {
+		return
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		ae = &APIError{Status: http.StatusInternalServerError, Code: "CONSOLE_ERROR", Message: err.Error()}
+	}
+	p.Errors = append(p.Errors, ae)
+}
+
+// render writes a whole page, or with name "frag:PAGE:NAME" the template
+// NAME of PAGE alone, on the page's data (the fragments htmx polls).
+func (c *Console) render(w http.ResponseWriter, status int, name string, p *page) {
+	tmplName, exec, data := name, "layout", any(p)
+	if frag, ok := strings.CutPrefix(name, "frag:"); ok {
+		// A fragment gets the page's data alone.
+		tmplName, exec, data = strings.SplitN(frag, ":", 2)[0], strings.SplitN(frag, ":", 2)[1], p.Data
+	}
+	t, ok := c.pages[tmplName]
+	if !ok {
+		http.Error(w, "no template "+tmplName, http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, exec, data); err != nil {
+		c.log.Error("render", "page", name, "error", err)
+		http.Error(w, "the console could not render this page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// notices are the fixed messages a redirect after an action may show
+// (?done=...): fixed, so a crafted link cannot put words on the page.
+var notices = map[string]string{
+	"retried":  "The message was republished.",
+	"revived":  "The message was given another chance (PENDING).",
+	"deleted":  "The message was deleted.",
+	"paused":   "Automatic retries of the topic are paused.",
+	"resumed":  "Automatic retries of the topic are resumed.",
+	"started":  "The erasure was started.",
+	"cancel":   "Cancel requested.",
+	"replayed": "The message was replayed; the stored original is unchanged.",
+}
+
+// mutation guards a POST handler of the console: the caller must be
+// allowed to mutate (the API's middleware has already refused read-only
+// callers; this is the same check for a console wired without it) and the
+// form must carry the session's CSRF token.
+func (c *Console) mutation(h http.HandlerFunc) http.Handler {
+	return c.secure(func(w http.ResponseWriter, r *http.Request) {
+		if c.opts.MayMutate != nil && !c.opts.MayMutate(r) {
+			c.refuse(w, r, http.StatusForbidden, "FORBIDDEN", "your uid has read-only access: the console does not change anything for it")
+			return
+		}
+		want := r.Header.Get(CSRFHeader)
+		got := r.Header.Get("X-CSRF-Token")
+		if got == "" {
+			got = r.PostFormValue("csrf")
+		}
+		if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
+			c.refuse(w, r, http.StatusForbidden, "CSRF", "the request does not carry the session's CSRF token: reload the page, or open the console with `lifecycled ui`")
+			return
+		}
+		h(w, r)
+	})
+}
+
+func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	p := c.newPage(w, r, "Refused", "")
+	p.Errors = append(p.Errors, &APIError{Status: status, Code: code, Message: msg, RequestID: p.RequestID})
+	c.render(w, status, "error", p)
+}
+
+var funcs = template.FuncMap{
+	"ago":       ago,
+	"pretty":    prettyJSON,
+	"join":      strings.Join,
+	"count":     func(m map[string]int64, k string) int64 { return m[k] },
+	"keys":      sortedKeys,
+	"withParam": withParam,
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"pct": func(done, total int64) int64 {
+		if total <= 0 {
+			return 0
+		}
+		return min(100, done*100/total)
+	},
+}
+
+// ago is "3m ago" for an RFC 3339 time, or the text as it is.
+func ago(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	d := time.Since(t).Round(time.Second)
+	switch {
+	case d < 0:
+		return "in " + (-d).String()
+	case d < time.Minute:
+		return d.String() + " ago"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm ago", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	}
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// sortedKeys lists the keys of any map with string keys, in order, for
+// templates (which range over maps in key order but cannot index a map of
+// maps by a sorted key list otherwise).
+func sortedKeys(m any) []string {
+	v := reflect.ValueOf(m)
+	if v.Kind() != reflect.Map {
+		return nil
+	}
+	out := make([]string, 0, v.Len())
+	for _, k := range v.MapKeys() {
+		out = append(out, k.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withParam is the URL u with one query parameter set (or removed when v
+// is empty): pagination and filter links keep every other filter.
+func withParam(u *url.URL, k, v string) string {
+	q := u.Query()
+	if v == "" {
+		q.Del(k)
+	} else {
+		q.Set(k, v)
+	}
+	out := *u
+	out.RawQuery = q.Encode()
+	return out.RequestURI()
+}
+
+// payloadView is how a payload is shown: pretty JSON, text, or a hex dump
+// for bytes that are not text.
+type payloadView struct {
+	Kind string // "json", "text", "binary", "empty"
+	Text string
+}
+
+func viewPayload(raw json.RawMessage, b64 *string, decode func(string) ([]byte, error)) payloadView {
+	if b64 == nil {
+		if len(raw) == 0 || string(raw) == "null" {
+			return payloadView{Kind: "empty"}
+		}
+		return payloadView{Kind: "json", Text: prettyJSON(raw)}
+	}
+	b, err := decode(*b64)
+	if err != nil {
+		return payloadView{Kind: "binary", Text: *b64}
+	}
+	if utf8.Valid(b) && !bytes.ContainsAny(b, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f") {
+		return payloadView{Kind: "text", Text: string(b)}
+	}
+	return payloadView{Kind: "binary", Text: hex.Dump(b)}
+}

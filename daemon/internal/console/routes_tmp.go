@@ -1,0 +1,7 @@
+package console
+
+import "net/http"
+
+func (c *Console) dlqRoutes(mux *http.ServeMux)       {}
+func (c *Console) tenantRoutes(mux *http.ServeMux)    {}
+func (c *Console) retentionRoutes(mux *http.ServeMux) {}
