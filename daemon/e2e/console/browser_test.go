@@ -134,3 +134,19 @@ func waitJS(t *testing.T, ctx context.Context, expr string, format string, args 
 	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(0)))
 	require.NoError(t, err, "waiting for %s: %s", fmt.Sprintf(format, args...), expr)
 }
+
+// do runs browser actions, each step given 30 s; when one fails, the test
+// fails with the page's URL and text, which say what the console showed.
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	for i, s := range steps {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := chromedp.Do(sctx, s)
+		cancel()
+		if err != nil {
+			loc, _ := chromedp.Run(ctx, chromedp.Location())
+			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body ? document.body.innerText : ''"))
+			t.Fatalf("browser step %d failed: %v\npage %s:\n%s", i+1, err, loc, body)
+		}
+	}
+}

@@ -35,7 +35,7 @@ func TestOverviewThroughLifecycledUI(t *testing.T) {
 
 	ctx := tab(t, 2*time.Minute)
 	orders := `#dlq-depth tr[data-topic="orders.dlq.v1"]`
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(orders))))
+	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(orders)))
 	require.Equal(t, "6", text(t, ctx, orders+` td[data-status="PENDING"]`))
 	require.Equal(t, "0", text(t, ctx, orders+` td[data-status="DEAD"]`))
 	require.Equal(t, "3", text(t, ctx, `#dlq-depth tr[data-topic="payments.dlq.v1"] td[data-status="PENDING"]`))
@@ -47,7 +47,7 @@ func TestOverviewThroughLifecycledUI(t *testing.T) {
 
 	requireStatus(t, http.StatusUnauthorized, get(t, u), "the token works once")
 	// The session goes on: a new page in the same tab, without the token.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(orders))))
+	do(t, ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(orders)))
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	require.NoError(t, err)
 	require.False(t, strings.Contains(loc, "token"), loc)

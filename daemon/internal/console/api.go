@@ -56,11 +56,14 @@ func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string
 	}
 	var rd io.Reader = http.NoBody
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		// Payloads keep their "<" and "&" as typed.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(body); err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+		rd = &b
 	}
 	u := path
 	if len(query) > 0 {

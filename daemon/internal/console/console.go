@@ -94,7 +94,9 @@ func (c *Console) secure(h http.HandlerFunc) http.Handler {
 			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer a form POST carries
+		// "Origin: null", which the proxy (rightly) refuses.
+		hd.Set("Referrer-Policy", "same-origin")
 		if hd.Get("Cache-Control") == "" {
 			hd.Set("Cache-Control", "no-store")
 		}

@@ -103,4 +103,4 @@ func TestProxySessionFromOneTimeToken(t *testing.T) {
 type cookieJar struct{ c []*http.Cookie }
 
 func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) { j.c = append(j.c, cs...) }
-func (j *cookieJar) Cookies(*url.URL) []*http.Cookie           { return j.c }
+func (j *cookieJar) Cookies(*url.URL) []*http.Cookie          { return j.c }

@@ -2,6 +2,5 @@ package console
 
 import "net/http"
 
-func (c *Console) dlqRoutes(mux *http.ServeMux)       {}
 func (c *Console) tenantRoutes(mux *http.ServeMux)    {}
 func (c *Console) retentionRoutes(mux *http.ServeMux) {}

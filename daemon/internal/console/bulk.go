@@ -1,0 +1,176 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+)
+
+// Bulk operations (POST /api/v1/dlq/operations): from any search filter or
+// failure group, a preview (the API's dry run: how many match, a sample),
+// then the operation with a rate, and its page with live progress and
+// cancel.
+
+// bulkFilterFields are the search filters a bulk operation takes.
+var bulkFilterFields = []string{"topic", "status", "error", "group", "key", "header", "q", "since", "until"}
+
+// bulkActions are the API's actions, in the form's order.
+var bulkActions = []string{"retry", "revive", "delete", "dead", "replay_to"}
+
+type bulkData struct {
+	Filter  url.Values // the filter, as the search page's query
+	Action  string
+	Rate    string
+	Target  string
+	Actions []string
+	Preview *bulkPreview
+}
+
+// FilterQuery is the filter as a query string (for links and hidden
+// fields).
+func (d bulkData) FilterQuery() string { return d.Filter.Encode() }
+
+type bulkPreview struct {
+	Matched int64                  `json:"matched"`
+	Sample  []adminapi.MessageJSON `json:"sample"`
+}
+
+// filterJSON is the filter as the operation's body has it: the search
+// filters as JSON fields, status as a list.
+func filterJSON(f url.Values) map[string]any {
+	out := map[string]any{}
+	for _, k := range bulkFilterFields {
+		vs := f[k]
+		if len(vs) == 0 {
+			continue
+		}
+		switch k {
+		case "status":
+			var st []string
+			for _, v := range vs {
+				for _, s := range strings.Split(v, ",") {
+					if s = strings.TrimSpace(s); s != "" {
+						st = append(st, strings.ToUpper(s))
+					}
+				}
+			}
+			out[k] = st
+		case "header":
+			if len(vs) == 1 {
+				out[k] = vs[0]
+			} else {
+				out[k] = vs
+			}
+		default:
+			out[k] = vs[0]
+		}
+	}
+	return out
+}
+
+func (c *Console) bulkForm(w http.ResponseWriter, r *http.Request) {
+	p := c.newPage(w, r, "Bulk operation", "dlq")
+	q := r.URL.Query()
+	d := bulkData{Filter: apiQuery(q, bulkFilterFields), Action: q.Get("action"), Rate: q.Get("rate"), Actions: bulkActions}
+	if d.Action == "" {
+		d.Action = "retry"
+	}
+	p.Data = d
+	c.render(w, http.StatusOK, "bulk", p)
+}
+
+// bulkSubmit previews (dry run) or starts the operation.
+func (c *Console) bulkSubmit(w http.ResponseWriter, r *http.Request) {
+	p := c.newPage(w, r, "Bulk operation", "dlq")
+	filter, err := url.ParseQuery(r.PostFormValue("filter"))
+	if err != nil {
+		p.addErr(&APIError{Status: http.StatusBadRequest, Code: "VALIDATION_ERROR", Message: "the filter is not a query string: " + err.Error()})
+	}
+	d := bulkData{Filter: apiQuery(filter, bulkFilterFields), Action: r.PostFormValue("action"), Rate: strings.TrimSpace(r.PostFormValue("rate")),
+		Target: strings.TrimSpace(r.PostFormValue("target_topic")), Actions: bulkActions}
+	body := map[string]any{"action": d.Action, "filter": filterJSON(d.Filter)}
+	if d.Rate != "" {
+		rate, err := strconv.ParseFloat(d.Rate, 64)
+		if err != nil || rate < 0 {
+			p.addErr(&APIError{Status: http.StatusBadRequest, Code: "VALIDATION_ERROR", Message: "rate must be a number of messages per second (empty: as fast as it goes)"})
+		}
+		body["rate"] = rate
+	}
+	if d.Target != "" {
+		body["target_topic"] = d.Target
+	}
+	start := r.PostFormValue("start") == "1"
+	if len(p.Errors) == 0 {
+		if !start {
+			body["dry_run"] = true
+			var prev bulkPreview
+			if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/operations", nil, body, &prev); err != nil {
+				p.addErr(err)
+			} else {
+				d.Preview = &prev
+			}
+		} else {
+			var op operationJSON
+			if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/operations", nil, body, &op); err != nil {
+				p.addErr(err)
+			} else {
+				http.Redirect(w, r, "/ui/dlq/operations/"+url.PathEscape(op.ID), http.StatusSeeOther)
+				return
+			}
+		}
+	}
+	p.Data = d
+	status := http.StatusOK
+	if len(p.Errors) > 0 {
+		status = statusOf(p.Errors[0])
+	}
+	c.render(w, status, "bulk", p)
+}
+
+type operationData struct {
+	Op operationJSON
+	// Err is a failed refresh of the progress fragment.
+	Err *APIError
+}
+
+func (c *Console) loadOperation(w http.ResponseWriter, r *http.Request, p *page) operationData {
+	var d operationData
+	if err := c.get(w, r, "/api/v1/dlq/operations/"+url.PathEscape(r.PathValue("id")), nil, &d.Op); err != nil {
+		p.addErr(err)
+		d.Err = p.Errors[len(p.Errors)-1]
+	}
+	return d
+}
+
+// operation is a bulk operation's page; its progress polls itself until
+// the operation ends.
+func (c *Console) operation(w http.ResponseWriter, r *http.Request) {
+	p := c.newPage(w, r, "Bulk operation "+r.PathValue("id"), "dlq")
+	p.Data = c.loadOperation(w, r, p)
+	status := http.StatusOK
+	if len(p.Errors) > 0 {
+		status = statusOf(p.Errors[0])
+	}
+	c.render(w, status, "operation", p)
+}
+
+func (c *Console) operationProgress(w http.ResponseWriter, r *http.Request) {
+	p := c.newPage(w, r, "", "dlq")
+	p.Data = c.loadOperation(w, r, p)
+	c.render(w, http.StatusOK, "frag:operation:opprogress", p)
+}
+
+func (c *Console) operationCancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/operations/"+url.PathEscape(id)+"/cancel", nil, nil, nil); err != nil {
+		p := c.newPage(w, r, "Bulk operation "+id, "dlq")
+		p.addErr(err)
+		p.Data = c.loadOperation(w, r, p)
+		c.render(w, statusOf(err), "operation", p)
+		return
+	}
+	http.Redirect(w, r, "/ui/dlq/operations/"+url.PathEscape(id)+"?done=cancel", http.StatusSeeOther)
+}
