@@ -1,0 +1,160 @@
+package console
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+)
+
+func (c *Console) tenantRoutes(mux *http.ServeMux) {
+	mux.Handle("GET /ui/tenants", c.secure(c.tenants))
+	mux.Handle("GET /ui/tenants/{tenant}", c.secure(c.tenant))
+	mux.Handle("GET /ui/tenants/{tenant}/job", c.secure(c.tenantJob))
+	mux.Handle("POST /ui/tenants/{tenant}/erase", c.mutation(c.tenantErase))
+	mux.Handle("POST /ui/tenants/{tenant}/cancel", c.mutation(c.tenantCancel))
+}
+
+// jobStatuses are the job list's filter values.
+var jobStatuses = []string{"AWAITING_APPROVAL", "SCHEDULED", "PENDING", "RUNNING", "PARTIAL", "BLOCKED", "COMPLETED", "CANCELLED"}
+
+type tenantsData struct {
+	Jobs     []adminapi.JobJSON
+	Next     string
+	Status   string
+	Statuses []string
+}
+
+// tenants is the erasure job list, newest first, with a tenant finder.
+func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
+	if t := strings.TrimSpace(r.URL.Query().Get("tenant")); t != "" {
+		http.Redirect(w, r, "/ui/tenants/"+url.PathEscape(t), http.StatusSeeOther)
+		return
+	}
+	p := c.newPage(w, r, "Tenants", "tenants")
+	d := tenantsData{Status: r.URL.Query().Get("status"), Statuses: jobStatuses}
+	q := apiQuery(r.URL.Query(), []string{"status", "cursor"})
+	q.Set("limit", "50")
+	var jobs adminapi.JobsBody
+	p.addErr(c.get(w, r, "/api/v1/deletions", q, &jobs))
+	d.Jobs = jobs.Jobs
+	if jobs.NextCursor != nil {
+		d.Next = *jobs.NextCursor
+	}
+	p.Data = d
+	c.render(w, http.StatusOK, "tenants", p)
+}
+
+type tenantData struct {
+	Tenant string
+	Counts *adminapi.CountsBody
+	Live   jobLive
+}
+
+// jobLive is the part of the tenant page that refreshes itself while the
+// job runs: the job, its cancel button, and the tenant's job list.
+type jobLive struct {
+	Tenant    string
+	Job       *jobView
+	Jobs      []adminapi.JobJSON
+	CSRF      string
+	CanMutate bool
+}
+
+// jobView is a job with what its page needs to know.
+type jobView struct {
+	adminapi.JobJSON
+	Tenant string
+}
+
+// Finished reports whether the job can no longer change by itself.
+func (j jobView) Finished() bool { return j.Status == "COMPLETED" || j.Status == "CANCELLED" }
+
+// Active reports whether an erasure of the tenant is under way (a new
+// one would be the same job).
+func (d tenantData) Active() bool { return d.Live.Job != nil && !d.Live.Job.Finished() }
+
+func (c *Console) loadLive(w http.ResponseWriter, r *http.Request, p *page, tenant string) jobLive {
+	l := jobLive{Tenant: tenant, CSRF: p.CSRF, CanMutate: p.CanMutate}
+	l.Job = c.loadJob(w, r, p, tenant)
+	var jobs adminapi.JobsBody
+	p.addErr(c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletions", nil, &jobs))
+	l.Jobs = jobs.Jobs
+	return l
+}
+
+func (c *Console) loadJob(w http.ResponseWriter, r *http.Request, p *page, tenant string) *jobView {
+	var j adminapi.JobJSON
+	if err := c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, &j); err != nil {
+		if ae, ok := err.(*APIError); !ok || ae.Status != http.StatusNotFound {
+			p.addErr(err)
+		}
+		return nil
+	}
+	return &jobView{JobJSON: j, Tenant: tenant}
+}
+
+// tenant: what the tenant has per store (per table or key pattern), its
+// erasure with live per-deleter progress and the verified report, and the
+// form to start one.
+func (c *Console) tenant(w http.ResponseWriter, r *http.Request) {
+	tenant := r.PathValue("tenant")
+	p := c.newPage(w, r, "Tenant "+tenant, "tenants")
+	d := tenantData{Tenant: tenant}
+	var counts adminapi.CountsBody
+	if err := c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/counts", nil, &counts); err != nil {
+		p.addErr(err)
+	} else {
+		d.Counts = &counts
+		d.Tenant = counts.TenantID
+	}
+	d.Live = c.loadLive(w, r, p, d.Tenant)
+	p.Data = d
+	c.render(w, http.StatusOK, "tenant", p)
+}
+
+// tenantJob is the job fragment htmx polls while the job runs.
+func (c *Console) tenantJob(w http.ResponseWriter, r *http.Request) {
+	tenant := r.PathValue("tenant")
+	p := c.newPage(w, r, "", "tenants")
+	p.Data = c.loadLive(w, r, p, tenant)
+	c.render(w, http.StatusOK, "frag:tenant:live", p)
+}
+
+// tenantErase starts an erasure once the operator typed the tenant id:
+// the console checks the confirmation again, whatever the browser did.
+func (c *Console) tenantErase(w http.ResponseWriter, r *http.Request) {
+	tenant := r.PathValue("tenant")
+	confirm := strings.TrimSpace(r.PostFormValue("confirm"))
+	if subtle.ConstantTimeCompare([]byte(confirm), []byte(tenant)) != 1 {
+		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
+		p.addErr(&APIError{Status: http.StatusBadRequest, Code: "CONFIRMATION_MISMATCH",
+			Message: "type the tenant id exactly to confirm the erasure; nothing was started", RequestID: p.RequestID})
+		p.Data = tenantData{Tenant: tenant}
+		c.render(w, http.StatusBadRequest, "tenant", p)
+		return
+	}
+	var j adminapi.JobJSON
+	if _, err := c.call(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, nil, &j); err != nil {
+		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
+		p.addErr(err)
+		p.Data = tenantData{Tenant: tenant}
+		c.render(w, statusOf(err), "tenant", p)
+		return
+	}
+	http.Redirect(w, r, "/ui/tenants/"+url.PathEscape(j.TenantID)+"?done=started", http.StatusSeeOther)
+}
+
+func (c *Console) tenantCancel(w http.ResponseWriter, r *http.Request) {
+	tenant := r.PathValue("tenant")
+	if _, err := c.call(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion/cancel", nil, nil, nil); err != nil {
+		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
+		p.addErr(err)
+		p.Data = tenantData{Tenant: tenant, Live: c.loadLive(w, r, p, tenant)}
+		c.render(w, statusOf(err), "tenant", p)
+		return
+	}
+	http.Redirect(w, r, "/ui/tenants/"+url.PathEscape(tenant)+"?done=cancel", http.StatusSeeOther)
+}
