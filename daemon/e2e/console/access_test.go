@@ -1,0 +1,104 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// forge makes a POST from the page itself, as a script could, with the
+// page's CSRF token or without it, and returns the status.
+func forge(t *testing.T, ctx context.Context, path string, withToken bool) int {
+	t.Helper()
+	js := fmt.Sprintf(`(async () => {
+		const tok = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRF-Token"];
+		const body = new URLSearchParams(%v ? {csrf: tok} : {});
+		const r = await fetch(%q, {method: "POST", body, redirect: "manual"});
+		return r.status;
+	})()`, withToken, path)
+	code, err := chromedp.Run(ctx, chromedp.Evaluate[int](js, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	return code
+}
+
+// A uid in read_only_uids sees the console without a single control, and
+// a POST forged from the page, CSRF token and all, is refused by the
+// daemon: nothing changes.
+func TestReadOnlyUIDSeesNoControlsAndIsRefused(t *testing.T) {
+	t.Parallel()
+	admin := fmt.Sprintf("allow_uids = [%d]\nread_only_uids = [%d]", os.Getuid()+4242, os.Getuid())
+	_, d := stormDaemon(t, admin)
+	one := search(t, d, map[string][]string{"topic": {"orders.dlq.v1"}, "limit": {"1"}})
+	id := one.Messages[0].ID
+	_, before := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
+	_, historyBefore := d.Do("GET", "/api/v1/dlq/messages/"+id+"/history", nil, nil)
+
+	u, base := ui(t, d, nil)
+	ctx := tab(t, 2*time.Minute)
+	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#readonly")))
+	for _, page := range []string{"/ui/", "/ui/dlq", "/ui/dlq/search?topic=orders.dlq.v1", "/ui/dlq/messages/" + id,
+		"/ui/dlq/bulk?group=" + one.Messages[0].Group, "/ui/tenants", "/ui/tenants/" + leaving, "/ui/retention"} {
+		do(t, ctx, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS("#readonly")))
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button:not([type=submit][form]), textarea").length - document.querySelectorAll("form[method=get] button").length`))
+		require.NoError(t, err)
+		require.Zero(t, n, "%s shows no mutating control to a read-only uid", page)
+		if page == "/ui/dlq/messages/"+id {
+			shot(t, ctx, "read-only")
+		}
+	}
+
+	require.Equal(t, 403, forge(t, ctx, "/ui/dlq/messages/"+id+"/retry", true), "a forged retry")
+	require.Equal(t, 403, forge(t, ctx, "/ui/dlq/messages/"+id+"/delete", true), "a forged delete")
+	require.Equal(t, 403, forge(t, ctx, "/ui/dlq/topics/orders.dlq.v1/pause", true), "a forged pause")
+	require.Equal(t, 403, forge(t, ctx, "/ui/tenants/"+leaving+"/erase", true), "a forged erasure")
+	_, after := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
+	require.JSONEq(t, string(before), string(after), "the message is unchanged")
+	_, historyAfter := d.Do("GET", "/api/v1/dlq/messages/"+id+"/history", nil, nil)
+	require.JSONEq(t, string(historyBefore), string(historyAfter), "nothing was recorded")
+	code, _ := d.Do("GET", "/api/v1/tenants/"+leaving+"/deletion", nil, nil)
+	require.Equal(t, 404, code, "no erasure")
+	var topics struct {
+		Topics []struct {
+			Topic  string `json:"topic"`
+			Paused any    `json:"paused"`
+		} `json:"topics"`
+	}
+	d.JSON("GET", "/api/v1/dlq", nil, 200, &topics)
+	for _, tp := range topics.Topics {
+		require.Nil(t, tp.Paused, "%s is not paused", tp.Topic)
+	}
+}
+
+// A full-access session must still carry the CSRF token: a POST without
+// it is refused and changes nothing; with it, the same POST works.
+func TestMutationsNeedTheCSRFToken(t *testing.T) {
+	t.Parallel()
+	_, d := stormDaemon(t, "")
+	u, _ := ui(t, d, nil)
+	ctx := tab(t, time.Minute)
+	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#dlq-depth")))
+	require.Equal(t, 403, forge(t, ctx, "/ui/dlq/topics/orders.dlq.v1/pause", false))
+	paused := func() bool {
+		var topics struct {
+			Topics []struct {
+				Topic  string `json:"topic"`
+				Paused any    `json:"paused"`
+			} `json:"topics"`
+		}
+		d.JSON("GET", "/api/v1/dlq", nil, 200, &topics)
+		for _, tp := range topics.Topics {
+			if tp.Topic == "orders.dlq.v1" {
+				return tp.Paused != nil
+			}
+		}
+		return false
+	}
+	require.False(t, paused(), "refused without the token")
+	require.Equal(t, 0, forge(t, ctx, "/ui/dlq/topics/orders.dlq.v1/pause", true), "with the token: a redirect (opaque to fetch)")
+	require.True(t, paused(), "done with the token")
+}
