@@ -162,6 +162,34 @@ func TestArchiveRunDryRunAndBadInput(t *testing.T) {
 	}
 }
 
+// GET /api/v1/archive lists this daemon's passes, newest first, the
+// asked-for ones as "manual", with what they did; a dry run is not a pass.
+func TestArchiveStatusListsPasses(t *testing.T) {
+	h := newHandler(t)
+	status, body := do(h, "GET", "/api/v1/archive")
+	require.Equal(t, 200, status, "%v", body)
+	require.Equal(t, []any{}, body["passes"])
+	require.Nil(t, body["next_run_at"], "the loop is not running")
+	require.Equal(t, float64(30*24*3600), body["retention_seconds"])
+	status, _ = do(h, "POST", "/api/v1/archive/run?dry_run=true")
+	require.Equal(t, 200, status)
+	for i := 0; i < 2; i++ {
+		status, _ = do(h, "POST", "/api/v1/archive/run")
+		require.Equal(t, 200, status)
+	}
+	status, body = do(h, "GET", "/api/v1/archive")
+	require.Equal(t, 200, status)
+	passes := body["passes"].([]any)
+	require.Len(t, passes, 2, "two passes; the dry run is none")
+	first, second := passes[0].(map[string]any), passes[1].(map[string]any)
+	require.Equal(t, "manual", first["trigger"])
+	require.Equal(t, 0.0, first["archived"])
+	require.Nil(t, first["error"])
+	require.GreaterOrEqual(t, first["started_at"], second["started_at"], "newest first")
+	status, body = do(h, "GET", "/api/v1/archive?x=1")
+	require.Equal(t, 400, status, "%v", body)
+}
+
 func FuzzRouteParams(f *testing.F) {
 	f.Add("orders.dlq.v1", "page=1&page_size=20&status=PENDING", "550e8400-e29b-41d4-a716-446655440000")
 	f.Add("..", "page=0", "x")

@@ -7,10 +7,11 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 )
 
-// Retention is what the archive route needs.
+// Retention is what the archive routes need.
 type Retention interface {
 	RunOnce(ctx context.Context) (archive.Result, error)
 	DryRun(ctx context.Context) (archive.Result, error)
+	Status() archive.Status
 }
 
 // ArchiveRunBody is POST /api/v1/archive/run.
@@ -30,9 +31,18 @@ func archiveRunBody(r archive.Result) ArchiveRunBody {
 }
 
 // ArchiveRoutes serves POST /api/v1/archive/run: one retention pass now, or
-// with ?dry_run=true the counts of what it would move and purge.
+// with ?dry_run=true the counts of what it would move and purge; and GET
+// /api/v1/archive: the settings, the next scheduled pass and this daemon's
+// recent passes.
 func ArchiveRoutes(r Retention) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /api/v1/archive", func(w http.ResponseWriter, req *http.Request) {
+			if err := onlyParams(req.URL.Query()); err != nil {
+				writeError(w, req, ScopeNone, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, archiveStatusBody(r.Status()))
+		})
 		mux.HandleFunc("POST /api/v1/archive/run", func(w http.ResponseWriter, req *http.Request) {
 			dryRun, err := parseDryRun(req.URL.Query())
 			if err != nil {

@@ -79,8 +79,9 @@ type Scheduler struct {
 	purged   *prometheus.CounterVec
 	batchDur prometheus.Histogram
 
-	runMu sync.Mutex // one pass at a time in this process
-	loop  *periodic.Loop
+	runMu  sync.Mutex // one pass at a time in this process
+	loop   *periodic.Loop
+	passes passLog
 }
 
 // New returns a scheduler; reg and p may be nil.
@@ -125,7 +126,7 @@ func (s *Scheduler) pass(ctx context.Context) (periodic.Outcome, error) {
 	if !cfg.Enabled {
 		return periodic.Skipped, nil
 	}
-	res, err := s.RunOnce(ctx)
+	res, err := s.run(ctx, "scheduled")
 	switch {
 	case errors.Is(err, ErrBusy):
 		s.log.Debug("another daemon is running retention; skipping this pass")
@@ -142,7 +143,24 @@ func (s *Scheduler) pass(ctx context.Context) (periodic.Outcome, error) {
 
 // RunOnce runs one pass now. It returns ErrBusy when another daemon holds
 // the retention lock.
-func (s *Scheduler) RunOnce(ctx context.Context) (Result, error) {
+func (s *Scheduler) RunOnce(ctx context.Context) (Result, error) { return s.run(ctx, "manual") }
+
+// run runs a pass and remembers it (a pass another daemon was running is
+// not one of ours).
+func (s *Scheduler) run(ctx context.Context, trigger string) (Result, error) {
+	start := s.now()
+	res, err := s.runOnce(ctx)
+	if !errors.Is(err, ErrBusy) {
+		p := Pass{StartedAt: start, Trigger: trigger, Result: res}
+		if err != nil {
+			p.Err = err.Error()
+		}
+		s.passes.add(p)
+	}
+	return res, err
+}
+
+func (s *Scheduler) runOnce(ctx context.Context) (Result, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	unlock, ok, err := s.store.TryRetentionLock(ctx)

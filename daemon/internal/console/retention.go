@@ -3,6 +3,8 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
@@ -13,13 +15,24 @@ func (c *Console) retentionRoutes(mux *http.ServeMux) {
 }
 
 type retentionData struct {
+	Status adminapi.ArchiveStatusBody
 	Result *adminapi.ArchiveRunBody
 	DryRun bool
 }
 
+// Days is a number of seconds in days, for the settings line.
+func (retentionData) Days(s float64) string { return strconv.FormatFloat(s/86400, 'f', -1, 64) }
+
+// Every is an interval in seconds, as a duration.
+func (retentionData) Every(s float64) string { return (time.Duration(s) * time.Second).String() }
+
+// retention: the settings, the next scheduled pass, this daemon's recent
+// passes, and a pass or its dry run on demand.
 func (c *Console) retention(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Retention", "retention")
-	p.Data = retentionData{}
+	d := retentionData{}
+	p.addErr(c.get(w, r, "/api/v1/archive", nil, &d.Status))
+	p.Data = d
 	c.render(w, http.StatusOK, "retention", p)
 }
 
@@ -39,6 +52,7 @@ func (c *Console) retentionRun(w http.ResponseWriter, r *http.Request) {
 	} else {
 		d.Result = &res
 	}
+	p.addErr(c.get(w, r, "/api/v1/archive", nil, &d.Status))
 	p.Data = d
 	c.render(w, status, "retention", p)
 }

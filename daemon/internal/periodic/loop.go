@@ -56,6 +56,7 @@ type Loop struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc // nil when not running
 	done   chan struct{}
+	next   time.Time // when the current wait ends; zero during a pass
 }
 
 // NewLoop returns a loop; Start launches it.
@@ -151,6 +152,14 @@ func (l *Loop) pass(ctx context.Context) (Outcome, error) {
 	return l.cfg.Pass(ctx)
 }
 
+// Next is when the next pass is due: zero while a pass runs or the loop
+// is not running (operators see it on the console's retention page).
+func (l *Loop) Next() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next
+}
+
 // wait waits d or a kick; false when the loop is stopping.
 func (l *Loop) wait(ctx context.Context, d time.Duration) bool {
 	if ctx.Err() != nil {
@@ -159,6 +168,14 @@ func (l *Loop) wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
+	l.mu.Lock()
+	l.next = time.Now().Add(d)
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.next = time.Time{}
+		l.mu.Unlock()
+	}()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

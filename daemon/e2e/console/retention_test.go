@@ -1,0 +1,29 @@
+package console
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+// The retention page: the schedule with the next pass, a dry run that
+// records no pass, and a pass asked for that appears in the list.
+func TestRetentionDryRunAndPass(t *testing.T) {
+	t.Parallel()
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: "[archive]\nenabled = true\ninterval = \"1h\"\n"})
+	u, base := ui(t, d, nil)
+	ctx := tab(t, time.Minute)
+	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#h-dlq")),
+		chromedp.Navigate(base+"/ui/retention"), chromedp.WaitVisible(chromedp.CSS("#ret-schedule")))
+	require.Contains(t, text(t, ctx, "#ret-schedule"), "every 1h0m0s")
+	do(t, ctx, chromedp.Click(chromedp.CSS("#retention-dry-run")), chromedp.WaitVisible(chromedp.CSS("#retention-result")))
+	require.Contains(t, text(t, ctx, "#retention-result"), "Dry run")
+	require.Equal(t, "0", text(t, ctx, "#ret-archived"))
+	do(t, ctx, chromedp.Click(chromedp.CSS("#retention-run")), chromedp.WaitVisible(chromedp.CSS("#passes")))
+	require.Contains(t, text(t, ctx, "#passes"), "manual")
+	shot(t, ctx, "retention")
+}
