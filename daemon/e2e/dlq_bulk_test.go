@@ -89,13 +89,13 @@ func TestBulkRetryOfAGroupThroughTheCLI(t *testing.T) {
 
 			// Refused: nothing is stored.
 			for body, field := range map[string]string{
-				`{"action":"nuke","filter":{"group":"` + group + `"}}`:                     "action",
-				`{"action":"retry"}`:                                                      "filter",
-				`{"action":"retry","filter":{"group":"` + group + `"},"rate":-5}`:         "rate",
-				`{"action":"retry","filter":{"colour":"red"}}`:                            "filter",
-				`{"action":"retry","filter":{"status":["LOST"]}}`:                         "status",
-				`{"action":"replay_to","filter":{"group":"` + group + `"}}`:               "target_topic",
-				`{"action":"retry","filter":{"group":"x"},"ids":["` + group + `"]}`:       "ids",
+				`{"action":"nuke","filter":{"group":"` + group + `"}}`: "action",
+				`{"action":"retry"}`: "filter",
+				`{"action":"retry","filter":{"group":"` + group + `"},"rate":-5}`:        "rate",
+				`{"action":"retry","filter":{"colour":"red"}}`:                           "filter",
+				`{"action":"retry","filter":{"status":["LOST"]}}`:                        "status",
+				`{"action":"replay_to","filter":{"group":"` + group + `"}}`:              "target_topic",
+				`{"action":"retry","filter":{"group":"x"},"ids":["` + group + `"]}`:      "ids",
 				`{"action":"delete","filter":{"group":"` + group + `"},"surprise":true}`: "surprise",
 			} {
 				code, resp := d.Do("POST", "/api/v1/dlq/operations", []byte(body), nil)
