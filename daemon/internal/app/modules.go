@@ -39,6 +39,7 @@ func modules() fx.Option {
 			fx.Annotate(dlqRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(dlqTriageRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			fx.Annotate(dlqSearchRoutes, fx.ResultTags(`group:"admin_routes"`)),
+			fx.Annotate(dlqOperationRoutes, fx.ResultTags(`group:"admin_routes"`)),
 			newArchive,
 			fx.Annotate(archiveRoutes, fx.ResultTags(`group:"admin_routes"`)),
 		),
@@ -86,8 +87,14 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 	svc := dlq.NewService(st, host, policy, string(id), log, metrics)
 	intake := dlq.NewIntake(st, host, policy, dlq.IntakeConfig{}, log, metrics)
 	loop := dlq.NewRetryLoop(svc, func() time.Duration { return holder.Get().Retry.PollInterval.Duration })
+	// Bulk operations are polled for and leased like retries.
+	ops := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
+		r := holder.Get().Retry
+		return dlq.OperationConfig{PollInterval: r.PollInterval.Duration, Lease: r.Lease.Duration, MaxRunning: maxBulkOperations}
+	})
 	lc.Append(fx.Hook{OnStart: intake.Start, OnStop: intake.Stop})
 	lc.Append(fx.Hook{OnStart: loop.Start, OnStop: loop.Stop})
+	lc.Append(fx.Hook{OnStart: ops.Start, OnStop: ops.Stop})
 	return dlqParts{Service: svc, Intake: intake}
 }
 
@@ -98,6 +105,14 @@ func dlqRoutes(svc *dlq.Service) func(*http.ServeMux) {
 func dlqTriageRoutes(svc *dlq.Service) func(*http.ServeMux) {
 	return adminapi.DLQTriageRoutes(svc)
 }
+
+func dlqOperationRoutes(svc *dlq.Service) func(*http.ServeMux) {
+	return adminapi.DLQOperationRoutes(svc)
+}
+
+// maxBulkOperations is how many bulk operations one daemon runs at once;
+// more wait (RUNNING) for a free slot here or on another daemon.
+const maxBulkOperations = 2
 
 func dlqSearchRoutes(svc *dlq.Service) func(*http.ServeMux) {
 	return adminapi.DLQSearchRoutes(svc)

@@ -21,6 +21,7 @@ func dlqCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(dlqTopicsCmd(g), dlqListCmd(g), dlqGetCmd(g), dlqRetryCmd(g), dlqReviveCmd(g), dlqDeleteCmd(g), dlqRetryAllCmd(g),
 		dlqSearchCmd(g), dlqGroupsCmd(g))
 	cmd.AddCommand(dlqTriageCmds(g)...)
+	cmd.AddCommand(dlqBulkCmds(g)...)
 	return cmd
 }
 

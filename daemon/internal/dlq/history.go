@@ -24,6 +24,9 @@ const (
 	KindReplayed = "replayed"
 	// KindDeleted: an operator deleted the message.
 	KindDeleted = "deleted"
+	// KindMarkedDead: an operator gave up on a PENDING message (a bulk
+	// "dead" operation, named in the detail): it is DEAD.
+	KindMarkedDead = "dead"
 	// KindArchived: retention moved the message into the archive.
 	KindArchived = "archived"
 )

@@ -40,6 +40,8 @@ type Attempt struct {
 	Error   string    `json:"error,omitempty"`
 	Trigger Trigger   `json:"trigger,omitempty"`
 	UID     *uint32   `json:"uid,omitempty"` // who revived it
+	// Operation is the bulk operation that made the attempt or revive.
+	Operation *uuid.UUID `json:"operation,omitempty"`
 	// Count and LastAt: this many identical "unavailable" outcomes in a
 	// row, the latest at LastAt, folded into one entry (AppendAttempt).
 	Count  int        `json:"count,omitempty"`

@@ -15,6 +15,8 @@ type job string
 const (
 	jobIntake job = "dlq_intake"
 	jobRetry  job = "dlq_retry"
+	// jobOperations takes and runs bulk operations.
+	jobOperations job = "dlq_operations"
 )
 
 // Metrics are the dead-letter manager's Prometheus metrics. Depth and age

@@ -37,6 +37,12 @@ type ReplayRequest struct {
 	Headers map[string]*string
 	Topic   string
 	DryRun  bool
+	// Operation is the bulk replay_to operation making this replay, for
+	// the history.
+	Operation *uuid.UUID
+	// targetChecked: the caller checked the topic is no DLQ topic (a bulk
+	// replay checks it once, not once per message).
+	targetChecked bool
 }
 
 // Replay is what a replay sent (or, on a dry run, would send).
@@ -49,6 +55,8 @@ type Replay struct {
 	DryRun  bool
 	// Original is the stored message, unchanged by the replay.
 	Original *Message
+	// Operation is the bulk operation that made the replay, if one did.
+	Operation *uuid.UUID
 }
 
 // Replay republishes a stored message, edited or not, through its source,
@@ -63,7 +71,7 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 	if err != nil {
 		return nil, err
 	}
-	r := &Replay{ID: newReplayID(), Original: m, DryRun: req.DryRun, Payload: m.Payload, Key: m.Key, Topic: m.OriginalTopic}
+	r := &Replay{ID: newReplayID(), Original: m, DryRun: req.DryRun, Payload: m.Payload, Key: m.Key, Topic: m.OriginalTopic, Operation: req.Operation}
 	if req.Payload != nil {
 		r.Payload = req.Payload
 	}
@@ -76,8 +84,12 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 		}
 		r.Topic = req.Topic
 	}
-	if err := s.replayTarget(ctx, m, r.Topic); err != nil {
-		return nil, err
+	if req.targetChecked && r.Topic == m.Position.Topic {
+		return nil, fmt.Errorf("%w: topic %s is the DLQ topic the message was read from: a replay there would only come back", derrors.ErrInvalid, r.Topic)
+	} else if !req.targetChecked {
+		if err := s.replayTarget(ctx, m, r.Topic); err != nil {
+			return nil, err
+		}
 	}
 	if r.Payload == nil {
 		return nil, fmt.Errorf("%w: the message was too large to take in whole and its value was not kept: give a payload to replay", derrors.ErrConflict)
@@ -204,6 +216,9 @@ func replayDetail(r *Replay, outcome string, sendErr error) []byte {
 	}
 	if sendErr != nil {
 		d["error"] = sanitize(sendErr.Error(), maxErrorLength)
+	}
+	if r.Operation != nil {
+		d["operation"] = r.Operation.String()
 	}
 	b, _ := json.Marshal(d) // strings and bools always encode
 	return b

@@ -3,8 +3,9 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 )
@@ -19,111 +20,52 @@ type RetryAllResult struct {
 	NotRecorded int
 }
 
-// retryAllPage is the seed's page size; pages are claimed ahead while
-// earlier ones are being republished by retryAllWorkers workers.
-const (
-	retryAllPage    = 100
-	retryAllWorkers = 4
-)
-
-// RetryAll walks a topic in creation order, 100 messages at a time, and
-// republishes every retryable one. Messages that are not retryable are
-// skipped; a failed one is not retried again within the same call.
+// RetryAll republishes every PENDING message of a topic (its DLQ topic or
+// its original topic), oldest first, as a bulk retry operation that this
+// request runs itself: it holds the operation's lease from the start, so
+// no runner takes it while the request waits. The set is fixed when it
+// starts; a message that is not retryable when its turn comes is skipped,
+// and a failed one is not retried again within the same call. A request
+// that goes away cancels the operation between two pages; a daemon that
+// dies leaves it to be resumed where it stopped.
 func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, error) {
-	var res RetryAllResult
 	pol := s.policy()
-	type page struct {
-		msgs []Message
-		err  error
+	now := s.now()
+	leaseUntil := now.Add(pol.Lease)
+	f := OperationFilter{Search: SearchFilter{Topic: topic, Statuses: []Status{StatusPending}}}
+	op, err := s.store.CreateDLQOperation(ctx, Operation{ID: uuid.New(), Action: ActionRetry, State: OperationRunning,
+		Filter:    FilterJSON(map[string]any{"topic": topic, "status": []Status{StatusPending}, "retry_all": true}),
+		CreatedAt: now, UpdatedAt: now, LeaseOwner: s.owner, LeaseExpiresAt: &leaseUntil, Outcomes: map[string]int64{}}, f)
+	if err != nil {
+		return RetryAllResult{}, err
 	}
-	pages := make(chan page, retryAllWorkers)
-	claimCtx, stopClaiming := context.WithCancel(ctx)
-	defer stopClaiming()
+	run, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stop(nil)
 	go func() {
-		defer close(pages)
-		var cursor *Cursor
-		for {
-			now := s.now()
-			msgs, err := s.store.ClaimDLQTopic(claimCtx, topic, cursor, retryAllPage, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
-			if err != nil || len(msgs) == 0 {
-				if err != nil && claimCtx.Err() == nil {
-					pages <- page{err: err}
-				}
-				return
-			}
-			last := msgs[len(msgs)-1]
-			cursor = &Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
-			select {
-			case pages <- page{msgs: msgs}:
-			case <-claimCtx.Done():
-				// Claimed but not handed on: give them back at once.
-				s.release(msgs)
-				return
-			}
+		select {
+		case <-ctx.Done():
+			stop(errOperationCancelled)
+		case <-run.Done():
 		}
 	}()
-	// Several pages are republished at once: each waits on the broker's
-	// acknowledgements and on the store, and neither is busy all the time.
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for w := 0; w < retryAllWorkers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range pages {
-				mu.Lock()
-				failed := firstErr != nil
-				mu.Unlock()
-				if p.err != nil || failed {
-					if p.err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = p.err
-						}
-						mu.Unlock()
-						stopClaiming()
-					}
-					s.release(p.msgs)
-					continue
-				}
-				results, err := s.republish(ctx, p.msgs, TriggerRetryAll, nil)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					stopClaiming()
-					continue
-				}
-				for _, r := range results {
-					switch {
-					case r.Outcome.Event == EventAcked && r.Applied:
-						res.Retried++
-					case r.Outcome.Event == EventAcked:
-						res.NotRecorded++
-					case r.Outcome.Event == EventRefused:
-						res.Failed++
-					default:
-						res.Unavailable++
-					}
-				}
-				mu.Unlock()
-			}
-		}()
+	s.runOperation(run, stop, op, pol.Lease)
+	final, err := s.store.GetDLQOperation(context.WithoutCancel(ctx), op.ID)
+	if err != nil {
+		return RetryAllResult{}, err
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return res, firstErr
+	res := RetryAllResult{Retried: int(final.Outcomes[ItemRetried]), Failed: int(final.Outcomes[ItemRefused]),
+		Unavailable: int(final.Outcomes[ItemUnavailable]), NotRecorded: int(final.Outcomes[ItemNotRecorded])}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if !final.Finished() {
+		return res, fmt.Errorf("%w: retry-all stopped before its end (operation %s resumes later): %s", derrors.ErrUnavailable, op.ID, final.LastError)
 	}
 	if res.Retried == 0 && res.Unavailable > 0 {
 		return res, fmt.Errorf("%w: no source could republish the %d retryable messages of %s; they stay PENDING",
 			derrors.ErrUnavailable, res.Unavailable, topic)
 	}
-	return res, ctx.Err()
+	return res, nil
 }
 
 // release hands claimed messages back without counting an attempt.

@@ -47,6 +47,8 @@ const (
 	TriggerManual   Trigger = "manual"
 	TriggerRetryAll Trigger = "retry_all"
 	TriggerAuto     Trigger = "auto"
+	// TriggerBulk: a bulk retry operation (POST /api/v1/dlq/operations).
+	TriggerBulk Trigger = "bulk"
 )
 
 // ErrRepublishFailed means the broker refused the message itself (too large,
@@ -63,6 +65,8 @@ type Service struct {
 	metrics *Metrics
 	now     func() time.Time
 	rnd     func() float64 // jitter source
+	// operations runs bulk operations; nil until NewOperationRunner.
+	operations *OperationRunner
 }
 
 // NewService returns the manager. owner names this daemon in leases.
@@ -210,6 +214,15 @@ type Result struct {
 // the message is still under this claim when that is recorded. uid names
 // the operator who asked, if one did.
 func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32) ([]Result, error) {
+	return s.republishWith(ctx, msgs, trigger, uid, nil, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
+		return s.store.FinishDLQ(ctx, s.owner, s.now(), outcomes)
+	})
+}
+
+// republishWith is republish for a bulk operation (op) whose progress
+// record writes with the outcomes, in their transaction.
+func (s *Service) republishWith(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID,
+	record func(ctx context.Context, outcomes []Outcome) ([]Recorded, error)) ([]Result, error) {
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
@@ -256,7 +269,7 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	now := s.now()
 	for i := range outcomes {
 		o := &outcomes[i]
-		o.At, o.Trigger, o.Attempted, o.UID = now, trigger, true, uid
+		o.At, o.Trigger, o.Attempted, o.UID, o.Operation = now, trigger, true, uid, op
 		o.Error = sanitize(o.Error, maxErrorLength)
 		o.NextRetryAt = s.retryAfter(pol.For(msgs[i].Position.Topic))
 	}
@@ -264,7 +277,7 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 	// acknowledged messages looking unresolved until their lease ends.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	recorded, err := s.store.FinishDLQ(wctx, s.owner, s.now(), outcomes)
+	recorded, err := record(wctx, outcomes)
 	if err != nil {
 		return nil, fmt.Errorf("record retry outcomes: %w", err)
 	}
@@ -317,17 +330,24 @@ func (s *Service) Revive(ctx context.Context, id uuid.UUID, uid uint32) (*Messag
 	if err != nil {
 		return nil, err
 	}
-	pol := s.policy().For(cur.Position.Topic)
-	now := s.now()
-	from := State{Status: StatusDead, MaxRetries: max(pol.MaxRetries, 1)}
-	to, _ := from.Next(EventRevived)
-	m, err := s.store.ReviveDLQ(ctx, id, Revive{Now: now, From: from.Status, To: to, NextRetryAt: s.nextRetry(pol, to.RetryCount),
-		Attempt: Attempt{At: now, Outcome: OutcomeRevived, UID: &uid}})
+	m, err := s.store.ReviveDLQ(ctx, id, s.reviveFor(cur.Position.Topic, &uid, nil))
 	if err != nil {
 		return nil, err
 	}
 	s.log.Info("revived a dead message", "id", id.String(), "uid", uid)
 	return m, nil
+}
+
+// reviveFor is the revive of a DEAD message of a DLQ topic: the topic's
+// policy gives the attempts it gets and its first retry. uid and op name
+// who asked, for the history.
+func (s *Service) reviveFor(topic string, uid *uint32, op *uuid.UUID) Revive {
+	pol := s.policy().For(topic)
+	now := s.now()
+	from := State{Status: StatusDead, MaxRetries: max(pol.MaxRetries, 1)}
+	to, _ := from.Next(EventRevived)
+	return Revive{Now: now, From: from.Status, To: to, NextRetryAt: s.nextRetry(pol, to.RetryCount),
+		Attempt: Attempt{At: now, Outcome: OutcomeRevived, UID: uid, Operation: op}}
 }
 
 // CountRetryable is the dry run of RetryAll: how many messages of the topic

@@ -61,10 +61,14 @@ const (
 	EventReturned Event = "returned"
 	// EventRevived: an operator gave a DEAD message another chance.
 	EventRevived Event = "revived"
+	// EventBuried: an operator gave up on a PENDING message (a bulk "dead"
+	// operation): it is DEAD, with the attempts it had counted, and is no
+	// longer retried until revived.
+	EventBuried Event = "buried"
 )
 
 // Events lists every event.
-var Events = []Event{EventClaimed, EventAcked, EventRefused, EventReleased, EventReturned, EventRevived}
+var Events = []Event{EventClaimed, EventAcked, EventRefused, EventReleased, EventReturned, EventRevived, EventBuried}
 
 // State is the part of a dead letter that the status machine reads and
 // writes.
@@ -98,6 +102,7 @@ func (s State) Retryable() bool {
 //	returned   RETRYING                  RETRYING with one more attempt counted: the claim keeps its lease, and its outcome decides
 //	returned   any other status          PENDING with one more attempt counted, or DEAD once the count reaches max_retries
 //	revived    DEAD                      PENDING with no attempts counted
+//	buried     PENDING                   DEAD, attempts as counted
 //
 // (*) with attempts left and an original topic (Retryable); a RETRYING
 // message is claimed again only once its lease ran out, which the store
@@ -146,6 +151,12 @@ func (s State) Next(e Event) (State, bool) {
 			return s, false
 		}
 		to.Status, to.RetryCount = StatusPending, 0
+	case EventBuried:
+		// A RETRYING message is under a claim whose outcome would be lost.
+		if s.Status != StatusPending {
+			return s, false
+		}
+		to.Status = StatusDead
 	default:
 		return s, false
 	}
@@ -204,6 +215,8 @@ type Outcome struct {
 	Trigger Trigger
 	// UID is the operator who asked for the attempt (a manual retry).
 	UID *uint32
+	// Operation is the bulk operation that made the attempt, if one did.
+	Operation *uuid.UUID
 	// Attempted: the source tried (or the message could not be sent at
 	// all), so the outcome gets an entry in the history. A claim handed back
 	// unused gets none.
@@ -277,7 +290,7 @@ func (o Outcome) Apply(owner string, cur Current) (Record, bool) {
 		r.LastError = &e
 	}
 	if o.Attempted {
-		r.Attempts = AppendAttempt(cur.Attempts, Attempt{At: o.At, Outcome: r.Name, Error: o.Error, Trigger: o.Trigger, UID: o.UID})
+		r.Attempts = AppendAttempt(cur.Attempts, Attempt{At: o.At, Outcome: r.Name, Error: o.Error, Trigger: o.Trigger, UID: o.UID, Operation: o.Operation})
 	}
 	return r, true
 }

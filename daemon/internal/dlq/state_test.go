@@ -30,40 +30,40 @@ func stateString(s State) string {
 // around max_retries, for every event: "-" means the event cannot happen
 // there and the state does not change.
 func TestStateMachine(t *testing.T) {
-	events := []Event{EventClaimed, EventAcked, EventRefused, EventReleased, EventReturned, EventRevived}
+	events := []Event{EventClaimed, EventAcked, EventRefused, EventReleased, EventReturned, EventRevived, EventBuried}
 	require.ElementsMatch(t, Events, events, "a column per event")
-	table := [][7]string{
-		// from          claimed         acked           refused        released       returned       revived
-		{"PENDING 0/3", "RETRYING 0/3", "-", "-", "-", "PENDING 1/3", "-"},
-		{"PENDING 1/3", "RETRYING 1/3", "-", "-", "-", "PENDING 2/3", "-"},
-		{"PENDING 2/3", "RETRYING 2/3", "-", "-", "-", "DEAD 3/3", "-"},
-		{"PENDING 3/3", "-", "-", "-", "-", "DEAD 4/3", "-"},
-		{"RETRYING 0/3", "RETRYING 0/3", "RESOLVED 0/3", "PENDING 1/3", "PENDING 0/3", "RETRYING 1/3", "-"},
-		{"RETRYING 1/3", "RETRYING 1/3", "RESOLVED 1/3", "PENDING 2/3", "PENDING 1/3", "RETRYING 2/3", "-"},
-		{"RETRYING 2/3", "RETRYING 2/3", "RESOLVED 2/3", "DEAD 3/3", "PENDING 2/3", "RETRYING 3/3", "-"},
-		{"RETRYING 3/3", "-", "RESOLVED 3/3", "DEAD 4/3", "DEAD 3/3", "RETRYING 4/3", "-"},
-		{"RESOLVED 0/3", "-", "-", "-", "-", "PENDING 1/3", "-"},
-		{"RESOLVED 1/3", "-", "-", "-", "-", "PENDING 2/3", "-"},
-		{"RESOLVED 2/3", "-", "-", "-", "-", "DEAD 3/3", "-"},
-		{"RESOLVED 3/3", "-", "-", "-", "-", "DEAD 4/3", "-"},
-		{"DEAD 0/3", "-", "-", "-", "-", "PENDING 1/3", "PENDING 0/3"},
-		{"DEAD 1/3", "-", "-", "-", "-", "PENDING 2/3", "PENDING 0/3"},
-		{"DEAD 2/3", "-", "-", "-", "-", "DEAD 3/3", "PENDING 0/3"},
-		{"DEAD 3/3", "-", "-", "-", "-", "DEAD 4/3", "PENDING 0/3"},
-		{"PENDING 0/1", "RETRYING 0/1", "-", "-", "-", "DEAD 1/1", "-"},
-		{"PENDING 1/1", "-", "-", "-", "-", "DEAD 2/1", "-"},
-		{"RETRYING 0/1", "RETRYING 0/1", "RESOLVED 0/1", "DEAD 1/1", "PENDING 0/1", "RETRYING 1/1", "-"},
-		{"RETRYING 1/1", "-", "RESOLVED 1/1", "DEAD 2/1", "DEAD 1/1", "RETRYING 2/1", "-"},
-		{"RESOLVED 0/1", "-", "-", "-", "-", "DEAD 1/1", "-"},
-		{"RESOLVED 1/1", "-", "-", "-", "-", "DEAD 2/1", "-"},
-		{"DEAD 0/1", "-", "-", "-", "-", "DEAD 1/1", "PENDING 0/1"},
-		{"DEAD 1/1", "-", "-", "-", "-", "DEAD 2/1", "PENDING 0/1"},
-		{"PENDING 0/0", "-", "-", "-", "-", "DEAD 1/0", "-"},
-		{"RETRYING 0/0", "-", "RESOLVED 0/0", "DEAD 1/0", "DEAD 0/0", "RETRYING 1/0", "-"},
-		{"RESOLVED 0/0", "-", "-", "-", "-", "DEAD 1/0", "-"},
-		{"DEAD 0/0", "-", "-", "-", "-", "DEAD 1/0", "PENDING 0/0"},
+	table := [][8]string{
+		// from          claimed         acked           refused        released       returned       revived        buried
+		{"PENDING 0/3", "RETRYING 0/3", "-", "-", "-", "PENDING 1/3", "-", "DEAD 0/3"},
+		{"PENDING 1/3", "RETRYING 1/3", "-", "-", "-", "PENDING 2/3", "-", "DEAD 1/3"},
+		{"PENDING 2/3", "RETRYING 2/3", "-", "-", "-", "DEAD 3/3", "-", "DEAD 2/3"},
+		{"PENDING 3/3", "-", "-", "-", "-", "DEAD 4/3", "-", "DEAD 3/3"},
+		{"RETRYING 0/3", "RETRYING 0/3", "RESOLVED 0/3", "PENDING 1/3", "PENDING 0/3", "RETRYING 1/3", "-", "-"},
+		{"RETRYING 1/3", "RETRYING 1/3", "RESOLVED 1/3", "PENDING 2/3", "PENDING 1/3", "RETRYING 2/3", "-", "-"},
+		{"RETRYING 2/3", "RETRYING 2/3", "RESOLVED 2/3", "DEAD 3/3", "PENDING 2/3", "RETRYING 3/3", "-", "-"},
+		{"RETRYING 3/3", "-", "RESOLVED 3/3", "DEAD 4/3", "DEAD 3/3", "RETRYING 4/3", "-", "-"},
+		{"RESOLVED 0/3", "-", "-", "-", "-", "PENDING 1/3", "-", "-"},
+		{"RESOLVED 1/3", "-", "-", "-", "-", "PENDING 2/3", "-", "-"},
+		{"RESOLVED 2/3", "-", "-", "-", "-", "DEAD 3/3", "-", "-"},
+		{"RESOLVED 3/3", "-", "-", "-", "-", "DEAD 4/3", "-", "-"},
+		{"DEAD 0/3", "-", "-", "-", "-", "PENDING 1/3", "PENDING 0/3", "-"},
+		{"DEAD 1/3", "-", "-", "-", "-", "PENDING 2/3", "PENDING 0/3", "-"},
+		{"DEAD 2/3", "-", "-", "-", "-", "DEAD 3/3", "PENDING 0/3", "-"},
+		{"DEAD 3/3", "-", "-", "-", "-", "DEAD 4/3", "PENDING 0/3", "-"},
+		{"PENDING 0/1", "RETRYING 0/1", "-", "-", "-", "DEAD 1/1", "-", "DEAD 0/1"},
+		{"PENDING 1/1", "-", "-", "-", "-", "DEAD 2/1", "-", "DEAD 1/1"},
+		{"RETRYING 0/1", "RETRYING 0/1", "RESOLVED 0/1", "DEAD 1/1", "PENDING 0/1", "RETRYING 1/1", "-", "-"},
+		{"RETRYING 1/1", "-", "RESOLVED 1/1", "DEAD 2/1", "DEAD 1/1", "RETRYING 2/1", "-", "-"},
+		{"RESOLVED 0/1", "-", "-", "-", "-", "DEAD 1/1", "-", "-"},
+		{"RESOLVED 1/1", "-", "-", "-", "-", "DEAD 2/1", "-", "-"},
+		{"DEAD 0/1", "-", "-", "-", "-", "DEAD 1/1", "PENDING 0/1", "-"},
+		{"DEAD 1/1", "-", "-", "-", "-", "DEAD 2/1", "PENDING 0/1", "-"},
+		{"PENDING 0/0", "-", "-", "-", "-", "DEAD 1/0", "-", "DEAD 0/0"},
+		{"RETRYING 0/0", "-", "RESOLVED 0/0", "DEAD 1/0", "DEAD 0/0", "RETRYING 1/0", "-", "-"},
+		{"RESOLVED 0/0", "-", "-", "-", "-", "DEAD 1/0", "-", "-"},
+		{"DEAD 0/0", "-", "-", "-", "-", "DEAD 1/0", "PENDING 0/0", "-"},
 	}
-	want := map[string][7]string{}
+	want := map[string][8]string{}
 	for _, row := range table {
 		want[row[0]] = row
 	}
@@ -125,6 +125,7 @@ func TestTransitions(t *testing.T) {
 		{StatusResolved, StatusDead}:     true, // returned, the last attempt
 		{StatusDead, StatusDead}:         true, // returned again
 		{StatusDead, StatusPending}:      true, // revived, or returned with max_retries raised
+		// PENDING -> DEAD: returned, the last attempt; buried by an operator
 	}
 	seen := map[[2]Status]bool{}
 	for _, from := range Statuses {

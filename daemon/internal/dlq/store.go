@@ -134,6 +134,7 @@ type Revive struct {
 // Store is what the dead-letter manager needs from the state store.
 type Store interface {
 	HistoryStore
+	OperationStore
 	PauseStore
 	SearchStore
 	IngestDLQ(ctx context.Context, batch []Incoming, opts IngestOptions) (IngestResult, error)

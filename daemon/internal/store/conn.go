@@ -57,6 +57,7 @@ type statements struct {
 	plans     planSQL
 	ledger    ledgerSQL
 	history   historySQL
+	ops       opSQL
 }
 
 // queryAll runs a statement and reads every row it returns with scan.

@@ -209,8 +209,11 @@ func finish(owner string, now time.Time, outcomes []dlq.Outcome, cur map[uuid.UU
 // the messages (under row locks, in id order, on PostgreSQL) and write
 // writes what each outcome's Apply decides. The messages are read as they
 // are now, so a return counted during the claim is part of the decision.
+//
+// also, when not nil, writes in the same transaction what the answer
+// leads to (a bulk operation's progress).
 func (s *sqlStore) finishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome,
-	write func(q querier, rows []outcomeRow) error) ([]dlq.Recorded, error) {
+	write func(q querier, rows []outcomeRow) error, also func(q querier, answer []dlq.Recorded) error) ([]dlq.Recorded, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
 	}
@@ -240,10 +243,15 @@ func (s *sqlStore) finishDLQ(ctx context.Context, owner string, now time.Time, o
 			return err
 		}
 		answer = a
-		if len(rows) == 0 {
-			return nil
+		if len(rows) > 0 {
+			if err := write(q, rows); err != nil {
+				return err
+			}
 		}
-		return write(q, rows)
+		if also != nil {
+			return also(q, answer)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record retry outcomes: %w", err)

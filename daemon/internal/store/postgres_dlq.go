@@ -299,7 +299,20 @@ func (p *Postgres) applyReturns(ctx context.Context, q querier, batch []dlq.Inco
 // and released messages in one transaction took them in statement order
 // instead, and deadlocked against concurrent claims of the same topic.
 func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) ([]dlq.Recorded, error) {
-	return p.finishDLQ(ctx, owner, now, outcomes, func(q querier, rows []outcomeRow) error {
+	return p.finishDLQ(ctx, owner, now, outcomes, p.writeOutcomes(ctx, now), nil)
+}
+
+// FinishDLQOperationPage implements dlq.OperationStore.
+func (p *Postgres) FinishDLQOperationPage(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome,
+	progress func([]dlq.Recorded) dlq.OperationProgress) ([]dlq.Recorded, error) {
+	return p.finishDLQ(ctx, owner, now, outcomes, p.writeOutcomes(ctx, now), func(q querier, answer []dlq.Recorded) error {
+		return p.advance(ctx, q, progress(answer))
+	})
+}
+
+// writeOutcomes writes the rows of FinishDLQ in one statement.
+func (p *Postgres) writeOutcomes(ctx context.Context, now time.Time) func(q querier, rows []outcomeRow) error {
+	return func(q querier, rows []outcomeRow) error {
 		b, err := json.Marshal(rows)
 		if err != nil {
 			return err
@@ -312,7 +325,7 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 				republished timestamptz, attempts jsonb)
 			WHERE id = u.uid`, string(b), now)
 		return err
-	})
+	}
 }
 
 // ClaimDLQTopic implements dlq.Store; the first page of a retry-all

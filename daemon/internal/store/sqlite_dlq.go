@@ -201,7 +201,20 @@ func (s *SQLite) returnOf(ctx context.Context, q querier, in dlq.Incoming, opts 
 
 // FinishDLQ implements dlq.Store, an outcome at a time in one transaction.
 func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) ([]dlq.Recorded, error) {
-	return s.finishDLQ(ctx, owner, now, outcomes, func(q querier, rows []outcomeRow) error {
+	return s.finishDLQ(ctx, owner, now, outcomes, s.writeOutcomes(ctx, now), nil)
+}
+
+// FinishDLQOperationPage implements dlq.OperationStore.
+func (s *SQLite) FinishDLQOperationPage(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome,
+	progress func([]dlq.Recorded) dlq.OperationProgress) ([]dlq.Recorded, error) {
+	return s.finishDLQ(ctx, owner, now, outcomes, s.writeOutcomes(ctx, now), func(q querier, answer []dlq.Recorded) error {
+		return s.advance(ctx, q, progress(answer))
+	})
+}
+
+// writeOutcomes writes the rows of FinishDLQ, one statement each.
+func (s *SQLite) writeOutcomes(ctx context.Context, now time.Time) func(q querier, rows []outcomeRow) error {
+	return func(q querier, rows []outcomeRow) error {
 		for _, r := range rows {
 			if _, err := q.exec(ctx, `
 				UPDATE dlq_messages SET status = ?3, retry_count = ?4, next_retry_at = ?5,
@@ -213,5 +226,5 @@ func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, out
 			}
 		}
 		return nil
-	})
+	}
 }

@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+// operationJSON is a bulk operation as the API answers it.
+type operationJSON struct {
+	ID        string           `json:"id"`
+	Action    string           `json:"action"`
+	State     string           `json:"state"`
+	Matched   int64            `json:"matched"`
+	Done      int64            `json:"done"`
+	Succeeded int64            `json:"succeeded"`
+	Failed    int64            `json:"failed"`
+	Outcomes  map[string]int64 `json:"outcomes"`
+	Rate      float64          `json:"rate"`
+	StartedAt *string          `json:"started_at"`
+}
+
+func getOperation(t *testing.T, d *testsvc.Daemon, id string) operationJSON {
+	t.Helper()
+	var op operationJSON
+	d.JSON("GET", "/api/v1/dlq/operations/"+id, nil, 200, &op)
+	return op
+}
+
+// stateDigests is every message of a topic by id, digested: what a bulk
+// operation must leave alone.
+func stateDigests(t *testing.T, d *testsvc.Daemon, topic string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, m := range allMessages(t, d, topic) {
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		out[m.ID] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	return out
+}
+
+// A storm of two failures: the CLI retries one failure group at a rate,
+// waiting with progress; exactly that group is republished through the
+// broker, once each, and the other group's messages do not change. Bad
+// requests are refused with the field named and store nothing.
+func TestBulkRetryOfAGroupThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	for _, state := range []string{"sqlite", "postgres"} {
+		t.Run(state, func(t *testing.T) {
+			k := testsvc.Kafka(t, 1)
+			k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
+			d := startDLQDaemon(t, state, kafkaSource(k.Addr)+retryBlock(false, "1h"))
+			var timeouts, schema strings.Builder
+			for i := 0; i < 200; i++ {
+				fmt.Fprintf(&timeouts, "{\"n\":%d}\n", i)
+			}
+			for i := 0; i < 40; i++ {
+				fmt.Fprintf(&schema, "{\"m\":%d}\n", i)
+			}
+			k.Kcat(t, timeouts.String(), "-P", "-t", "orders.dlq.v1", "-H", "kafka_dlt-original-topic=orders.events.v1",
+				"-H", "kafka_dlt-exception-message=java.net.SocketTimeoutException: Read timed out after 30000 ms")
+			k.Kcat(t, schema.String(), "-P", "-t", "orders.dlq.v1", "-H", "kafka_dlt-original-topic=orders.events.v1",
+				"-H", "kafka_dlt-exception-message=Schema mismatch: field customer_id missing")
+			waitTotal(t, d, "orders.dlq.v1", 240, time.Minute)
+
+			var groups struct {
+				Groups []struct {
+					ID          string `json:"id"`
+					SampleError string `json:"sample_error"`
+				} `json:"groups"`
+			}
+			d.JSON("GET", "/api/v1/dlq/groups", nil, 200, &groups)
+			var group string
+			for _, g := range groups.Groups {
+				if strings.Contains(g.SampleError, "SocketTimeoutException") {
+					group = g.ID
+				}
+			}
+			require.NotEmpty(t, group)
+			before := stateDigests(t, d, "orders.dlq.v1")
+
+			// Refused: nothing is stored.
+			for body, field := range map[string]string{
+				`{"action":"nuke","filter":{"group":"` + group + `"}}`: "action",
+				`{"action":"retry"}`: "filter",
+				`{"action":"retry","filter":{"group":"` + group + `"},"rate":-5}`:        "rate",
+				`{"action":"retry","filter":{"colour":"red"}}`:                           "filter",
+				`{"action":"retry","filter":{"status":["LOST"]}}`:                        "status",
+				`{"action":"replay_to","filter":{"group":"` + group + `"}}`:              "target_topic",
+				`{"action":"retry","filter":{"group":"x"},"ids":["` + group + `"]}`:      "ids",
+				`{"action":"delete","filter":{"group":"` + group + `"},"surprise":true}`: "surprise",
+			} {
+				code, resp := d.Do("POST", "/api/v1/dlq/operations", []byte(body), nil)
+				require.Equal(t, 400, code, "%s: %s", body, resp)
+				require.Contains(t, string(resp), field, body)
+			}
+			var ops struct {
+				Operations []operationJSON `json:"operations"`
+			}
+			d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+			require.Empty(t, ops.Operations, "a refused request stores nothing")
+
+			out, errOut, code := d.CLI("dlq", "bulk", "retry", "--group", group, "--dry-run")
+			require.Equal(t, 0, code, errOut)
+			require.Contains(t, out, "would act on 200 messages")
+			require.Equal(t, before, stateDigests(t, d, "orders.dlq.v1"), "a dry run changes nothing")
+
+			out, errOut, code = d.CLI("dlq", "bulk", "retry", "--group", group, "--rate", "500", "--wait")
+			require.Equal(t, 0, code, "%s\n%s", out, errOut)
+			require.Contains(t, out, "COMPLETED")
+			require.Contains(t, out, "200/200 (200 succeeded, 0 failed)")
+			require.Contains(t, errOut, "retry", "progress went to stderr")
+
+			d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+			require.Len(t, ops.Operations, 1)
+			op := ops.Operations[0]
+			require.Equal(t, "COMPLETED", op.State)
+			require.Equal(t, map[string]int64{"retried": 200}, op.Outcomes)
+
+			// Through the broker: exactly the group, once each.
+			ids := map[string]int{}
+			for _, m := range consumeKcat(t, k, "orders.events.v1") {
+				id, ok := header(m, "x-dlq-id")
+				require.True(t, ok)
+				ids[id]++
+			}
+			require.Len(t, ids, 200)
+			after := stateDigests(t, d, "orders.dlq.v1")
+			changed := 0
+			for id, sum := range before {
+				if ids[id] > 0 {
+					require.Equal(t, 1, ids[id], "republished once")
+					require.Equal(t, "RESOLVED", getMessage(t, d, id).Status)
+					changed++
+					continue
+				}
+				require.Equal(t, sum, after[id], "a message of the other group does not change")
+			}
+			require.Equal(t, 200, changed)
+
+			// The history names the operation.
+			for id := range ids {
+				var h struct {
+					Events []struct {
+						Kind   string          `json:"kind"`
+						Detail json.RawMessage `json:"detail"`
+						UID    *int            `json:"uid"`
+					} `json:"events"`
+				}
+				d.JSON("GET", "/api/v1/dlq/messages/"+id+"/history", nil, 200, &h)
+				last := h.Events[len(h.Events)-1]
+				require.Equal(t, "attempt", last.Kind)
+				require.Contains(t, string(last.Detail), op.ID)
+				require.NotNil(t, last.UID)
+				break
+			}
+		})
+	}
+}
+
+// A daemon killed (SIGKILL) in the middle of a bulk retry: the operation
+// is RUNNING after the restart, resumes where its last recorded page
+// ended, and completes; every message is RESOLVED and reached the broker
+// (at least once: a page in flight at the kill may be sent twice).
+func TestKill9DuringBulkRetryResumes(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
+	produce(t, k, "orders.dlq.v1", n)
+	o := testsvc.DaemonOptions{State: testsvc.PGDatabase(t), Extra: kafkaSource(k.Addr) + retryBlock(false, "1h")}
+	d := testsvc.StartDaemon(t, o)
+	waitTotal(t, d, "orders.dlq.v1", n, 2*time.Minute)
+
+	var op operationJSON
+	d.JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 1000}, 202, &op)
+	require.EqualValues(t, n, op.Matched)
+	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, d, op.ID).Done >= 400 }, "under way")
+	d.Kill9()
+	d.Restarted(t)
+	mid := getOperation(t, d, op.ID)
+	t.Logf("after the kill: %d/%d done", mid.Done, n)
+	require.Less(t, mid.Done, int64(n), "killed in the middle")
+
+	testsvc.Eventually(t, 2*time.Minute, func() bool { return getOperation(t, d, op.ID).State == "COMPLETED" }, "resumed and completed")
+	done := getOperation(t, d, op.ID)
+	require.EqualValues(t, n, done.Done, "every item counted once")
+	testsvc.Eventually(t, time.Minute, func() bool {
+		return list(t, d, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount == n
+	}, "every message RESOLVED")
+	ids := map[string]int{}
+	for _, m := range consumeKcat(t, k, "orders.events.v1") {
+		id, ok := header(m, "x-dlq-id")
+		require.True(t, ok)
+		ids[id]++
+	}
+	require.Len(t, ids, n)
+}
+
+// A rate-limited bulk operation cancelled from the CLI stops between two
+// pages; the rest of its set is left as it was.
+func TestBulkCancelThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
+	produce(t, k, "orders.dlq.v1", 400)
+	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(false, "1h"))
+	waitTotal(t, d, "orders.dlq.v1", 400, time.Minute)
+	before := stateDigests(t, d, "orders.dlq.v1")
+	out, errOut, code := d.CLI("--format", "json", "dlq", "bulk", "dead", "--topic", "orders.dlq.v1", "--rate", "50")
+	require.Equal(t, 0, code, errOut)
+	var op operationJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &op), out)
+	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, d, op.ID).Done >= 20 }, "under way")
+	out, errOut, code = d.CLI("dlq", "operation", "cancel", op.ID)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, op.ID)
+	testsvc.Eventually(t, 30*time.Second, func() bool { return getOperation(t, d, op.ID).State == "CANCELLED" }, "cancelled")
+	final := getOperation(t, d, op.ID)
+	require.Less(t, final.Done, int64(400))
+	after := stateDigests(t, d, "orders.dlq.v1")
+	dead := 0
+	for id, sum := range before {
+		if getMessage(t, d, id).Status == "DEAD" {
+			dead++
+			continue
+		}
+		require.Equal(t, sum, after[id], "not reached: unchanged")
+	}
+	require.EqualValues(t, final.Succeeded, dead, "the counters say what changed")
+	_, _, code = d.CLI("dlq", "operation", op.ID, "--wait")
+	require.Equal(t, 3, code, "waiting on a cancelled operation exits 3")
+}

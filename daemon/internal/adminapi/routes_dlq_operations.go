@@ -1,0 +1,279 @@
+package adminapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// DLQOperations is what the bulk-operation routes need.
+type DLQOperations interface {
+	DryRunOperation(ctx context.Context, req dlq.OperationRequest, sample int) (int64, []dlq.Message, error)
+	StartOperation(ctx context.Context, req dlq.OperationRequest) (*dlq.Operation, error)
+	Operation(ctx context.Context, id uuid.UUID) (*dlq.Operation, error)
+	OperationFailures(ctx context.Context, id uuid.UUID, limit int) ([]dlq.ItemResult, error)
+	Operations(ctx context.Context, limit int, runningOnly bool) ([]dlq.Operation, error)
+	CancelOperation(ctx context.Context, id uuid.UUID, uid *uint32) (*dlq.Operation, error)
+	SourceConfigured(name string) bool
+}
+
+// operationSample is how many messages a dry run shows.
+const operationSample = 10
+
+// operationFailures is how many failed items GET of one operation shows.
+const operationFailures = 50
+
+// DLQOperationRoutes serves bulk operations (issue 13, item 3). Like every
+// POST, they take an Idempotency-Key; the audit log has the caller's uid.
+func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /api/v1/dlq/operations", func(w http.ResponseWriter, r *http.Request) {
+			req, dryRun, err := parseOperationBody(r)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			if p := Peer(r.Context()); p.Known {
+				uid := p.UID
+				req.UID = &uid
+			}
+			if dryRun {
+				n, sample, err := svc.DryRunOperation(r.Context(), req, operationSample)
+				if err != nil {
+					writeError(w, r, ScopeDLQ, err)
+					return
+				}
+				body := OperationDryRunBody{DryRun: true, Matched: n, Sample: make([]MessageJSON, len(sample))}
+				for i := range sample {
+					body.Sample[i] = messageJSON(&sample[i], svc.SourceConfigured(sample[i].Position.Source))
+				}
+				writeJSON(w, http.StatusOK, body)
+				return
+			}
+			op, err := svc.StartOperation(r.Context(), req)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			w.Header().Set("Location", "/api/v1/dlq/operations/"+op.ID.String())
+			writeJSON(w, http.StatusAccepted, operationJSON(op, time.Now()))
+		})
+		mux.HandleFunc("GET /api/v1/dlq/operations", func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			if err := onlyParams(q, "limit", "state"); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			limit := 100
+			if v := q.Get("limit"); v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 1000 {
+					writeError(w, r, ScopeDLQ, invalidField("limit", "%q: must be a number from 1 to 1000", truncate(v)))
+					return
+				}
+				limit = n
+			}
+			running := false
+			switch s := q.Get("state"); s {
+			case "":
+			case string(dlq.OperationRunning):
+				running = true
+			default:
+				writeError(w, r, ScopeDLQ, invalidField("state", "%q: only RUNNING can be asked for (or leave it out for every state)", truncate(s)))
+				return
+			}
+			ops, err := svc.Operations(r.Context(), limit, running)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			body := OperationsBody{Operations: make([]OperationJSON, len(ops))}
+			now := time.Now()
+			for i := range ops {
+				body.Operations[i] = operationJSON(&ops[i], now)
+			}
+			writeJSON(w, http.StatusOK, body)
+		})
+		mux.HandleFunc("GET /api/v1/dlq/operations/{id}", func(w http.ResponseWriter, r *http.Request) {
+			id, err := parseID(r.PathValue("id"))
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			op, err := svc.Operation(r.Context(), id)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			body := operationJSON(op, time.Now())
+			if op.Failed > 0 {
+				failures, err := svc.OperationFailures(r.Context(), id, operationFailures)
+				if err != nil {
+					writeError(w, r, ScopeDLQ, err)
+					return
+				}
+				for _, f := range failures {
+					body.Failures = append(body.Failures, OperationFailureJSON{ID: f.ID.String(), Outcome: f.Outcome, Error: f.Error})
+				}
+			}
+			writeJSON(w, http.StatusOK, body)
+		})
+		mux.HandleFunc("POST /api/v1/dlq/operations/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+			id, err := parseID(r.PathValue("id"))
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			var uid *uint32
+			if p := Peer(r.Context()); p.Known {
+				u := p.UID
+				uid = &u
+			}
+			op, err := svc.CancelOperation(r.Context(), id, uid)
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			writeJSON(w, http.StatusAccepted, operationJSON(op, time.Now()))
+		})
+	}
+}
+
+// operationBody is the body of POST /api/v1/dlq/operations.
+type operationBody struct {
+	Action      string          `json:"action"`
+	Filter      json.RawMessage `json:"filter"`
+	IDs         []string        `json:"ids"`
+	Rate        *float64        `json:"rate"`
+	DryRun      bool            `json:"dry_run"`
+	TargetTopic string          `json:"target_topic"`
+}
+
+// operationFilterBody is the filter of a bulk operation: the search
+// filters of GET /api/v1/dlq/messages as JSON fields, status and header as
+// lists.
+type operationFilterBody struct {
+	Topic  *string  `json:"topic"`
+	Status []string `json:"status"`
+	Error  *string  `json:"error"`
+	Group  *string  `json:"group"`
+	Key    *string  `json:"key"`
+	Header []string `json:"header"`
+	Q      *string  `json:"q"`
+	Since  *string  `json:"since"`
+	Until  *string  `json:"until"`
+}
+
+// values is the filter as the search's query parameters, so it is checked
+// by the very code that checks a search.
+func (f operationFilterBody) values() url.Values {
+	v := url.Values{}
+	set := func(name string, s *string) {
+		if s != nil {
+			v.Set(name, *s)
+		}
+	}
+	set("topic", f.Topic)
+	set("error", f.Error)
+	set("group", f.Group)
+	set("key", f.Key)
+	set("q", f.Q)
+	set("since", f.Since)
+	set("until", f.Until)
+	for _, s := range f.Status {
+		v.Add("status", s)
+	}
+	for _, h := range f.Header {
+		v.Add("header", h)
+	}
+	return v
+}
+
+const operationShape = `{"action": "retry|revive|delete|dead|replay_to", "filter": {...} or "ids": [...], "rate": N, "dry_run": bool, "target_topic": "..."}`
+
+// parseOperationBody checks a bulk operation request before anything runs.
+func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
+	var (
+		b   operationBody
+		req dlq.OperationRequest
+	)
+	given, err := decodeBody(r, &b, operationShape)
+	if err != nil {
+		return req, false, err
+	}
+	if !given {
+		return req, false, invalid("the body must be %s", operationShape)
+	}
+	if b.Action == "" {
+		return req, false, invalidField("action", "required: retry, revive, delete, dead or replay_to")
+	}
+	if req.Action, err = dlq.ParseOperationAction(b.Action); err != nil {
+		return req, false, invalidField("action", "%q: must be retry, revive, delete, dead or replay_to", truncate(b.Action))
+	}
+	if b.Rate != nil {
+		if *b.Rate <= 0 || *b.Rate > 1e6 {
+			return req, false, invalidField("rate", "%v: messages per second, more than 0 and at most 1000000 (leave it out for no limit)", *b.Rate)
+		}
+		req.Rate = *b.Rate
+	}
+	if b.TargetTopic != "" && req.Action != dlq.ActionReplayTo {
+		return req, false, invalidField("target_topic", "only replay_to takes a target topic")
+	}
+	if req.Action == dlq.ActionReplayTo {
+		if b.TargetTopic == "" {
+			return req, false, invalidField("target_topic", "required for replay_to")
+		}
+		if err := dlq.ValidTopic(b.TargetTopic); err != nil {
+			return req, false, invalidField("target_topic", "%v", err)
+		}
+	}
+	req.TargetTopic = b.TargetTopic
+	hasFilter := len(b.Filter) > 0 && string(b.Filter) != "null"
+	switch {
+	case hasFilter && b.IDs != nil:
+		return req, false, invalidField("ids", "give a filter or ids, not both")
+	case b.IDs != nil:
+		if len(b.IDs) == 0 || len(b.IDs) > dlq.MaxOperationIDs {
+			return req, false, invalidField("ids", "from 1 to %d message ids", dlq.MaxOperationIDs)
+		}
+		seen := map[uuid.UUID]bool{}
+		for _, s := range b.IDs {
+			id, err := uuid.Parse(s)
+			if err != nil {
+				return req, false, invalidField("ids", "%q is not a message id", truncate(s))
+			}
+			if !seen[id] {
+				seen[id] = true
+				req.Filter.IDs = append(req.Filter.IDs, id)
+			}
+		}
+		req.FilterJSON, _ = json.Marshal(map[string][]string{"ids": b.IDs}) // strings always encode
+	case hasFilter:
+		var fb operationFilterBody
+		dec := json.NewDecoder(bytes.NewReader(b.Filter))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fb); err != nil {
+			return req, false, invalidField("filter", "must be an object of search filters (topic, status, error, group, key, header, q, since, until): %v", err)
+		}
+		v := fb.values()
+		if len(v) == 0 {
+			return req, false, invalidField("filter", "give at least one filter; to act on every message, name the statuses (\"status\": [\"PENDING\", \"DEAD\"])")
+		}
+		if req.Filter.Search, err = parseSearchQuery(v); err != nil {
+			return req, false, err
+		}
+		req.Filter.Search.Limit = 0
+		req.FilterJSON = b.Filter
+	default:
+		return req, false, invalidField("filter", "required: a filter or ids")
+	}
+	return req, b.DryRun, nil
+}

@@ -1,0 +1,212 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+)
+
+// Bulk operations (POST /api/v1/dlq/operations): one action on every
+// message a filter or an id list matched when the operation started. The
+// operation is stored and leased like a deletion job, so it survives a
+// restart and runs on one daemon at a time; its counters move in the
+// transaction that records what it did, so they never say more or less
+// than the store holds.
+
+// OperationAction is what a bulk operation does to each message.
+type OperationAction string
+
+// Actions of a bulk operation.
+const (
+	ActionRetry    OperationAction = "retry"     // republish to the original topic, as a manual retry
+	ActionRevive   OperationAction = "revive"    // DEAD back to PENDING
+	ActionDelete   OperationAction = "delete"    // remove, recorded in the history
+	ActionDead     OperationAction = "dead"      // PENDING to DEAD: stop retrying it
+	ActionReplayTo OperationAction = "replay_to" // replay unchanged to another topic
+)
+
+// OperationActions lists every action.
+var OperationActions = []OperationAction{ActionRetry, ActionRevive, ActionDelete, ActionDead, ActionReplayTo}
+
+// ParseOperationAction parses an action's name.
+func ParseOperationAction(s string) (OperationAction, error) {
+	for _, a := range OperationActions {
+		if string(a) == s {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("%w: action %q: must be one of retry, revive, delete, dead, replay_to", derrors.ErrInvalid, s)
+}
+
+// OperationState is where an operation is.
+type OperationState string
+
+// States of an operation. RUNNING covers an operation waiting for a
+// daemon to take it (after a restart) as well as one in progress.
+const (
+	OperationRunning   OperationState = "RUNNING"
+	OperationCompleted OperationState = "COMPLETED"
+	OperationCancelled OperationState = "CANCELLED"
+	OperationFailed    OperationState = "FAILED"
+)
+
+// What became of one message of an operation (Operation.Outcomes). The
+// first group counts as succeeded, the rest as failed.
+const (
+	ItemRetried    = "retried"     // the broker acknowledged it and it is RESOLVED
+	ItemRevived    = "revived"     // back to PENDING
+	ItemDeleted    = "deleted"     // removed
+	ItemMarkedDead = "marked_dead" // now DEAD
+	ItemReplayed   = "replayed"    // the broker acknowledged the replay
+
+	// ItemNotRecorded: the broker acknowledged the republish, but the
+	// message's claim had run out by then, so RESOLVED was not recorded.
+	ItemNotRecorded = "not_recorded"
+	ItemRefused     = "refused"     // the broker refused it; the attempt counted
+	ItemUnavailable = "unavailable" // no source could send it; nothing counted, it stays PENDING
+	// ItemSkipped: the message was not in a state the action applies to
+	// when its turn came (resolved or deleted meanwhile, being retried,
+	// not DEAD for a revive); nothing changed.
+	ItemSkipped = "skipped"
+	ItemFailed  = "failed" // the action failed for another reason (error says)
+)
+
+// ItemSucceeded reports whether an item outcome counts as succeeded.
+func ItemSucceeded(outcome string) bool {
+	switch outcome {
+	case ItemRetried, ItemRevived, ItemDeleted, ItemMarkedDead, ItemReplayed:
+		return true
+	}
+	return false
+}
+
+// OperationFilter is what an operation works on: the messages a search
+// filter matches (live ones; the archive is never acted on), or an
+// explicit id list. Exactly one of the two is used.
+type OperationFilter struct {
+	Search SearchFilter
+	IDs    []uuid.UUID
+}
+
+// Operation is a bulk operation as stored.
+type Operation struct {
+	ID     uuid.UUID
+	Action OperationAction
+	State  OperationState
+	// Filter is the request's filter (or id list) as JSON, for display.
+	Filter      []byte
+	TargetTopic string
+	Rate        float64 // messages per second; 0: as fast as it goes
+	Matched     int64
+	Done        int64
+	Succeeded   int64
+	Failed      int64
+	// Outcomes counts Done by item outcome (ItemRetried, ...).
+	Outcomes map[string]int64
+	// Position is the seq of the last item done (items are numbered from 1).
+	Position          int64
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	StartedAt         *time.Time
+	FinishedAt        *time.Time
+	RequestedByUID    *uint32
+	CancelRequestedAt *time.Time
+	CancelledByUID    *uint32
+	LeaseOwner        string
+	LeaseExpiresAt    *time.Time
+	LastError         string
+}
+
+// Finished reports whether the operation is over.
+func (o *Operation) Finished() bool { return o.State != OperationRunning }
+
+// OperationItem is one message of an operation's set.
+type OperationItem struct {
+	Seq int64
+	ID  uuid.UUID
+}
+
+// ItemResult is what became of one item.
+type ItemResult struct {
+	Seq     int64
+	ID      uuid.UUID
+	Outcome string
+	Error   string
+}
+
+// OperationProgress is what a page of an operation did, recorded with the
+// page's changes: the items up to Position are done.
+type OperationProgress struct {
+	Operation uuid.UUID
+	Owner     string
+	Now       time.Time
+	Position  int64
+	Results   []ItemResult
+}
+
+// PageAction is a page of an action that only changes the state store
+// (revive, delete, dead), applied in one transaction with its progress.
+type PageAction struct {
+	Action    OperationAction
+	Items     []OperationItem
+	UID       *uint32
+	Operation uuid.UUID
+	Now       time.Time
+	// ReviveFor is the revive of a message of a DLQ topic (its policy's
+	// attempts and first retry); used by revive only.
+	ReviveFor func(dlqTopic string) Revive
+}
+
+// OperationStore keeps bulk operations.
+type OperationStore interface {
+	// CreateDLQOperation stores op (RUNNING) with the ids f matches now,
+	// oldest first, and returns it with Matched set.
+	CreateDLQOperation(ctx context.Context, op Operation, f OperationFilter) (*Operation, error)
+	// CountDLQOperation is the dry run: how many messages f matches now,
+	// and the first sample of them.
+	CountDLQOperation(ctx context.Context, f OperationFilter, sample int) (int64, []Message, error)
+	GetDLQOperation(ctx context.Context, id uuid.UUID) (*Operation, error)
+	// ListDLQOperations lists operations newest first; running only when
+	// asked.
+	ListDLQOperations(ctx context.Context, limit int, runningOnly bool) ([]Operation, error)
+	// ClaimDLQOperation takes a RUNNING operation nobody holds (or whose
+	// lease ran out) under a lease for owner; nil when there is none.
+	ClaimDLQOperation(ctx context.Context, owner string, now, leaseUntil time.Time) (*Operation, error)
+	// RenewDLQOperationLease extends the lease; derrors.ErrLeaseLost when
+	// owner no longer holds it.
+	RenewDLQOperationLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error
+	// DLQOperationItems returns up to limit items after position, in order.
+	DLQOperationItems(ctx context.Context, id uuid.UUID, after int64, limit int) ([]OperationItem, error)
+	// DLQOperationFailures returns up to limit items that did not succeed.
+	DLQOperationFailures(ctx context.Context, id uuid.UUID, limit int) ([]ItemResult, error)
+	// ClaimDLQIDs claims the retryable messages among ids like ClaimDLQ
+	// (a RETRYING one only once its lease ran out) and returns them.
+	ClaimDLQIDs(ctx context.Context, ids []uuid.UUID, c Claim) ([]Message, error)
+	// FinishDLQOperationPage is FinishDLQ with the page's progress recorded
+	// in the same transaction; progress is given what FinishDLQ decided.
+	FinishDLQOperationPage(ctx context.Context, owner string, now time.Time, outcomes []Outcome,
+		progress func([]Recorded) OperationProgress) ([]Recorded, error)
+	// ApplyDLQOperationPage applies a page of a store-only action and
+	// records its progress in one transaction; derrors.ErrLeaseLost when
+	// the owner no longer holds the operation.
+	ApplyDLQOperationPage(ctx context.Context, a PageAction, p OperationProgress) (OperationProgress, error)
+	// AdvanceDLQOperation records progress made outside the store (a
+	// replay); derrors.ErrLeaseLost when the owner no longer holds it.
+	AdvanceDLQOperation(ctx context.Context, p OperationProgress) error
+	// FinishDLQOperation ends an operation held by owner in state, with
+	// lastError; CANCELLED instead of COMPLETED when a cancel came first.
+	FinishDLQOperation(ctx context.Context, id uuid.UUID, owner string, state OperationState, lastError string, now time.Time) error
+	// ReleaseDLQOperation hands an operation back (a shutdown) so that the
+	// next daemon to look takes it at once.
+	ReleaseDLQOperation(ctx context.Context, id uuid.UUID, owner string) error
+	// CancelDLQOperation asks a RUNNING operation to stop; one nobody
+	// holds is CANCELLED at once. derrors.ErrNotFound, or
+	// derrors.ErrConflict when it is over.
+	CancelDLQOperation(ctx context.Context, id uuid.UUID, uid *uint32, now time.Time) (*Operation, error)
+	// DLQOperationCancelRequested reports whether a cancel was asked.
+	DLQOperationCancelRequested(ctx context.Context, id uuid.UUID) (bool, error)
+}

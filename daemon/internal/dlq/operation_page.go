@@ -1,0 +1,137 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+)
+
+// operationPage does op's action to one page of its items and records
+// what became of each with the operation's progress. run is the run's
+// context: a replay page stops between two messages when it ends; the
+// other actions finish the page (one transaction, or one republish).
+func (s *Service) operationPage(ctx, run context.Context, op *Operation, items []OperationItem) error {
+	last := items[len(items)-1].Seq
+	progress := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Position: last}
+	switch op.Action {
+	case ActionRetry:
+		return s.retryPage(ctx, op, items, progress)
+	case ActionReplayTo:
+		return s.replayPage(ctx, run, op, items)
+	default:
+		a := PageAction{Action: op.Action, Items: items, UID: op.RequestedByUID, Operation: op.ID, Now: s.now(),
+			ReviveFor: func(topic string) Revive { return s.reviveFor(topic, op.RequestedByUID, &op.ID) }}
+		_, err := s.store.ApplyDLQOperationPage(ctx, a, progress)
+		return err
+	}
+}
+
+// retryPage claims the page's retryable messages, republishes them and
+// records the outcomes and the page's progress in one transaction.
+func (s *Service) retryPage(ctx context.Context, op *Operation, items []OperationItem, progress OperationProgress) error {
+	ids := make([]uuid.UUID, len(items))
+	seqOf := make(map[uuid.UUID]int64, len(items))
+	for i, it := range items {
+		ids[i], seqOf[it.ID] = it.ID, it.Seq
+	}
+	pol := s.policy()
+	now := s.now()
+	claimed, err := s.store.ClaimDLQIDs(ctx, ids, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
+	if err != nil {
+		return err
+	}
+	got := make(map[uuid.UUID]bool, len(claimed))
+	for _, m := range claimed {
+		got[m.ID] = true
+	}
+	var skipped []ItemResult
+	for _, it := range items {
+		if !got[it.ID] {
+			skipped = append(skipped, ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemSkipped, Error: s.whyNotRetried(ctx, it.ID)})
+		}
+	}
+	if len(claimed) == 0 {
+		progress.Results = skipped
+		return s.store.AdvanceDLQOperation(ctx, progress)
+	}
+	_, err = s.republishWith(ctx, claimed, TriggerBulk, op.RequestedByUID, &op.ID, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
+		return s.store.FinishDLQOperationPage(ctx, s.owner, s.now(), outcomes, func(rec []Recorded) OperationProgress {
+			p := progress
+			p.Results = append([]ItemResult(nil), skipped...)
+			for i, o := range outcomes {
+				r := ItemResult{Seq: seqOf[o.ID], ID: o.ID, Outcome: retryItemOutcome(o, rec[i])}
+				if !ItemSucceeded(r.Outcome) {
+					r.Error = o.Error
+				}
+				p.Results = append(p.Results, r)
+			}
+			return p
+		})
+	})
+	return err
+}
+
+// retryItemOutcome names what a retry did to one message.
+func retryItemOutcome(o Outcome, r Recorded) string {
+	switch {
+	case o.Event == EventAcked && r.Applied:
+		return ItemRetried
+	case o.Event == EventAcked:
+		return ItemNotRecorded
+	case o.Event == EventRefused:
+		return ItemRefused
+	default:
+		return ItemUnavailable
+	}
+}
+
+// whyNotRetried says why a message of the set was not claimed.
+func (s *Service) whyNotRetried(ctx context.Context, id uuid.UUID) string {
+	m, err := s.store.GetDLQ(ctx, id)
+	switch {
+	case errors.Is(err, derrors.ErrNotFound):
+		return "the message was deleted or archived"
+	case err != nil:
+		return "not retryable when its turn came"
+	case m.Status == StatusRetrying && m.IsRetryable():
+		return fmt.Sprintf("the message is being retried: status=%s, retry_count=%d/%d", m.Status, m.RetryCount, m.MaxRetries)
+	default:
+		return m.NotRetryableReason()
+	}
+}
+
+// replayPage replays each message of the page unchanged to the target
+// topic, recording each one's outcome as it goes.
+func (s *Service) replayPage(ctx, run context.Context, op *Operation, items []OperationItem) error {
+	var uid uint32
+	if op.RequestedByUID != nil {
+		uid = *op.RequestedByUID
+	}
+	for _, it := range items {
+		if run.Err() != nil {
+			return nil
+		}
+		r := ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemReplayed}
+		_, err := s.Replay(ctx, it.ID, ReplayRequest{Topic: op.TargetTopic, Operation: &op.ID, targetChecked: true}, uid)
+		switch {
+		case err == nil:
+		case errors.Is(err, derrors.ErrNotFound):
+			r.Outcome, r.Error = ItemSkipped, "the message was deleted or archived"
+		case errors.Is(err, derrors.ErrUnavailable):
+			r.Outcome, r.Error = ItemUnavailable, err.Error()
+		case errors.Is(err, ErrRepublishFailed):
+			r.Outcome, r.Error = ItemRefused, err.Error()
+		default:
+			r.Outcome, r.Error = ItemFailed, err.Error()
+		}
+		p := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Position: it.Seq, Results: []ItemResult{r}}
+		if err := s.store.AdvanceDLQOperation(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

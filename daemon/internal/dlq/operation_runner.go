@@ -1,0 +1,281 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+)
+
+// OperationConfig is how the runner runs bulk operations, read at every
+// pass so a reload applies.
+type OperationConfig struct {
+	PollInterval time.Duration // how often it looks for operations to take
+	Lease        time.Duration // how long a daemon holds an operation between renewals
+	MaxRunning   int           // operations one daemon runs at once
+}
+
+// Why an operation's run stopped before its set was done.
+var (
+	errOperationCancelled = errors.New("operation cancelled")
+	errOperationLeaseLost = errors.New("operation lease lost to another daemon")
+	errOperationShutdown  = errors.New("daemon shutting down")
+)
+
+// OperationRunner takes RUNNING bulk operations from the store (new ones,
+// and those a stopped or dead daemon left) and runs them, a page at a
+// time, under a lease it renews.
+type OperationRunner struct {
+	svc  *Service
+	cfg  func() OperationConfig
+	loop *periodic.Loop
+
+	mu      sync.Mutex
+	active  map[uuid.UUID]context.CancelCauseFunc
+	base    context.Context
+	stopAll context.CancelCauseFunc
+	wg      sync.WaitGroup
+}
+
+// NewOperationRunner returns the runner of svc's operations; Start
+// launches it.
+func NewOperationRunner(svc *Service, cfg func() OperationConfig) *OperationRunner {
+	r := &OperationRunner{svc: svc, cfg: cfg, active: map[uuid.UUID]context.CancelCauseFunc{}}
+	r.loop = periodic.NewLoop(periodic.Config{
+		Name: "operations", Job: string(jobOperations), Log: svc.log, Metrics: svc.metrics.periodic,
+		Interval: func() time.Duration { return cfg().PollInterval },
+		Pass:     r.pass,
+	})
+	svc.operations = r
+	return r
+}
+
+// Start launches the loop: a pass now (operations a restart left are
+// taken at once), then one every poll interval.
+func (r *OperationRunner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.stopAll == nil {
+		r.base, r.stopAll = context.WithCancelCause(context.WithoutCancel(ctx))
+	}
+	r.mu.Unlock()
+	return r.loop.Start(ctx)
+}
+
+// Stop ends the loop, lets each operation finish the page in flight and
+// hands it back for the next start (or another daemon). Safe to call twice.
+func (r *OperationRunner) Stop(ctx context.Context) error {
+	err := r.loop.Stop(ctx)
+	r.mu.Lock()
+	if r.stopAll != nil {
+		r.stopAll(errOperationShutdown)
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
+
+// Kick looks for work now (an operation was just created).
+func (r *OperationRunner) Kick() { r.loop.Kick() }
+
+func (r *OperationRunner) interrupt(id uuid.UUID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if stop := r.active[id]; stop != nil {
+		stop(errOperationCancelled)
+	}
+}
+
+func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
+	cfg := r.cfg()
+	claimed := 0
+	for r.running() < max(cfg.MaxRunning, 1) {
+		now := r.svc.now()
+		op, err := r.svc.store.ClaimDLQOperation(ctx, r.svc.owner, now, now.Add(cfg.Lease))
+		if err != nil || op == nil {
+			if claimed > 0 {
+				return periodic.More, err
+			}
+			return periodic.Done, err
+		}
+		if !r.spawn(op, cfg) {
+			break
+		}
+		claimed++
+	}
+	if claimed > 0 {
+		return periodic.More, nil
+	}
+	return periodic.Done, nil
+}
+
+func (r *OperationRunner) running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
+	r.mu.Lock()
+	if r.stopAll == nil || r.base.Err() != nil {
+		r.mu.Unlock()
+		return false
+	}
+	if r.active[op.ID] != nil {
+		// Our own run's lease lapsed and this claim renewed it: that run
+		// goes on; a second one would act on the same pages.
+		r.mu.Unlock()
+		return true
+	}
+	ctx, stop := context.WithCancelCause(r.base)
+	r.active[op.ID] = stop
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.active, op.ID)
+			r.mu.Unlock()
+			stop(nil)
+			r.loop.Kick()
+		}()
+		r.svc.runOperation(ctx, stop, op, cfg.Lease)
+	}()
+	return true
+}
+
+// runOperation runs op, which this daemon holds, until its set is done, it
+// is cancelled, the daemon stops or the lease is lost. ctx ends with the
+// reason; the page in flight always completes, so a stop falls between
+// two pages and what was done is recorded.
+func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc, op *Operation, lease time.Duration) {
+	log := s.log.With("operation", op.ID.String(), "action", op.Action)
+	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
+	defer endLife()
+	go s.operationHeartbeat(life, op.ID, lease, stop)
+
+	record := func(state OperationState, msg string) {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := s.store.FinishDLQOperation(wctx, op.ID, s.owner, state, msg, s.now()); err != nil {
+			log.Error("record the end of a bulk operation", "state", state, "error", err)
+			return
+		}
+		log.Info("bulk operation ended", "state", state, "error", msg)
+	}
+	if op.CancelRequestedAt != nil {
+		record(OperationCancelled, "")
+		return
+	}
+	size := pageSize(op)
+	var limiter *rate.Limiter
+	if op.Rate > 0 {
+		limiter = rate.NewLimiter(rate.Limit(op.Rate), size)
+	}
+	pos := op.Position
+	for ctx.Err() == nil {
+		items, err := s.store.DLQOperationItems(ctx, op.ID, pos, size)
+		if err != nil {
+			if ctx.Err() == nil {
+				// The store is down: hand the operation back; the next
+				// pass (here or elsewhere) resumes it where it stopped.
+				log.Warn("read the next page of a bulk operation; it resumes later", "error", err)
+				s.releaseOperation(op.ID)
+			}
+			break
+		}
+		if len(items) == 0 {
+			record(OperationCompleted, "")
+			return
+		}
+		if limiter != nil {
+			if err := limiter.WaitN(ctx, len(items)); err != nil {
+				break
+			}
+		}
+		// The page runs to its end whatever happens to ctx.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		err = s.operationPage(pctx, ctx, op, items)
+		cancel()
+		if errors.Is(err, derrors.ErrLeaseLost) {
+			log.Warn("bulk operation lease lost to another daemon; leaving it to that one")
+			return
+		}
+		if err != nil {
+			log.Warn("bulk operation page failed; it resumes later", "error", err)
+			s.releaseOperation(op.ID)
+			return
+		}
+		pos = items[len(items)-1].Seq
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errOperationCancelled):
+		record(OperationCancelled, "")
+	case errors.Is(cause, errOperationLeaseLost):
+		log.Warn("bulk operation lease lost to another daemon; leaving it to that one")
+	default:
+		s.releaseOperation(op.ID)
+	}
+}
+
+// releaseOperation hands an operation back so it is taken again at once.
+func (s *Service) releaseOperation(id uuid.UUID) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.store.ReleaseDLQOperation(ctx, id, s.owner); err != nil && !errors.Is(err, derrors.ErrLeaseLost) {
+		s.log.Warn("hand back a bulk operation", "operation", id.String(), "error", err)
+	}
+}
+
+// operationHeartbeat renews the lease until life ends and stops the run
+// when the lease is lost or a cancel was asked (on any daemon). After a
+// stop it goes on renewing while the run records its end.
+func (s *Service) operationHeartbeat(life context.Context, id uuid.UUID, lease time.Duration, stop context.CancelCauseFunc) {
+	t := time.NewTicker(max(lease/3, time.Millisecond))
+	defer t.Stop()
+	stopped := false
+	for {
+		select {
+		case <-life.Done():
+			return
+		case <-t.C:
+		}
+		err := s.store.RenewDLQOperationLease(life, id, s.owner, s.now().Add(lease))
+		if errors.Is(err, derrors.ErrLeaseLost) {
+			stop(errOperationLeaseLost)
+			return
+		}
+		if err != nil || stopped {
+			continue
+		}
+		if cancelled, err := s.store.DLQOperationCancelRequested(life, id); err == nil && cancelled {
+			stop(errOperationCancelled)
+			stopped = true
+		}
+	}
+}
+
+// pageSize is how many messages a page takes: large when nothing limits
+// the rate (fewer round trips), about a fifth of a second's worth when
+// something does, so the rate is even and a cancel soon felt.
+func pageSize(op *Operation) int {
+	if op.Rate <= 0 {
+		if op.Action == ActionReplayTo {
+			return 100
+		}
+		return 500
+	}
+	return min(max(int(op.Rate/5), 1), 500)
+}

@@ -1,0 +1,147 @@
+package dlq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+)
+
+// OperationRequest is POST /api/v1/dlq/operations.
+type OperationRequest struct {
+	Action      OperationAction
+	Filter      OperationFilter
+	FilterJSON  []byte // the filter as the caller gave it, kept for display
+	TargetTopic string
+	Rate        float64
+	UID         *uint32
+}
+
+// MaxOperationIDs bounds an explicit id list.
+const MaxOperationIDs = 100000
+
+// validate checks a request before anything is stored.
+func (r *OperationRequest) validate() error {
+	if _, err := ParseOperationAction(string(r.Action)); err != nil {
+		return err
+	}
+	switch {
+	case r.Action == ActionReplayTo && r.TargetTopic == "":
+		return fmt.Errorf("%w: target_topic is required for replay_to", derrors.ErrInvalid)
+	case r.Action != ActionReplayTo && r.TargetTopic != "":
+		return fmt.Errorf("%w: target_topic is only for replay_to", derrors.ErrInvalid)
+	case r.Rate < 0:
+		return fmt.Errorf("%w: rate must not be negative", derrors.ErrInvalid)
+	case len(r.Filter.IDs) > MaxOperationIDs:
+		return fmt.Errorf("%w: ids: at most %d", derrors.ErrInvalid, MaxOperationIDs)
+	case r.Filter.Search.IncludeArchived:
+		return fmt.Errorf("%w: filter.include_archived: archived messages are never acted on", derrors.ErrInvalid)
+	}
+	if r.TargetTopic != "" {
+		if err := ValidTopic(r.TargetTopic); err != nil {
+			return fmt.Errorf("target_topic: %w", err)
+		}
+	}
+	return nil
+}
+
+// DryRunOperation says how many messages the request would act on now,
+// with a sample of them; nothing is stored or changed.
+func (s *Service) DryRunOperation(ctx context.Context, req OperationRequest, sample int) (int64, []Message, error) {
+	if err := req.validate(); err != nil {
+		return 0, nil, err
+	}
+	return s.store.CountDLQOperation(ctx, req.Filter, sample)
+}
+
+// StartOperation stores a bulk operation with the set of messages its
+// filter matches now and hands it to the runner.
+func (s *Service) StartOperation(ctx context.Context, req OperationRequest) (*Operation, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	filter := req.FilterJSON
+	if len(filter) == 0 {
+		filter = []byte("{}")
+	}
+	now := s.now()
+	op, err := s.store.CreateDLQOperation(ctx, Operation{ID: uuid.New(), Action: req.Action, State: OperationRunning, Filter: filter,
+		TargetTopic: req.TargetTopic, Rate: req.Rate, CreatedAt: now, UpdatedAt: now, RequestedByUID: req.UID,
+		Outcomes: map[string]int64{}}, req.Filter)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("bulk operation started", "operation", op.ID.String(), "action", op.Action, "matched", op.Matched, "rate", op.Rate, "uid", uidOf(req.UID))
+	if s.operations != nil {
+		s.operations.Kick()
+	}
+	return op, nil
+}
+
+// Operation returns one operation.
+func (s *Service) Operation(ctx context.Context, id uuid.UUID) (*Operation, error) {
+	return s.store.GetDLQOperation(ctx, id)
+}
+
+// OperationFailures returns up to limit items of an operation that did not
+// succeed, with why.
+func (s *Service) OperationFailures(ctx context.Context, id uuid.UUID, limit int) ([]ItemResult, error) {
+	return s.store.DLQOperationFailures(ctx, id, limit)
+}
+
+// Operations lists operations, newest first.
+func (s *Service) Operations(ctx context.Context, limit int, runningOnly bool) ([]Operation, error) {
+	return s.store.ListDLQOperations(ctx, limit, runningOnly)
+}
+
+// CancelOperation stops an operation between two messages (at the end of
+// the page in flight): the daemon running it stops at once when it is
+// this one, another one at its next lease renewal.
+func (s *Service) CancelOperation(ctx context.Context, id uuid.UUID, uid *uint32) (*Operation, error) {
+	op, err := s.store.CancelDLQOperation(ctx, id, uid, s.now())
+	if err != nil {
+		return nil, err
+	}
+	if s.operations != nil {
+		s.operations.interrupt(id)
+	}
+	s.log.Info("bulk operation cancel requested", "operation", id.String(), "uid", uidOf(uid))
+	return op, nil
+}
+
+// WaitOperation polls an operation until it is over or ctx ends.
+func (s *Service) WaitOperation(ctx context.Context, id uuid.UUID, every time.Duration) (*Operation, error) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		op, err := s.store.GetDLQOperation(ctx, id)
+		if err != nil || op.Finished() {
+			return op, err
+		}
+		select {
+		case <-ctx.Done():
+			return op, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func uidOf(uid *uint32) any {
+	if uid == nil {
+		return "-"
+	}
+	return *uid
+}
+
+// FilterJSON is the stored form of a filter for display.
+func FilterJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte("{}")
+	}
+	return b
+}

@@ -1,0 +1,369 @@
+package dlq_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// ingestTo stores n dead letters of dlqTopic failed with errText, at
+// offsets from base, and returns their ids.
+func (f *fixture) ingestTo(t *testing.T, dlqTopic, original, errText string, base, n int) []uuid.UUID {
+	t.Helper()
+	ctx := testsvc.Context(t, 30*time.Second)
+	batch := make([]dlq.Incoming, n)
+	for i := range batch {
+		batch[i] = dlq.Incoming{
+			Position:      dlq.Position{Source: "kafka", Topic: dlqTopic, Offset: int64(base + i)},
+			OriginalTopic: original, ErrorMessage: errText,
+			Key: []byte(fmt.Sprintf("k%d", base+i)), Payload: []byte(fmt.Sprintf(`{"n":%d}`, base+i)),
+		}
+	}
+	_, err := f.store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: f.policy.MaxRetries})
+	require.NoError(t, err)
+	page, err := f.store.SearchDLQ(ctx, dlq.SearchFilter{Topic: dlqTopic, Limit: 1000, OldestFirst: true})
+	require.NoError(t, err)
+	var ids []uuid.UUID
+	for _, m := range page.Messages {
+		if m.Position.Offset >= int64(base) && m.Position.Offset < int64(base+n) {
+			ids = append(ids, m.ID)
+		}
+	}
+	require.Len(t, ids, n)
+	return ids
+}
+
+// checksums is every stored message (live and archived) by id, as a digest
+// of everything an operation could change.
+func (f *fixture) checksums(t *testing.T) map[uuid.UUID]string {
+	t.Helper()
+	page, err := f.store.SearchDLQ(testsvc.Context(t, 30*time.Second), dlq.SearchFilter{Limit: 1000, IncludeArchived: true})
+	require.NoError(t, err)
+	require.Nil(t, page.Next, "the fixture fits one page")
+	out := map[uuid.UUID]string{}
+	for _, m := range page.Messages {
+		b, err := json.Marshal(struct {
+			S                         dlq.Status
+			C, M                      int
+			K, P                      []byte
+			H                         []dlq.Header
+			E, L                      string
+			A                         []dlq.Attempt
+			Next                      *time.Time
+			Archived                  bool
+			OriginalTopic, Source, DT string
+		}{m.Status, m.RetryCount, m.MaxRetries, m.Key, m.Payload, m.Headers, m.ErrorMessage, m.LastError, m.Attempts, m.NextRetryAt,
+			m.Archived, m.OriginalTopic, m.Position.Source, m.Position.Topic})
+		require.NoError(t, err)
+		out[m.ID] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	return out
+}
+
+// without is sums without the ids.
+func without(sums map[uuid.UUID]string, ids ...[]uuid.UUID) map[uuid.UUID]string {
+	out := map[uuid.UUID]string{}
+	for k, v := range sums {
+		out[k] = v
+	}
+	for _, l := range ids {
+		for _, id := range l {
+			delete(out, id)
+		}
+	}
+	return out
+}
+
+// runner starts an operation runner of svc for the test.
+func startRunner(t *testing.T, svc *dlq.Service) *dlq.OperationRunner {
+	t.Helper()
+	r := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
+		return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
+	})
+	require.NoError(t, r.Start(testsvc.Context(t, time.Minute)))
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+	return r
+}
+
+func waitOperation(t *testing.T, svc *dlq.Service, id uuid.UUID, cond func(*dlq.Operation) bool, what string) *dlq.Operation {
+	t.Helper()
+	var op *dlq.Operation
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		var err error
+		op, err = svc.Operation(testsvc.Context(t, 10*time.Second), id)
+		require.NoError(t, err)
+		return cond(op)
+	}, what)
+	return op
+}
+
+func finished(op *dlq.Operation) bool { return op.Finished() }
+
+func republishCounts(b *broker) map[string]int {
+	out := map[string]int{}
+	for _, id := range b.republishedIDs() {
+		out[id]++
+	}
+	return out
+}
+
+// TestBulkRetryActsOnTheSetFixedAtTheStart: a bulk retry by topic
+// republishes exactly the messages matched when it started, once each;
+// a message arriving later, and every message of another topic, is left
+// as it was.
+func TestBulkRetryActsOnTheSetFixedAtTheStart(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		target := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout after 30s", 0, 30)
+		other := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "timeout after 30s", 0, 10)
+		before := f.checksums(t)
+		uid := uint32(1001)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1", Statuses: []dlq.Status{dlq.StatusPending}}}, UID: &uid})
+		require.NoError(t, err)
+		require.EqualValues(t, 30, op.Matched)
+		require.Equal(t, dlq.OperationRunning, op.State)
+		late := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout after 30s", 100, 5)
+		lateSums := f.checksums(t)
+
+		startRunner(t, f.svc)
+		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.EqualValues(t, 30, done.Done)
+		require.EqualValues(t, 30, done.Succeeded)
+		require.EqualValues(t, 0, done.Failed)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 30}, done.Outcomes)
+		require.NotNil(t, done.FinishedAt)
+
+		counts := republishCounts(f.broker)
+		require.Len(t, counts, 30)
+		for _, id := range target {
+			require.Equal(t, 1, counts[id.String()], "republished once")
+			m := f.get(t, id)
+			require.Equal(t, dlq.StatusResolved, m.Status)
+			last := m.Attempts[len(m.Attempts)-1]
+			require.Equal(t, dlq.TriggerBulk, last.Trigger)
+			require.Equal(t, op.ID, *last.Operation, "the history names the operation")
+			require.Equal(t, uid, *last.UID)
+		}
+		after := f.checksums(t)
+		require.Equal(t, without(before, target), without(after, target, late), "other topics are untouched")
+		for _, id := range late {
+			require.Equal(t, lateSums[id], after[id], "a later arrival is not swept in")
+		}
+		_ = other
+	})
+}
+
+// TestBulkDryRunChangesNothing: a dry run counts and samples, and stores
+// nothing.
+func TestBulkDryRunChangesNothing(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", `duplicate key value violates unique constraint "orders_pkey"`, 0, 25)
+		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "connection refused", 100, 5)
+		before := f.checksums(t)
+		n, sample, err := f.svc.DryRunOperation(ctx, dlq.OperationRequest{Action: dlq.ActionDelete,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Error: "UNIQUE constraint"}}}, 10)
+		require.NoError(t, err)
+		require.EqualValues(t, 25, n)
+		require.Len(t, sample, 10)
+		for _, m := range sample {
+			require.Contains(t, m.ErrorMessage, "unique constraint")
+		}
+		ops, err := f.svc.Operations(ctx, 10, false)
+		require.NoError(t, err)
+		require.Empty(t, ops, "a dry run stores no operation")
+		require.Equal(t, before, f.checksums(t))
+	})
+}
+
+// TestBulkCancelStopsBetweenPages: a rate-limited bulk retry cancelled
+// part way ends CANCELLED; what it did is exactly what its counters say,
+// and the rest of its set is untouched.
+func TestBulkCancelStopsBetweenPages(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
+		before := f.checksums(t)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 40,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		startRunner(t, f.svc)
+		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 16 }, "some done")
+		uid := uint32(7)
+		_, err = f.svc.CancelOperation(ctx, op.ID, &uid)
+		require.NoError(t, err)
+		done := waitOperation(t, f.svc, op.ID, finished, "cancelled")
+		require.Equal(t, dlq.OperationCancelled, done.State)
+		require.Less(t, done.Done, int64(60), "stopped before the end")
+		require.Equal(t, uid, *done.CancelledByUID)
+
+		counts := republishCounts(f.broker)
+		require.EqualValues(t, done.Succeeded, len(counts), "the counters say what was republished")
+		var untouched []uuid.UUID
+		for _, id := range ids {
+			if counts[id.String()] == 0 {
+				untouched = append(untouched, id)
+			} else {
+				require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			}
+		}
+		after := f.checksums(t)
+		for _, id := range untouched {
+			require.Equal(t, before[id], after[id], "not reached: untouched")
+		}
+		time.Sleep(200 * time.Millisecond)
+		require.Len(t, republishCounts(f.broker), len(counts), "nothing after the cancel")
+
+		_, err = f.svc.CancelOperation(ctx, op.ID, &uid)
+		require.ErrorIs(t, err, derrors.ErrConflict, "an operation that is over cannot be cancelled")
+	})
+}
+
+// TestBulkOperationResumesOnAnotherDaemon: a daemon stopping in the middle
+// of an operation hands it back; another one resumes it after the last
+// page recorded, and every message is republished exactly once.
+func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 100,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		first := startRunner(t, f.svc)
+		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 20 }, "some done")
+		require.NoError(t, first.Stop(ctx))
+		mid, err := f.svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.OperationRunning, mid.State, "a stop is not an end")
+		require.Less(t, mid.Done, int64(80))
+
+		other := dlq.NewService(f.store, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-b", hclog.NewNullLogger(),
+			dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
+		dlq.SetClock(other, nil, f.clock.now)
+		startRunner(t, other)
+		done := waitOperation(t, other, op.ID, finished, "completed")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.EqualValues(t, 80, done.Done)
+		require.EqualValues(t, 80, done.Succeeded)
+		counts := republishCounts(f.broker)
+		for _, id := range ids {
+			require.Equal(t, 1, counts[id.String()], "exactly once")
+		}
+	})
+}
+
+// TestBulkDeadReviveDelete: dead, revive and delete act on their set
+// only, skip (and say why) a message not in a state they apply to, and
+// record the operation in each message's history.
+func TestBulkDeadReviveDelete(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		set := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "schema mismatch", 0, 12)
+		bystanders := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout", 100, 6)
+		// One of the set is RESOLVED already: dead skips it.
+		_, err := f.svc.Retry(ctx, set[0])
+		require.NoError(t, err)
+		before := f.checksums(t)
+		startRunner(t, f.svc)
+		uid := uint32(1001)
+		run := func(action dlq.OperationAction) *dlq.Operation {
+			op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: action, UID: &uid,
+				Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Error: "schema mismatch"}}})
+			require.NoError(t, err)
+			return waitOperation(t, f.svc, op.ID, finished, string(action))
+		}
+
+		dead := run(dlq.ActionDead)
+		require.Equal(t, dlq.OperationCompleted, dead.State)
+		require.Equal(t, map[string]int64{dlq.ItemMarkedDead: 11, dlq.ItemSkipped: 1}, dead.Outcomes)
+		failures, err := f.svc.OperationFailures(ctx, dead.ID, 10)
+		require.NoError(t, err)
+		require.Len(t, failures, 1)
+		require.Equal(t, set[0], failures[0].ID)
+		require.Contains(t, failures[0].Error, "status=RESOLVED")
+		for _, id := range set[1:] {
+			require.Equal(t, dlq.StatusDead, f.get(t, id).Status)
+			h := f.history(t, id)
+			last := h[len(h)-1]
+			require.Equal(t, dlq.KindMarkedDead, last.Kind)
+			require.Equal(t, uid, *last.UID)
+			require.Contains(t, string(last.Detail), dead.ID.String())
+		}
+
+		revived := run(dlq.ActionRevive)
+		require.Equal(t, map[string]int64{dlq.ItemRevived: 11, dlq.ItemSkipped: 1}, revived.Outcomes)
+		for _, id := range set[1:] {
+			m := f.get(t, id)
+			require.Equal(t, dlq.StatusPending, m.Status)
+			require.Equal(t, revived.ID, *m.Attempts[len(m.Attempts)-1].Operation)
+		}
+
+		deleted := run(dlq.ActionDelete)
+		require.Equal(t, map[string]int64{dlq.ItemDeleted: 12}, deleted.Outcomes)
+		for _, id := range set {
+			_, err := f.svc.Get(ctx, id)
+			require.ErrorIs(t, err, derrors.ErrNotFound)
+			h := f.history(t, id)
+			require.Equal(t, dlq.KindDeleted, h[len(h)-1].Kind)
+			require.Contains(t, string(h[len(h)-1].Detail), deleted.ID.String())
+		}
+		after := f.checksums(t)
+		for _, id := range bystanders {
+			require.Equal(t, before[id], after[id], "a bystander is untouched")
+		}
+		require.Len(t, after, len(bystanders))
+	})
+}
+
+// TestBulkReplayToAnotherTopic: replay_to sends each message unchanged to
+// the target topic and keeps the stored record as it was, with the replay
+// (and its operation) in the history.
+func TestBulkReplayToAnotherTopic(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 7)
+		before := f.checksums(t)
+		startRunner(t, f.svc)
+		uid := uint32(1001)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionReplayTo, TargetTopic: "orders.audit.v1", UID: &uid,
+			Filter: dlq.OperationFilter{IDs: ids[:5]}})
+		require.NoError(t, err)
+		require.EqualValues(t, 5, op.Matched)
+		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		require.Equal(t, map[string]int64{dlq.ItemReplayed: 5}, done.Outcomes)
+		f.broker.mu.Lock()
+		sent := append([]sdk.RepublishMessage(nil), f.broker.republished...)
+		f.broker.mu.Unlock()
+		require.Len(t, sent, 5)
+		for _, m := range sent {
+			require.Equal(t, "orders.audit.v1", m.Topic)
+		}
+		require.Equal(t, before, f.checksums(t), "the stored records do not change")
+		h := f.history(t, ids[0])
+		require.Equal(t, dlq.KindReplayed, h[len(h)-1].Kind)
+		require.Contains(t, string(h[len(h)-1].Detail), op.ID.String())
+
+		_, err = f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionReplayTo, Filter: dlq.OperationFilter{IDs: ids}})
+		require.ErrorIs(t, err, derrors.ErrInvalid, "replay_to needs a target")
+		_, err = f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: -1, Filter: dlq.OperationFilter{IDs: ids}})
+		require.ErrorIs(t, err, derrors.ErrInvalid)
+		ops, err := f.svc.Operations(ctx, 10, false)
+		require.NoError(t, err)
+		require.Len(t, ops, 1, "a refused request stores nothing")
+	})
+}

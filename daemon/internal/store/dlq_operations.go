@@ -1,0 +1,486 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// Bulk operations on dead letters (dlq.OperationStore). An operation's set
+// is written when it starts (INSERT ... SELECT of the search's branches),
+// numbered oldest first; a run walks it by seq after the operation's
+// position, and every page's outcomes and the position move in one
+// transaction, so a restart resumes after the last page recorded.
+
+// opSQL is the SQL of bulk operations in one dialect.
+type opSQL struct {
+	search *searchDialect
+	// insert: (id, action, filter, target_topic, rate, now, uid, lease
+	// owner or NULL, lease until or NULL).
+	insert string
+	// itemsOfIDs numbers the live messages among ids: (ids, operation).
+	itemsOfIDs  string
+	countIDs    string // how many of ids are live messages: (ids)
+	itemsPrefix string // INSERT INTO items (operation_id, seq, message_id), before a SELECT
+	setMatched  string // (id, matched)
+	get         string // (id)
+	list        string // (limit, running only)
+	claim       string // (now, owner, lease until)
+	renew       string // (id, owner, until)
+	items       string // (id, after seq, limit)
+	failures    string // (id, limit)
+	// held reads the position and outcomes of an operation owner holds,
+	// under a row lock where there are row locks: (id, owner).
+	held       string
+	advance    string // (id, position, done, succeeded, failed, outcomes, now)
+	itemFailed string // (id, seq, outcome, error)
+	finish     string // (id, owner, state, last error, now)
+	release    string // (id, owner)
+	// lockForCancel: (id, now) -> state, whether a live lease holds it.
+	lockForCancel   string
+	requestCancel   string // (id, uid, now)
+	cancelNow       string // (id, uid, now)
+	cancelRequested string // (id)
+	claimIDs        string // (ids, now, owner, lease until)
+	topicOf         string // (message id)
+	bury            string // (message id, now)
+}
+
+// opColumns are an operation's columns, for scanOperation.
+const opColumns = `id, action, state, filter, target_topic, rate, matched, done, succeeded, failed, outcomes, position,
+	created_at, updated_at, started_at, finished_at, requested_by_uid, cancel_requested_at, cancelled_by_uid,
+	COALESCE(lease_owner, ''), lease_expires_at, COALESCE(last_error, '')`
+
+func scanOperation(row scanner) (*dlq.Operation, error) {
+	var (
+		op               dlq.Operation
+		action, state    string
+		outcomes         []byte
+		requested, by    *int64
+		filter           []byte
+		leaseOwner, last string
+	)
+	if err := row.Scan(&op.ID, &action, &state, &filter, &op.TargetTopic, &op.Rate, &op.Matched, &op.Done, &op.Succeeded,
+		&op.Failed, &outcomes, &op.Position, &op.CreatedAt, &op.UpdatedAt, &op.StartedAt, &op.FinishedAt, &requested,
+		&op.CancelRequestedAt, &by, &leaseOwner, &op.LeaseExpiresAt, &last); err != nil {
+		return nil, err
+	}
+	op.Action, op.State, op.Filter, op.LeaseOwner, op.LastError = dlq.OperationAction(action), dlq.OperationState(state), filter, leaseOwner, last
+	op.RequestedByUID, op.CancelledByUID = uint32Of(requested), uint32Of(by)
+	if err := json.Unmarshal(outcomes, &op.Outcomes); err != nil {
+		return nil, fmt.Errorf("read outcomes of operation %s: %w", op.ID, err)
+	}
+	if op.Outcomes == nil {
+		op.Outcomes = map[string]int64{}
+	}
+	return &op, nil
+}
+
+func uint32Of(v *int64) *uint32 {
+	if v == nil {
+		return nil
+	}
+	u := uint32(*v)
+	return &u
+}
+
+func int64Of(v *uint32) *int64 {
+	if v == nil {
+		return nil
+	}
+	i := int64(*v)
+	return &i
+}
+
+func idStrings(ids []uuid.UUID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}
+
+// matchSelect is the SELECT of the live messages f matches, numbered
+// oldest first, whose first column is the operation: the search's
+// branches, each an index walk, unioned. opArg is the operation's
+// placeholder, added to q's arguments.
+func matchSelect(q *searchQuery, f dlq.SearchFilter, op any) string {
+	f.IncludeArchived = false
+	var parts []string
+	for _, b := range q.branches(f) {
+		parts = append(parts, "SELECT id, created_at FROM "+b.table+" WHERE "+b.where)
+	}
+	cast := ""
+	if q.d.postgres {
+		cast = "::uuid"
+	}
+	return "SELECT " + q.arg(op) + cast + ", row_number() OVER (ORDER BY created_at, id), id FROM (" + strings.Join(parts, " UNION ALL ") + ") m"
+}
+
+// CreateDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) CreateDLQOperation(ctx context.Context, op dlq.Operation, f dlq.OperationFilter) (*dlq.Operation, error) {
+	var owner *string
+	if op.LeaseOwner != "" {
+		owner = &op.LeaseOwner
+	}
+	err := s.db.tx(ctx, func(q querier) error {
+		if _, err := q.exec(ctx, s.sql.ops.insert, op.ID, string(op.Action), string(op.Filter), op.TargetTopic, op.Rate,
+			op.CreatedAt, int64Of(op.RequestedByUID), owner, op.LeaseExpiresAt); err != nil {
+			return fmt.Errorf("store bulk operation: %w", err)
+		}
+		var n int64
+		var err error
+		if f.IDs != nil {
+			n, err = q.exec(ctx, s.sql.ops.itemsOfIDs, s.sql.dlq.list(idStrings(f.IDs)), op.ID)
+		} else {
+			sq := &searchQuery{d: s.sql.ops.search}
+			sel := matchSelect(sq, f.Search, op.ID)
+			n, err = q.exec(ctx, s.sql.ops.itemsPrefix+sel, sq.args...)
+		}
+		if err != nil {
+			return fmt.Errorf("fix the set of bulk operation: %w", err)
+		}
+		_, err = q.exec(ctx, s.sql.ops.setMatched, op.ID, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.GetDLQOperation(ctx, op.ID)
+}
+
+// CountDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) CountDLQOperation(ctx context.Context, f dlq.OperationFilter, sample int) (int64, []dlq.Message, error) {
+	var (
+		n    int64
+		msgs []dlq.Message
+	)
+	err := s.db.snapshot(ctx, func(qr querier) error {
+		if f.IDs != nil {
+			ids := idStrings(f.IDs)
+			if err := qr.queryRow(ctx, s.sql.ops.countIDs, s.sql.dlq.list(ids)).Scan(&n); err != nil {
+				return fmt.Errorf("count dead letters: %w", err)
+			}
+			for _, id := range f.IDs[:min(sample, len(f.IDs))] {
+				m, err := oneMessage(qr.queryRow(ctx, s.sql.dlq.get, id))
+				if errors.Is(err, derrors.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				msgs = append(msgs, *m)
+			}
+			return nil
+		}
+		sq := &searchQuery{d: s.sql.ops.search}
+		sel := matchSelect(sq, f.Search, uuid.Nil)
+		if err := qr.queryRow(ctx, "SELECT count(*) FROM ("+sel+") t", sq.args...).Scan(&n); err != nil {
+			return fmt.Errorf("count dead letters: %w", err)
+		}
+		return nil
+	})
+	if err != nil || f.IDs != nil || sample <= 0 || n == 0 {
+		return n, msgs, err
+	}
+	sf := f.Search
+	sf.IncludeArchived, sf.OldestFirst, sf.Limit, sf.After = false, true, sample, nil
+	page, err := s.search(ctx, s.sql.ops.search, sf)
+	return n, page.Messages, err
+}
+
+// GetDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) GetDLQOperation(ctx context.Context, id uuid.UUID) (*dlq.Operation, error) {
+	op, err := scanOperation(s.db.queryRow(ctx, s.sql.ops.get, id))
+	if errors.Is(err, derrors.ErrNotFound) {
+		return nil, fmt.Errorf("%w: bulk operation %s", derrors.ErrNotFound, id)
+	}
+	return op, err
+}
+
+// ListDLQOperations implements dlq.OperationStore.
+func (s *sqlStore) ListDLQOperations(ctx context.Context, limit int, runningOnly bool) ([]dlq.Operation, error) {
+	ops, err := queryAll(ctx, s.db, func(sc scanner) (dlq.Operation, error) {
+		op, err := scanOperation(sc)
+		if err != nil {
+			return dlq.Operation{}, err
+		}
+		return *op, nil
+	}, s.sql.ops.list, limit, runningOnly)
+	if err != nil {
+		return nil, fmt.Errorf("list bulk operations: %w", err)
+	}
+	return ops, nil
+}
+
+// ClaimDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) ClaimDLQOperation(ctx context.Context, owner string, now, leaseUntil time.Time) (*dlq.Operation, error) {
+	op, err := scanOperation(s.db.queryRow(ctx, s.sql.ops.claim, now, owner, leaseUntil))
+	if errors.Is(err, derrors.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim bulk operation: %w", err)
+	}
+	return op, nil
+}
+
+// RenewDLQOperationLease implements dlq.OperationStore.
+func (s *sqlStore) RenewDLQOperationLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error {
+	return s.heldChange(ctx, "renew bulk operation lease", s.sql.ops.renew, id, owner, until)
+}
+
+// heldChange runs a statement on an operation that owner must hold.
+func (s *sqlStore) heldChange(ctx context.Context, what, sql string, id uuid.UUID, owner string, args ...any) error {
+	n, err := s.db.exec(ctx, sql, append([]any{id, owner}, args...)...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, id, owner)
+	}
+	return nil
+}
+
+// DLQOperationItems implements dlq.OperationStore.
+func (s *sqlStore) DLQOperationItems(ctx context.Context, id uuid.UUID, after int64, limit int) ([]dlq.OperationItem, error) {
+	items, err := queryAll(ctx, s.db, func(sc scanner) (it dlq.OperationItem, err error) {
+		err = sc.Scan(&it.Seq, &it.ID)
+		return it, err
+	}, s.sql.ops.items, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read bulk operation items: %w", err)
+	}
+	return items, nil
+}
+
+// DLQOperationFailures implements dlq.OperationStore.
+func (s *sqlStore) DLQOperationFailures(ctx context.Context, id uuid.UUID, limit int) ([]dlq.ItemResult, error) {
+	out, err := queryAll(ctx, s.db, func(sc scanner) (r dlq.ItemResult, err error) {
+		err = sc.Scan(&r.Seq, &r.ID, &r.Outcome, &r.Error)
+		return r, err
+	}, s.sql.ops.failures, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read bulk operation failures: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimDLQIDs implements dlq.OperationStore.
+func (s *sqlStore) ClaimDLQIDs(ctx context.Context, ids []uuid.UUID, c dlq.Claim) ([]dlq.Message, error) {
+	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.ops.claimIDs, s.sql.dlq.list(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil)
+	if err != nil {
+		return nil, fmt.Errorf("claim dead letters: %w", err)
+	}
+	return msgs, nil
+}
+
+// advance records a page's progress in q's transaction; the operation
+// must be held by p.Owner and not be past p.Position already (a page is
+// counted once).
+func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgress) error {
+	var (
+		pos      int64
+		outcomes []byte
+	)
+	err := q.queryRow(ctx, s.sql.ops.held, p.Operation, p.Owner).Scan(&pos, &outcomes)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, p.Operation, p.Owner)
+	}
+	if err != nil {
+		return fmt.Errorf("read bulk operation: %w", err)
+	}
+	if p.Position <= pos {
+		return fmt.Errorf("%w: bulk operation %s is at item %d already, past this page (up to %d)", derrors.ErrLeaseLost, p.Operation, pos, p.Position)
+	}
+	counts := map[string]int64{}
+	if err := json.Unmarshal(outcomes, &counts); err != nil {
+		return fmt.Errorf("read outcomes of bulk operation %s: %w", p.Operation, err)
+	}
+	var ok, failed int64
+	for _, r := range p.Results {
+		counts[r.Outcome]++
+		if dlq.ItemSucceeded(r.Outcome) {
+			ok++
+			continue
+		}
+		failed++
+		if _, err := q.exec(ctx, s.sql.ops.itemFailed, p.Operation, r.Seq, r.Outcome, sanitizeError(r.Error)); err != nil {
+			return fmt.Errorf("record a failed item: %w", err)
+		}
+	}
+	b, _ := json.Marshal(counts) // a map of strings to numbers always encodes
+	_, err = q.exec(ctx, s.sql.ops.advance, p.Operation, p.Position, int64(len(p.Results)), ok, failed, string(b), p.Now)
+	if err != nil {
+		return fmt.Errorf("record bulk operation progress: %w", err)
+	}
+	return nil
+}
+
+// sanitizeError bounds an item's error text.
+func sanitizeError(s string) string {
+	const limit = 2000
+	if len(s) > limit {
+		return s[:limit]
+	}
+	return s
+}
+
+// AdvanceDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) AdvanceDLQOperation(ctx context.Context, p dlq.OperationProgress) error {
+	return s.db.tx(ctx, func(q querier) error { return s.advance(ctx, q, p) })
+}
+
+// ApplyDLQOperationPage implements dlq.OperationStore: each message of the
+// page changes (or is skipped, saying why) and the progress is recorded,
+// all in one transaction.
+func (s *sqlStore) ApplyDLQOperationPage(ctx context.Context, a dlq.PageAction, p dlq.OperationProgress) (dlq.OperationProgress, error) {
+	err := s.db.tx(ctx, func(q querier) error {
+		p.Results = p.Results[:0]
+		for _, it := range a.Items {
+			r, err := s.applyOne(ctx, q, a, it)
+			if err != nil {
+				return err
+			}
+			p.Results = append(p.Results, r)
+		}
+		return s.advance(ctx, q, p)
+	})
+	return p, err
+}
+
+// applyOne does a store-only action to one message in q's transaction.
+func (s *sqlStore) applyOne(ctx context.Context, q querier, a dlq.PageAction, it dlq.OperationItem) (dlq.ItemResult, error) {
+	r := dlq.ItemResult{Seq: it.Seq, ID: it.ID}
+	current := func() (*dlq.Message, error) {
+		m, err := oneMessage(q.queryRow(ctx, s.sql.dlq.get, it.ID))
+		if errors.Is(err, derrors.ErrNotFound) {
+			r.Outcome, r.Error = dlq.ItemSkipped, "the message was deleted or archived"
+			return nil, nil
+		}
+		return m, err
+	}
+	detail := func(action string) []byte {
+		b, _ := json.Marshal(map[string]string{"action": action, "operation": a.Operation.String()}) // strings always encode
+		return b
+	}
+	switch a.Action {
+	case dlq.ActionRevive:
+		var topic string
+		if err := q.queryRow(ctx, s.sql.ops.topicOf, it.ID).Scan(&topic); errors.Is(err, derrors.ErrNotFound) {
+			r.Outcome, r.Error = dlq.ItemSkipped, "the message was deleted or archived"
+			return r, nil
+		} else if err != nil {
+			return r, fmt.Errorf("read dead letter: %w", err)
+		}
+		rv := a.ReviveFor(topic)
+		_, err := oneMessage(q.queryRow(ctx, s.sql.dlq.revive, it.ID, rv.To.MaxRetries, rv.NextRetryAt, rv.Now, attemptJSON(&rv.Attempt),
+			string(rv.To.Status), rv.To.RetryCount, string(rv.From)))
+		if err == nil {
+			r.Outcome = dlq.ItemRevived
+			return r, nil
+		}
+		if !errors.Is(err, derrors.ErrNotFound) {
+			return r, fmt.Errorf("revive dead letter: %w", err)
+		}
+		m, err := current()
+		if m != nil {
+			r.Outcome, r.Error = dlq.ItemSkipped, dlq.NotRevivable(m).Reason
+		}
+		return r, err
+	case dlq.ActionDelete:
+		if _, err := q.exec(ctx, s.sql.history.keepIntake, it.ID); err != nil {
+			return r, fmt.Errorf("keep the intake of a deleted dead letter: %w", err)
+		}
+		n, err := q.exec(ctx, s.sql.dlq.delete, it.ID)
+		if err != nil {
+			return r, fmt.Errorf("delete dead letter: %w", err)
+		}
+		if n == 0 {
+			r.Outcome, r.Error = dlq.ItemSkipped, "the message was deleted or archived"
+			return r, nil
+		}
+		if _, err := q.exec(ctx, s.sql.history.insertAny, eventArgs(it.ID, dlq.HistoryEvent{At: a.Now, Kind: dlq.KindDeleted,
+			Detail: detail("delete"), UID: a.UID})...); err != nil {
+			return r, fmt.Errorf("record the deletion: %w", err)
+		}
+		r.Outcome = dlq.ItemDeleted
+		return r, nil
+	case dlq.ActionDead:
+		n, err := q.exec(ctx, s.sql.ops.bury, it.ID, a.Now)
+		if err != nil {
+			return r, fmt.Errorf("mark dead letter DEAD: %w", err)
+		}
+		if n == 0 {
+			m, err := current()
+			if m != nil {
+				r.Outcome, r.Error = dlq.ItemSkipped, fmt.Sprintf("only a PENDING message is marked DEAD: status=%s", m.Status)
+			}
+			return r, err
+		}
+		if _, err := q.exec(ctx, s.sql.history.insertAny, eventArgs(it.ID, dlq.HistoryEvent{At: a.Now, Kind: dlq.KindMarkedDead,
+			Detail: detail("dead"), UID: a.UID})...); err != nil {
+			return r, fmt.Errorf("record the change: %w", err)
+		}
+		r.Outcome = dlq.ItemMarkedDead
+		return r, nil
+	}
+	return r, fmt.Errorf("%w: action %s does not change the store alone", derrors.ErrInvalid, a.Action)
+}
+
+// FinishDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) FinishDLQOperation(ctx context.Context, id uuid.UUID, owner string, state dlq.OperationState, lastError string, now time.Time) error {
+	return s.heldChange(ctx, "finish bulk operation", s.sql.ops.finish, id, owner, string(state), lastError, now)
+}
+
+// ReleaseDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) ReleaseDLQOperation(ctx context.Context, id uuid.UUID, owner string) error {
+	return s.heldChange(ctx, "hand back bulk operation", s.sql.ops.release, id, owner)
+}
+
+// CancelDLQOperation implements dlq.OperationStore.
+func (s *sqlStore) CancelDLQOperation(ctx context.Context, id uuid.UUID, uid *uint32, now time.Time) (*dlq.Operation, error) {
+	err := s.db.tx(ctx, func(q querier) error {
+		var (
+			state string
+			held  bool
+		)
+		err := q.queryRow(ctx, s.sql.ops.lockForCancel, id, now).Scan(&state, &held)
+		if errors.Is(err, derrors.ErrNotFound) {
+			return fmt.Errorf("%w: bulk operation %s", derrors.ErrNotFound, id)
+		}
+		if err != nil {
+			return fmt.Errorf("read bulk operation: %w", err)
+		}
+		if dlq.OperationState(state) != dlq.OperationRunning {
+			return fmt.Errorf("%w: bulk operation %s is %s already", derrors.ErrConflict, id, state)
+		}
+		sql := s.sql.ops.cancelNow
+		if held {
+			sql = s.sql.ops.requestCancel
+		}
+		_, err = q.exec(ctx, sql, id, int64Of(uid), now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.GetDLQOperation(ctx, id)
+}
+
+// DLQOperationCancelRequested implements dlq.OperationStore.
+func (s *sqlStore) DLQOperationCancelRequested(ctx context.Context, id uuid.UUID) (bool, error) {
+	var v bool
+	if err := s.db.queryRow(ctx, s.sql.ops.cancelRequested, id).Scan(&v); err != nil {
+		return false, fmt.Errorf("read bulk operation: %w", err)
+	}
+	return v, nil
+}
