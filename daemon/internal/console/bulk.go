@@ -33,13 +33,10 @@ type bulkData struct {
 // fields).
 func (d bulkData) FilterQuery() string { return d.Filter.Encode() }
 
-type bulkPreview struct {
-	Matched int64                  `json:"matched"`
-	Sample  []adminapi.MessageJSON `json:"sample"`
-}
+type bulkPreview = adminapi.OperationDryRunBody
 
 // filterJSON is the filter as the operation's body has it: the search
-// filters as JSON fields, status as a list.
+// filters as JSON fields, status and header as lists.
 func filterJSON(f url.Values) map[string]any {
 	out := map[string]any{}
 	for _, k := range bulkFilterFields {
@@ -59,11 +56,7 @@ func filterJSON(f url.Values) map[string]any {
 			}
 			out[k] = st
 		case "header":
-			if len(vs) == 1 {
-				out[k] = vs[0]
-			} else {
-				out[k] = vs
-			}
+			out[k] = vs
 		default:
 			out[k] = vs[0]
 		}
@@ -134,10 +127,14 @@ type operationData struct {
 	Op operationJSON
 	// Err is a failed refresh of the progress fragment.
 	Err *APIError
+	// The cancel button is part of the fragment: it goes when the
+	// operation ends.
+	CSRF      string
+	CanMutate bool
 }
 
 func (c *Console) loadOperation(w http.ResponseWriter, r *http.Request, p *page) operationData {
-	var d operationData
+	d := operationData{CSRF: p.CSRF, CanMutate: p.CanMutate}
 	if err := c.get(w, r, "/api/v1/dlq/operations/"+url.PathEscape(r.PathValue("id")), nil, &d.Op); err != nil {
 		p.addErr(err)
 		d.Err = p.Errors[len(p.Errors)-1]

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
@@ -57,22 +58,19 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "overview", p)
 }
 
-// operationJSON is a bulk operation of the dead-letter API.
-type operationJSON struct {
-	ID         string  `json:"id"`
-	Action     string  `json:"action"`
-	State      string  `json:"state"`
-	Matched    int64   `json:"matched"`
-	Done       int64   `json:"done"`
-	Succeeded  int64   `json:"succeeded"`
-	Failed     int64   `json:"failed"`
-	Rate       float64 `json:"rate"`
-	CreatedAt  string  `json:"created_at"`
-	FinishedAt *string `json:"finished_at"`
-}
+// operationJSON is a bulk operation as the API answers it.
+type operationJSON struct{ adminapi.OperationJSON }
 
 // Running reports whether the operation may still change.
-func (o operationJSON) Running() bool { return o.State == "RUNNING" || o.State == "" }
+func (o operationJSON) Running() bool { return o.State == "RUNNING" }
+
+// ETA is the time left, rounded, or "".
+func (o operationJSON) ETA() string {
+	if o.ETASeconds == nil {
+		return ""
+	}
+	return (time.Duration(*o.ETASeconds) * time.Second).String()
+}
 
 type operationsBody struct {
 	Operations []operationJSON `json:"operations"`
@@ -92,15 +90,8 @@ func (c *Console) loadProgress(w http.ResponseWriter, r *http.Request, p *page) 
 	p.addErr(c.get(w, r, "/api/v1/deletions", url.Values{"status": {"SCHEDULED,PENDING,RUNNING,PARTIAL,BLOCKED,AWAITING_APPROVAL"}}, &jobs))
 	d.Jobs = jobs.Jobs
 	var ops operationsBody
-	// Before bulk operations existed, /api/v1/dlq/operations read as a
-	// topic: an answer without "operations" is simply none.
-	if err := c.get(w, r, "/api/v1/dlq/operations", nil, &ops); err == nil {
-		for _, o := range ops.Operations {
-			if o.Running() {
-				d.Operations = append(d.Operations, o)
-			}
-		}
-	}
+	p.addErr(c.get(w, r, "/api/v1/dlq/operations", url.Values{"state": {"RUNNING"}}, &ops))
+	d.Operations = ops.Operations
 	d.Live = len(d.Jobs) > 0 || len(d.Operations) > 0
 	return d
 }
