@@ -44,6 +44,13 @@ func TestOverviewThroughLifecycledUI(t *testing.T) {
 	require.Contains(t, text(t, ctx, "#plugins"), "running")
 	waitJS(t, ctx, `!location.search.includes("token")`, "the token leaves the address bar")
 	shot(t, ctx, "overview")
+	// A narrow window: the same page, nothing cut off sideways.
+	do(t, ctx, chromedp.EmulateViewport(420, 900))
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+	require.NoError(t, err)
+	require.False(t, wide, "the page fits a 420 px window")
+	shot(t, ctx, "overview-narrow")
+	do(t, ctx, chromedp.EmulateViewport(1280, 800))
 
 	requireStatus(t, http.StatusUnauthorized, get(t, u), "the token works once")
 	// The session goes on: a new page in the same tab, without the token.
