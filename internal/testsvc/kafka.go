@@ -164,3 +164,16 @@ func (k *KafkaBroker) Cluster() *kfake.Cluster {
 	defer k.mu.Unlock()
 	return k.cluster
 }
+
+// Records is how many records a topic holds: the sum of its partitions'
+// end offsets (what was ever produced, on a topic nothing compacts).
+func (k *KafkaBroker) Records(t testing.TB, topic string) int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(k.Client(t)).ListEndOffsets(Context(t, time.Minute), topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
+}

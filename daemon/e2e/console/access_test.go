@@ -9,6 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
 // forge makes a POST from the page itself, as a script could, with the
@@ -62,15 +64,8 @@ func TestReadOnlyUIDSeesNoControlsAndIsRefused(t *testing.T) {
 	require.JSONEq(t, string(historyBefore), string(historyAfter), "nothing was recorded")
 	code, _ := d.Do("GET", "/api/v1/tenants/"+leaving+"/deletion", nil, nil)
 	require.Equal(t, 404, code, "no erasure")
-	var topics struct {
-		Topics []struct {
-			Topic  string `json:"topic"`
-			Paused any    `json:"paused"`
-		} `json:"topics"`
-	}
-	d.JSON("GET", "/api/v1/dlq", nil, 200, &topics)
-	for _, tp := range topics.Topics {
-		require.Nil(t, tp.Paused, "%s is not paused", tp.Topic)
+	for _, topic := range []string{"orders.dlq.v1", "payments.dlq.v1"} {
+		require.False(t, paused(t, d, topic), "%s is not paused", topic)
 	}
 }
 
@@ -83,22 +78,26 @@ func TestMutationsNeedTheCSRFToken(t *testing.T) {
 	ctx := tab(t, time.Minute)
 	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#dlq-depth")))
 	require.Equal(t, 403, forge(t, ctx, "/ui/dlq/topics/orders.dlq.v1/pause", false))
-	paused := func() bool {
-		var topics struct {
-			Topics []struct {
-				Topic  string `json:"topic"`
-				Paused any    `json:"paused"`
-			} `json:"topics"`
-		}
-		d.JSON("GET", "/api/v1/dlq", nil, 200, &topics)
-		for _, tp := range topics.Topics {
-			if tp.Topic == "orders.dlq.v1" {
-				return tp.Paused != nil
-			}
-		}
-		return false
-	}
-	require.False(t, paused(), "refused without the token")
+	require.False(t, paused(t, d, "orders.dlq.v1"), "refused without the token")
 	require.Equal(t, 0, forge(t, ctx, "/ui/dlq/topics/orders.dlq.v1/pause", true), "with the token: a redirect (opaque to fetch)")
-	require.True(t, paused(), "done with the token")
+	require.True(t, paused(t, d, "orders.dlq.v1"), "done with the token")
+}
+
+// paused says whether the API reports the automatic retries of topic
+// paused.
+func paused(t *testing.T, d *testsvc.Daemon, topic string) bool {
+	t.Helper()
+	var topics struct {
+		Topics []struct {
+			Topic  string `json:"topic"`
+			Paused any    `json:"paused"`
+		} `json:"topics"`
+	}
+	d.JSON("GET", "/api/v1/dlq", nil, 200, &topics)
+	for _, tp := range topics.Topics {
+		if tp.Topic == topic {
+			return tp.Paused != nil
+		}
+	}
+	return false
 }

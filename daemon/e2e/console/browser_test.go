@@ -137,6 +137,8 @@ func waitJS(t *testing.T, ctx context.Context, expr string, format string, args 
 
 // do runs browser actions, each step given 30 s; when one fails, the test
 // fails with the page's URL and text, which say what the console showed.
+// A click that loads a page must be followed by a wait for something only
+// the new page has: the next step would otherwise find the old one.
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	for i, s := range steps {

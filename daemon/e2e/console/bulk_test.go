@@ -22,7 +22,7 @@ func TestBulkRetryFromAGroupWithProgress(t *testing.T) {
 	u, _ := ui(t, d, nil)
 	ctx := tab(t, 3*time.Minute)
 	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#dlq-depth")),
-		chromedp.Click(chromedp.CSS(`nav a[href="/ui/dlq"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[href="/ui/dlq"]`)), chromedp.WaitVisible(chromedp.CSS("#groups")),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#groups tr[data-group="%s"] a.bulk-link`, group))),
 		chromedp.WaitVisible(chromedp.CSS("#bulk-form")),
 		chromedp.SetValue(chromedp.CSS("#b-action"), "retry"),
@@ -52,7 +52,7 @@ func TestBulkRetryFromAGroupWithProgress(t *testing.T) {
 	shot(t, ctx, "bulk-operation")
 
 	require.EqualValues(t, 6, search(t, d, map[string][]string{"group": {group}, "status": {"RESOLVED"}}).Total)
-	require.EqualValues(t, 6, countRecords(t, k, "orders.events.v1"), "six republished")
+	require.EqualValues(t, 6, k.Records(t, "orders.events.v1"), "six republished")
 	_, paymentsAfter := d.Do("GET", "/api/v1/dlq/messages?topic=payments.dlq.v1&limit=100", nil, nil)
 	require.JSONEq(t, string(paymentsBefore), string(paymentsAfter), "the other group is untouched")
 }

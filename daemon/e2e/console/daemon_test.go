@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -96,14 +95,4 @@ type searchBody struct {
 func requireStatus(t *testing.T, want int, got int, what string) {
 	t.Helper()
 	require.Equal(t, want, got, what)
-}
-
-// countRecords is how many records a topic holds (its end offsets).
-func countRecords(t *testing.T, k *testsvc.KafkaBroker, topic string) int64 {
-	t.Helper()
-	ends, err := kadm.NewClient(k.Client(t)).ListEndOffsets(testsvc.Context(t, time.Minute), topic)
-	require.NoError(t, err)
-	var n int64
-	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
-	return n
 }

@@ -84,7 +84,7 @@ func TestDeadLettersSearchOpenEditAndReplay(t *testing.T) {
 	require.Contains(t, diff, `+   "customer": "Zoë Fixed",`)
 	require.Contains(t, diff, `    "order_id": "ORD-0",`, "an unchanged line")
 	shot(t, ctx, "replay-preview")
-	require.Zero(t, countRecords(t, k, "orders.fixed.v1"), "the preview sent nothing")
+	require.Zero(t, k.Records(t, "orders.fixed.v1"), "the preview sent nothing")
 
 	do(t, ctx, chromedp.Click(chromedp.CSS("#send-replay")), chromedp.WaitVisible(chromedp.CSS("#replay-result")))
 	replayID := text(t, ctx, "#replay-id")

@@ -27,6 +27,14 @@ func get(t *testing.T, u string) int {
 func TestOverviewThroughLifecycledUI(t *testing.T) {
 	t.Parallel()
 	_, d := stormDaemon(t, "")
+	// On the socket itself: the page, as HTML.
+	code, hdr, body := d.DoResponse("GET", "/ui/", nil, nil)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
+	require.Contains(t, string(body), "orders.dlq.v1")
+	code, _, _ = d.DoResponse("GET", "/ui/no-such-page", nil, nil)
+	require.Equal(t, http.StatusNotFound, code)
+
 	u, base := ui(t, d, nil)
 
 	requireStatus(t, http.StatusUnauthorized, get(t, base+"/ui/"), "no token, no session")

@@ -20,10 +20,10 @@ func TestRetentionDryRunAndPass(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#h-dlq")),
 		chromedp.Navigate(base+"/ui/retention"), chromedp.WaitVisible(chromedp.CSS("#ret-schedule")))
 	require.Contains(t, text(t, ctx, "#ret-schedule"), "every 1h0m0s")
-	do(t, ctx, chromedp.Click(chromedp.CSS("#retention-dry-run")), chromedp.WaitVisible(chromedp.CSS("#retention-result")))
+	do(t, ctx, chromedp.Click(chromedp.CSS("#retention-dry-run")), chromedp.WaitVisible(chromedp.CSS(`#retention-result[data-dry-run="true"]`)))
 	require.Contains(t, text(t, ctx, "#retention-result"), "Dry run")
 	require.Equal(t, "0", text(t, ctx, "#ret-archived"))
-	do(t, ctx, chromedp.Click(chromedp.CSS("#retention-run")), chromedp.WaitVisible(chromedp.CSS("#passes")))
+	do(t, ctx, chromedp.Click(chromedp.CSS("#retention-run")), chromedp.WaitVisible(chromedp.CSS(`#retention-result[data-dry-run="false"]`)))
 	require.Contains(t, text(t, ctx, "#passes"), "manual")
 	shot(t, ctx, "retention")
 }
