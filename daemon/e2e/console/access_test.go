@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -15,14 +16,20 @@ import (
 
 // forge makes a POST from the page itself, as a script could, with the
 // page's CSRF token or without it, and returns the status.
-func forge(t *testing.T, ctx context.Context, path string, withToken bool) int {
+func forge(t *testing.T, ctx context.Context, path string, withToken bool, fields ...string) int {
 	t.Helper()
+	form := map[string]string{}
+	for i := 0; i+1 < len(fields); i += 2 {
+		form[fields[i]] = fields[i+1]
+	}
+	extra, err := json.Marshal(form)
+	require.NoError(t, err)
 	js := fmt.Sprintf(`(async () => {
 		const tok = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRF-Token"];
-		const body = new URLSearchParams(%v ? {csrf: tok} : {});
+		const body = new URLSearchParams(Object.assign(%v ? {csrf: tok} : {}, %s));
 		const r = await fetch(%q, {method: "POST", body, redirect: "manual"});
 		return r.status;
-	})()`, withToken, path)
+	})()`, withToken, extra, path)
 	code, err := chromedp.Run(ctx, chromedp.Evaluate[int](js, chromedp.EvalAwaitPromise))
 	require.NoError(t, err)
 	return code
@@ -81,6 +88,21 @@ func TestMutationsNeedTheCSRFToken(t *testing.T) {
 	require.False(t, paused(t, d, "orders.dlq.v1"), "refused without the token")
 	require.Equal(t, 0, forge(t, ctx, "/ui/dlq/topics/orders.dlq.v1/pause", true), "with the token: a redirect (opaque to fetch)")
 	require.True(t, paused(t, d, "orders.dlq.v1"), "done with the token")
+
+	// A form sent twice (a double click) is one change: its key, made with
+	// the page, is the Idempotency-Key of the API call.
+	group := search(t, d, map[string][]string{"topic": {"payments.dlq.v1"}, "limit": {"1"}}).Messages[0].Group
+	for i := 0; i < 2; i++ {
+		require.Equal(t, 0, forge(t, ctx, "/ui/dlq/bulk", true, "once", "form-1", "start", "1", "action", "dead",
+			"filter", "group="+group+"&status=PENDING"), "a redirect to the operation")
+	}
+	var ops struct {
+		Operations []struct {
+			ID string `json:"id"`
+		} `json:"operations"`
+	}
+	d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+	require.Len(t, ops.Operations, 1, "one operation for the form sent twice")
 }
 
 // paused says whether the API reports the automatic retries of topic

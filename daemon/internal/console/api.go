@@ -2,6 +2,8 @@ package console
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"net/url"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
 )
 
 // APIError is an error answer of the API, as the console shows it: the
@@ -49,7 +52,7 @@ func (r *recorder) WriteHeader(code int) {
 // caller's context (its peer credentials, so the policy and the audit see
 // the uid of `lifecycled ui`), marked as coming through the console, with
 // the page's request id so both audit lines can be matched.
-func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any) (*recorder, error) {
+func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, hdr http.Header) (*recorder, error) {
 	h := c.apiHandler()
 	if h == nil {
 		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: "CONSOLE_NOT_READY", Message: "the console is not wired to the API yet"}
@@ -80,6 +83,9 @@ func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string
 	if id := w.Header().Get("X-Request-Id"); id != "" {
 		req.Header.Set("X-Request-Id", id)
 	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	rec := &recorder{header: http.Header{}}
 	h.ServeHTTP(rec, req)
 	return rec, nil
@@ -88,7 +94,11 @@ func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string
 // call is do for a JSON answer: out, when not nil, receives the body of a
 // 2xx answer; any other answer is an *APIError.
 func (c *Console) call(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, out any) (int, error) {
-	rec, err := c.do(w, r, method, path, query, body)
+	return c.callWith(w, r, method, path, query, body, out, nil)
+}
+
+func (c *Console) callWith(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, out any, hdr http.Header) (int, error) {
+	rec, err := c.do(w, r, method, path, query, body, hdr)
 	if err != nil {
 		return 0, err
 	}
@@ -109,6 +119,20 @@ func (rec *recorder) apiError() *APIError {
 		return &APIError{Status: rec.status, Code: http.StatusText(rec.status), Message: rec.body.String(), RequestID: rec.header.Get("X-Request-Id")}
 	}
 	return &APIError{Status: rec.status, Code: eb.Error.Code, Message: eb.Error.Message, RequestID: eb.Error.RequestID}
+}
+
+// callOnce is call for the change a form makes: the form's key (made when
+// the page was rendered) is the Idempotency-Key, so a form sent twice
+// changes things once (the second answer is the first one, replayed).
+func (c *Console) callOnce(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, out any) (int, error) {
+	var hdr http.Header
+	if once := r.PostFormValue("once"); once != "" && len(once) <= 64 && method == http.MethodPost {
+		// One key per form and API route: a form that makes two calls
+		// makes two keys.
+		sum := sha256.Sum256([]byte(path))
+		hdr = http.Header{idempotency.Header: {"console-" + once + "-" + hex.EncodeToString(sum[:8])}}
+	}
+	return c.callWith(w, r, method, path, query, body, out, hdr)
 }
 
 // get is call for GET without a body.

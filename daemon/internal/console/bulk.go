@@ -107,7 +107,7 @@ func (c *Console) bulkSubmit(w http.ResponseWriter, r *http.Request) {
 			}
 		} else {
 			var op operationJSON
-			if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/operations", nil, body, &op); err != nil {
+			if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/dlq/operations", nil, body, &op); err != nil {
 				p.addErr(err)
 			} else {
 				http.Redirect(w, r, "/ui/dlq/operations/"+url.PathEscape(op.ID), http.StatusSeeOther)
@@ -129,7 +129,7 @@ type operationData struct {
 	Err *APIError
 	// The cancel button is part of the fragment: it goes when the
 	// operation ends.
-	CSRF      string
+	CSRF      formTokens
 	CanMutate bool
 }
 
@@ -162,7 +162,7 @@ func (c *Console) operationProgress(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) operationCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/operations/"+url.PathEscape(id)+"/cancel", nil, nil, nil); err != nil {
+	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/dlq/operations/"+url.PathEscape(id)+"/cancel", nil, nil, nil); err != nil {
 		p := c.newPage(w, r, "Bulk operation "+id, "dlq")
 		p.addErr(err)
 		p.Data = c.loadOperation(w, r, p)

@@ -125,7 +125,7 @@ func (c *Console) topicAction(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusNotFound, "NOT_FOUND", "no topic action "+action)
 		return
 	}
-	if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/"+url.PathEscape(topic)+"/"+action, nil, body, nil); err != nil {
+	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/dlq/"+url.PathEscape(topic)+"/"+action, nil, body, nil); err != nil {
 		p := c.newPage(w, r, "Dead letters", "dlq")
 		p.addErr(err)
 		c.render(w, statusOf(err), "error", p)

@@ -98,7 +98,7 @@ func (c *Console) messageAction(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusNotFound, "NOT_FOUND", "no message action "+action)
 		return
 	}
-	if _, err := c.call(w, r, method, path, nil, nil, nil); err != nil {
+	if _, err := c.callOnce(w, r, method, path, nil, nil, nil); err != nil {
 		p := c.newPage(w, r, "Dead letter "+id, "dlq")
 		p.addErr(err)
 		d, _ := c.loadMessage(w, r, p, id)
@@ -181,7 +181,11 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 	var rb adminapi.ReplayBody
 	status := http.StatusOK
 	if err == nil {
-		if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/messages/"+url.PathEscape(id)+"/replay", q, body, &rb); err != nil {
+		call := c.call
+		if send {
+			call = c.callOnce
+		}
+		if _, err := call(w, r, http.MethodPost, "/api/v1/dlq/messages/"+url.PathEscape(id)+"/replay", q, body, &rb); err != nil {
 			p.addErr(err)
 			status = statusOf(err)
 		} else if send {

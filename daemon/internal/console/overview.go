@@ -41,7 +41,7 @@ var dlqStatuses = []string{"PENDING", "RETRYING", "RESOLVED", "DEAD"}
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Overview", "overview")
 	d := overviewData{Statuses: dlqStatuses}
-	if rec, err := c.do(w, r, http.MethodGet, "/readyz", url.Values{"verbose": {""}}, nil); err != nil {
+	if rec, err := c.do(w, r, http.MethodGet, "/readyz", url.Values{"verbose": {""}}, nil, nil); err != nil {
 		p.addErr(err)
 	} else if err := json.Unmarshal(rec.body.Bytes(), &d.Ready); err != nil {
 		p.addErr(rec.apiError())

@@ -22,11 +22,23 @@ import (
 // proxy sets it from its session and drops any a browser sent.
 const CSRFHeader = "X-Lifecycled-Console-Csrf"
 
+// formTokens go into every form: the session's CSRF token, and a key made
+// for this page so that a form sent twice (a double click, a reload of the
+// answer) is one change: the console sends it as the Idempotency-Key of
+// the API call the form makes.
+type formTokens struct {
+	CSRF string
+	Once string
+}
+
+// String is the CSRF token (htmx's header on the page's body).
+func (f formTokens) String() string { return f.CSRF }
+
 // page is what every template gets.
 type page struct {
 	Title     string
 	Nav       string
-	CSRF      string
+	CSRF      formTokens
 	CanMutate bool
 	RequestID string
 	Errors    []*APIError
@@ -51,7 +63,8 @@ func (c *Console) parseTemplates() {
 
 // newPage starts the data of a page for r.
 func (c *Console) newPage(w http.ResponseWriter, r *http.Request, title, nav string) *page {
-	return &page{Title: title, Nav: nav, CSRF: r.Header.Get(CSRFHeader), CanMutate: c.opts.MayMutate == nil || c.opts.MayMutate(r),
+	once, _ := randomToken()
+	return &page{Title: title, Nav: nav, CSRF: formTokens{CSRF: r.Header.Get(CSRFHeader), Once: once}, CanMutate: c.opts.MayMutate == nil || c.opts.MayMutate(r),
 		RequestID: w.Header().Get("X-Request-Id"), Notice: notices[r.URL.Query().Get("done")]}
 }
 

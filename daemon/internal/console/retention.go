@@ -46,7 +46,11 @@ func (c *Console) retentionRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var res adminapi.ArchiveRunBody
 	status := http.StatusOK
-	if _, err := c.call(w, r, http.MethodPost, "/api/v1/archive/run", q, nil, &res); err != nil {
+	call := c.callOnce
+	if d.DryRun {
+		call = c.call
+	}
+	if _, err := call(w, r, http.MethodPost, "/api/v1/archive/run", q, nil, &res); err != nil {
 		p.addErr(err)
 		status = statusOf(err)
 	} else {

@@ -59,7 +59,7 @@ type jobLive struct {
 	Tenant    string
 	Job       *jobView
 	Jobs      []adminapi.JobJSON
-	CSRF      string
+	CSRF      formTokens
 	CanMutate bool
 }
 
@@ -137,7 +137,7 @@ func (c *Console) tenantErase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var j adminapi.JobJSON
-	if _, err := c.call(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, nil, &j); err != nil {
+	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, nil, &j); err != nil {
 		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 		p.addErr(err)
 		p.Data = tenantData{Tenant: tenant}
@@ -149,7 +149,7 @@ func (c *Console) tenantErase(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) tenantCancel(w http.ResponseWriter, r *http.Request) {
 	tenant := r.PathValue("tenant")
-	if _, err := c.call(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion/cancel", nil, nil, nil); err != nil {
+	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion/cancel", nil, nil, nil); err != nil {
 		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 		p.addErr(err)
 		p.Data = tenantData{Tenant: tenant, Live: c.loadLive(w, r, p, tenant)}
