@@ -108,9 +108,14 @@ func ui(t *testing.T, d *testsvc.Daemon, cred *syscall.Credential) (url, base st
 
 // shot takes a screenshot of the whole page: it must be a PNG. With
 // LIFECYCLED_SCREENSHOTS=DIR (make screenshots: docs/console) it is kept
-// there as NAME.png.
+// there as NAME.png. Every page shot is also checked for form controls
+// without a label (a screen reader could not name them).
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	unlabelled, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(
+		"input:not([type=hidden]), select, textarea")).filter(e => e.labels.length === 0 && !e.getAttribute("aria-label")).map(e => e.outerHTML)`))
+	require.NoError(t, err)
+	require.Empty(t, unlabelled, "%s: form controls without a label", name)
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err, "screenshot %s", name)
 	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG")), "screenshot %s is a PNG", name)

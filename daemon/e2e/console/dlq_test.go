@@ -51,7 +51,14 @@ func TestDeadLettersSearchOpenEditAndReplay(t *testing.T) {
 	require.Contains(t, loc, "error=DUPLICATE+KEY", "the search is in the URL, to share")
 	shot(t, ctx, "search")
 
-	// The shared URL gives the same page to another session.
+	// A filter the API refuses: its message and request id on the page.
+	do(t, ctx, chromedp.Navigate(base+"/ui/dlq/search?since=last+tuesday"), chromedp.WaitVisible(chromedp.CSS(".error")))
+	errText := text(t, ctx, ".error")
+	require.Contains(t, errText, "SYS_DLQ_VALIDATION_ERROR")
+	require.Contains(t, errText, "since")
+	require.Regexp(t, `request req_[0-9a-f]+`, errText)
+	do(t, ctx, chromedp.Navigate(loc), chromedp.WaitVisible(chromedp.CSS("#results")))
+
 	// Open the oldest order (order-0).
 	var oldest struct {
 		Messages []struct {
