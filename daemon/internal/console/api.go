@@ -55,7 +55,7 @@ func (r *recorder) WriteHeader(code int) {
 func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, hdr http.Header) (*recorder, error) {
 	h := c.apiHandler()
 	if h == nil {
-		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: "CONSOLE_NOT_READY", Message: "the console is not wired to the API yet"}
+		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: "SYS_CONSOLE_NOT_READY", Message: "the console is not wired to the API yet"}
 	}
 	var rd io.Reader = http.NoBody
 	if body != nil {

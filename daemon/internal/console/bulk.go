@@ -80,7 +80,7 @@ func (c *Console) bulkSubmit(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Bulk operation", "dlq")
 	filter, err := url.ParseQuery(r.PostFormValue("filter"))
 	if err != nil {
-		p.addErr(&APIError{Status: http.StatusBadRequest, Code: "VALIDATION_ERROR", Message: "the filter is not a query string: " + err.Error()})
+		p.addErr(&APIError{Status: http.StatusBadRequest, Code: "SYS_CONSOLE_VALIDATION_ERROR", Message: "the filter is not a query string: " + err.Error()})
 	}
 	d := bulkData{Filter: apiQuery(filter, bulkFilterFields), Action: r.PostFormValue("action"), Rate: strings.TrimSpace(r.PostFormValue("rate")),
 		Target: strings.TrimSpace(r.PostFormValue("target_topic")), Actions: bulkActions}
@@ -88,7 +88,7 @@ func (c *Console) bulkSubmit(w http.ResponseWriter, r *http.Request) {
 	if d.Rate != "" {
 		rate, err := strconv.ParseFloat(d.Rate, 64)
 		if err != nil || rate < 0 {
-			p.addErr(&APIError{Status: http.StatusBadRequest, Code: "VALIDATION_ERROR", Message: "rate must be a number of messages per second (empty: as fast as it goes)"})
+			p.addErr(&APIError{Status: http.StatusBadRequest, Code: "SYS_CONSOLE_VALIDATION_ERROR", Message: "rate must be a number of messages per second (empty: as fast as it goes)"})
 		}
 		body["rate"] = rate
 	}

@@ -79,7 +79,7 @@ func (c *Console) Routes(mux *http.ServeMux) {
 	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.Handle("GET /ui/{$}", c.secure(c.overview))
 	mux.Handle("GET /ui/", c.secure(func(w http.ResponseWriter, r *http.Request) {
-		c.refuse(w, r, http.StatusNotFound, "NOT_FOUND", "the console has no page "+r.URL.Path)
+		c.refuse(w, r, http.StatusNotFound, "SYS_CONSOLE_NOT_FOUND", "the console has no page "+r.URL.Path)
 	}))
 	mux.Handle("GET /ui/progress", c.secure(c.progress))
 	c.dlqRoutes(mux)

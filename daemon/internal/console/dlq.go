@@ -122,7 +122,7 @@ func (c *Console) topicAction(w http.ResponseWriter, r *http.Request) {
 		}
 	case "resume":
 	default:
-		c.refuse(w, r, http.StatusNotFound, "NOT_FOUND", "no topic action "+action)
+		c.refuse(w, r, http.StatusNotFound, "SYS_CONSOLE_NOT_FOUND", "no topic action "+action)
 		return
 	}
 	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/dlq/"+url.PathEscape(topic)+"/"+action, nil, body, nil); err != nil {

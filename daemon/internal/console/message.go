@@ -95,7 +95,7 @@ func (c *Console) messageAction(w http.ResponseWriter, r *http.Request) {
 	case "delete":
 		method, path, done = http.MethodDelete, "/api/v1/dlq/messages/"+url.PathEscape(id), "deleted"
 	default:
-		c.refuse(w, r, http.StatusNotFound, "NOT_FOUND", "no message action "+action)
+		c.refuse(w, r, http.StatusNotFound, "SYS_CONSOLE_NOT_FOUND", "no message action "+action)
 		return
 	}
 	if _, err := c.callOnce(w, r, method, path, nil, nil, nil); err != nil {

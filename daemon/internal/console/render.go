@@ -76,7 +76,7 @@ func (p *page) addErr(err error) {
 	}
 	var ae *APIError
 	if !errors.As(err, &ae) {
-		ae = &APIError{Status: http.StatusInternalServerError, Code: "CONSOLE_ERROR", Message: err.Error()}
+		ae = &APIError{Status: http.StatusInternalServerError, Code: "SYS_CONSOLE_ERROR", Message: err.Error()}
 	}
 	p.Errors = append(p.Errors, ae)
 }
@@ -125,7 +125,7 @@ var notices = map[string]string{
 func (c *Console) mutation(h http.HandlerFunc) http.Handler {
 	return c.secure(func(w http.ResponseWriter, r *http.Request) {
 		if c.opts.MayMutate != nil && !c.opts.MayMutate(r) {
-			c.refuse(w, r, http.StatusForbidden, "FORBIDDEN", "your uid has read-only access: the console does not change anything for it")
+			c.refuse(w, r, http.StatusForbidden, "SYS_CONSOLE_FORBIDDEN", "your uid has read-only access: the console does not change anything for it")
 			return
 		}
 		want := r.Header.Get(CSRFHeader)
@@ -134,7 +134,7 @@ func (c *Console) mutation(h http.HandlerFunc) http.Handler {
 			got = r.PostFormValue("csrf")
 		}
 		if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
-			c.refuse(w, r, http.StatusForbidden, "CSRF", "the request does not carry the session's CSRF token: reload the page, or open the console with `lifecycled ui`")
+			c.refuse(w, r, http.StatusForbidden, "SYS_CONSOLE_CSRF", "the request does not carry the session's CSRF token: reload the page, or open the console with `lifecycled ui`")
 			return
 		}
 		h(w, r)

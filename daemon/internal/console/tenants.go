@@ -130,7 +130,7 @@ func (c *Console) tenantErase(w http.ResponseWriter, r *http.Request) {
 	confirm := strings.TrimSpace(r.PostFormValue("confirm"))
 	if subtle.ConstantTimeCompare([]byte(confirm), []byte(tenant)) != 1 {
 		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
-		p.addErr(&APIError{Status: http.StatusBadRequest, Code: "CONFIRMATION_MISMATCH",
+		p.addErr(&APIError{Status: http.StatusBadRequest, Code: "SYS_CONSOLE_CONFIRMATION_MISMATCH",
 			Message: "type the tenant id exactly to confirm the erasure; nothing was started", RequestID: p.RequestID})
 		p.Data = tenantData{Tenant: tenant}
 		c.render(w, http.StatusBadRequest, "tenant", p)
