@@ -19,7 +19,7 @@ func TestBulkRetryFromAGroupWithProgress(t *testing.T) {
 	group := orders.Messages[0].Group
 	_, paymentsBefore := d.Do("GET", "/api/v1/dlq/messages?topic=payments.dlq.v1&limit=100", nil, nil)
 
-	u, _ := ui(t, d, nil)
+	u, base := ui(t, d, nil)
 	ctx := tab(t, 3*time.Minute)
 	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#dlq-depth")),
 		chromedp.Click(chromedp.CSS(`nav a[href="/ui/dlq"]`)), chromedp.WaitVisible(chromedp.CSS("#groups")),
@@ -52,7 +52,20 @@ func TestBulkRetryFromAGroupWithProgress(t *testing.T) {
 	shot(t, ctx, "bulk-operation")
 
 	require.EqualValues(t, 6, search(t, d, map[string][]string{"group": {group}, "status": {"RESOLVED"}}).Total)
-	require.EqualValues(t, 6, k.Records(t, "orders.events.v1"), "six republished")
 	_, paymentsAfter := d.Do("GET", "/api/v1/dlq/messages?topic=payments.dlq.v1&limit=100", nil, nil)
 	require.JSONEq(t, string(paymentsBefore), string(paymentsAfter), "the other group is untouched")
+
+	// The payments, marked DEAD at one every ten seconds, cancelled from
+	// the page: it ends CANCELLED with at most what was done by then.
+	payments := search(t, d, map[string][]string{"topic": {"payments.dlq.v1"}, "limit": {"1"}}).Messages[0].Group
+	do(t, ctx, chromedp.Navigate(base+"/ui/dlq/bulk?status=PENDING&group="+payments), chromedp.WaitVisible(chromedp.CSS("#bulk-form")),
+		chromedp.SetValue(chromedp.CSS("#b-action"), "dead"), chromedp.SetValue(chromedp.CSS("#b-rate"), "0.1"),
+		chromedp.Click(chromedp.CSS("#bulk-preview")), chromedp.WaitVisible(chromedp.CSS("#bulk-start")),
+		chromedp.Click(chromedp.CSS("#bulk-start")), chromedp.WaitVisible(chromedp.CSS("#cancel-op")),
+		chromedp.Click(chromedp.CSS("#cancel-op")), chromedp.WaitVisible(chromedp.CSS(`.notice`)))
+	waitJS(t, ctx, `document.getElementById("op-state").textContent === "CANCELLED"`, "the operation cancelled")
+	done := text(t, ctx, "#op-done")
+	require.Contains(t, []string{"0", "1"}, done, "stopped between messages")
+	require.EqualValues(t, 3, search(t, d, map[string][]string{"group": {payments}, "status": {"PENDING", "DEAD"}}).Total)
+	require.EqualValues(t, 6, k.Records(t, "orders.events.v1"), "six republished")
 }

@@ -51,6 +51,24 @@ func TestDeadLettersSearchOpenEditAndReplay(t *testing.T) {
 	require.Contains(t, loc, "error=DUPLICATE+KEY", "the search is in the URL, to share")
 	shot(t, ctx, "search")
 
+	// Pages by cursor: the next page link keeps the filters.
+	var p1, p2 struct {
+		Messages []struct {
+			ID string `json:"id"`
+		} `json:"messages"`
+		NextCursor string `json:"next_cursor"`
+	}
+	d.JSON("GET", "/api/v1/dlq/messages?error=DUPLICATE+KEY&limit=2", nil, 200, &p1)
+	d.JSON("GET", "/api/v1/dlq/messages?error=DUPLICATE+KEY&limit=2&cursor="+url.QueryEscape(p1.NextCursor), nil, 200, &p2)
+	do(t, ctx, chromedp.Navigate(base+"/ui/dlq/search?error=DUPLICATE+KEY&limit=2"),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#results tr[data-id="%s"]`, p1.Messages[0].ID))),
+		chromedp.Click(chromedp.CSS("#next-page")),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#results tr[data-id="%s"]`, p2.Messages[0].ID))))
+	require.Contains(t, text(t, ctx, "#results"), "duplicate key")
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#results tbody tr").length`))
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+
 	// A filter the API refuses: its message and request id on the page.
 	do(t, ctx, chromedp.Navigate(base+"/ui/dlq/search?since=last+tuesday"), chromedp.WaitVisible(chromedp.CSS(".error")))
 	errText := text(t, ctx, ".error")

@@ -127,10 +127,12 @@ type operationData struct {
 	Op operationJSON
 	// Err is a failed refresh of the progress fragment.
 	Err *APIError
-	// The cancel button is part of the fragment: it goes when the
-	// operation ends.
+	// The cancel button stays put while the progress above it is swapped
+	// (a click must not land on a replaced node); the fragment that says
+	// the end removes it out of band.
 	CSRF      formTokens
 	CanMutate bool
+	Fragment  bool
 }
 
 func (c *Console) loadOperation(w http.ResponseWriter, r *http.Request, p *page) operationData {
@@ -156,7 +158,9 @@ func (c *Console) operation(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) operationProgress(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "", "dlq")
-	p.Data = c.loadOperation(w, r, p)
+	d := c.loadOperation(w, r, p)
+	d.Fragment = true
+	p.Data = d
 	c.render(w, http.StatusOK, "frag:operation:opprogress", p)
 }
 
