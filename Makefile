@@ -83,7 +83,7 @@ screenshots: test-bins ## run the console's browser tests and keep their screens
 bench: build test-deps ## run the benchmarks under bench/ (baselines in the same run); see bench/README.md
 	./bench/run.sh
 
-demo: build test-deps ## start a daemon with real PostgreSQL, Redis, dynalite and a Kafka broker, and erase a tenant
+demo: build test-deps ## start a daemon with real PostgreSQL, Redis, dynalite and a Kafka broker, and erase a tenant (DEMO_UI=1: then serve the web console)
 	./scripts/demo.sh
 
 clean: ## remove build output and local state

@@ -2,7 +2,9 @@
 # An end-to-end demo on real servers: a PostgreSQL database, a redis-server,
 # dynalite and a Kafka broker (kfake), a daemon with all four plugins; erase a
 # tenant and replay a dead letter. Everything lives in a temp dir and stops
-# on exit. Run `make demo` (it builds and installs what is needed first).
+# on exit. Run `make demo` (it builds and installs what is needed first);
+# `make demo DEMO_UI=1` then stores a dead-letter storm and serves the web
+# console (`lifecycled ui`) until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/lcd-demo.XXXX)
@@ -14,6 +16,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# A signal ends the script through its EXIT trap, so the servers and the
+# database go with it (Ctrl-C while the console is served, or a kill).
+trap 'exit 130' INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -112,4 +117,17 @@ done
 say "retry all of them: republished with acks=all to orders.events.v1"
 ./bin/lifecycled dlq retry-all orders.dlq.v1
 kcat -C -b "127.0.0.1:$kport" -t orders.events.v1 -o beginning -e -q -f 'key=%k headers=%h payload=%s\n'
+if [ "${DEMO_UI:-}" = 1 ]; then
+  say "a dead-letter storm for the console: 12 orders on a duplicate key, 8 payments that timed out"
+  for i in $(seq 1 12); do printf 'order-%d\t{"order_id":"%d","amount":%d}\n' "$i" $((200 + i)) $((10 * i)); done |
+    kcat -P -b "127.0.0.1:$kport" -t orders.dlq.v1 -K $'\t' -H kafka_dlt-original-topic=orders.events.v1 \
+      -H kafka_dlt-exception-fqcn=org.springframework.dao.DataIntegrityViolationException \
+      -H 'kafka_dlt-exception-message=ERROR: duplicate key value violates unique constraint "orders_pkey" (SQLSTATE 23505)'
+  for i in $(seq 1 8); do
+    printf '{"payment_id":"p-%d"}\n' "$i" | kcat -P -b "127.0.0.1:$kport" -t payments.dlq.v1 \
+      -H kafka_dlt-original-topic=payments.events.v1 -H "kafka_dlt-exception-message=payment provider timeout after 30000 ms (request $i)"
+  done
+  say "the web console: open the URL below in a browser on this machine; Ctrl-C ends the demo"
+  ./bin/lifecycled ui
+fi
 say "done; daemon log in $work/daemon.log (removed on exit)"

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/base64"
 	"encoding/json"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -87,4 +88,23 @@ func TestFilterJSONAndAPIQuery(t *testing.T) {
 	b, err := json.Marshal(filterJSON(apiQuery(q, bulkFilterFields)))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"topic":"orders.dlq.v1","status":["PENDING","DEAD"],"header":["a=1","b"]}`, string(b))
+}
+
+// Every page template parses with the layout (New panics otherwise) and
+// renders on empty data: the empty states need no API answer.
+func TestPagesRenderEmpty(t *testing.T) {
+	c := New(Options{})
+	for name, data := range map[string]any{
+		"overview": overviewData{}, "dlq": dlqIndexData{}, "search": searchData{Form: url.Values{}, URL: &url.URL{}},
+		"message": messageData{}, "bulk": bulkData{}, "operation": operationData{}, "tenants": tenantsData{},
+		"tenant": tenantData{}, "retention": retentionData{}, "error": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			c.render(rec, 200, name, &page{Title: name, Data: data})
+			require.Equal(t, 200, rec.Code, rec.Body.String())
+			require.Contains(t, rec.Body.String(), "<title>"+name+" · lifecycled</title>")
+		})
+	}
+	require.Len(t, c.pages, 10, "a test case for every page")
 }
