@@ -1,6 +1,8 @@
 package console
 
 import (
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -14,7 +16,11 @@ import (
 // records no pass, and a pass asked for that appears in the list.
 func TestRetentionDryRunAndPass(t *testing.T) {
 	t.Parallel()
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: "[archive]\nenabled = true\ninterval = \"1h\"\n"})
+	metrics := testsvc.FreePort(t)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: "[archive]\nenabled = true\ninterval = \"1h\"\n",
+		Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", metrics)})
+	// The console is on the socket only, never on the metrics port.
+	requireStatus(t, http.StatusNotFound, get(t, fmt.Sprintf("http://127.0.0.1:%d/ui/", metrics)), "no console on TCP")
 	u, base := ui(t, d, nil)
 	ctx := tab(t, time.Minute)
 	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#h-dlq")),
