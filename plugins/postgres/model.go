@@ -28,6 +28,10 @@ type model struct {
 	names   []string // breakdown keys, set first then targets
 	// ignored are the tables of ignore_tables, by root oid.
 	ignored map[uint32]*catRel
+	// ignoredViews are the materialized views ignore_tables names.
+	ignoredViews []string
+	// store names the database (storeIdentity).
+	store string
 }
 
 // mtable is one logical table (a plain table or the root of a partition or
@@ -99,7 +103,7 @@ func (cfg config) tenantColumnNames() []string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byRoot: map[uint32]*mtable{}}
+	m := &model{byRoot: map[uint32]*mtable{}, store: cat.store}
 	ignored, problems := resolveIgnored(cfg, cat)
 	m.ignored = ignored
 	add := func(r *catRel, pos int) *mtable {
