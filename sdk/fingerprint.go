@@ -28,13 +28,17 @@ type Fingerprints struct {
 const fingerprintsKept = 16
 
 // Of returns the fingerprint of lines: "sha256:" and the hex SHA-256 of
-// the lines sorted, without duplicates, each ending in a newline. Order
+// the lines sorted, without duplicates, each length-prefixed. Order
 // does not matter, so a fact that depends on order (the delete order) must
 // be written into a line of its own.
 func (f *Fingerprints) Of(lines []string) string {
 	norm := normalLines(lines)
-	sum := sha256.Sum256([]byte(strings.Join(norm, "\n") + "\n"))
-	fp := "sha256:" + hex.EncodeToString(sum[:])
+	h := sha256.New()
+	for _, l := range norm {
+		// Length-prefixed: a line holding a line break is not two lines.
+		fmt.Fprintf(h, "%d:%s\n", len(l), l)
+	}
+	fp := "sha256:" + hex.EncodeToString(h.Sum(nil))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.recent == nil {
