@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -54,20 +53,6 @@ func ignoredView(cfg config, cat *catalog, v catMatview) bool {
 	return false
 }
 
-// viewTenantColumn is the tenant column of a materialized view under cfg:
-// tenant_columns may name the view as it names a table.
-func (cfg config) viewTenantColumn(v catMatview) string {
-	if c, ok := cfg.TenantColumns[v.qualified()]; ok {
-		return c
-	}
-	if v.schema == "public" && !strings.Contains(v.name, ".") {
-		if c, ok := cfg.TenantColumns[v.name]; ok {
-			return c
-		}
-	}
-	return cfg.TenantColumn
-}
-
 // checkViews refuses every materialized view in schemas that has the
 // tenant column and is not in ignore_tables: it keeps a copy of the
 // tenant's rows that no delete reaches, and a refresh puts back only what
@@ -82,7 +67,7 @@ func (m *model) checkViews(cfg config, cat *catalog, schemas map[string]bool, fi
 			m.ignoredViews = append(m.ignoredViews, v.qualified())
 			continue
 		}
-		col := cfg.viewTenantColumn(v)
+		col := cfg.tenantColumnOf(v.schema, v.name)
 		if !schemas[v.schema] || !v.cols[col] {
 			continue
 		}

@@ -227,4 +227,12 @@ CREATE MATERIALIZED VIEW elsewhere.copy AS SELECT * FROM orders;
 	e.mustConfigure(t, map[string]any{"discover": true, "ignore_tables": []any{"order_summary", "order_notes"}})
 	require.NotEqual(t, withView, e.mustPlan(t, "a").Fingerprint)
 	e.expectErased(t, "a", victimRows{"public.orders": "x.tenant_id = 'a'"})
+
+	// tenant_columns names a view's tenant column as it names a table's.
+	e.exec(t, `CREATE MATERIALIZED VIEW org_view AS SELECT tenant_id AS org FROM orders`)
+	ignore := []any{"order_summary", "order_notes"}
+	e.mustConfigure(t, map[string]any{"discover": true, "ignore_tables": ignore})
+	_, err = e.configure(t, map[string]any{"discover": true, "ignore_tables": ignore, "tenant_columns": map[string]any{"org_view": "org"}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), `public.org_view is in the discovered schemas but is a materialized view with the tenant column "org"`)
 }

@@ -76,15 +76,19 @@ type step struct {
 }
 
 // tenantColumnFor is the tenant column of a table under cfg.
-func (cfg config) tenantColumnFor(r *catRel) string {
-	if c, ok := cfg.TenantColumns[r.qualified()]; ok {
+func (cfg config) tenantColumnFor(r *catRel) string { return cfg.tenantColumnOf(r.schema, r.name) }
+
+// tenantColumnOf is the tenant column of the relation schema.name (a table
+// or a materialized view) under cfg.
+func (cfg config) tenantColumnOf(schema, name string) string {
+	if c, ok := cfg.TenantColumns[schema+"."+name]; ok {
 		return c
 	}
 	// A bare key names a table in public; a key with a dot is always
 	// "schema.table" (a public table literally named "crm.accounts" is not
 	// the table crm.accounts).
-	if r.schema == "public" && !strings.Contains(r.name, ".") {
-		if c, ok := cfg.TenantColumns[r.name]; ok {
+	if schema == "public" && !strings.Contains(name, ".") {
+		if c, ok := cfg.TenantColumns[name]; ok {
 			return c
 		}
 	}
