@@ -145,6 +145,9 @@ type TenantDeleter interface {
 	// retries later and only this deleter) or Permanent. When ctx is
 	// cancelled it must stop promptly (within one batch) and return ctx.Err()
 	// wrapped in PartialDeletion.
+	//
+	// A Planner checks req.PlanFingerprint before deleting anything (see
+	// DeleteRequest and Fingerprints.Check).
 	Delete(ctx context.Context, req *DeleteRequest, progress Progress) (*DeleteResponse, error)
 }
 
