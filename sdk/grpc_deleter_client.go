@@ -24,7 +24,7 @@ func (c *deleterClient) Count(ctx context.Context, req *CountRequest) (*CountRes
 }
 
 func (c *deleterClient) Delete(ctx context.Context, req *DeleteRequest, progress Progress) (*DeleteResponse, error) {
-	stream, err := c.c.Delete(ctx, &pb.DeleteRequest{TenantId: req.TenantID})
+	stream, err := c.c.Delete(ctx, &pb.DeleteRequest{TenantId: req.TenantID, PlanFingerprint: req.PlanFingerprint})
 	if err != nil {
 		return nil, FromStatus(err)
 	}

@@ -50,7 +50,7 @@ func (s *deleterServer) Delete(req *pb.DeleteRequest, stream pb.TenantDeleter_De
 			// A failed send means the caller went away; ctx tells the plugin.
 			_ = stream.Send(&pb.DeleteEvent{Event: &pb.DeleteEvent_Progress{Progress: &pb.DeleteProgress{DeletedSoFar: n}}})
 		}
-		resp, err := s.impl.Delete(stream.Context(), &DeleteRequest{TenantID: req.GetTenantId()}, progress)
+		resp, err := s.impl.Delete(stream.Context(), &DeleteRequest{TenantID: req.GetTenantId(), PlanFingerprint: req.GetPlanFingerprint()}, progress)
 		if err != nil {
 			return err
 		}

@@ -27,10 +27,14 @@ type PlanResponse struct {
 	// Steps in delete order.
 	Steps []PlanStep
 	// Fingerprint is a hash of the schema or configuration the plan was
-	// computed from (tables, columns, foreign keys, patterns, key schema).
-	// It must be the same for every tenant and every count, and change when
-	// what would be deleted, or how, changes: the daemon refuses a job whose
-	// plan at start has another fingerprint than the approved one.
+	// computed from (tables, columns, foreign keys, patterns, key schema)
+	// and of which store it is (a database's identity, a server's address,
+	// a table's ARN), so that an approved plan does not apply to another
+	// store with the same schema. It must be the same for every tenant and
+	// every count, and change when what would be deleted, where, or how,
+	// changes: the daemon refuses a job whose plan at start has another
+	// fingerprint than the approved one, and sends it with Delete
+	// (DeleteRequest.PlanFingerprint). Fingerprints computes one from lines.
 	Fingerprint string
 	// Notes are for the operator (indexes considered, tables ignored).
 	Notes []string

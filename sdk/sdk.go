@@ -92,6 +92,15 @@ type CountResponse struct {
 // DeleteRequest asks to delete a tenant's data.
 type DeleteRequest struct {
 	TenantID string
+	// PlanFingerprint is the fingerprint of the plan the daemon checked
+	// against the approved one just before this call, as this deleter's
+	// Plan returned it; empty when there is none (a daemon built before
+	// the field, a deleter that is not a Planner). A Planner recomputes its
+	// fingerprint from what it is about to delete with (the schema read at
+	// the start of Delete, its config) and, when the two differ, deletes
+	// nothing and returns PlanChanged: the store changed between the
+	// daemon's check and this call. Empty: no check, as before.
+	PlanFingerprint string
 }
 
 // DeleteResponse is the result of a successful Delete.
@@ -136,6 +145,9 @@ type TenantDeleter interface {
 	// retries later and only this deleter) or Permanent. When ctx is
 	// cancelled it must stop promptly (within one batch) and return ctx.Err()
 	// wrapped in PartialDeletion.
+	//
+	// A Planner checks req.PlanFingerprint before deleting anything (see
+	// DeleteRequest and Fingerprints.Check).
 	Delete(ctx context.Context, req *DeleteRequest, progress Progress) (*DeleteResponse, error)
 }
 

@@ -239,3 +239,29 @@ func TestBulkCancelThroughTheCLI(t *testing.T) {
 	_, _, code = d.CLI("dlq", "operation", op.ID, "--wait")
 	require.Equal(t, 3, code, "waiting on a cancelled operation exits 3")
 }
+
+// The same POST with the same Idempotency-Key starts one operation: the
+// second answer is the first one's.
+func TestBulkOperationIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1")
+	produce(t, k, "orders.dlq.v1", 20)
+	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(false, "1h"))
+	waitTotal(t, d, "orders.dlq.v1", 20, time.Minute)
+	body := []byte(`{"action":"dead","filter":{"topic":"orders.dlq.v1"},"rate":5}`)
+	key := map[string]string{"Idempotency-Key": "bulk-once"}
+	code, first := d.Do("POST", "/api/v1/dlq/operations", body, key)
+	require.Equal(t, 202, code, "%s", first)
+	code, second := d.Do("POST", "/api/v1/dlq/operations", body, key)
+	require.Equal(t, 202, code, "%s", second)
+	var a, b operationJSON
+	require.NoError(t, json.Unmarshal(first, &a))
+	require.NoError(t, json.Unmarshal(second, &b))
+	require.Equal(t, a.ID, b.ID)
+	var ops struct {
+		Operations []operationJSON `json:"operations"`
+	}
+	d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+	require.Len(t, ops.Operations, 1)
+}

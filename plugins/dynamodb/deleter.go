@@ -57,6 +57,9 @@ type deleter struct {
 	pkType  types.ScalarAttributeType
 	limiter *rate.Limiter
 	sleep   func(ctx context.Context, d time.Duration) error
+	// fps computes plan fingerprints; Delete checks the daemon's against
+	// the table it is about to delete from.
+	fps sdk.Fingerprints
 }
 
 func newDeleter() *deleter {
@@ -284,6 +287,18 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	tv, err := s.tenantValue(req.TenantID)
 	if err != nil {
 		return nil, err
+	}
+	// The daemon checked the plan before this call: the table (its key,
+	// its indexes, where it is) must still be the one it checked. Without
+	// a fingerprint (an older daemon) the table is not described again.
+	if req.PlanFingerprint != "" {
+		sch, err := s.describe(ctx)
+		if err != nil {
+			return nil, sdk.PartialDeletion(0, err)
+		}
+		if err := d.fps.Check(req.PlanFingerprint, sch.lines(s.cfg)); err != nil {
+			return nil, sdk.PartialDeletion(0, err)
+		}
 	}
 	in := s.query(tv)
 	in.ProjectionExpression = aws.String("#pk")

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,8 +17,8 @@ import (
 // Query would find nothing (an erasure that "succeeds" deleting nothing),
 // with another sort key Delete could not name the items. The one step is
 // the Query on the hash key with Count's exact count; the notes name every
-// secondary index considered; the fingerprint covers the table's name, key
-// schema and indexes.
+// secondary index considered; the fingerprint covers where the table is,
+// its name, key schema and indexes (lines).
 func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResponse, error) {
 	s, err := d.current()
 	if err != nil {
@@ -31,12 +28,8 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	if err != nil {
 		return nil, err
 	}
-	desc, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.cfg.Table)})
+	sch, err := s.describe(ctx)
 	if err != nil {
-		return nil, classify(fmt.Errorf("describe table %s: %w", s.cfg.Table, err))
-	}
-	sch := schemaOf(desc.Table)
-	if err := s.checkKeys(sch); err != nil {
 		return nil, err
 	}
 	total, err := s.countItems(ctx, tv)
@@ -49,9 +42,23 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	}
 	return &sdk.PlanResponse{
 		Steps:       []sdk.PlanStep{{Target: s.cfg.Table, Via: via, Expected: total}},
-		Fingerprint: sch.fingerprint(s.cfg.Table),
+		Fingerprint: d.fps.Of(sch.lines(s.cfg)),
 		Notes:       sch.notes(s.cfg.PartitionKey),
 	}, nil
+}
+
+// describe reads the table's key schema and indexes, and fails closed
+// when its key is no longer what Configure saw (checkKeys).
+func (s snapshot) describe(ctx context.Context) (tableSchema, error) {
+	desc, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.cfg.Table)})
+	if err != nil {
+		return tableSchema{}, classify(fmt.Errorf("describe table %s: %w", s.cfg.Table, err))
+	}
+	sch := schemaOf(desc.Table)
+	if err := s.checkKeys(sch); err != nil {
+		return tableSchema{}, err
+	}
+	return sch, nil
 }
 
 // checkKeys fails closed when the table's key changed since Configure.
@@ -80,6 +87,7 @@ type tableIndex struct {
 }
 
 type tableSchema struct {
+	arn        string
 	hash, sort keyAttr
 	indexes    []tableIndex
 }
@@ -108,7 +116,7 @@ func schemaOf(t *types.TableDescription) tableSchema {
 		sort.Strings(nk)
 		return fmt.Sprintf("%s %q", p.ProjectionType, nk)
 	}
-	var s tableSchema
+	s := tableSchema{arn: aws.ToString(t.TableArn)}
 	s.hash, s.sort = keys(t.KeySchema)
 	for _, g := range t.GlobalSecondaryIndexes {
 		ix := tableIndex{kind: "GSI", name: aws.ToString(g.IndexName), projection: projection(g.Projection)}
@@ -129,17 +137,23 @@ func schemaOf(t *types.TableDescription) tableSchema {
 	return s
 }
 
-// fingerprint hashes the table's name, key schema and indexes (with their
-// projections): what finds and names the tenant's items. Capacity, billing
-// mode, concurrency and rate limits are left out.
-func (s tableSchema) fingerprint(table string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "lifecycled dynamodb plan 1\ntable %q\nhash %q %s\nsort %q %s\n", table, s.hash.name, s.hash.typ, s.sort.name, s.sort.typ)
+// lines are the facts the plan is computed from, for sdk.Fingerprints:
+// where the table is (the endpoint, "" for AWS's own, the region and the
+// table's ARN, which names the account: an approved plan is for this
+// table, not one of the same name and schema elsewhere), its name, key
+// schema and indexes (with their projections): what finds and names the
+// tenant's items. Capacity, billing mode, concurrency, rate limits and
+// credentials are left out.
+func (s tableSchema) lines(cfg config) []string {
+	out := []string{"lifecycled dynamodb plan 2",
+		fmt.Sprintf("store endpoint %q region %q arn %q", cfg.Endpoint, cfg.Region, s.arn),
+		fmt.Sprintf("table %q", cfg.Table),
+		fmt.Sprintf("hash %q %s", s.hash.name, s.hash.typ),
+		fmt.Sprintf("sort %q %s", s.sort.name, s.sort.typ)}
 	for _, ix := range s.indexes {
-		fmt.Fprintf(&b, "%s %q hash %q %s sort %q %s projection %s\n", ix.kind, ix.name, ix.hash.name, ix.hash.typ, ix.sort.name, ix.sort.typ, ix.projection)
+		out = append(out, fmt.Sprintf("%s %q hash %q %s sort %q %s projection %s", ix.kind, ix.name, ix.hash.name, ix.hash.typ, ix.sort.name, ix.sort.typ, ix.projection))
 	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return out
 }
 
 // notes names each secondary index and why it needs no step of its own:

@@ -20,6 +20,33 @@ type catalog struct {
 	fks    []*catFK
 	// mariadb: the server is MariaDB (statement timeouts differ).
 	mariadb bool
+	// store names the server and database (storeIdentity), for the fingerprint.
+	store string
+}
+
+// storeIdentity names the server and database the deleter is connected
+// to, for the plan's fingerprint: an approved plan must not apply to
+// another server or database with the same schema (a DSN repointed at a
+// staging copy). MySQL has a server UUID; MariaDB has none, so its host
+// name, port, data directory and server id stand in for one.
+func storeIdentity(ctx context.Context, db *sql.DB, mariadb bool) (string, error) {
+	var name sql.NullString
+	var server string
+	var err error
+	if mariadb {
+		var host, datadir string
+		var port, id int64
+		err = db.QueryRowContext(ctx, `SELECT DATABASE(), @@hostname, @@port, @@datadir, @@server_id`).Scan(&name, &host, &port, &datadir, &id)
+		server = fmt.Sprintf("mariadb host %q port %d datadir %q server_id %d", host, port, datadir, id)
+	} else {
+		var uuid string
+		err = db.QueryRowContext(ctx, `SELECT DATABASE(), @@server_uuid`).Scan(&name, &uuid)
+		server = "server_uuid " + uuid
+	}
+	if err != nil {
+		return "", classify(fmt.Errorf("read the server's identity: %w", err))
+	}
+	return fmt.Sprintf("%s database %q", server, name.String), nil
 }
 
 // tkey is {schema, table}.
@@ -72,6 +99,11 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		return nil, classify(fmt.Errorf("read server version: %w", err))
 	}
 	c.mariadb = strings.Contains(strings.ToLower(version), "mariadb")
+	store, err := storeIdentity(ctx, db, c.mariadb)
+	if err != nil {
+		return nil, err
+	}
+	c.store = store
 
 	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(ENGINE, '') FROM information_schema.TABLES
 		WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN `+systemSchemas)
@@ -167,7 +199,10 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 	for rows.Next() {
 		var f catFK
 		var col, refCol, rule string
-		var nullable bool
+		// NULL when the column is gone by the time the subquery reads it: a
+		// table dropped while the catalogue is read (another schema's, as a
+		// rule); taken as not nullable, the cautious reading.
+		var nullable sql.NullBool
 		if err := rows.Scan(&f.name, &f.child[0], &f.child[1], &col, &f.parent[0], &f.parent[1], &refCol, &rule, &nullable); err != nil {
 			rows.Close()
 			return nil, classify(err)
@@ -181,7 +216,7 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 			last = &f
 			c.fks = append(c.fks, last)
 		}
-		last.nullable = last.nullable && nullable
+		last.nullable = last.nullable && nullable.Valid && nullable.Bool
 		last.fkCols = append(last.fkCols, col)
 		last.refCols = append(last.refCols, refCol)
 	}

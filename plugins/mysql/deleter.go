@@ -40,6 +40,10 @@ type deleter struct {
 	db     *sql.DB
 	cfg    config
 	format string // the daemon's tenant_id_format
+	// fps computes plan fingerprints and remembers what they were
+	// computed from, so that Delete can name what changed since the
+	// daemon's check.
+	fps sdk.Fingerprints
 }
 
 // driverLog sends go-sql-driver's own messages to the SDK's logger, which
@@ -316,10 +320,18 @@ func logLookalikes(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]a
 // Delete deletes the tenant's rows in the model's order, children first,
 // in batches of batch_size rows that each commit on their own. Nothing is
 // deleted when the preflight finds a row outside the tenant that the
-// deletion would reach.
+// deletion would reach, nor when the daemon sent the fingerprint of the
+// plan it checked and the schema read here gives another (sdk.PlanChanged,
+// naming the change).
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
 	db, m, cfg, vals, err := d.prepare(ctx, req.TenantID)
 	if err != nil {
+		return nil, sdk.PartialDeletion(0, err)
+	}
+	// The daemon checked the plan before this call; the schema may have
+	// changed since. This model, read at the start of Delete, is the one
+	// Delete deletes with: what it would reach must be what was checked.
+	if err := d.fps.Check(req.PlanFingerprint, fingerprintLines(cfg, m)); err != nil {
 		return nil, sdk.PartialDeletion(0, err)
 	}
 	if progress == nil {

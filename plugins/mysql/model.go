@@ -32,6 +32,8 @@ type model struct {
 	dropped []*medge
 	byKey   map[tkey]*mtable
 	names   []string // breakdown keys: the set, then targets
+	// store names the server and database (storeIdentity).
+	store string
 }
 
 // mtable is one table of the set or a target.
@@ -102,7 +104,7 @@ func fieldOf(cfg config, t *mtable) string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byKey: map[tkey]*mtable{}}
+	m := &model{byKey: map[tkey]*mtable{}, store: cat.store}
 	var problems []sdk.FieldError
 	add := func(ct *catTable, pos int) *mtable {
 		t := &mtable{cat: ct, listed: true, pos: pos}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,7 +24,7 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	if err != nil {
 		return nil, err
 	}
-	resp := &sdk.PlanResponse{Fingerprint: fingerprint(cfg, m)}
+	resp := &sdk.PlanResponse{Fingerprint: d.fps.Of(fingerprintLines(cfg, m))}
 	for _, t := range m.order {
 		resp.Steps = append(resp.Steps, sdk.PlanStep{Target: t.name(), Via: via(t), Expected: counts[t.name()]})
 	}
@@ -70,24 +68,27 @@ func via(t *mtable) string {
 	}
 }
 
-// fingerprint hashes the mode, each table in delete order with its tenant
-// column (name and column type, collation) or owning keys, and every
-// foreign key the deletion involves. Batch size, timeouts, the DSN, the
-// tenant and the counts are left out.
-func fingerprint(cfg config, m *model) string {
-	var b strings.Builder
-	b.WriteString("lifecycled mysql plan 1\n")
+// fingerprintLines are the facts the plan is computed from, one a line,
+// for sdk.Fingerprints: the server and database (storeIdentity: an
+// approved plan is for this database, not another with the same schema),
+// the mode, each table in delete order with its tenant column (name and
+// column type, collation) or owning keys, the order, and every foreign key
+// the deletion involves. Batch size, timeouts, credentials, the tenant and
+// the counts are left out.
+func fingerprintLines(cfg config, m *model) []string {
+	lines := []string{"lifecycled mysql plan 2", "store " + m.store}
 	if cfg.Discover {
 		schemas := append([]string(nil), cfg.Schemas...)
 		sort.Strings(schemas)
-		fmt.Fprintf(&b, "discover %q\n", schemas)
+		lines = append(lines, fmt.Sprintf("mode discover %q", schemas))
 	} else {
-		b.WriteString("tables\n")
+		lines = append(lines, "mode tables")
 	}
-	for i, t := range m.order {
-		fmt.Fprintf(&b, "step %d %q listed=%t ", i, t.name(), t.listed)
+	var order []string
+	for _, t := range m.order {
+		order = append(order, t.name())
 		if t.tenant != nil {
-			fmt.Fprintf(&b, "tenant %q %q %q\n", t.tenant.name, t.tenant.columnType, t.tenant.collation)
+			lines = append(lines, fmt.Sprintf("table %q listed=%t tenant %q %q %q", t.name(), t.listed, t.tenant.name, t.tenant.columnType, t.tenant.collation))
 			continue
 		}
 		var keys []string
@@ -95,18 +96,11 @@ func fingerprint(cfg config, m *model) string {
 			keys = append(keys, e.fk.name+" "+keyText(e))
 		}
 		sort.Strings(keys)
-		fmt.Fprintf(&b, "owners %q\n", keys)
+		lines = append(lines, fmt.Sprintf("table %q listed=%t owners %q", t.name(), t.listed, keys))
 	}
-	var lines []string
+	lines = append(lines, fmt.Sprintf("order %q", order))
 	for _, e := range m.inbound {
-		lines = append(lines, fmt.Sprintf("fk %q %q %q -> %q %q %c", e.fk.name, e.child.name(), e.fk.fkCols, e.parent.name(), e.fk.refCols, e.fk.action))
+		lines = append(lines, fmt.Sprintf("fk %q %q %q -> %q %q %s", e.fk.name, e.child.name(), e.fk.fkCols, e.parent.name(), e.fk.refCols, actionName(e.fk)))
 	}
-	sort.Strings(lines)
-	for i, l := range lines {
-		if i == 0 || l != lines[i-1] {
-			b.WriteString(l + "\n")
-		}
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return lines
 }

@@ -24,6 +24,8 @@ type catalog struct {
 	// matviews are the materialized views: no delete reaches their rows,
 	// so the drift gate looks at them (they are not relations to delete).
 	matviews []catMatview
+	// store names the database (storeIdentity), for the fingerprint.
+	store string
 }
 
 // catMatview is a materialized view and its column names.
@@ -127,7 +129,59 @@ func (f catFK) changed() []string {
 	return f.fkCols
 }
 
+// loadCatalog reads the catalogue in one read-only REPEATABLE READ
+// transaction, so that every query sees the same schema: a table created
+// while it reads is either wholly in it or wholly out, and what the model
+// (and its fingerprint) is built from is one state of the database.
 func loadCatalog(ctx context.Context, pool *pgxpool.Pool, tenantColumns []string) (*catalog, error) {
+	var c *catalog
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		c, err = readCatalog(ctx, tx, tenantColumns)
+		if err == nil {
+			c.store, err = storeIdentity(ctx, tx, pool.Config().ConnConfig)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return c, nil
+}
+
+// storeIdentity names the database the deleter is connected to, for the
+// plan's fingerprint: an approved plan must not apply to another database
+// with the same schema (a DSN repointed at a staging copy, a restore on
+// another server). The cluster's system identifier when the role may read
+// it (pg_control_system(), executable by PUBLIC unless revoked), else the
+// server's address and port as the server sees them (the DSN's host and
+// port over a Unix socket, where the server has none), and the database.
+func storeIdentity(ctx context.Context, q pgx.Tx, cc *pgx.ConnConfig) (string, error) {
+	var canRead bool
+	if err := q.QueryRow(ctx, `SELECT has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')`).Scan(&canRead); err != nil {
+		return "", fmt.Errorf("read the database's identity: %w", err)
+	}
+	var db string
+	var addr *string
+	var port *int32
+	if err := q.QueryRow(ctx, `SELECT current_database(), host(inet_server_addr()), inet_server_port()`).Scan(&db, &addr, &port); err != nil {
+		return "", fmt.Errorf("read the database's identity: %w", err)
+	}
+	if canRead {
+		var sysid string
+		if err := q.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&sysid); err != nil {
+			return "", fmt.Errorf("read the cluster's system identifier: %w", err)
+		}
+		return fmt.Sprintf("system_identifier %s database %q", sysid, db), nil
+	}
+	if addr != nil && port != nil {
+		return fmt.Sprintf("server %s port %d database %q", *addr, *port, db), nil
+	}
+	return fmt.Sprintf("socket %q port %d database %q", cc.Host, cc.Port, db), nil
+}
+
+// readCatalog is loadCatalog's reading, within its transaction.
+func readCatalog(ctx context.Context, pool pgx.Tx, tenantColumns []string) (*catalog, error) {
 	c := &catalog{rels: map[uint32]*catRel{}, byName: map[[2]string]uint32{}}
 	if err := pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int,
 		(SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user)`).Scan(&c.version, &c.bypassRLS); err != nil {

@@ -41,6 +41,10 @@ type deleter struct {
 	pool   *pgxpool.Pool
 	cfg    config
 	format string // the daemon's tenant_id_format
+	// fps computes plan fingerprints and remembers what they were
+	// computed from, so that Delete can name what changed since the
+	// daemon's check.
+	fps sdk.Fingerprints
 }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
@@ -218,10 +222,18 @@ func countRows(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string)
 // Delete deletes the tenant's rows in the model's order, child tables
 // first, in batches of batch_size rows that each commit on their own, so no
 // transaction holds row locks for long. Nothing is deleted when the
-// preflight finds a row outside the tenant that the deletion would reach.
+// preflight finds a row outside the tenant that the deletion would reach,
+// nor when the daemon sent the fingerprint of the plan it checked and the
+// schema read here gives another (sdk.PlanChanged, naming the change).
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
 	pool, m, cfg, err := d.prepare(ctx, req.TenantID)
 	if err != nil {
+		return nil, sdk.PartialDeletion(0, err)
+	}
+	// The daemon checked the plan before this call; the schema may have
+	// changed since. This model, read at the start of Delete, is the one
+	// Delete deletes with: what it would reach must be what was checked.
+	if err := d.fps.Check(req.PlanFingerprint, fingerprintLines(cfg, m)); err != nil {
 		return nil, sdk.PartialDeletion(0, err)
 	}
 	if progress == nil {

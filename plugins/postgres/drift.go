@@ -53,6 +53,32 @@ func ignoredView(cfg config, cat *catalog, v catMatview) bool {
 	return false
 }
 
+// checkViews refuses every materialized view in schemas that has the
+// tenant column and is not in ignore_tables: it keeps a copy of the
+// tenant's rows that no delete reaches, and a refresh puts back only what
+// its query still finds. It records the views ignore_tables names, for
+// the fingerprint and the plan's notes. field is where the problem is
+// reported: the tables list, or discover.
+func (m *model) checkViews(cfg config, cat *catalog, schemas map[string]bool, field, why string) []sdk.FieldError {
+	var problems []sdk.FieldError
+	m.ignoredViews = nil
+	for _, v := range cat.matviews {
+		if ignoredView(cfg, cat, v) {
+			m.ignoredViews = append(m.ignoredViews, v.qualified())
+			continue
+		}
+		col := cfg.tenantColumnOf(v.schema, v.name)
+		if !schemas[v.schema] || !v.cols[col] {
+			continue
+		}
+		problems = append(problems, sdk.FieldError{Field: field, Problem: fmt.Sprintf(
+			"%s %s a materialized view with the tenant column %q: no delete reaches its copy of the tenant's rows; "+
+				"refresh it after erasures and add it to ignore_tables", v.qualified(), why, col)})
+	}
+	sort.Strings(m.ignoredViews)
+	return problems
+}
+
 // checkDrift refuses, with an explicit tables list, every table that is
 // neither deleted (listed or a cascade target) nor ignored but has the
 // tenant column in a schema the list deletes from, or references through
@@ -61,9 +87,18 @@ func ignoredView(cfg config, cat *catalog, v catMatview) bool {
 // the list's schemas only: another application's schema, or lifecycled's
 // own state store in the same database, has tenant columns that are not
 // this deleter's business; a key into the deleted tables always is. In
-// discover mode the set is the schema as it is: nothing to drift from.
+// discover mode the set is the schema as it is, nothing to drift from,
+// except materialized views: discover cannot delete from them, so one with
+// the tenant column in the discovered schemas fails closed the same way.
 func (m *model) checkDrift(cfg config, cat *catalog) error {
 	if cfg.Discover {
+		schemas := map[string]bool{}
+		for _, s := range cfg.Schemas {
+			schemas[s] = true
+		}
+		if problems := m.checkViews(cfg, cat, schemas, "discover", "is in the discovered schemas but is"); len(problems) > 0 {
+			return sdk.InvalidConfig(problems...)
+		}
 		return nil
 	}
 	why := map[uint32]string{}
@@ -103,15 +138,7 @@ func (m *model) checkDrift(cfg config, cat *catalog) error {
 			grew = true
 		}
 	}
-	var problems []sdk.FieldError
-	for _, v := range cat.matviews {
-		if !schemas[v.schema] || !v.cols[cfg.TenantColumn] || ignoredView(cfg, cat, v) {
-			continue
-		}
-		problems = append(problems, sdk.FieldError{Field: "tables", Problem: fmt.Sprintf(
-			"%s is not in tables but is a materialized view with the tenant column %q: no delete reaches its copy of the tenant's rows; "+
-				"refresh it after erasures and add it to ignore_tables", v.qualified(), cfg.TenantColumn)})
-	}
+	problems := m.checkViews(cfg, cat, schemas, "tables", "is not in tables but is")
 	if len(why) == 0 && len(problems) == 0 {
 		return nil
 	}

@@ -184,3 +184,55 @@ CREATE MATERIALIZED VIEW order_totals AS SELECT count(*) AS n FROM orders;
 	e.mustConfigure(t, map[string]any{"tables": []any{"orders"}, "ignore_tables": []any{"order_summary"}})
 	e.mustConfigure(t, map[string]any{"tables": []any{"orders"}, "ignore_tables": []any{"public.order_summary"}})
 }
+
+// TestDiscoverSeesMaterializedViews: with discover = true a materialized
+// view holding the tenant column was skipped in silence, while the same
+// view failed the gate of an explicit tables list (found by an outside
+// attack). Discover now fails closed on it too, naming it, until
+// ignore_tables records it, and the plan names it then.
+func TestDiscoverSeesMaterializedViews(t *testing.T) {
+	t.Parallel()
+	const schema = `
+CREATE TABLE orders (id int PRIMARY KEY, tenant_id text NOT NULL, note text);
+INSERT INTO orders VALUES (1, 'a', 'n1'), (2, 'b', 'n2');
+CREATE MATERIALIZED VIEW order_summary AS SELECT tenant_id, string_agg(note, ',') AS notes FROM orders GROUP BY tenant_id;
+CREATE MATERIALIZED VIEW order_totals AS SELECT count(*) AS n FROM orders;
+CREATE SCHEMA elsewhere;
+CREATE MATERIALIZED VIEW elsewhere.copy AS SELECT * FROM orders;
+`
+	e := newSchemaEnv(t, schema)
+	_, err := e.configure(t, map[string]any{"discover": true})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	var se *sdk.Error
+	require.ErrorAs(t, err, &se)
+	require.Len(t, se.Fields, 1, "%v", err)
+	require.Equal(t, "discover", se.Fields[0].Field)
+	require.Contains(t, se.Fields[0].Problem, `public.order_summary is in the discovered schemas but is a materialized view with the tenant column "tenant_id"`)
+	require.NotContains(t, err.Error(), "order_totals", "a view without the tenant column holds no tenant's rows")
+	require.NotContains(t, err.Error(), "elsewhere.copy", "a schema discover does not read")
+
+	e.mustConfigure(t, map[string]any{"discover": true, "ignore_tables": []any{"order_summary"}})
+	p := e.mustPlan(t, "a")
+	require.Contains(t, p.Notes, "public.order_summary is a materialized view, not deleted (ignore_tables): refresh it after erasures, or it keeps the tenant's rows")
+	withView := p.Fingerprint
+
+	// A view created after Configure: Plan, Count and Delete refuse, nothing deleted.
+	e.exec(t, `CREATE MATERIALIZED VIEW order_notes AS SELECT tenant_id, note FROM orders`)
+	_, err = e.plan(t, "a")
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "public.order_notes is in the discovered schemas but is a materialized view")
+	e.expectRefused(t, "a", "public.order_notes", "ignore_tables")
+
+	// Ignoring a view is a decision about what is deleted: in the fingerprint.
+	e.mustConfigure(t, map[string]any{"discover": true, "ignore_tables": []any{"order_summary", "order_notes"}})
+	require.NotEqual(t, withView, e.mustPlan(t, "a").Fingerprint)
+	e.expectErased(t, "a", victimRows{"public.orders": "x.tenant_id = 'a'"})
+
+	// tenant_columns names a view's tenant column as it names a table's.
+	e.exec(t, `CREATE MATERIALIZED VIEW org_view AS SELECT tenant_id AS org FROM orders`)
+	ignore := []any{"order_summary", "order_notes"}
+	e.mustConfigure(t, map[string]any{"discover": true, "ignore_tables": ignore})
+	_, err = e.configure(t, map[string]any{"discover": true, "ignore_tables": ignore, "tenant_columns": map[string]any{"org_view": "org"}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), `public.org_view is in the discovered schemas but is a materialized view with the tenant column "org"`)
+}

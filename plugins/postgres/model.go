@@ -28,6 +28,10 @@ type model struct {
 	names   []string // breakdown keys, set first then targets
 	// ignored are the tables of ignore_tables, by root oid.
 	ignored map[uint32]*catRel
+	// ignoredViews are the materialized views ignore_tables names.
+	ignoredViews []string
+	// store names the database (storeIdentity).
+	store string
 }
 
 // mtable is one logical table (a plain table or the root of a partition or
@@ -72,15 +76,19 @@ type step struct {
 }
 
 // tenantColumnFor is the tenant column of a table under cfg.
-func (cfg config) tenantColumnFor(r *catRel) string {
-	if c, ok := cfg.TenantColumns[r.qualified()]; ok {
+func (cfg config) tenantColumnFor(r *catRel) string { return cfg.tenantColumnOf(r.schema, r.name) }
+
+// tenantColumnOf is the tenant column of the relation schema.name (a table
+// or a materialized view) under cfg.
+func (cfg config) tenantColumnOf(schema, name string) string {
+	if c, ok := cfg.TenantColumns[schema+"."+name]; ok {
 		return c
 	}
 	// A bare key names a table in public; a key with a dot is always
 	// "schema.table" (a public table literally named "crm.accounts" is not
 	// the table crm.accounts).
-	if r.schema == "public" && !strings.Contains(r.name, ".") {
-		if c, ok := cfg.TenantColumns[r.name]; ok {
+	if schema == "public" && !strings.Contains(name, ".") {
+		if c, ok := cfg.TenantColumns[name]; ok {
 			return c
 		}
 	}
@@ -99,7 +107,7 @@ func (cfg config) tenantColumnNames() []string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byRoot: map[uint32]*mtable{}}
+	m := &model{byRoot: map[uint32]*mtable{}, store: cat.store}
 	ignored, problems := resolveIgnored(cfg, cat)
 	m.ignored = ignored
 	add := func(r *catRel, pos int) *mtable {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,7 +24,7 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	if err != nil {
 		return nil, err
 	}
-	resp := &sdk.PlanResponse{Fingerprint: fingerprint(cfg, m), Notes: planNotes(m)}
+	resp := &sdk.PlanResponse{Fingerprint: d.fps.Of(fingerprintLines(cfg, m)), Notes: planNotes(m)}
 	for _, t := range m.planOrder() {
 		resp.Steps = append(resp.Steps, sdk.PlanStep{Target: t.name(), Via: via(t), Expected: counts[t.name()]})
 	}
@@ -92,52 +90,48 @@ func via(t *mtable) string {
 	}
 }
 
-// fingerprint hashes what the plan was computed from: the mode, the
-// ignored tables, each table of the set and every cascade target with its
-// tenant column (name and base type) or owning keys, in delete order, and
-// every foreign key the deletion involves with its columns, action and
-// deferrability. Partitions, indexes, batch size, timeouts, the DSN, the
-// tenant and the counts are left out: none changes what is deleted or how
-// it is reached.
-func fingerprint(cfg config, m *model) string {
-	var b strings.Builder
-	b.WriteString("lifecycled postgres plan 1\n")
+// fingerprintLines are the facts the plan is computed from, one a line,
+// for sdk.Fingerprints: the database (storeIdentity: an approved plan is
+// for this database, not another with the same schema), the mode, the
+// ignored tables and materialized views, each table of the set and every
+// cascade target with its tenant column (name and base type) or owning
+// keys, the delete order, and every foreign key the deletion involves with
+// its columns, action and deferrability. Partitions, indexes, batch size,
+// timeouts, credentials, the tenant and the counts are left out: none
+// changes what is deleted or how it is reached.
+func fingerprintLines(cfg config, m *model) []string {
+	lines := []string{"lifecycled postgres plan 2", "store " + m.store}
 	if cfg.Discover {
 		schemas := append([]string(nil), cfg.Schemas...)
 		sort.Strings(schemas)
-		fmt.Fprintf(&b, "discover %q\n", schemas)
+		lines = append(lines, fmt.Sprintf("mode discover %q", schemas))
 	} else {
-		b.WriteString("tables\n")
+		lines = append(lines, "mode tables")
 	}
-	var ignored []string
 	for _, r := range m.ignored {
-		ignored = append(ignored, r.qualified())
+		lines = append(lines, fmt.Sprintf("ignore %q", r.qualified()))
 	}
-	sort.Strings(ignored)
-	for _, name := range ignored {
-		fmt.Fprintf(&b, "ignore %q\n", name)
+	for _, v := range m.ignoredViews {
+		lines = append(lines, fmt.Sprintf("ignore materialized view %q", v))
 	}
-	for i, s := range m.steps {
+	var order []string
+	for _, s := range m.steps {
+		var names []string
 		for _, t := range s.tables {
-			fmt.Fprintf(&b, "step %d %q %s\n", i, t.name(), tableIdentity(t))
+			lines = append(lines, fmt.Sprintf("table %q %s", t.name(), tableIdentity(t)))
+			names = append(names, t.name())
 		}
+		order = append(order, strings.Join(names, " + "))
 	}
-	var lines []string
+	lines = append(lines, fmt.Sprintf("order %q", order))
 	for _, t := range m.targets {
 		lines = append(lines, fmt.Sprintf("cascade %q %s", t.name(), tableIdentity(t)))
 	}
 	for _, e := range m.inbound {
-		lines = append(lines, fmt.Sprintf("fk %q %q %q -> %q %q %c deferrable=%t set=%q types=%q",
-			e.fk.name, e.child.qualified(), e.fk.fkCols, e.parent.qualified(), e.fk.refCols, e.fk.action, e.fk.deferrable, e.fk.setCols, e.fk.refTypes))
+		lines = append(lines, fmt.Sprintf("fk %q %q %q -> %q %q %s deferrable=%t set=%q types=%q",
+			e.fk.name, e.child.qualified(), e.fk.fkCols, e.parent.qualified(), e.fk.refCols, actionName(e.fk), e.fk.deferrable, e.fk.setCols, e.fk.refTypes))
 	}
-	sort.Strings(lines)
-	for i, l := range lines {
-		if i == 0 || l != lines[i-1] {
-			b.WriteString(l + "\n")
-		}
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return lines
 }
 
 func tableIdentity(t *mtable) string {
@@ -165,6 +159,9 @@ func planNotes(m *model) []string {
 	sort.Strings(ignored)
 	for _, name := range ignored {
 		notes = append(notes, fmt.Sprintf("%s is not deleted (ignore_tables)", name))
+	}
+	for _, name := range m.ignoredViews {
+		notes = append(notes, fmt.Sprintf("%s is a materialized view, not deleted (ignore_tables): refresh it after erasures, or it keeps the tenant's rows", name))
 	}
 	for _, s := range m.steps {
 		if len(s.tables) > 1 {

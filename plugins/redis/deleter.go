@@ -36,6 +36,9 @@ type deleter struct {
 	cfg    config
 	format string // the daemon's tenant_id_format
 	client *redis.Client
+	// fps computes plan fingerprints; Delete checks the daemon's against
+	// the config it deletes with (a reload may have changed it since).
+	fps sdk.Fingerprints
 }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
@@ -267,6 +270,9 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	cfg, c, err := d.current(req.TenantID)
 	if err != nil {
 		return nil, err
+	}
+	if err := d.fps.Check(req.PlanFingerprint, planLines(cfg)); err != nil {
+		return nil, sdk.PartialDeletion(0, err)
 	}
 	var deleted atomic.Int64
 	// Removed keys per pattern, for the breakdown: each pattern's keys go

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -14,7 +11,8 @@ import (
 // Count's exact count. The steps name the patterns with their {tenant}
 // placeholder, never the tenant id, so that every tenant's plan reads the
 // same; the fingerprint covers the database number and the patterns in
-// order (a key matching two patterns is deleted under the first).
+// order (a key matching two patterns is deleted under the first) and the
+// server it is connected to (planLines).
 func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResponse, error) {
 	cfg, c, err := d.current(req.TenantID)
 	if err != nil {
@@ -24,7 +22,7 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	if err != nil {
 		return nil, err
 	}
-	resp := &sdk.PlanResponse{Fingerprint: planFingerprint(cfg)}
+	resp := &sdk.PlanResponse{Fingerprint: d.fps.Of(planLines(cfg))}
 	seen := map[string]bool{}
 	for _, p := range cfg.Patterns {
 		if seen[p] {
@@ -50,15 +48,16 @@ func via(cfg config, pattern string) string {
 	return fmt.Sprintf("SCAN MATCH %s in db %d, keys matching %s", placeholderScan, cfg.DB, pattern)
 }
 
-// planFingerprint hashes the database number and the patterns, in order.
-// The address, credentials, scan and batch sizes are left out: they change
-// how fast, not what is deleted.
-func planFingerprint(cfg config) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "lifecycled redis plan 1\ndb %d\n", cfg.DB)
+// planLines are the facts the plan is computed from, for
+// sdk.Fingerprints: the server's address and the database number (an
+// approved plan is for this Redis, not another one holding the same key
+// layout; not the run_id, which changes with every restart) and the
+// patterns in order. Credentials, scan and batch sizes are left out: they
+// change how fast, not what is deleted.
+func planLines(cfg config) []string {
+	lines := []string{"lifecycled redis plan 2", fmt.Sprintf("store addr %q db %d", cfg.Addr, cfg.DB), fmt.Sprintf("patterns %q", cfg.Patterns)}
 	for _, p := range cfg.Patterns {
-		fmt.Fprintf(&b, "pattern %q\n", p)
+		lines = append(lines, fmt.Sprintf("pattern %q", p))
 	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return lines
 }

@@ -164,3 +164,35 @@ func (k *kit) planAfter(t *testing.T, a string) {
 			short(k.planFingerprint), short(p.Fingerprint), fingerprintRule)
 	}
 }
+
+// planStale checks that Delete refuses a plan fingerprint that is not the
+// plugin's current one. The daemon checks the plan at the start of an
+// attempt and sends that plan's fingerprint with Delete; a store that
+// changed in between (a table added, a key changed, a DSN repointed) must
+// not be deleted from as it is now: Delete recomputes the fingerprint from
+// what it is about to delete with and refuses, deleting nothing. The kit
+// sends a fingerprint the plugin never gave, for tenant B.
+func (k *kit) planStale(t *testing.T, b string) {
+	if k.noPlan {
+		t.Skip("the plugin does not implement sdk.Planner")
+	}
+	stale := "sha256:" + strings.Repeat("0", 64)
+	if stale == k.planFingerprint {
+		stale = "sha256:" + strings.Repeat("1", 64)
+	}
+	resp, err := k.d.Delete(ctxFor(t, 5*time.Minute), &sdk.DeleteRequest{TenantID: b, PlanFingerprint: stale}, nil)
+	switch {
+	case err == nil:
+		t.Errorf("Delete(B) with plan fingerprint %s, which the plugin's Plan never gave, succeeded (deleted %d): "+
+			"the daemon sends the fingerprint of the plan it checked; when the store no longer gives it, Delete must delete nothing "+
+			"and fail permanently (sdk.Fingerprints.Check returns sdk.PlanChanged)", short(stale), resp.DeletedCount)
+	case sdk.ClassOf(err) != sdk.ClassPermanent:
+		t.Errorf("Delete(B) with a stale plan fingerprint failed with a non-permanent error: %v; a changed plan needs an operator, "+
+			"retrying cannot help (sdk.PlanChanged)", err)
+	default:
+		if n, ok := sdk.DeletedBefore(err); ok && n != 0 {
+			t.Errorf("Delete(B) with a stale plan fingerprint says it deleted %d before refusing: check the fingerprint before deleting anything", n)
+		}
+	}
+	k.w.unchanged(t, "Delete with a stale plan fingerprint")
+}

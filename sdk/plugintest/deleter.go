@@ -61,8 +61,9 @@ type DeleterOptions struct {
 // that no secret appears in any error or log line of the plugin. For a
 // plugin that is an sdk.Planner, it checks that plans add up to the seeded
 // count and agree with Count's breakdown step by step, that hostile ids
-// plan nothing, and that the fingerprint is the same for every tenant,
-// across calls and after Delete (see checks_plan.go).
+// plan nothing, that the fingerprint is the same for every tenant, across
+// calls and after Delete, and that Delete refuses a fingerprint that is
+// not the current one, deleting nothing (see checks_plan.go).
 func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 	if o.NewTenantID == nil {
 		o.NewTenantID = uuid.NewString
@@ -137,12 +138,15 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		k.planBefore(t, a, b, seededA, seededB)
 	})
 
+	t.Run("Delete refuses a plan fingerprint that is not the current one, deleting nothing", func(t *testing.T) { k.planStale(t, b) })
+
 	t.Run("hostile tenant ids delete nothing of anyone else", func(t *testing.T) { k.hostile(t, b) })
 
 	t.Run("Delete returns the count, streams progress, and leaves B and the bystanders untouched", func(t *testing.T) {
 		var mu sync.Mutex
 		var progress []int64
-		resp, err := d.Delete(ctxFor(t, 5*time.Minute), &sdk.DeleteRequest{TenantID: a}, func(n int64) {
+		// With the plan's fingerprint, as the daemon calls it after its check.
+		resp, err := d.Delete(ctxFor(t, 5*time.Minute), &sdk.DeleteRequest{TenantID: a, PlanFingerprint: k.planFingerprint}, func(n int64) {
 			mu.Lock()
 			progress = append(progress, n)
 			mu.Unlock()

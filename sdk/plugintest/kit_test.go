@@ -193,6 +193,7 @@ func TestKitFailsBrokenPlugins(t *testing.T) {
 		// Plans an operator would approve wrongly.
 		"planfingerprintcounts": {"Plan of a tenant with no data has fingerprint", "fingerprint changed with Delete", "never the tenant id or a count"},
 		"planmiscount":          {"Plan(A) expects 19 items in all, want the 20 seeded", "compute them with Count's code"},
+		"ignoresplan":           {"which the plugin's Plan never gave, succeeded (deleted 20)", "sdk.Fingerprints.Check returns sdk.PlanChanged", "after Delete with a stale plan fingerprint, the data of tenant B changed"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

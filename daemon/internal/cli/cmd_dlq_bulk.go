@@ -223,11 +223,7 @@ func dlqOperationCmd(g *globals) *cobra.Command {
 		Short: "Show a bulk operation (--wait: follow it to its end); `operation cancel ID` stops it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
+			id, c, err := idClient(g, args[0])
 			if err != nil {
 				return err
 			}
@@ -256,11 +252,7 @@ func dlqOperationCmd(g *globals) *cobra.Command {
 		Short: "Stop a bulk operation between two pages; what it did stays done",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
+			id, c, err := idClient(g, args[0])
 			if err != nil {
 				return err
 			}
@@ -287,6 +279,17 @@ func dlqOperationCmd(g *globals) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// idClient checks the id argument and opens the admin API client: the
+// start of every command about one operation.
+func idClient(g *globals, arg string) (string, *client, error) {
+	id, err := parseIDArg(arg)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := g.client()
+	return id, c, err
 }
 
 // waitForOperation polls an operation to its end: a bar on a terminal,

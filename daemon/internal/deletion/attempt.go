@@ -42,7 +42,7 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	// added by a reload after the plan was checked must not join it
 	// unplanned (the next attempt's plan sees it).
 	configured := r.reg.Names()
-	unplanned, ok := r.planGate(ctx, log, job, tenant, cfg, configured)
+	unplanned, checked, ok := r.planGate(ctx, log, job, tenant, cfg, configured)
 	if !ok {
 		return
 	}
@@ -81,7 +81,7 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	}
 
 	var mu sync.Mutex
-	report := r.reg.DeleteSome(ctx, tenant, ready, func(name string, n int64) {
+	report := r.reg.DeleteSome(ctx, tenant, ready, checked, func(name string, n int64) {
 		mu.Lock()
 		d := states[name]
 		d.DeletedCount, d.UpdatedAt = base[name]+n, r.now()

@@ -99,8 +99,10 @@ func NewRegistry(src Deleters, concurrency func() int) *Registry {
 func (r *Registry) Names() []string { return r.src.DeleterNames() }
 
 // DeleteSome runs the named deleters; progress, when set, receives each
-// deleter's running count.
-func (r *Registry) DeleteSome(ctx context.Context, tenant string, names []string, progress func(name string, deleted int64)) DeletionReport {
+// deleter's running count. fingerprints holds, by deleter, the fingerprint
+// of the plan checked before this call, sent with its Delete (a deleter
+// without one gets none and does not check).
+func (r *Registry) DeleteSome(ctx context.Context, tenant string, names []string, fingerprints map[string]string, progress func(name string, deleted int64)) DeletionReport {
 	report := DeletionReport{Succeeded: map[string]Result{}, Failed: []Failure{}}
 	var mu sync.Mutex
 	r.each(ctx, names, func(name string) {
@@ -110,7 +112,7 @@ func (r *Registry) DeleteSome(ctx context.Context, tenant string, names []string
 		)
 		d, err := r.src.Deleter(name)
 		if err == nil {
-			resp, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: tenant}, func(n int64) {
+			resp, err = d.Delete(ctx, &sdk.DeleteRequest{TenantID: tenant, PlanFingerprint: fingerprints[name]}, func(n int64) {
 				if progress != nil {
 					progress(name, n)
 				}

@@ -101,7 +101,7 @@ var errDown = sdk.Retryable(errors.New("connection refused"), 0)
 
 func TestDeleteAllAllSucceed(t *testing.T) {
 	src := newMem("postgres:workflows", seeded(3, nil), "redis:sessions", seeded(5, nil), "dynamodb:audit_logs", seeded(8, nil))
-	report := deletion.NewRegistry(src, func() int { return 4 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil)
+	report := deletion.NewRegistry(src, func() int { return 4 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil, nil)
 	require.Empty(t, report.Failed)
 	require.Equal(t, map[string]deletion.Result{"postgres:workflows": res(3), "redis:sessions": res(5), "dynamodb:audit_logs": res(8)}, report.Succeeded)
 	for _, name := range src.names {
@@ -111,7 +111,7 @@ func TestDeleteAllAllSucceed(t *testing.T) {
 
 func TestDeleteAllFirstFailsRestStillRun(t *testing.T) {
 	src := newMem("a", seeded(4, errDown), "b", seeded(5, nil), "c", seeded(6, nil))
-	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil)
+	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil, nil)
 	require.NotEmpty(t, report.Failed)
 	require.Len(t, report.Failed, 1)
 	require.Equal(t, "a", report.Failed[0].Deleter)
@@ -123,7 +123,7 @@ func TestDeleteAllFirstFailsRestStillRun(t *testing.T) {
 
 func TestDeleteAllLastFailsEarlierResultsKept(t *testing.T) {
 	src := newMem("a", seeded(4, nil), "b", seeded(5, nil), "c", seeded(6, errDown))
-	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil)
+	report := deletion.NewRegistry(src, func() int { return 1 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil, nil)
 	require.NotEmpty(t, report.Failed)
 	require.Equal(t, map[string]deletion.Result{"a": res(4), "b": res(5)}, report.Succeeded)
 	require.Equal(t, "c", report.Failed[0].Deleter)
@@ -131,7 +131,7 @@ func TestDeleteAllLastFailsEarlierResultsKept(t *testing.T) {
 
 func TestDeleteAllAllFail(t *testing.T) {
 	src := newMem("a", seeded(4, errDown), "b", seeded(5, errDown), "c", seeded(6, sdk.Permanent(errors.New("permission denied"))))
-	report := deletion.NewRegistry(src, func() int { return 2 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil)
+	report := deletion.NewRegistry(src, func() int { return 2 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil, nil)
 	require.Empty(t, report.Succeeded)
 	require.Len(t, report.Failed, 3)
 	var names []string
@@ -143,7 +143,7 @@ func TestDeleteAllAllFail(t *testing.T) {
 
 func TestUnknownDeleterIsAFailureNotAPanic(t *testing.T) {
 	src := newMem("a", seeded(1, nil))
-	report := deletion.NewRegistry(src, nil).DeleteSome(testsvc.Context(t, time.Minute), "t1", []string{"a", "ghost"}, nil)
+	report := deletion.NewRegistry(src, nil).DeleteSome(testsvc.Context(t, time.Minute), "t1", []string{"a", "ghost"}, nil, nil)
 	require.Equal(t, map[string]deletion.Result{"a": res(1)}, report.Succeeded)
 	require.Equal(t, "ghost", report.Failed[0].Deleter)
 }
@@ -157,7 +157,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		specs = append(specs, fmt.Sprint("d", i), d)
 	}
 	src := newMem(specs...)
-	report := deletion.NewRegistry(src, func() int { return 3 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil)
+	report := deletion.NewRegistry(src, func() int { return 3 }).DeleteSome(testsvc.Context(t, time.Minute), "t1", src.names, nil, nil)
 	require.Len(t, report.Succeeded, 8)
 	require.LessOrEqual(t, maxPar.Load(), int32(3))
 	require.GreaterOrEqual(t, maxPar.Load(), int32(2), "deleters do run in parallel")

@@ -21,7 +21,12 @@ import (
 // (its store is down, it refuses this tenant id) fails this attempt on its
 // own, as a failed count would: it is returned in unplanned, and the
 // deleters whose plans match run. ok is false when the attempt ended here.
-func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig, names []string) (unplanned map[string]DeleterPlan, ok bool) {
+//
+// checked holds, per deleter that planned, the fingerprint of its part of
+// the plan that passed. Delete gets it (sdk.DeleteRequest.PlanFingerprint)
+// so that the plugin refuses when its store changed between this check and
+// the delete, which no check here can see.
+func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenant string, cfg RunnerConfig, names []string) (unplanned map[string]DeleterPlan, checked map[string]string, ok bool) {
 	cur := r.reg.PlanSome(ctx, tenant, names)
 	var drift []string
 	unplanned = map[string]DeleterPlan{}
@@ -39,14 +44,14 @@ func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenan
 		// without one (no longer configured) is not the job's plan.
 		if len(drift) == 0 && cur.Complete() && coversJob(cur, job) {
 			if err := r.adoptPlan(ctx, job, cur); err != nil {
-				return r.planUnreadable(log, job, fmt.Errorf("record the job's plan: %w", err), cfg)
+				return nil, nil, r.planUnreadable(log, job, fmt.Errorf("record the job's plan: %w", err), cfg)
 			}
 			log.Info("deletion job held to the plan seen at its first start", "plan_hash", cur.Hash)
 		}
 	} else {
 		body, err := r.store.PlanBody(ctx, job.PlanHash)
 		if err != nil && !errors.Is(err, derrors.ErrNotFound) {
-			return r.planUnreadable(log, job, fmt.Errorf("read the job's plan %s: %w", job.PlanHash, err), cfg)
+			return nil, nil, r.planUnreadable(log, job, fmt.Errorf("read the job's plan %s: %w", job.PlanHash, err), cfg)
 		}
 		var approved PlanShape
 		if err == nil {
@@ -59,7 +64,13 @@ func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenan
 		}
 	}
 	if len(drift) == 0 {
-		return unplanned, true
+		checked = map[string]string{}
+		for _, d := range cur.Deleters {
+			if d.Outcome == PlanPlanned {
+				checked[d.Name] = d.Fingerprint
+			}
+		}
+		return unplanned, checked, true
 	}
 	msg := fmt.Sprintf("plan changed since the job's plan %s was set; nothing was deleted in this attempt: %s. "+
 		"Read the plan again (lifecycled tenant plan %s) and approve it (lifecycled tenant approve %s --plan-hash H), or cancel the job",
@@ -74,10 +85,10 @@ func (r *Runner) planGate(ctx context.Context, log hclog.Logger, job *Job, tenan
 		} else {
 			log.Error("record plan change", "error", err)
 		}
-		return nil, false
+		return nil, nil, false
 	}
 	r.metrics.jobs.WithLabelValues(string(JobAwaitingApproval)).Inc()
-	return nil, false
+	return nil, nil, false
 }
 
 // driftAgainst compares the current plan with the approved shape, leaving
@@ -116,15 +127,16 @@ func (r *Runner) adoptPlan(ctx context.Context, job *Job, p *Plan) error {
 }
 
 // planUnreadable ends an attempt whose plan could not be checked because
-// the state store failed: nothing is deleted, and the job is retried.
-func (r *Runner) planUnreadable(log hclog.Logger, job *Job, err error, cfg RunnerConfig) (map[string]DeleterPlan, bool) {
+// the state store failed: nothing is deleted, and the job is retried. It
+// returns false: the attempt ended.
+func (r *Runner) planUnreadable(log hclog.Logger, job *Job, err error, cfg RunnerConfig) bool {
 	log.Error("deletion attempt refused: the plan could not be checked", "error", err)
 	next := r.now().Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
 	wctx, cancel := recordContext()
 	defer cancel()
 	r.finish(wctx, log, job, r.now(), JobUpdate{Status: JobPartial, NextAttemptAt: &next, Now: r.now(),
 		LastError: "no deleter was called: the plan could not be checked: " + err.Error()})
-	return nil, false
+	return false
 }
 
 // skipUnplanned fails, for this attempt, the deleters that could not plan

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -31,6 +32,31 @@ type tableDeleter struct {
 	// shows what is left.
 	lieAfterDelete bool
 	deleted        bool
+	// fingerprint, when set, makes Plan answer with a step per table
+	// under it, and Delete refuse (sdk.PlanChanged, deleting nothing) a
+	// plan fingerprint that is not it, as the SQL deleters do; unset, Plan
+	// is unsupported. afterPlan, when set, runs after every Plan (a schema
+	// change between the daemon's check and its Delete).
+	fingerprint string
+	afterPlan   func(d *tableDeleter)
+	// deleteFingerprints are the PlanFingerprint of every Delete call.
+	deleteFingerprints []string
+}
+
+func (d *tableDeleter) Plan(_ context.Context, req *sdk.PlanRequest) (*sdk.PlanResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fingerprint == "" {
+		return nil, sdk.Unsupported(errors.New("this test deleter does not plan"))
+	}
+	resp := &sdk.PlanResponse{Fingerprint: d.fingerprint}
+	for _, table := range slices.Sorted(maps.Keys(d.items[req.TenantID])) {
+		resp.Steps = append(resp.Steps, sdk.PlanStep{Target: table, Via: "tenant column", Expected: d.items[req.TenantID][table]})
+	}
+	if d.afterPlan != nil {
+		d.afterPlan(d)
+	}
+	return resp, nil
 }
 
 func tables(tenant string, t map[string]int64, others ...any) *tableDeleter {
@@ -70,6 +96,10 @@ func (d *tableDeleter) Delete(_ context.Context, req *sdk.DeleteRequest, progres
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.seen = append(d.seen, req.TenantID)
+	d.deleteFingerprints = append(d.deleteFingerprints, req.PlanFingerprint)
+	if req.PlanFingerprint != "" && req.PlanFingerprint != d.fingerprint {
+		return nil, sdk.PartialDeletion(0, sdk.PlanChanged(req.PlanFingerprint, d.fingerprint, []string{"new: table x"}))
+	}
 	d.deleted = true
 	resp := &sdk.DeleteResponse{Breakdown: map[string]int64{}}
 	names := make([]string, 0, len(d.items[req.TenantID]))
@@ -153,4 +183,10 @@ func (c *config) Deleter(name string) (sdk.TenantDeleter, error) {
 		return nil, fmt.Errorf("no deleter %q is configured", name)
 	}
 	return c.byName[name], nil
+}
+
+func (d *tableDeleter) fingerprintsSeen() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.deleteFingerprints)
 }

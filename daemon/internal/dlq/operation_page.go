@@ -18,8 +18,6 @@ func (s *Service) operationPage(ctx, run context.Context, op *Operation, items [
 	last := items[len(items)-1].Seq
 	progress := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Position: last}
 	switch op.Action {
-	case ActionRetry:
-		return s.retryPage(ctx, op, items, progress)
 	case ActionReplayTo:
 		return s.replayPage(ctx, run, op, items)
 	default:
@@ -30,19 +28,17 @@ func (s *Service) operationPage(ctx, run context.Context, op *Operation, items [
 	}
 }
 
-// retryPage claims the page's retryable messages, republishes them and
-// records the outcomes and the page's progress in one transaction.
-func (s *Service) retryPage(ctx context.Context, op *Operation, items []OperationItem, progress OperationProgress) error {
+// claimPage claims the page's retryable messages; the others are skipped,
+// each with why.
+func (s *Service) claimPage(ctx context.Context, items []OperationItem) ([]Message, []ItemResult, error) {
 	ids := make([]uuid.UUID, len(items))
-	seqOf := make(map[uuid.UUID]int64, len(items))
 	for i, it := range items {
-		ids[i], seqOf[it.ID] = it.ID, it.Seq
+		ids[i] = it.ID
 	}
-	pol := s.policy()
 	now := s.now()
-	claimed, err := s.store.ClaimDLQIDs(ctx, ids, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
+	claimed, err := s.store.ClaimDLQIDs(ctx, ids, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(s.policy().Lease)})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	got := make(map[uuid.UUID]bool, len(claimed))
 	for _, m := range claimed {
@@ -54,11 +50,22 @@ func (s *Service) retryPage(ctx context.Context, op *Operation, items []Operatio
 			skipped = append(skipped, ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemSkipped, Error: s.whyNotRetried(ctx, it.ID)})
 		}
 	}
-	if len(claimed) == 0 {
+	return claimed, skipped, nil
+}
+
+// recordRetryPage records a page of a bulk retry: the outcomes of what
+// was sent and the page's progress, in one transaction.
+func (s *Service) recordRetryPage(ctx context.Context, op *Operation, items []OperationItem, skipped []ItemResult, outcomes []Outcome) error {
+	progress := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Position: items[len(items)-1].Seq}
+	if len(outcomes) == 0 {
 		progress.Results = skipped
 		return s.store.AdvanceDLQOperation(ctx, progress)
 	}
-	_, err = s.republishWith(ctx, claimed, TriggerBulk, op.RequestedByUID, &op.ID, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
+	seqOf := make(map[uuid.UUID]int64, len(items))
+	for _, it := range items {
+		seqOf[it.ID] = it.Seq
+	}
+	_, err := s.recordOutcomes(ctx, outcomes, TriggerBulk, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
 		return s.store.FinishDLQOperationPage(ctx, s.owner, s.now(), outcomes, func(rec []Recorded) OperationProgress {
 			p := progress
 			p.Results = append([]ItemResult(nil), skipped...)

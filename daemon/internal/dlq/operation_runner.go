@@ -184,41 +184,28 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 	if op.Rate > 0 {
 		limiter = rate.NewLimiter(rate.Limit(op.Rate), size)
 	}
-	pos := op.Position
-	for ctx.Err() == nil {
-		items, err := s.store.DLQOperationItems(ctx, op.ID, pos, size)
-		if err != nil {
-			if ctx.Err() == nil {
-				// The store is down: hand the operation back; the next
-				// pass (here or elsewhere) resumes it where it stopped.
-				log.Warn("read the next page of a bulk operation; it resumes later", "error", err)
-				s.releaseOperation(op.ID)
-			}
-			break
-		}
-		if len(items) == 0 {
-			record(OperationCompleted, "")
-			return
-		}
-		if limiter != nil {
-			if err := limiter.WaitN(ctx, len(items)); err != nil {
-				break
-			}
-		}
-		// The page runs to its end whatever happens to ctx.
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-		err = s.operationPage(pctx, ctx, op, items)
-		cancel()
-		if errors.Is(err, derrors.ErrLeaseLost) {
-			log.Warn("bulk operation lease lost to another daemon; leaving it to that one")
-			return
-		}
-		if err != nil {
-			log.Warn("bulk operation page failed; it resumes later", "error", err)
-			s.releaseOperation(op.ID)
-			return
-		}
-		pos = items[len(items)-1].Seq
+	var (
+		completed bool
+		err       error
+	)
+	if op.Action == ActionRetry {
+		completed, err = s.retryPipeline(ctx, op, op.Position, size, limiter)
+	} else {
+		completed, err = s.walkPages(ctx, op, op.Position, size, limiter)
+	}
+	switch {
+	case errors.Is(err, derrors.ErrLeaseLost):
+		log.Warn("bulk operation lease lost to another daemon; leaving it to that one", "error", err)
+		return
+	case err != nil:
+		// The store or a plugin failed: hand the operation back; the next
+		// pass (here or elsewhere) resumes it after its last recorded page.
+		log.Warn("bulk operation stopped by an error; it resumes later", "error", err)
+		s.releaseOperation(op.ID)
+		return
+	case completed:
+		record(OperationCompleted, "")
+		return
 	}
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errOperationCancelled):
@@ -228,6 +215,35 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 	default:
 		s.releaseOperation(op.ID)
 	}
+}
+
+// walkPages does a page at a time, in order, until the set is done
+// (true) or ctx ends; the page in flight always completes.
+func (s *Service) walkPages(ctx context.Context, op *Operation, pos int64, size int, limiter *rate.Limiter) (bool, error) {
+	for ctx.Err() == nil {
+		items, err := s.store.DLQOperationItems(ctx, op.ID, pos, size)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			return false, err
+		}
+		if len(items) == 0 {
+			return true, nil
+		}
+		if limiter != nil && limiter.WaitN(ctx, len(items)) != nil {
+			return false, nil
+		}
+		// The page runs to its end whatever happens to ctx.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		err = s.operationPage(pctx, ctx, op, items)
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		pos = items[len(items)-1].Seq
+	}
+	return false, nil
 }
 
 // releaseOperation hands an operation back so it is taken again at once.
@@ -275,7 +291,7 @@ func pageSize(op *Operation) int {
 		if op.Action == ActionReplayTo {
 			return 100
 		}
-		return 500
+		return 250
 	}
-	return min(max(int(op.Rate/5), 1), 500)
+	return min(max(int(op.Rate/5), 1), 250)
 }

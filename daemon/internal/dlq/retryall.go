@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -66,21 +65,4 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 			derrors.ErrUnavailable, res.Unavailable, topic)
 	}
 	return res, nil
-}
-
-// release hands claimed messages back without counting an attempt.
-func (s *Service) release(msgs []Message) {
-	if len(msgs) == 0 {
-		return
-	}
-	outs := make([]Outcome, len(msgs))
-	for i, m := range msgs {
-		outs[i] = Finish(m, EventReleased)
-		outs[i].NextRetryAt = s.retryAfter(s.policy().For(m.Position.Topic))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := s.store.FinishDLQ(ctx, s.owner, s.now(), outs); err != nil {
-		s.log.Error("release claimed messages", "error", err)
-	}
 }

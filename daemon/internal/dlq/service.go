@@ -223,6 +223,12 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 // record writes with the outcomes, in their transaction.
 func (s *Service) republishWith(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID,
 	record func(ctx context.Context, outcomes []Outcome) ([]Recorded, error)) ([]Result, error) {
+	return s.recordOutcomes(ctx, s.send(ctx, msgs, trigger, uid, op), trigger, record)
+}
+
+// send republishes claimed messages through their sources and returns the
+// outcome of each, in the order of msgs, to be recorded.
+func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID) []Outcome {
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
@@ -273,6 +279,13 @@ func (s *Service) republishWith(ctx context.Context, msgs []Message, trigger Tri
 		o.Error = sanitize(o.Error, maxErrorLength)
 		o.NextRetryAt = s.retryAfter(pol.For(msgs[i].Position.Topic))
 	}
+	return outcomes
+}
+
+// recordOutcomes records what send returned (with record), counts it in
+// the metrics and logs what did not resolve.
+func (s *Service) recordOutcomes(ctx context.Context, outcomes []Outcome, trigger Trigger,
+	record func(ctx context.Context, outcomes []Outcome) ([]Recorded, error)) ([]Result, error) {
 	// Record with a context of its own: a cancelled request must not leave
 	// acknowledged messages looking unresolved until their lease ends.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -25,7 +25,7 @@ import unicodedata
 import urllib.parse
 
 import goplugin
-from goplugin import PluginError, abort, canceled, invalid_argument, invalid_config, log, unavailable
+from goplugin import PluginError, abort, canceled, invalid_argument, invalid_config, log, plan_changed, unavailable
 from lifecycled.plugin.v1 import plugin_pb2, plugin_pb2_grpc
 
 VERSION = "0.1.0"
@@ -182,38 +182,53 @@ class SQLiteDeleter(plugin_pb2_grpc.TenantDeleterServicer):
         except PluginError as e:
             abort(context, e)
 
+    def _fingerprint(self, cfg, db):
+        """The plan's fingerprint: a hash of the file (its real path: an
+        approved plan is for this database, not another with the same
+        table), the table, the tenant column and its declared type (read
+        again, so a changed column shows), never the tenant or a count."""
+        try:
+            cols = {row[1]: row[2] for row in db.execute(f"PRAGMA table_info({quote(cfg.table)})")}
+        except sqlite3.Error as e:
+            raise unavailable(f"plan: {e}")
+        if cfg.column not in cols:
+            raise invalid_config(("tenant_column", f"table {cfg.table} has no column {cfg.column!r} any more"))
+        basis = json.dumps(["sqlite plan 2", os.path.realpath(cfg.path), cfg.table, cfg.column, cols[cfg.column]])
+        return "sha256:" + hashlib.sha256(basis.encode()).hexdigest()
+
     def Plan(self, request, context):
         """The deletion plan (optional in the protocol): one step, the table,
-        with Count's count; the fingerprint hashes the table, the tenant
-        column and its declared type (read again, so a changed column shows),
-        never the tenant or the count."""
+        with Count's count, under _fingerprint."""
         try:
             cfg = self._prepare(request.tenant_id)
             db = self._connect(cfg)
             try:
-                cols = {row[1]: row[2] for row in db.execute(f"PRAGMA table_info({quote(cfg.table)})")}
+                fingerprint = self._fingerprint(cfg, db)
                 (n,) = db.execute(f"SELECT COUNT(*) FROM {quote(cfg.table)} WHERE {self._where(cfg)}", (request.tenant_id,)).fetchone()
             except sqlite3.Error as e:
                 raise unavailable(f"plan: {e}")
             finally:
                 db.close()
-            if cfg.column not in cols:
-                raise invalid_config(("tenant_column", f"table {cfg.table} has no column {cfg.column!r} any more"))
-            basis = json.dumps(["sqlite plan 1", cfg.table, cfg.column, cols[cfg.column]])
             return plugin_pb2.PlanResponse(
                 steps=[plugin_pb2.PlanStep(target=cfg.table, via=f"tenant column {cfg.column} (COLLATE BINARY)", expected=n)],
-                fingerprint="sha256:" + hashlib.sha256(basis.encode()).hexdigest())
+                fingerprint=fingerprint)
         except PluginError as e:
             abort(context, e)
 
     def Delete(self, request, context):
         """Deletes batch_size rows per transaction, reports progress after
-        each, and stops at the next batch when the daemon cancels."""
+        each, and stops at the next batch when the daemon cancels. When the
+        daemon sends the fingerprint of the plan it checked, the file must
+        still give it, or nothing is deleted (the store changed since)."""
         deleted = 0
         try:
             cfg = self._prepare(request.tenant_id)
             db = self._connect(cfg)
             try:
+                if request.plan_fingerprint:
+                    now = self._fingerprint(cfg, db)
+                    if now != request.plan_fingerprint:
+                        raise plan_changed(request.plan_fingerprint, now)
                 stat = os.stat(cfg.path)
                 q = (f"DELETE FROM {quote(cfg.table)} WHERE rowid IN "
                      f"(SELECT rowid FROM {quote(cfg.table)} WHERE {self._where(cfg)} LIMIT ?)")

@@ -150,6 +150,13 @@ def invalid_config(*fields):
     return PluginError("invalid config: " + text, plugin_pb2.ErrorInfo.CODE_INVALID_CONFIG, False, fields)
 
 
+def plan_changed(checked, now):
+    """Delete's refusal when the daemon's checked plan fingerprint is not the
+    current one (sdk.PlanChanged): permanent, code invalid config."""
+    return PluginError(f"the plan changed between the daemon's plan check and Delete (checked fingerprint {checked}, now {now}); "
+                       "nothing was deleted", plugin_pb2.ErrorInfo.CODE_INVALID_CONFIG, False)
+
+
 def invalid_argument(message):
     return PluginError(message, plugin_pb2.ErrorInfo.CODE_INVALID_ARGUMENT, False)
 

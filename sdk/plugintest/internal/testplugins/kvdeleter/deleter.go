@@ -56,6 +56,9 @@ type Flaws struct {
 	// PlanMiscounts: the plan expects one item fewer than there are (a
 	// plan computed apart from Count, off by one).
 	PlanMiscounts bool
+	// IgnorePlanFingerprint: Delete does not check the plan fingerprint
+	// the daemon checked, and deletes whatever the store holds now.
+	IgnorePlanFingerprint bool
 }
 
 // rawLog writes to the process's stderr as it was at start: go-plugin
@@ -72,6 +75,7 @@ type Deleter struct {
 	batch  int
 	format string
 	client *teststore.Client
+	fps    sdk.Fingerprints
 }
 
 type config struct {
@@ -253,6 +257,9 @@ func (d *Deleter) count(ctx context.Context, id string) (int64, error) {
 func (d *Deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
 	if err := d.checkID(req.TenantID); err != nil {
 		return nil, err
+	}
+	if err := d.checkPlan(ctx, req); err != nil {
+		return nil, sdk.PartialDeletion(0, err)
 	}
 	sctx := d.storeCtx(ctx)
 	c, err := d.conn(sctx)

@@ -2,8 +2,6 @@ package kvdeleter
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/lifecycled/lifecycled/sdk"
@@ -20,20 +18,39 @@ func (d *Deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	user := d.dsn.User
-	d.mu.Unlock()
-	basis := fmt.Sprintf("kvdeleter plan 1\nuser %q\nitems by tenant name, byte for byte\n", user)
 	expected := total
-	if d.Flaws.PlanFingerprintCounts {
-		basis += fmt.Sprintf("count %d\n", total)
-	}
 	if d.Flaws.PlanMiscounts && expected > 0 {
 		expected--
 	}
-	sum := sha256.Sum256([]byte(basis))
 	return &sdk.PlanResponse{
 		Steps:       []sdk.PlanStep{{Target: "items", Via: "the store's items under the tenant's name", Expected: expected}},
-		Fingerprint: "sha256:" + hex.EncodeToString(sum[:]),
+		Fingerprint: d.fps.Of(d.planLines(total)),
 	}, nil
+}
+
+func (d *Deleter) planLines(total int64) []string {
+	d.mu.Lock()
+	user := d.dsn.User
+	d.mu.Unlock()
+	lines := []string{"kvdeleter plan 2", fmt.Sprintf("user %q", user), "items by tenant name, byte for byte"}
+	if d.Flaws.PlanFingerprintCounts {
+		lines = append(lines, fmt.Sprintf("count %d", total))
+	}
+	return lines
+}
+
+// checkPlan is the start of Delete: the daemon's checked fingerprint must
+// be the one of what Delete deletes with now.
+func (d *Deleter) checkPlan(ctx context.Context, req *sdk.DeleteRequest) error {
+	if req.PlanFingerprint == "" || d.Flaws.IgnorePlanFingerprint {
+		return nil
+	}
+	var total int64
+	if d.Flaws.PlanFingerprintCounts {
+		var err error
+		if total, err = d.count(ctx, req.TenantID); err != nil {
+			return err
+		}
+	}
+	return d.fps.Check(req.PlanFingerprint, d.planLines(total))
 }
