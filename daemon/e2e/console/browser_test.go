@@ -89,8 +89,9 @@ func ui(t *testing.T, d *testsvc.Daemon, cred *syscall.Credential) (url, base st
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	// Read while the command writes it: a buffer safe for both.
+	stderr := &testsvc.SyncBuffer{}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
