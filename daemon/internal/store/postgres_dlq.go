@@ -159,6 +159,7 @@ func pgSafeJSON(b []byte) bool {
 // an archived position stays known, so a consumer group that reads it
 // again does not make it a new dead letter; the same position with another
 // digest is a new dead letter (its topic was deleted and created again).
+// The new ids are queued for the search indexer (dlq_search_index.go).
 const pgIngest = `
 	WITH ins AS (
 		INSERT INTO dlq.dlq_messages (` + dlqInsertColumns + `)
@@ -176,7 +177,9 @@ const pgIngest = `
 				AND m.content_digest = '\x'::bytea)
 		ORDER BY u.id
 		ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING
-		RETURNING dlq_topic, original_topic, status, failure_group, error_message
+		RETURNING id, dlq_topic, original_topic, status, failure_group, error_message
+	), queued AS (
+		INSERT INTO dlq.dlq_search_pending (id) SELECT id FROM ins
 	), counted AS (
 		INSERT INTO dlq.dlq_topic_counts AS c (dlq_topic, original_topic, status, n)
 		SELECT dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3 ORDER BY 1, 2, 3

@@ -1,0 +1,269 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// The text index of dead letters (error=, q=), filled off the intake path
+// (migrations postgres/016 and sqlite/014). Intake only queues the ids it
+// stores (dlq_search_pending); IndexDLQSearch moves a batch of them into
+// the index: dlq_search_text with trigram indexes on PostgreSQL, an FTS5
+// trigram table on SQLite. A text filter first asks the index for its
+// candidates: the indexed messages whose indexed text matches, and the
+// queued (not yet indexed) ones whose own text matches. When there are few,
+// the search reads those messages by id; every candidate is checked against
+// its own row with the filter's usual condition (textMatch, errorMatch), so
+// the results are the same whatever the index holds. When there are many,
+// the index would not narrow the search: it walks its ordered indexes and
+// checks each row, as it did before there was an index, and stops after a
+// page.
+
+// candidateLimit is how many candidates a text filter may have for the
+// search to read them by id; above it the filter is checked row by row.
+const candidateLimit = 2000
+
+// minIndexedText is the shortest text the trigram indexes can look up:
+// shorter ones are checked row by row.
+const minIndexedText = 3
+
+// textField is what a text filter searches.
+type textField string
+
+const (
+	fieldPayload textField = "payload"
+	fieldError   textField = "error"
+)
+
+// candidates are the live messages a text filter may match; nil when the
+// filter is checked row by row instead.
+type candidates []uuid.UUID
+
+// textCandidates returns the candidates of the narrowest text filter of f
+// that has few enough (nil: none has).
+func (s *sqlStore) textCandidates(ctx context.Context, qr querier, d *searchDialect, f dlq.SearchFilter) (candidates, error) {
+	var best candidates
+	for _, t := range []struct {
+		field textField
+		text  string
+	}{{fieldPayload, f.Text}, {fieldError, f.Error}} {
+		if t.text == "" {
+			continue
+		}
+		q := &searchQuery{d: d}
+		sql, ok := d.indexed(q, t.field, t.text)
+		if !ok {
+			continue
+		}
+		var tail string
+		if t.field == fieldPayload {
+			tail = d.textMatch(q, d.live, t.text)
+		} else {
+			tail = d.errorMatch(q, d.live, t.text)
+		}
+		all := "SELECT * FROM (" + sql + ") i UNION ALL SELECT id FROM " + d.live + " WHERE id IN (" + d.unindexed + ") AND " + tail +
+			" LIMIT " + q.arg(candidateLimit+1)
+		ids, err := queryAll(ctx, qr, scanID, all, q.args...)
+		if err != nil {
+			return nil, fmt.Errorf("search dead letters: text index: %w", err)
+		}
+		ids = distinct(ids)
+		if len(ids) > candidateLimit {
+			continue
+		}
+		if best == nil || len(ids) < len(best) {
+			best = candidates(ids)
+			if best == nil {
+				best = candidates{}
+			}
+		}
+	}
+	return best, nil
+}
+
+func scanID(row scanner) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+// distinct drops repeated ids (a message indexed and queued again).
+func distinct(ids []uuid.UUID) []uuid.UUID {
+	seen := make(map[uuid.UUID]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// pgIndexed selects the indexed messages whose indexed text matches s, as
+// the live row's condition would (the payload in escape encoding).
+func pgIndexed(q *searchQuery, field textField, s string) (string, bool) {
+	if utf8.RuneCountInString(s) < minIndexedText {
+		return "", false
+	}
+	if field == fieldPayload {
+		s = pgEscapeEncode([]byte(s))
+	}
+	return "SELECT id FROM dlq.dlq_search_text WHERE " + string(field) + " ILIKE " + q.arg("%"+likeEscape(s)+"%"), true
+}
+
+// sqliteIndexed selects the indexed messages whose text may match s: an
+// FTS5 phrase of trigrams is a substring, with case folded (a superset of
+// LIKE's ASCII folding). Text FTS5 cannot look up (a NUL, invalid UTF-8,
+// fewer than three characters) is checked row by row.
+func sqliteIndexed(q *searchQuery, field textField, s string) (string, bool) {
+	if utf8.RuneCountInString(s) < minIndexedText || !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+		return "", false
+	}
+	phrase := string(field) + ` : "` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	return "SELECT d.id FROM dlq_search_fts f JOIN dlq_search_docs d ON d.doc = f.rowid WHERE dlq_search_fts MATCH " + q.arg(phrase), true
+}
+
+// sqliteIds is the condition that a message is one of ids.
+func sqliteIds(q *searchQuery, ids candidates) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	b, _ := json.Marshal(s) // strings always encode
+	return "id IN (SELECT value FROM json_each(" + q.arg(string(b)) + "))"
+}
+
+// pgIds is the condition that a message is one of ids.
+func pgIds(q *searchQuery, ids candidates) string {
+	return "id = ANY(" + q.arg([]uuid.UUID(ids)) + "::uuid[])"
+}
+
+// SearchIndexBatch is how many queued messages one pass of the search
+// indexer takes on PostgreSQL; SQLite, whose one connection serves the
+// API too, takes fewer so that a pass never holds it long.
+const (
+	pgSearchIndexBatch     = 2000
+	sqliteSearchIndexBatch = 500
+)
+
+// pgIndexSearch moves a batch of queued messages into dlq_search_text in
+// one statement. SKIP LOCKED lets daemons sharing the store take different
+// batches. A message queued again while this runs keeps its new queue row
+// (not in this statement's snapshot), so it is indexed once more.
+const pgIndexSearch = `
+	WITH batch AS (
+		DELETE FROM dlq.dlq_search_pending
+		WHERE ctid = ANY(ARRAY(SELECT ctid FROM dlq.dlq_search_pending LIMIT $1 FOR UPDATE SKIP LOCKED))
+		RETURNING id
+	), indexed AS (
+		INSERT INTO dlq.dlq_search_text (id, payload, error)
+		SELECT m.id, COALESCE(encode(m.raw_payload, 'escape'), ''), m.error_message
+		FROM dlq.dlq_messages m WHERE m.id IN (SELECT id FROM batch)
+		ORDER BY m.id
+		ON CONFLICT (id) DO UPDATE SET payload = EXCLUDED.payload, error = EXCLUDED.error
+	)
+	SELECT count(*) FROM batch`
+
+// IndexDLQSearch implements dlq.SearchIndexStore.
+func (p *Postgres) IndexDLQSearch(ctx context.Context) (int, int64, error) {
+	var done int
+	var queued int64
+	err := p.db.tx(ctx, func(q querier) error {
+		if err := q.queryRow(ctx, pgIndexSearch, pgSearchIndexBatch).Scan(&done); err != nil {
+			return fmt.Errorf("index dead letters for search: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := p.db.queryRow(ctx, `SELECT count(*) FROM dlq.dlq_search_pending`).Scan(&queued); err != nil {
+		return done, 0, fmt.Errorf("count dead letters waiting for the search index: %w", err)
+	}
+	return done, queued, nil
+}
+
+// IndexDLQSearch implements dlq.SearchIndexStore. The texts are checked
+// here: a payload or error FTS5 cannot hold as it is (invalid UTF-8, a
+// NUL) is not indexed but marked scan, and a search checks such messages
+// row by row.
+func (s *SQLite) IndexDLQSearch(ctx context.Context) (int, int64, error) {
+	var done int
+	err := s.db.tx(ctx, func(q querier) error {
+		type queuedRow struct {
+			seq     int64
+			id      string
+			live    bool
+			payload []byte
+			errText string
+		}
+		rows, err := queryAll(ctx, q, func(r scanner) (queuedRow, error) {
+			var v queuedRow
+			var errText *string
+			err := r.Scan(&v.seq, &v.id, &v.live, &v.payload, &errText)
+			if errText != nil {
+				v.errText = *errText
+			}
+			return v, err
+		}, `SELECT p.rowid, p.id, m.id IS NOT NULL, m.raw_payload, m.error_message
+			FROM dlq_search_pending p LEFT JOIN dlq_messages m ON m.id = p.id
+			ORDER BY p.rowid LIMIT ?1`, sqliteSearchIndexBatch)
+		if err != nil {
+			return fmt.Errorf("index dead letters for search: %w", err)
+		}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			done++
+			if !r.live || seen[r.id] {
+				continue
+			}
+			seen[r.id] = true
+			if _, err := q.exec(ctx, `DELETE FROM dlq_search_fts WHERE rowid = (SELECT doc FROM dlq_search_docs WHERE id = ?1)`, r.id); err != nil {
+				return fmt.Errorf("index dead letters for search: %w", err)
+			}
+			if _, err := q.exec(ctx, `DELETE FROM dlq_search_docs WHERE id = ?1`, r.id); err != nil {
+				return fmt.Errorf("index dead letters for search: %w", err)
+			}
+			scan := !ftsText(r.payload) || !ftsText([]byte(r.errText))
+			var doc int64
+			if err := q.queryRow(ctx, `INSERT INTO dlq_search_docs (id, scan) VALUES (?1, ?2) RETURNING doc`, r.id, scan).Scan(&doc); err != nil {
+				return fmt.Errorf("index dead letters for search: %w", err)
+			}
+			if scan {
+				continue
+			}
+			if _, err := q.exec(ctx, `INSERT INTO dlq_search_fts (rowid, payload, error) VALUES (?1, ?2, ?3)`,
+				doc, string(r.payload), r.errText); err != nil {
+				return fmt.Errorf("index dead letters for search: %w", err)
+			}
+		}
+		if len(rows) > 0 {
+			if _, err := q.exec(ctx, `DELETE FROM dlq_search_pending WHERE rowid <= ?1`, rows[len(rows)-1].seq); err != nil {
+				return fmt.Errorf("index dead letters for search: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	var queued int64
+	if err := s.db.queryRow(ctx, `SELECT count(*) FROM dlq_search_pending`).Scan(&queued); err != nil {
+		return done, 0, fmt.Errorf("count dead letters waiting for the search index: %w", err)
+	}
+	return done, queued, nil
+}
+
+// ftsText reports whether FTS5 can index b as it is: UTF-8 without a NUL
+// (SQLite's LIKE stops at a NUL, so the search checks such text itself).
+func ftsText(b []byte) bool {
+	return utf8.Valid(b) && !strings.ContainsRune(string(b), 0)
+}
