@@ -127,8 +127,9 @@ type searchQuery struct {
 	d    *searchDialect
 	args []any
 	// cand, when not nil, are the only live messages that can match (the
-	// text index's candidates).
-	cand candidates
+	// text index's candidates); else source, when set, selects them.
+	cand   candidates
+	source string
 }
 
 func (q *searchQuery) arg(v any) string {
@@ -181,6 +182,10 @@ func (q *searchQuery) branches(f dlq.SearchFilter) []struct{ table, where string
 			out = append(out, struct{ table, where string }{table, q.candidateBranch(f)})
 			continue
 		}
+		if table == q.d.live && q.source != "" {
+			out = append(out, struct{ table, where string }{q.source, q.candidateBranch(f)})
+			continue
+		}
 		topicConds := []string{""}
 		if f.Topic != "" {
 			t := q.arg(f.Topic)
@@ -202,9 +207,13 @@ func (q *searchQuery) branches(f dlq.SearchFilter) []struct{ table, where string
 }
 
 // candidateBranch is the one branch of the live table when a text filter
-// has few candidates: they are read by id, checked and sorted.
+// has few candidates (they are read by id, checked and sorted), or when
+// its candidates are the row source.
 func (q *searchQuery) candidateBranch(f dlq.SearchFilter) string {
-	conds := []string{q.d.ids(q, q.cand)}
+	var conds []string
+	if q.cand != nil {
+		conds = append(conds, q.d.ids(q, q.cand))
+	}
 	if f.Topic != "" {
 		t := q.arg(f.Topic)
 		conds = append(conds, "(dlq_topic = "+t+" OR original_topic = "+t+")")
@@ -288,6 +297,9 @@ func (s *sqlStore) searchTotal(ctx context.Context, qr querier, d *searchDialect
 		return n, false, err
 	}
 	q := &searchQuery{d: d, cand: cand}
+	if cand == nil {
+		q.source = q.broadSource(f)
+	}
 	var parts []string
 	for i, b := range q.branches(f) {
 		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT 1 AS one FROM %s WHERE %s%s) c%d", b.table, b.where, "%s", i))

@@ -58,19 +58,11 @@ func (s *sqlStore) textCandidates(ctx context.Context, qr querier, d *searchDial
 			continue
 		}
 		q := &searchQuery{d: d}
-		sql, ok := d.indexed(q, t.field, t.text)
+		src, ok := q.textSource(t.field, t.text)
 		if !ok {
 			continue
 		}
-		var tail string
-		if t.field == fieldPayload {
-			tail = d.textMatch(q, d.live, t.text)
-		} else {
-			tail = d.errorMatch(q, d.live, t.text)
-		}
-		all := "SELECT * FROM (" + sql + ") i UNION ALL SELECT id FROM " + d.live + " WHERE id IN (" + d.unindexed + ") AND " + tail +
-			" LIMIT " + q.arg(candidateLimit+1)
-		ids, err := queryAll(ctx, qr, scanID, all, q.args...)
+		ids, err := queryAll(ctx, qr, scanID, src+" LIMIT "+q.arg(candidateLimit+1), q.args...)
 		if err != nil {
 			return nil, fmt.Errorf("search dead letters: text index: %w", err)
 		}
@@ -86,6 +78,45 @@ func (s *sqlStore) textCandidates(ctx context.Context, qr querier, d *searchDial
 		}
 	}
 	return best, nil
+}
+
+// textSource selects the live messages whose field may match s: the
+// indexed ones whose indexed text matches and the unindexed ones whose own
+// text does; false when the index cannot look s up.
+func (q *searchQuery) textSource(field textField, s string) (string, bool) {
+	indexed, ok := q.d.indexed(q, field, s)
+	if !ok {
+		return "", false
+	}
+	match := q.d.errorMatch
+	if field == fieldPayload {
+		match = q.d.textMatch
+	}
+	return "SELECT * FROM (" + indexed + ") i UNION ALL SELECT id FROM " + q.d.live + " WHERE id IN (" + q.d.unindexed + ") AND " +
+		match(q, q.d.live, s), true
+}
+
+// broadSource is, for a PostgreSQL search whose text filters all have too
+// many candidates to read by id, the candidates of one of them as a row
+// source for the live messages: counting matches up to the threshold then
+// reads candidates by id instead of checking rows that cannot match. ""
+// for SQLite (it counts every match) or when no filter has an index.
+func (q *searchQuery) broadSource(f dlq.SearchFilter) string {
+	if !q.d.postgres {
+		return ""
+	}
+	for _, t := range []struct {
+		field textField
+		text  string
+	}{{fieldError, f.Error}, {fieldPayload, f.Text}} {
+		if t.text == "" {
+			continue
+		}
+		if src, ok := q.textSource(t.field, t.text); ok {
+			return "(SELECT id AS cid FROM (" + src + ") s) c JOIN " + q.d.live + " ON id = c.cid"
+		}
+	}
+	return ""
 }
 
 func scanID(row scanner) (uuid.UUID, error) {
@@ -108,7 +139,9 @@ func distinct(ids []uuid.UUID) []uuid.UUID {
 }
 
 // pgIndexed selects the indexed messages whose indexed text matches s, as
-// the live row's condition would (the payload in escape encoding).
+// the live row's condition would (the payload in escape encoding); one
+// queued again is left to the unindexed part, so that no message is
+// selected twice.
 func pgIndexed(q *searchQuery, field textField, s string) (string, bool) {
 	if utf8.RuneCountInString(s) < minIndexedText {
 		return "", false
@@ -116,7 +149,8 @@ func pgIndexed(q *searchQuery, field textField, s string) (string, bool) {
 	if field == fieldPayload {
 		s = pgEscapeEncode([]byte(s))
 	}
-	return "SELECT id FROM dlq.dlq_search_text WHERE " + string(field) + " ILIKE " + q.arg("%"+likeEscape(s)+"%"), true
+	return "SELECT id FROM dlq.dlq_search_text s WHERE " + string(field) + " ILIKE " + q.arg("%"+likeEscape(s)+"%") +
+		" AND NOT EXISTS (SELECT 1 FROM dlq.dlq_search_pending p WHERE p.id = s.id)", true
 }
 
 // sqliteIndexed selects the indexed messages whose text may match s: an
