@@ -97,12 +97,16 @@ func (q *searchQuery) textSource(field textField, s string) (string, bool) {
 }
 
 // broadSource is, for a PostgreSQL search whose text filters all have too
-// many candidates to read by id, the candidates of one of them as a row
-// source for the live messages: counting matches up to the threshold then
-// reads candidates by id instead of checking rows that cannot match. ""
-// for SQLite (it counts every match) or when no filter has an index.
+// many candidates to read by id and that nothing else narrows but
+// statuses, the candidates of one of them as the row source of the live
+// messages, each read by id (OFFSET 0 keeps it a nested loop: the planner,
+// blind to how many rows the text matches, hashed the whole table):
+// counting up to the threshold then stops after that many candidates
+// instead of checking rows that cannot match. "" otherwise: SQLite counts
+// every match, and a topic, group, key, time or header narrows the rows
+// better than the candidates do.
 func (q *searchQuery) broadSource(f dlq.SearchFilter) string {
-	if !q.d.postgres {
+	if !q.d.postgres || f.Topic != "" || f.Group != "" || f.Key != nil || f.Since != nil || f.Until != nil || len(f.Headers) > 0 {
 		return ""
 	}
 	for _, t := range []struct {
@@ -113,7 +117,8 @@ func (q *searchQuery) broadSource(f dlq.SearchFilter) string {
 			continue
 		}
 		if src, ok := q.textSource(t.field, t.text); ok {
-			return "(SELECT id AS cid FROM (" + src + ") s) c JOIN " + q.d.live + " ON id = c.cid"
+			return "(SELECT id AS cid FROM (" + src + ") s) c CROSS JOIN LATERAL (SELECT * FROM " + q.d.live +
+				" WHERE id = c.cid OFFSET 0) m"
 		}
 	}
 	return ""
