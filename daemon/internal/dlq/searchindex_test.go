@@ -82,3 +82,65 @@ func gaugeValue(reg *prometheus.Registry, name string) (float64, error) {
 	}
 	return -1, fmt.Errorf("no gauge %s", name)
 }
+
+// fakeIndexStore is a queue: arrive adds to it, each index call takes a
+// batch of up to 100.
+type fakeIndexStore struct {
+	waiting int64
+	batches int
+}
+
+func (f *fakeIndexStore) UnindexedDLQ(context.Context) (int64, error) { return f.waiting, nil }
+
+func (f *fakeIndexStore) IndexDLQSearch(context.Context) (int, int64, error) {
+	n := min(f.waiting, 100)
+	f.waiting -= n
+	f.batches++
+	return int(n), f.waiting, nil
+}
+
+// TestSearchIndexerDefersToIntake: while messages keep arriving the
+// indexer indexes one batch per SearchIndexMaxDefer; once they stop it
+// indexes batch after batch until the queue is empty.
+func TestSearchIndexerDefersToIntake(t *testing.T) {
+	ctx := context.Background()
+	st := &fakeIndexStore{waiting: 1000}
+	ix := dlq.NewSearchIndexer(st, hclog.NewNullLogger(), nil, nil)
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+
+	out, err := dlq.SearchIndexPass(ctx, ix, clock)
+	require.NoError(t, err)
+	require.Equal(t, periodic.More, out, "no arrivals seen yet: index")
+	require.Equal(t, 1, st.batches)
+
+	// A storm: more arrive before every pass.
+	for i := 0; i < 9; i++ {
+		st.waiting += 500
+		now = now.Add(time.Second)
+		out, err = dlq.SearchIndexPass(ctx, ix, clock)
+		require.NoError(t, err)
+		require.Equal(t, periodic.Done, out)
+		require.Equal(t, 1, st.batches, "pass %d: deferred to intake", i)
+	}
+	st.waiting += 500
+	now = now.Add(dlq.SearchIndexMaxDefer)
+	_, err = dlq.SearchIndexPass(ctx, ix, clock)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.batches, "one batch after deferring for SearchIndexMaxDefer")
+
+	// The storm is over: batch after batch until none waits.
+	for st.waiting > 0 {
+		require.Less(t, st.batches, 200)
+		now = now.Add(time.Second)
+		_, err = dlq.SearchIndexPass(ctx, ix, clock)
+		require.NoError(t, err)
+	}
+	out, err = dlq.SearchIndexPass(ctx, ix, clock)
+	require.NoError(t, err)
+	require.Equal(t, periodic.Done, out)
+	batches := st.batches
+	_, err = dlq.SearchIndexPass(ctx, ix, clock)
+	require.NoError(t, err)
+	require.Equal(t, batches, st.batches, "nothing waits: nothing indexed")
+}

@@ -224,10 +224,26 @@ func (p *Postgres) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := p.db.queryRow(ctx, `SELECT count(*) FROM dlq.dlq_search_pending`).Scan(&queued); err != nil {
-		return done, 0, fmt.Errorf("count dead letters waiting for the search index: %w", err)
+	queued, err = p.UnindexedDLQ(ctx)
+	return done, queued, err
+}
+
+// UnindexedDLQ implements dlq.SearchIndexStore.
+func (p *Postgres) UnindexedDLQ(ctx context.Context) (int64, error) {
+	return p.unindexed(ctx, "dlq.dlq_search_pending")
+}
+
+// UnindexedDLQ implements dlq.SearchIndexStore.
+func (s *SQLite) UnindexedDLQ(ctx context.Context) (int64, error) {
+	return s.unindexed(ctx, "dlq_search_pending")
+}
+
+func (s *sqlStore) unindexed(ctx context.Context, queue string) (int64, error) {
+	var n int64
+	if err := s.db.queryRow(ctx, `SELECT count(*) FROM `+queue).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count dead letters waiting for the search index: %w", err)
 	}
-	return done, queued, nil
+	return n, nil
 }
 
 // IndexDLQSearch implements dlq.SearchIndexStore. The texts are checked
@@ -294,11 +310,8 @@ func (s *SQLite) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var queued int64
-	if err := s.db.queryRow(ctx, `SELECT count(*) FROM dlq_search_pending`).Scan(&queued); err != nil {
-		return done, 0, fmt.Errorf("count dead letters waiting for the search index: %w", err)
-	}
-	return done, queued, nil
+	queued, err := s.UnindexedDLQ(ctx)
+	return done, queued, err
 }
 
 // ftsText reports whether FTS5 can index b as it is: UTF-8 without a NUL
