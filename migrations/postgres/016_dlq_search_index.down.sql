@@ -11,3 +11,5 @@ BEGIN
     END IF;
 END
 $$;
+CREATE INDEX IF NOT EXISTS idx_dlq_messages_original_topic ON dlq.dlq_messages (original_topic, created_at, id);
+CREATE INDEX IF NOT EXISTS idx_dlq_messages_dlq_topic ON dlq.dlq_messages (dlq_topic, created_at, id);

@@ -37,6 +37,13 @@ CREATE TABLE IF NOT EXISTS dlq.dlq_search_text (
 INSERT INTO dlq.dlq_search_pending (id) SELECT id FROM dlq.dlq_messages;
 
 DROP INDEX IF EXISTS dlq.idx_dlq_messages_error_trgm;
+
+-- The seed's (topic, created_at, id) indexes: every query that walked them
+-- (the list route, retry-all's claim, the topics summary) walks the
+-- (topic, status, created_at, id) ones of migration 010 instead, one walk
+-- per status, and each index less is an insert less for intake.
+DROP INDEX IF EXISTS dlq.idx_dlq_messages_original_topic;
+DROP INDEX IF EXISTS dlq.idx_dlq_messages_dlq_topic;
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN

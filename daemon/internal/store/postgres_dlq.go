@@ -20,18 +20,7 @@ var pgDLQ = dlqSQL{
 			(SELECT min(m.created_at) FROM dlq.dlq_messages m WHERE m.dlq_topic = c.dlq_topic AND m.status = 'PENDING')
 		FROM (SELECT dlq_topic, status, sum(n)::bigint AS n FROM dlq.dlq_topic_counts GROUP BY 1, 2 HAVING sum(n) > 0) c
 		ORDER BY c.dlq_topic`,
-	// Each topic column has its own ordered index: the union of two index
-	// scans keeps page 1 cheap on a million-row topic, and the total comes
-	// from the counter table.
-	listPage: `
-		SELECT ` + dlqColumns + ` FROM (
-			(SELECT ` + dlqColumns + ` FROM dlq.dlq_messages WHERE dlq_topic = $1 AND ($5 = '' OR status = $5)
-			 ORDER BY created_at DESC, id DESC LIMIT $4)
-			UNION ALL
-			(SELECT ` + dlqColumns + ` FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1
-				AND ($5 = '' OR status = $5)
-			 ORDER BY created_at DESC, id DESC LIMIT $4)
-		) t ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+	listPage: pgListPage,
 	listCount: `
 		SELECT COALESCE(sum(n), 0)::bigint FROM dlq.dlq_topic_counts
 		WHERE (dlq_topic = $1 OR (original_topic = $1 AND dlq_topic <> $1)) AND ($2 = '' OR status = $2)`,
