@@ -191,6 +191,10 @@ func pgIds(q *searchQuery, ids candidates) string {
 const (
 	pgSearchIndexBatch     = 2000
 	sqliteSearchIndexBatch = 500
+	// searchIndexBatchBytes bounds a batch by its payloads too (a storm
+	// of large binary dead letters): a batch stops at the message that
+	// crosses it, and takes one message at least.
+	searchIndexBatchBytes = 8 << 20
 )
 
 // pgIndexSearch moves a batch of queued messages into dlq_search_text in
@@ -198,9 +202,16 @@ const (
 // batches. A message queued again while this runs keeps its new queue row
 // (not in this statement's snapshot), so it is indexed once more.
 const pgIndexSearch = `
-	WITH batch AS (
+	WITH queued AS (
+		SELECT ctid AS qc, id FROM dlq.dlq_search_pending LIMIT $1 FOR UPDATE SKIP LOCKED
+	), sized AS (
+		SELECT q.qc, COALESCE(octet_length(m.raw_payload), 0) + octet_length(COALESCE(m.error_message, '')) AS len,
+			sum(COALESCE(octet_length(m.raw_payload), 0) + octet_length(COALESCE(m.error_message, '')))
+				OVER (ORDER BY q.qc) AS upto
+		FROM queued q LEFT JOIN dlq.dlq_messages m ON m.id = q.id
+	), batch AS (
 		DELETE FROM dlq.dlq_search_pending
-		WHERE ctid = ANY(ARRAY(SELECT ctid FROM dlq.dlq_search_pending LIMIT $1 FOR UPDATE SKIP LOCKED))
+		WHERE ctid = ANY(ARRAY(SELECT qc FROM sized WHERE upto - len < $2))
 		RETURNING id
 	), indexed AS (
 		INSERT INTO dlq.dlq_search_text (id, payload, error)
@@ -216,7 +227,7 @@ func (p *Postgres) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 	var done int
 	var queued int64
 	err := p.db.tx(ctx, func(q querier) error {
-		if err := q.queryRow(ctx, pgIndexSearch, pgSearchIndexBatch).Scan(&done); err != nil {
+		if err := q.queryRow(ctx, pgIndexSearch, pgSearchIndexBatch, searchIndexBatchBytes).Scan(&done); err != nil {
 			return fmt.Errorf("index dead letters for search: %w", err)
 		}
 		return nil
@@ -268,9 +279,13 @@ func (s *SQLite) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 				v.errText = *errText
 			}
 			return v, err
-		}, `SELECT p.rowid, p.id, m.id IS NOT NULL, m.raw_payload, m.error_message
-			FROM dlq_search_pending p LEFT JOIN dlq_messages m ON m.id = p.id
-			ORDER BY p.rowid LIMIT ?1`, sqliteSearchIndexBatch)
+		}, `SELECT s.seq, s.id, m.id IS NOT NULL, m.raw_payload, m.error_message FROM (
+				SELECT seq, id FROM (
+					SELECT p.rowid AS seq, p.id, COALESCE(length(m.raw_payload), 0) + COALESCE(length(m.error_message), 0) AS len,
+						sum(COALESCE(length(m.raw_payload), 0) + COALESCE(length(m.error_message), 0)) OVER (ORDER BY p.rowid) AS upto
+					FROM (SELECT rowid, id FROM dlq_search_pending ORDER BY rowid LIMIT ?1) p LEFT JOIN dlq_messages m ON m.id = p.id
+				) WHERE upto - len < ?2
+			) s LEFT JOIN dlq_messages m ON m.id = s.id ORDER BY s.seq`, sqliteSearchIndexBatch, searchIndexBatchBytes)
 		if err != nil {
 			return fmt.Errorf("index dead letters for search: %w", err)
 		}

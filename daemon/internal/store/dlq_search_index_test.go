@@ -180,3 +180,29 @@ func TestTextSearchWithManyCandidates(t *testing.T) {
 		}
 	})
 }
+
+// TestSearchIndexBatchIsBoundedByBytes: a batch of large payloads stops
+// at the one that crosses 8 MiB (a storm of large binary dead letters must
+// not hold the store for long), and every message is indexed and found.
+func TestSearchIndexBatchIsBoundedByBytes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		var batch []dlq.Incoming
+		for i := 0; i < 5; i++ {
+			big := make([]byte, 3<<20)
+			for j := range big {
+				big[j] = 'a' + byte(j%7)
+			}
+			copy(big[len(big)-20:], fmt.Sprintf("needle-%d-end", i))
+			batch = append(batch, incoming("big.dlq.v1", int64(i), string(big)))
+		}
+		ingest(t, s, t0, batch...)
+		done, waiting, err := s.IndexDLQSearch(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, done, "0, 3 and 6 MiB start below 8 MiB; the fourth does not")
+		require.EqualValues(t, 2, waiting)
+		indexAll(t, ctx, s)
+		for i := 0; i < 5; i++ {
+			require.Equal(t, []string{fmt.Sprintf("big.dlq.v1/%d", i)}, offsets(search(t, s, dlq.SearchFilter{Text: fmt.Sprintf("NEEDLE-%d-END", i)})))
+		}
+	})
+}
