@@ -66,10 +66,11 @@ func (s *sqlStore) textCandidates(ctx context.Context, qr querier, d *searchDial
 		if err != nil {
 			return nil, fmt.Errorf("search dead letters: text index: %w", err)
 		}
-		ids = distinct(ids)
+		// The limit cut the list (repeated ids count): it is not whole.
 		if len(ids) > candidateLimit {
 			continue
 		}
+		ids = distinct(ids)
 		if best == nil || len(ids) < len(best) {
 			best = candidates(ids)
 			if best == nil {
@@ -185,9 +186,9 @@ func pgIds(q *searchQuery, ids candidates) string {
 	return "id = ANY(" + q.arg([]uuid.UUID(ids)) + "::uuid[])"
 }
 
-// SearchIndexBatch is how many queued messages one pass of the search
-// indexer takes on PostgreSQL; SQLite, whose one connection serves the
-// API too, takes fewer so that a pass never holds it long.
+// How many queued messages one pass of the search indexer takes at most:
+// SQLite, whose one connection serves the API too, takes fewer so that a
+// pass never holds it long.
 const (
 	pgSearchIndexBatch     = 2000
 	sqliteSearchIndexBatch = 500
