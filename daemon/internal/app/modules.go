@@ -95,6 +95,8 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 	lc.Append(fx.Hook{OnStart: intake.Start, OnStop: intake.Stop})
 	lc.Append(fx.Hook{OnStart: loop.Start, OnStop: loop.Stop})
 	lc.Append(fx.Hook{OnStart: ops.Start, OnStop: ops.Stop})
+	indexer := dlq.NewSearchIndexer(st, log, reg, pm)
+	lc.Append(fx.Hook{OnStart: indexer.Start, OnStop: indexer.Stop})
 	return dlqParts{Service: svc, Intake: intake}
 }
 

@@ -28,6 +28,12 @@ type searchDialect struct {
 	placeholder           func(n int) string
 	errorMatch, textMatch func(d *searchQuery, table, substr string) string
 	headerMatch           func(d *searchQuery, h dlq.HeaderFilter) string
+	// The text index (dlq_search_index.go): the indexed messages whose
+	// text may match, false when the index cannot look the text up; the
+	// messages not indexed yet; the condition that a message is one of ids.
+	indexed   func(q *searchQuery, field textField, substr string) (string, bool)
+	unindexed string
+	ids       func(q *searchQuery, ids candidates) string
 }
 
 // TotalThreshold is how many matches a search counts exactly; above it the
@@ -38,18 +44,23 @@ var pgSearch = searchDialect{
 	postgres: true, live: "dlq.dlq_messages", archive: "dlq.dlq_messages_archive",
 	groups: "dlq.dlq_failure_groups", groupCounts: "dlq.dlq_group_counts", topicCounts: "dlq.dlq_topic_counts",
 	placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
-	// ILIKE is served by the trigram index when pg_trgm is installed.
+	// Checked on each row (the text index narrows the rows to check) with
+	// strpos on lower(): what ILIKE does in a UTF-8 database, but the
+	// planner takes it for a third of the rows instead of a handful (it has
+	// no statistics of the expression), so a broad text walks the ordered
+	// index and stops after a page instead of sorting every match.
 	errorMatch: func(q *searchQuery, _ string, s string) string {
-		return "error_message ILIKE " + q.arg("%"+likeEscape(s)+"%")
+		return "strpos(lower(error_message), lower(" + q.arg(s) + "::text)) > 0"
 	},
 	// The payload's bytes in escape encoding, like the trigram index's
 	// expression; the query's bytes are encoded the same way.
 	textMatch: func(q *searchQuery, _ string, s string) string {
-		return "encode(raw_payload, 'escape') ILIKE " + q.arg("%"+likeEscape(pgEscapeEncode([]byte(s)))+"%")
+		return "strpos(lower(encode(raw_payload, 'escape')), lower(" + q.arg(pgEscapeEncode([]byte(s))) + "::text)) > 0"
 	},
 	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
 		return "convert_from(headers, 'UTF8')::jsonb @> " + q.arg(headerContains(h)) + "::jsonb"
 	},
+	indexed: pgIndexed, unindexed: "SELECT id FROM dlq.dlq_search_pending", ids: pgIds,
 }
 
 var sqliteSearch = searchDialect{
@@ -69,10 +80,12 @@ var sqliteSearch = searchDialect{
 		}
 		return "EXISTS (SELECT 1 FROM json_each(headers) h WHERE " + cond + ")"
 	},
+	indexed:   sqliteIndexed,
+	unindexed: "SELECT id FROM dlq_search_pending UNION ALL SELECT id FROM dlq_search_docs WHERE scan = 1",
+	ids:       sqliteIds,
 }
 
-// sqliteTextMatch scans payloads (SQLite has no payload index, see
-// migration sqlite/008): LIKE ignores ASCII case but stops at a NUL byte,
+// sqliteTextMatch checks a payload: LIKE ignores ASCII case but stops at a NUL byte,
 // so the bytes are also searched as they are (instr on blobs), which finds
 // text after a NUL in the exact case.
 func sqliteTextMatch(q *searchQuery, _ string, s string) string {
@@ -117,6 +130,10 @@ func headerContains(h dlq.HeaderFilter) string {
 type searchQuery struct {
 	d    *searchDialect
 	args []any
+	// cand, when not nil, are the only live messages that can match (the
+	// text index's candidates); else source, when set, selects them.
+	cand   candidates
+	source string
 }
 
 func (q *searchQuery) arg(v any) string {
@@ -165,6 +182,14 @@ func (q *searchQuery) branches(f dlq.SearchFilter) []struct{ table, where string
 	}
 	var out []struct{ table, where string }
 	for _, table := range tables {
+		if table == q.d.live && q.cand != nil {
+			out = append(out, struct{ table, where string }{table, q.candidateBranch(f)})
+			continue
+		}
+		if table == q.d.live && q.source != "" {
+			out = append(out, struct{ table, where string }{q.source, q.candidateBranch(f)})
+			continue
+		}
 		topicConds := []string{""}
 		if f.Topic != "" {
 			t := q.arg(f.Topic)
@@ -185,11 +210,37 @@ func (q *searchQuery) branches(f dlq.SearchFilter) []struct{ table, where string
 	return out
 }
 
+// candidateBranch is the one branch of the live table when a text filter
+// has few candidates (they are read by id, checked and sorted), or when
+// its candidates are the row source.
+func (q *searchQuery) candidateBranch(f dlq.SearchFilter) string {
+	var conds []string
+	if q.cand != nil {
+		conds = append(conds, q.d.ids(q, q.cand))
+	}
+	if f.Topic != "" {
+		t := q.arg(f.Topic)
+		conds = append(conds, "(dlq_topic = "+t+" OR original_topic = "+t+")")
+	}
+	if len(f.Statuses) > 0 {
+		in := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			in[i] = q.arg(string(st))
+		}
+		conds = append(conds, "status IN ("+strings.Join(in, ", ")+")")
+	}
+	return strings.Join(append(conds, q.commonConds(f, q.d.live)...), " AND ")
+}
+
 // search runs a search in one snapshot: the page and its total agree.
 func (s *sqlStore) search(ctx context.Context, d *searchDialect, f dlq.SearchFilter) (dlq.SearchPage, error) {
 	var page dlq.SearchPage
 	err := s.db.snapshot(ctx, func(qr querier) error {
-		q := &searchQuery{d: d}
+		cand, err := s.textCandidates(ctx, qr, d, f)
+		if err != nil {
+			return err
+		}
+		q := &searchQuery{d: d, cand: cand}
 		dir, cmp := "DESC", "<"
 		if f.OldestFirst {
 			dir, cmp = "ASC", ">"
@@ -219,7 +270,7 @@ func (s *sqlStore) search(ctx context.Context, d *searchDialect, f dlq.SearchFil
 			page.Next = &dlq.SearchCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 		}
 		page.Messages = msgs
-		page.Total, page.TotalIsEstimate, err = s.searchTotal(ctx, qr, d, f)
+		page.Total, page.TotalIsEstimate, err = s.searchTotal(ctx, qr, d, f, cand)
 		return err
 	})
 	return page, err
@@ -245,11 +296,14 @@ func (e extraScanner) Scan(dest ...any) error { return e.scanner.Scan(append(des
 // filter on topic, status and group alone, live messages only) or when
 // there are at most TotalThreshold; above that PostgreSQL gives its
 // planner's estimate (at least TotalThreshold+1) and SQLite counts them all.
-func (s *sqlStore) searchTotal(ctx context.Context, qr querier, d *searchDialect, f dlq.SearchFilter) (int64, bool, error) {
+func (s *sqlStore) searchTotal(ctx context.Context, qr querier, d *searchDialect, f dlq.SearchFilter, cand candidates) (int64, bool, error) {
 	if n, ok, err := s.countersTotal(ctx, qr, d, f); err != nil || ok {
 		return n, false, err
 	}
-	q := &searchQuery{d: d}
+	q := &searchQuery{d: d, cand: cand}
+	if cand == nil {
+		q.source = q.broadSource(f)
+	}
 	var parts []string
 	for i, b := range q.branches(f) {
 		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT 1 AS one FROM %s WHERE %s%s) c%d", b.table, b.where, "%s", i))

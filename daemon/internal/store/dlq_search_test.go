@@ -277,9 +277,9 @@ func TestGroupsBackfillOldRowsLeavesEverythingElse(t *testing.T) {
 	})
 }
 
-// TestSearchFindsTextInLargePayloads: a payload too large for SQLite's
-// trigram index (over 4 KiB) is still found by q, by scanning, and a
-// search does not confuse it with the indexed ones.
+// TestSearchFindsTextInLargePayloads: text deep in a large payload (over
+// 4 KiB) is found by q, and a search does not confuse it with the small
+// ones.
 func TestSearchFindsTextInLargePayloads(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
 		big := strings.Repeat("filler text ", 1000) + "needle-in-a-large-payload"

@@ -20,18 +20,7 @@ var pgDLQ = dlqSQL{
 			(SELECT min(m.created_at) FROM dlq.dlq_messages m WHERE m.dlq_topic = c.dlq_topic AND m.status = 'PENDING')
 		FROM (SELECT dlq_topic, status, sum(n)::bigint AS n FROM dlq.dlq_topic_counts GROUP BY 1, 2 HAVING sum(n) > 0) c
 		ORDER BY c.dlq_topic`,
-	// Each topic column has its own ordered index: the union of two index
-	// scans keeps page 1 cheap on a million-row topic, and the total comes
-	// from the counter table.
-	listPage: `
-		SELECT ` + dlqColumns + ` FROM (
-			(SELECT ` + dlqColumns + ` FROM dlq.dlq_messages WHERE dlq_topic = $1 AND ($5 = '' OR status = $5)
-			 ORDER BY created_at DESC, id DESC LIMIT $4)
-			UNION ALL
-			(SELECT ` + dlqColumns + ` FROM dlq.dlq_messages WHERE original_topic = $1 AND dlq_topic <> $1
-				AND ($5 = '' OR status = $5)
-			 ORDER BY created_at DESC, id DESC LIMIT $4)
-		) t ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+	listPage: pgListPage,
 	listCount: `
 		SELECT COALESCE(sum(n), 0)::bigint FROM dlq.dlq_topic_counts
 		WHERE (dlq_topic = $1 OR (original_topic = $1 AND dlq_topic <> $1)) AND ($2 = '' OR status = $2)`,
@@ -159,6 +148,7 @@ func pgSafeJSON(b []byte) bool {
 // an archived position stays known, so a consumer group that reads it
 // again does not make it a new dead letter; the same position with another
 // digest is a new dead letter (its topic was deleted and created again).
+// The new ids are queued for the search indexer (dlq_search_index.go).
 const pgIngest = `
 	WITH ins AS (
 		INSERT INTO dlq.dlq_messages (` + dlqInsertColumns + `)
@@ -176,7 +166,9 @@ const pgIngest = `
 				AND m.content_digest = '\x'::bytea)
 		ORDER BY u.id
 		ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING
-		RETURNING dlq_topic, original_topic, status, failure_group, error_message
+		RETURNING id, dlq_topic, original_topic, status, failure_group, error_message
+	), queued AS (
+		INSERT INTO dlq.dlq_search_pending (id) SELECT id FROM ins
 	), counted AS (
 		INSERT INTO dlq.dlq_topic_counts AS c (dlq_topic, original_topic, status, n)
 		SELECT dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3 ORDER BY 1, 2, 3

@@ -32,6 +32,7 @@ import (
 // Store is the whole state store.
 type Store interface {
 	dlq.Store
+	dlq.SearchIndexStore
 	deletion.JobStore
 	idempotency.Store
 	archive.Store

@@ -1,0 +1,208 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+)
+
+// textFilters are the error= and q= searches every state of the index must
+// answer alike: selective and broad, short (checked row by row), case,
+// non-ASCII, LIKE metacharacters, text after a NUL byte, binary payloads,
+// combined with other filters.
+var textFilters = map[string]dlq.SearchFilter{
+	"q one order":          {Text: "ord-0012"},
+	"q every order":        {Text: "ORD-00"},
+	"q mixed case":         {Text: "mixed case 100% _under_"},
+	"q non-ascii":          {Text: "Überweisung 29"},
+	"q binary":             {Text: "binary"},
+	"q after NUL":          {Text: "after-nul"},
+	"q short":              {Text: "19"},
+	"q metacharacters":     {Text: "100%x"},
+	"q nothing":            {Text: "no such text anywhere"},
+	"q and topic":          {Text: "ord-001", Topic: "orders.events.v1"},
+	"q and status":         {Text: "ord-001", Statuses: []dlq.Status{dlq.StatusPending}},
+	"error selective":      {Error: "10.0.0.12:"},
+	"error broad":          {Error: "CONNECTION REFUSED"},
+	"error and q":          {Error: "duplicate", Text: "ord-001"},
+	"error percent":        {Error: "100%"},
+	"q archived too":       {Text: "ORD-000", IncludeArchived: true},
+	"q oldest first paged": {Text: "ORD-00", OldestFirst: true, Limit: 4},
+}
+
+// searchAll returns every page of f, as topic/offset.
+func searchAll(t *testing.T, s store.Store, f dlq.SearchFilter) ([]string, int64) {
+	t.Helper()
+	var got []string
+	p := search(t, s, f)
+	total := p.Total
+	got = append(got, offsets(p)...)
+	for p.Next != nil {
+		f.After = p.Next
+		p = search(t, s, f)
+		got = append(got, offsets(p)...)
+	}
+	return got, total
+}
+
+// indexAll runs the indexer until nothing waits.
+func indexAll(t *testing.T, ctx context.Context, s store.Store) {
+	t.Helper()
+	for i := 0; ; i++ {
+		require.Less(t, i, 1000, "the indexer never finishes")
+		done, waiting, err := s.IndexDLQSearch(ctx)
+		require.NoError(t, err)
+		if waiting == 0 {
+			return
+		}
+		require.Positive(t, done, "%d waiting, none taken", waiting)
+	}
+}
+
+func textFixture(t *testing.T, s store.Store) {
+	t.Helper()
+	searchFixture(t, s)
+	nul := incoming("payments.dlq.v1", 2, "head\x00after-nul tail")
+	nul.OriginalTopic = "payments.events.v1"
+	ingest(t, s, t0.Add(4*time.Minute), nul)
+}
+
+// TestTextSearchIsExactWhateverTheIndexHolds: every text search gives the
+// same pages and totals with nothing indexed, part indexed and everything
+// indexed, and after a message's error changes (queued again) or it is
+// deleted.
+func TestTextSearchIsExactWhateverTheIndexHolds(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		textFixture(t, s)
+		m := search(t, s, dlq.SearchFilter{Key: ptr("order-3")}).Messages[0]
+		resolve(t, s, m.ID, t0.Add(time.Hour))
+		_, err := s.ArchiveDLQBatch(ctx, time.Now().Add(time.Hour), 100)
+		require.NoError(t, err)
+
+		type answer struct {
+			got   []string
+			total int64
+		}
+		want := map[string]answer{}
+		for name, f := range textFilters {
+			got, total := searchAll(t, s, f)
+			want[name] = answer{got, total}
+		}
+		// What the searches found before any index: the row-by-row check.
+		require.Equal(t, []string{"orders.dlq.v1/12"}, want["q one order"].got)
+		require.Len(t, want["q every order"].got, 29, "ORD-0000..0029 but the archived 3")
+		require.Len(t, want["q archived too"].got, 10)
+		require.Equal(t, []string{"payments.dlq.v1/1"}, want["q binary"].got)
+		require.Equal(t, []string{"payments.dlq.v1/2"}, want["q after NUL"].got)
+		require.Equal(t, []string{"orders.dlq.v1/29"}, want["q non-ascii"].got)
+		require.Equal(t, []string{"orders.dlq.v1/12"}, want["error selective"].got)
+		require.Len(t, want["error broad"].got, 15)
+
+		check := func(state string) {
+			t.Helper()
+			for name, f := range textFilters {
+				got, total := searchAll(t, s, f)
+				require.Equal(t, want[name].got, got, "%s: %s", state, name)
+				require.Equal(t, want[name].total, total, "%s: %s total", state, name)
+			}
+		}
+		check("nothing indexed")
+		done, waiting, err := s.IndexDLQSearch(ctx)
+		require.NoError(t, err)
+		require.Positive(t, done)
+		_ = waiting
+		check("one batch indexed")
+		indexAll(t, ctx, s)
+		require.Equal(t, 33, count(t, s, `SELECT count(*)::int FROM dlq.dlq_search_text`, `SELECT count(*) FROM dlq_search_docs`),
+			"every live message indexed once (34 stored, one archived)")
+		check("everything indexed")
+
+		// A new error text: the message is queued again and found by its
+		// new text only, before and after it is indexed again.
+		refused := search(t, s, dlq.SearchFilter{Error: "10.0.0.12:"}).Messages[0]
+		exec(t, s, `UPDATE dlq.dlq_messages SET error_message = 'replay failed: quota exceeded for tenant zz9' WHERE id = $1`,
+			`UPDATE dlq_messages SET error_message = 'replay failed: quota exceeded for tenant zz9' WHERE id = ?1`, refused.ID)
+		for _, state := range []string{"queued again", "indexed again"} {
+			require.Empty(t, search(t, s, dlq.SearchFilter{Error: "10.0.0.12:"}).Messages, state)
+			require.Equal(t, []string{"orders.dlq.v1/12"}, offsets(search(t, s, dlq.SearchFilter{Error: "QUOTA EXCEEDED for tenant"})), state)
+			indexAll(t, ctx, s)
+		}
+
+		// A deleted message leaves the index.
+		require.NoError(t, s.DeleteDLQ(ctx, refused.ID))
+		require.Equal(t, 32, count(t, s, `SELECT count(*)::int FROM dlq.dlq_search_text`, `SELECT count(*) FROM dlq_search_docs`))
+		require.Empty(t, search(t, s, dlq.SearchFilter{Error: "quota exceeded"}).Messages)
+	})
+}
+
+// TestTextSearchWithManyCandidates: a text that more messages match than
+// the index hands out as candidates is checked row by row, and the pages
+// are the same indexed or not.
+func TestTextSearchWithManyCandidates(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		var batch []dlq.Incoming
+		for i := 0; i < 2100; i++ {
+			in := incoming("many.dlq.v1", int64(i), fmt.Sprintf(`{"n":%d,"note":"common words %d"}`, i, i%7))
+			in.ErrorMessage = fmt.Sprintf("timeout %d", i%3)
+			batch = append(batch, in)
+		}
+		ingest(t, s, t0, batch[:1000]...)
+		ingest(t, s, t0.Add(time.Second), batch[1000:]...)
+		filters := []dlq.SearchFilter{
+			{Text: "common words", Limit: 500},
+			{Text: "common words 3", Limit: 100},
+			{Text: `"n":2099`},
+			{Error: "timeout 1", Limit: 1000},
+		}
+		var before [][]string
+		var totals []int64
+		for _, f := range filters {
+			got, total := searchAll(t, s, f)
+			before = append(before, got)
+			totals = append(totals, total)
+		}
+		require.Len(t, before[0], 2100)
+		require.Len(t, before[1], 300)
+		require.Equal(t, []string{"many.dlq.v1/2099"}, before[2])
+		require.Len(t, before[3], 700)
+		indexAll(t, ctx, s)
+		for i, f := range filters {
+			got, total := searchAll(t, s, f)
+			require.Equal(t, before[i], got, "%+v", f)
+			require.Equal(t, totals[i], total, "%+v", f)
+		}
+	})
+}
+
+// TestSearchIndexBatchIsBoundedByBytes: a batch of large payloads stops
+// at the one that crosses 8 MiB (a storm of large binary dead letters must
+// not hold the store for long), and every message is indexed and found.
+func TestSearchIndexBatchIsBoundedByBytes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		var batch []dlq.Incoming
+		for i := 0; i < 5; i++ {
+			big := make([]byte, 3<<20)
+			for j := range big {
+				big[j] = 'a' + byte(j%7)
+			}
+			copy(big[len(big)-20:], fmt.Sprintf("needle-%d-end", i))
+			batch = append(batch, incoming("big.dlq.v1", int64(i), string(big)))
+		}
+		ingest(t, s, t0, batch...)
+		done, waiting, err := s.IndexDLQSearch(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, done, "0, 3 and 6 MiB start below 8 MiB; the fourth does not")
+		require.EqualValues(t, 2, waiting)
+		indexAll(t, ctx, s)
+		for i := 0; i < 5; i++ {
+			require.Equal(t, []string{fmt.Sprintf("big.dlq.v1/%d", i)}, offsets(search(t, s, dlq.SearchFilter{Text: fmt.Sprintf("NEEDLE-%d-END", i)})))
+		}
+	})
+}
