@@ -64,6 +64,10 @@ type catRel struct {
 	// (enabled, and the role neither bypasses it nor has the owner's
 	// privileges, unforced; a NOINHERIT member of the owner role has not).
 	hiddenRows bool
+	// hooks are the DELETE triggers and rules declared on the relation
+	// itself (not clones of a partitioned parent's), each as its
+	// definition: code every delete of its rows runs.
+	hooks []string
 }
 
 func (r *catRel) qualified() string { return r.schema + "." + r.name }
@@ -262,6 +266,10 @@ func readCatalog(ctx context.Context, pool pgx.Tx, tenantColumns []string) (*cat
 		return nil, classify(fmt.Errorf("read inheritance: %w", err))
 	}
 
+	if err := readDeleteHooks(ctx, pool, c); err != nil {
+		return nil, err
+	}
+
 	rows, err = pool.Query(ctx, `
 		SELECT a.attrelid::int8, a.attname, format_type(a.atttypid, a.atttypmod),
 			bn.nspname || '.' || bt.typname,
@@ -405,4 +413,41 @@ func (c *catalog) lookup(name string) (*catRel, error) {
 		names = append(names, fmt.Sprintf("%s in schema %s", r.name, r.schema))
 	}
 	return nil, fmt.Errorf("%q is ambiguous: it names %s; rename one of them", name, strings.Join(names, " and "))
+}
+
+// readDeleteHooks reads the DELETE triggers (row or statement, enabled or
+// not) and DO ALSO/INSTEAD rules of every relation. A trigger a
+// partitioned table clones onto its partitions is read once, on the
+// parent, so attaching a partition does not add one.
+func readDeleteHooks(ctx context.Context, q pgx.Tx, c *catalog) error {
+	notClone := ""
+	if c.version >= 130000 {
+		notClone = "AND t.tgparentid = 0"
+	}
+	rows, err := q.Query(ctx, `
+		SELECT t.tgrelid::int8, 'trigger ' || quote_ident(t.tgname) || CASE t.tgenabled WHEN 'D' THEN ' (disabled)' ELSE '' END
+			|| ': ' || pg_get_triggerdef(t.oid)
+		FROM pg_trigger t WHERE NOT t.tgisinternal AND (t.tgtype & 8) <> 0 `+notClone+`
+		UNION ALL
+		SELECT r.ev_class::int8, 'rule ' || quote_ident(r.rulename) || ': ' || pg_get_ruledef(r.oid)
+		FROM pg_rewrite r WHERE r.ev_type = '4'
+		ORDER BY 1, 2`)
+	if err != nil {
+		return classify(fmt.Errorf("read delete triggers and rules: %w", err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var oid int64
+		var hook string
+		if err := rows.Scan(&oid, &hook); err != nil {
+			return classify(err)
+		}
+		if r := c.rels[uint32(oid)]; r != nil {
+			r.hooks = append(r.hooks, hook)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(fmt.Errorf("read delete triggers and rules: %w", err))
+	}
+	return nil
 }

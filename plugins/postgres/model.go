@@ -32,6 +32,8 @@ type model struct {
 	ignoredViews []string
 	// store names the database (storeIdentity).
 	store string
+	// cat is the catalog the model was built from.
+	cat *catalog
 }
 
 // mtable is one logical table (a plain table or the root of a partition or
@@ -107,7 +109,7 @@ func (cfg config) tenantColumnNames() []string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byRoot: map[uint32]*mtable{}, store: cat.store}
+	m := &model{byRoot: map[uint32]*mtable{}, store: cat.store, cat: cat}
 	ignored, problems := resolveIgnored(cfg, cat)
 	m.ignored = ignored
 	add := func(r *catRel, pos int) *mtable {

@@ -131,6 +131,30 @@ func fingerprintLines(cfg config, m *model) []string {
 		lines = append(lines, fmt.Sprintf("fk %q %q %q -> %q %q %s deferrable=%t set=%q types=%q",
 			e.fk.name, e.child.qualified(), e.fk.fkCols, e.parent.qualified(), e.fk.refCols, actionName(e.fk), e.fk.deferrable, e.fk.setCols, e.fk.refTypes))
 	}
+	return append(lines, deleteHookLines(m)...)
+}
+
+// deleteHookLines are what a delete of the model's tables runs or reaches
+// beyond their own rows: the DELETE triggers and rules of every relation
+// of their trees, and the tables made children of them by inheritance
+// (whose rows a DELETE of the parent deletes too). Partitions are left
+// out (see planNotes); their own triggers are not.
+func deleteHookLines(m *model) []string {
+	if m.cat == nil {
+		return nil
+	}
+	var lines []string
+	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+		for _, oid := range m.cat.tree(t.rel.oid) {
+			r := m.cat.rels[oid]
+			if oid != t.rel.oid && !r.partition {
+				lines = append(lines, fmt.Sprintf("inheritance child %q of %q", r.qualified(), t.name()))
+			}
+			for _, h := range r.hooks {
+				lines = append(lines, fmt.Sprintf("delete hook on %q: %s", r.qualified(), h))
+			}
+		}
+	}
 	return lines
 }
 
@@ -152,6 +176,9 @@ func tableIdentity(t *mtable) string {
 // the fingerprint, so attaching one does not invalidate an approved plan).
 func planNotes(m *model) []string {
 	var notes []string
+	for _, l := range deleteHookLines(m) {
+		notes = append(notes, l+" (runs with every delete of this tenant's rows; part of the plan: a change needs a new approval)")
+	}
 	var ignored []string
 	for _, r := range m.ignored {
 		ignored = append(ignored, r.qualified())
