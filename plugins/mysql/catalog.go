@@ -61,6 +61,9 @@ type catTable struct {
 	cols         map[string]catColumn // only the candidate tenant columns
 	pk           []string             // primary key columns, in order; nil without one
 	indexedFirst map[string]bool      // an index leads with the column
+	// deleteTriggers are the table's DELETE triggers, each with its
+	// statement: code every delete of its rows runs.
+	deleteTriggers []string
 }
 
 func (t *catTable) name() string  { return t.key.String() }
@@ -232,7 +235,36 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		}
 	}
 	c.fks = kept
+	if err := readDeleteTriggers(ctx, db, c); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// readDeleteTriggers reads every DELETE trigger of the tables the user
+// can see (BEFORE or AFTER), in the order they fire.
+func readDeleteTriggers(ctx context.Context, db *sql.DB, c *catalog) error {
+	rows, err := db.QueryContext(ctx, `SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_NAME, ACTION_TIMING, ACTION_STATEMENT
+		FROM information_schema.TRIGGERS WHERE EVENT_MANIPULATION = 'DELETE' AND EVENT_OBJECT_SCHEMA NOT IN `+systemSchemas+`
+		ORDER BY EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_TIMING, ACTION_ORDER`)
+	if err != nil {
+		return classify(fmt.Errorf("read delete triggers: %w", err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k tkey
+		var name, timing, stmt string
+		if err := rows.Scan(&k[0], &k[1], &name, &timing, &stmt); err != nil {
+			return classify(err)
+		}
+		if t := c.tables[k]; t != nil {
+			t.deleteTriggers = append(t.deleteTriggers, fmt.Sprintf("trigger %s %s DELETE: %s", quoteIdent(name), timing, stmt))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(fmt.Errorf("read delete triggers: %w", err))
+	}
+	return nil
 }
 
 // lookup resolves a configured table name: "schema.table" or "table" (in

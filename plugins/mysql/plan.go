@@ -31,6 +31,9 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	for _, e := range m.dropped {
 		resp.Notes = append(resp.Notes, fmt.Sprintf("%s: the cycle is broken here, its ON DELETE action runs on this tenant's own rows", e.describe()))
 	}
+	for _, l := range deleteHookLines(m) {
+		resp.Notes = append(resp.Notes, l+" (runs with every delete of this tenant's rows; part of the plan: a change needs a new approval)")
+	}
 	return resp, nil
 }
 
@@ -101,6 +104,19 @@ func fingerprintLines(cfg config, m *model) []string {
 	lines = append(lines, fmt.Sprintf("order %q", order))
 	for _, e := range m.inbound {
 		lines = append(lines, fmt.Sprintf("fk %q %q %q -> %q %q %s", e.fk.name, e.child.name(), e.fk.fkCols, e.parent.name(), e.fk.refCols, actionName(e.fk)))
+	}
+	return append(lines, deleteHookLines(m)...)
+}
+
+// deleteHookLines are the DELETE triggers of the tables the deletion
+// removes rows from: code it runs beyond those rows (a trigger added
+// after approval must need a new one).
+func deleteHookLines(m *model) []string {
+	var lines []string
+	for _, t := range m.order {
+		for _, h := range t.cat.deleteTriggers {
+			lines = append(lines, fmt.Sprintf("delete hook on %q: %s", t.name(), h))
+		}
 	}
 	return lines
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +104,25 @@ func TestMySQLFingerprintCoversTheStore(t *testing.T) {
 	a := fps.Of(fingerprintLines(config{}, m))
 	m.store = `server_uuid 2 database "app"`
 	require.NotEqual(t, a, fps.Of(fingerprintLines(config{}, m)))
+}
+
+// A DELETE trigger added after the check runs with every delete: one that
+// deleted another table's rows emptied a table not in the plan (outside
+// attack). It is part of the fingerprint, so Delete refuses, naming it,
+// and the plan names it for the approver.
+func TestMySQLDeleteTriggerAddedAfterTheCheckIsAChangedPlan(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t, staleShop+`CREATE TABLE audit (id INT PRIMARY KEY); INSERT INTO audit VALUES (1), (2);`)
+	e.mustConfigure(t, map[string]any{"tables": []any{"notes", "accounts"}})
+	checked := e.mustPlan(t, "a").Fingerprint
+	e.exec(t, `CREATE TRIGGER zap BEFORE DELETE ON accounts FOR EACH ROW DELETE FROM audit`)
+	plan := e.mustPlan(t, "a")
+	require.NotEqual(t, checked, plan.Fingerprint)
+	require.Contains(t, strings.Join(plan.Notes, "\n"), "zap")
+	before := e.snapshot(t)
+	_, err := e.deleteChecked(t, "a", checked)
+	require.Error(t, err)
+	require.Equal(t, before, e.snapshot(t), "a refused Delete changes nothing")
+	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err), "%v", err)
+	require.Contains(t, err.Error(), "zap")
 }
