@@ -91,12 +91,15 @@ func TestBulkRetryOfAGroupThroughTheCLI(t *testing.T) {
 			for body, field := range map[string]string{
 				`{"action":"nuke","filter":{"group":"` + group + `"}}`: "action",
 				`{"action":"retry"}`: "filter",
-				`{"action":"retry","filter":{"group":"` + group + `"},"rate":-5}`:        "rate",
-				`{"action":"retry","filter":{"colour":"red"}}`:                           "filter",
-				`{"action":"retry","filter":{"status":["LOST"]}}`:                        "status",
-				`{"action":"replay_to","filter":{"group":"` + group + `"}}`:              "target_topic",
-				`{"action":"retry","filter":{"group":"x"},"ids":["` + group + `"]}`:      "ids",
-				`{"action":"delete","filter":{"group":"` + group + `"},"surprise":true}`: "surprise",
+				`{"action":"retry","filter":{"group":"` + group + `"},"rate":-5}`:                          "rate",
+				`{"action":"retry","filter":{"colour":"red"}}`:                                             "filter",
+				`{"action":"retry","filter":{"status":["LOST"]}}`:                                          "status",
+				`{"action":"replay_to","filter":{"group":"` + group + `"}}`:                                "target_topic",
+				`{"action":"retry","filter":{"group":"x"},"ids":["` + group + `"]}`:                        "ids",
+				`{"action":"delete","filter":{"group":"` + group + `"},"surprise":true}`:                   "surprise",
+				`{"action":"dead","filter":{"topic":"orders.dlq.v1","status":[]}}`:                         "status",
+				`{"action":"dead","filter":{"key":""}}`:                                                    "key",
+				`{"action":"replay_to","filter":{"group":"` + group + `"},"target_topic":"orders.dlq.v1"}`: "target_topic",
 			} {
 				code, resp := d.Do("POST", "/api/v1/dlq/operations", []byte(body), nil)
 				require.Equal(t, 400, code, "%s: %s", body, resp)

@@ -162,8 +162,8 @@ func parseSearchQuery(v url.Values) (dlq.SearchFilter, error) {
 	if k, ok, err := q.one("key"); err != nil {
 		return f, err
 	} else if ok {
-		if len(k) > maxFilterLength {
-			return f, invalidField("key", "longer than %d bytes", maxFilterLength)
+		if k == "" || len(k) > maxFilterLength {
+			return f, invalidField("key", "must not be empty nor longer than %d bytes", maxFilterLength)
 		}
 		f.Key = &k
 	}

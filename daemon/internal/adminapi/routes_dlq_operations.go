@@ -263,6 +263,12 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		if err := dec.Decode(&fb); err != nil {
 			return req, false, invalidField("filter", "must be an object of search filters (topic, status, error, group, key, header, q, since, until): %v", err)
 		}
+		if fb.Status != nil && len(fb.Status) == 0 {
+			return req, false, invalidField("status", "an empty list: name the statuses, or leave status out for every one")
+		}
+		if fb.Header != nil && len(fb.Header) == 0 {
+			return req, false, invalidField("header", "an empty list: name the headers, or leave header out")
+		}
 		v := fb.values()
 		if len(v) == 0 {
 			return req, false, invalidField("filter", "give at least one filter; to act on every message, name the statuses (\"status\": [\"PENDING\", \"DEAD\"])")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -81,7 +82,13 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 				body["filter"] = filter
 			}
 			if cmd.Flags().Changed("rate") {
+				if math.IsNaN(rate) || math.IsInf(rate, 0) || rate <= 0 {
+					return usageErrorf("--rate %v: messages per second, a number above 0", rate)
+				}
 				body["rate"] = rate
+			}
+			if cmd.Flags().Changed("status") && len(splitList(statuses)) == 0 {
+				return usageErrorf("--status: name the statuses, or leave it out for every one")
 			}
 			if target != "" {
 				body["target_topic"] = target

@@ -129,7 +129,9 @@ func (s *Service) replayPage(ctx, run context.Context, op *Operation, items []Op
 		case errors.Is(err, derrors.ErrNotFound):
 			r.Outcome, r.Error = ItemSkipped, "the message was deleted or archived"
 		case errors.Is(err, derrors.ErrUnavailable):
-			r.Outcome, r.Error = ItemUnavailable, err.Error()
+			// No source can send now: stop here, the operation resumes
+			// with this message after its lease.
+			return err
 		case errors.Is(err, ErrRepublishFailed):
 			r.Outcome, r.Error = ItemRefused, err.Error()
 		default:

@@ -2,9 +2,13 @@ package dlq
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 )
 
 // retryWorkers is how many pages of a bulk retry are with the broker at
@@ -83,14 +87,40 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 		go func() {
 			defer wg.Done()
 			for p := range pages {
-				var outcomes []Outcome
+				var (
+					outcomes []Outcome
+					down     error
+				)
+				if failed() {
+					// A page claimed before a failure is not sent: its
+					// claims are handed back and a resumed run takes it.
+					s.handBack(work, p.claimed)
+					<-p.turn
+					close(p.done)
+					continue
+				}
 				if len(p.claimed) > 0 {
-					outcomes = s.send(work, p.claimed, TriggerBulk, op.RequestedByUID, &op.ID)
+					outcomes, down = s.send(work, p.claimed, TriggerBulk, op.RequestedByUID, &op.ID)
 				}
 				<-p.turn
-				// After a failure the later pages are not recorded: their
-				// claims run out and a resumed run takes them again.
-				if !failed() {
+				switch {
+				case down != nil || failed():
+					// No source could try (a broker outage is not the
+					// messages' failure: nothing is counted against them),
+					// or an earlier page was not recorded: record what the
+					// broker said of each message, but not the page's
+					// progress, which must follow the pages before it. The
+					// operation stops and resumes from its last recorded
+					// page after its lease.
+					if _, err := s.recordOutcomes(work, outcomes, TriggerBulk, func(ctx context.Context, o []Outcome) ([]Recorded, error) {
+						return s.store.FinishDLQ(ctx, s.owner, s.now(), o)
+					}); err != nil {
+						s.log.Warn("record a bulk retry page whose progress cannot be recorded", "error", err)
+					}
+					if down != nil {
+						fail(fmt.Errorf("%w: %v", derrors.ErrUnavailable, down))
+					}
+				default:
 					if err := s.recordRetryPage(work, op, p.items, p.skipped, outcomes); err != nil {
 						fail(err)
 					}
@@ -103,4 +133,22 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 	mu.Lock()
 	defer mu.Unlock()
 	return atEnd && firstErr == nil, firstErr
+}
+
+// handBack returns claimed messages to PENDING without an attempt: they
+// were not sent.
+func (s *Service) handBack(ctx context.Context, msgs []Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	outs := make([]Outcome, len(msgs))
+	for i, m := range msgs {
+		outs[i] = Finish(m, EventReleased)
+		outs[i].NextRetryAt = s.retryAfter(s.policy().For(m.Position.Topic))
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := s.store.FinishDLQ(wctx, s.owner, s.now(), outs); err != nil {
+		s.log.Warn("hand back claimed dead letters; their lease returns them", "error", err)
+	}
 }

@@ -198,10 +198,10 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 		log.Warn("bulk operation lease lost to another daemon; leaving it to that one", "error", err)
 		return
 	case err != nil:
-		// The store or a plugin failed: hand the operation back; the next
-		// pass (here or elsewhere) resumes it after its last recorded page.
-		log.Warn("bulk operation stopped by an error; it resumes later", "error", err)
-		s.releaseOperation(op.ID)
+		// The store or the broker is out: the operation keeps its lease
+		// until it runs out, which spaces the tries, and then a pass (here
+		// or elsewhere) resumes it after its last recorded page.
+		log.Warn("bulk operation stopped by an outage; it resumes after its lease", "error", err, "lease", lease.String())
 		return
 	case completed:
 		record(OperationCompleted, "")

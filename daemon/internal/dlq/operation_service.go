@@ -21,8 +21,23 @@ type OperationRequest struct {
 	UID         *uint32
 }
 
-// MaxOperationIDs bounds an explicit id list.
-const MaxOperationIDs = 100000
+// MaxOperationIDs bounds an explicit id list: as JSON it must fit the
+// admin API's 1 MiB request body (about 39 bytes an id).
+const MaxOperationIDs = 20000
+
+// check is validate, and for replay_to that the target is not a DLQ
+// topic (checked once here; each message's own DLQ topic is one too).
+func (s *Service) check(ctx context.Context, r *OperationRequest) error {
+	if err := r.validate(); err != nil {
+		return err
+	}
+	if r.Action == ActionReplayTo {
+		if err := s.notADLQTopic(ctx, r.TargetTopic); err != nil {
+			return fmt.Errorf("target_topic: %w", err)
+		}
+	}
+	return nil
+}
 
 // validate checks a request before anything is stored.
 func (r *OperationRequest) validate() error {
@@ -52,7 +67,7 @@ func (r *OperationRequest) validate() error {
 // DryRunOperation says how many messages the request would act on now,
 // with a sample of them; nothing is stored or changed.
 func (s *Service) DryRunOperation(ctx context.Context, req OperationRequest, sample int) (int64, []Message, error) {
-	if err := req.validate(); err != nil {
+	if err := s.check(ctx, &req); err != nil {
 		return 0, nil, err
 	}
 	return s.store.CountDLQOperation(ctx, req.Filter, sample)
@@ -61,7 +76,7 @@ func (s *Service) DryRunOperation(ctx context.Context, req OperationRequest, sam
 // StartOperation stores a bulk operation with the set of messages its
 // filter matches now and hands it to the runner.
 func (s *Service) StartOperation(ctx context.Context, req OperationRequest) (*Operation, error) {
-	if err := req.validate(); err != nil {
+	if err := s.check(ctx, &req); err != nil {
 		return nil, err
 	}
 	filter := req.FilterJSON

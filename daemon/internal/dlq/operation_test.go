@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -365,5 +366,68 @@ func TestBulkReplayToAnotherTopic(t *testing.T) {
 		ops, err := f.svc.Operations(ctx, 10, false)
 		require.NoError(t, err)
 		require.Len(t, ops, 1, "a refused request stores nothing")
+	})
+}
+
+// TestBulkRetryStopsForABrokerOutage: when no source can send (the broker
+// is down), a bulk retry does not run through its set counting every
+// message unavailable: it stops with the page it could not send back to
+// PENDING (nothing counted against it) and resumes from its last recorded
+// page once its lease ran out, sending each message once.
+func TestBulkRetryStopsForABrokerOutage(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+		startRunner(t, f.svc)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 40,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 8 }, "some done")
+		f.broker.set(func(b *broker) { b.down = errors.New("connection refused") })
+		time.Sleep(time.Second)
+		mid, err := f.svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.OperationRunning, mid.State, "an outage is not the end of the operation")
+		require.Zero(t, mid.Failed, "nothing counted as failed: %v", mid.Outcomes)
+		require.Less(t, mid.Done, int64(40))
+		for _, id := range ids {
+			m := f.get(t, id)
+			require.NotEqual(t, dlq.StatusRetrying, m.Status, "no message is left claimed")
+			require.Zero(t, m.RetryCount, "an outage counts no attempt")
+		}
+
+		f.broker.set(func(b *broker) { b.down = nil })
+		f.clock.set(t0.Add(time.Minute)) // the lease has run out
+		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 40}, done.Outcomes)
+		counts := republishCounts(f.broker)
+		for _, id := range ids {
+			require.Equal(t, 1, counts[id.String()], "sent once")
+		}
+	})
+}
+
+// TestBulkReplayToADLQTopicIsRefused: replay_to a topic dead letters are
+// taken in from would only bring them back as new dead letters; it is
+// refused before anything is stored, as a single replay is.
+func TestBulkReplayToADLQTopicIsRefused(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 3)
+		f.ingestTo(t, "billing.dead", "billing.events.v1", "boom", 0, 1)
+		before := f.checksums(t)
+		for _, target := range []string{"orders.dlq.v1", "billing.dead"} {
+			req := dlq.OperationRequest{Action: dlq.ActionReplayTo, TargetTopic: target, Filter: dlq.OperationFilter{IDs: ids}}
+			_, err := f.svc.StartOperation(ctx, req)
+			require.ErrorIs(t, err, derrors.ErrInvalid, target)
+			_, _, err = f.svc.DryRunOperation(ctx, req, 5)
+			require.ErrorIs(t, err, derrors.ErrInvalid, target)
+		}
+		ops, err := f.svc.Operations(ctx, 10, false)
+		require.NoError(t, err)
+		require.Empty(t, ops)
+		require.Equal(t, before, f.checksums(t))
+		require.Empty(t, republishCounts(f.broker))
 	})
 }

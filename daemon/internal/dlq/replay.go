@@ -151,6 +151,12 @@ func (s *Service) replayTarget(ctx context.Context, m *Message, topic string) er
 	if topic == m.Position.Topic {
 		return fmt.Errorf("%w: topic %s is the DLQ topic the message was read from: a replay there would only come back", derrors.ErrInvalid, topic)
 	}
+	return s.notADLQTopic(ctx, topic)
+}
+
+// notADLQTopic refuses a topic dead letters were taken in from: a replay
+// there would be taken in again as a new dead letter.
+func (s *Service) notADLQTopic(ctx context.Context, topic string) error {
 	topics, err := s.store.DLQTopics(ctx)
 	if err != nil {
 		return err

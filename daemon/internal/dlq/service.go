@@ -223,12 +223,16 @@ func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger
 // record writes with the outcomes, in their transaction.
 func (s *Service) republishWith(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID,
 	record func(ctx context.Context, outcomes []Outcome) ([]Recorded, error)) ([]Result, error) {
-	return s.recordOutcomes(ctx, s.send(ctx, msgs, trigger, uid, op), trigger, record)
+	outcomes, _ := s.send(ctx, msgs, trigger, uid, op)
+	return s.recordOutcomes(ctx, outcomes, trigger, record)
 }
 
 // send republishes claimed messages through their sources and returns the
-// outcome of each, in the order of msgs, to be recorded.
-func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID) []Outcome {
+// outcome of each, in the order of msgs, to be recorded, and the first
+// error of a source that could not try at all (not configured, not
+// running, unreachable): its messages' outcomes are releases.
+func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID) ([]Outcome, error) {
+	var down error
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
@@ -259,6 +263,9 @@ func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid
 			switch {
 			case err != nil:
 				// The source could not try: not the message's fault.
+				if down == nil {
+					down = err
+				}
 				outcomes[i] = Finish(msgs[i], EventReleased)
 				outcomes[i].Error = err.Error()
 			case resp.Results[j].Acked:
@@ -279,7 +286,7 @@ func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid
 		o.Error = sanitize(o.Error, maxErrorLength)
 		o.NextRetryAt = s.retryAfter(pol.For(msgs[i].Position.Topic))
 	}
-	return outcomes
+	return outcomes, down
 }
 
 // recordOutcomes records what send returned (with record), counts it in
