@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -133,7 +136,12 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 // which see every tuple the cascade deleted).
 func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (int64, error) {
 	if len(t.cascades) == 0 && !deferred {
-		tag, err := x.pool.Exec(ctx, q, x.tenant, x.batch)
+		var tag pgconn.CommandTag
+		err := x.stoppable(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+			var err error
+			tag, err = conn.Exec(ctx, q, x.tenant, x.batch)
+			return err
+		})
 		if err != nil {
 			return 0, err
 		}
@@ -146,29 +154,10 @@ func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (
 	}
 	var direct int64
 	var cascaded map[string]int64
-	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
-		if deferred {
-			if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
-				return err
-			}
-		}
-		args := []any{x.tenant}
-		if !deferred {
-			args = append(args, x.batch)
-		}
-		// t itself is read too: a cascade through a cycle can come back and
-		// remove more of t's rows than the statement did.
-		start, err := x.deletedSoFar(ctx, tx, append([]*mtable{t}, t.cascades...))
-		if err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		direct = tag.RowsAffected()
-		cascaded, err = x.deletedSince(ctx, tx, start)
-		return err
+	err := x.stoppable(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			return x.execIn(ctx, tx, t, q, deferred, &direct, &cascaded)
+		})
 	})
 	if err != nil {
 		return 0, err
@@ -183,13 +172,101 @@ func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (
 	return direct, nil
 }
 
+// execIn runs one delete statement of t in tx and reads what it removed,
+// cascades included.
+func (x *eraser) execIn(ctx context.Context, tx pgx.Tx, t *mtable, q string, deferred bool, direct *int64, cascaded *map[string]int64) error {
+	if deferred {
+		if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
+			return err
+		}
+	}
+	args := []any{x.tenant}
+	if !deferred {
+		args = append(args, x.batch)
+	}
+	// t itself is read too: a cascade through a cycle can come back and
+	// remove more of t's rows than the statement did.
+	start, err := x.deletedSoFar(ctx, tx, append([]*mtable{t}, t.cascades...))
+	if err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	*direct = tag.RowsAffected()
+	*cascaded, err = x.deletedSince(ctx, tx, start)
+	return err
+}
+
+// stoppable runs fn on a connection of its own with a context the
+// caller's cancel does not end. When ctx ends, the statement in flight is
+// cancelled on the server (a cancel request) and fn's end is awaited:
+// what the statement did is then either counted (it finished first) or
+// rolled back, and nothing this Delete started goes on, or commits, after
+// it returned. (pgx's own cancel gives up waiting after a moment, and
+// a server slow to act on the cancel then commits a batch behind the
+// caller's back.) A connection a cancel request was sent on is closed,
+// not reused: the request could reach its next statement.
+func (x *eraser) stoppable(ctx context.Context, fn func(ctx context.Context, conn *pgxpool.Conn) error) error {
+	conn, err := x.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	var (
+		wg        sync.WaitGroup
+		cancelled atomic.Bool
+	)
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+			cancelled.Store(true)
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = conn.Conn().PgConn().CancelRequest(cctx)
+		case <-done:
+		}
+	}()
+	err = fn(context.WithoutCancel(ctx), conn)
+	close(done)
+	wg.Wait()
+	if cancelled.Load() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = conn.Conn().Close(cctx)
+		cancel()
+	}
+	conn.Release()
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (the statement in flight was stopped: %v)", ctx.Err(), err)
+	}
+	return err
+}
+
 // deleteCycle deletes a cycle of tables whose keys are all DEFERRABLE in
 // one transaction with the keys deferred, so no order is needed. It holds
 // its locks until the end: such cycles are usually small (an org and its
 // owner), and there is no other way to satisfy the keys.
 func (x *eraser) deleteCycle(ctx context.Context, tables []*mtable) error {
 	var counts map[string]int64
-	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+	err := x.stoppable(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return x.deleteCycleIn(ctx, conn, tables, &counts)
+	})
+	if err != nil {
+		return fmt.Errorf("delete the cycle of deferrable keys: %w", err)
+	}
+	for name, n := range counts {
+		x.tally.add(name, n)
+	}
+	x.tally.progress(x.tally.total)
+	return nil
+}
+
+// deleteCycleIn is deleteCycle's transaction.
+func (x *eraser) deleteCycleIn(ctx context.Context, conn *pgxpool.Conn, tables []*mtable, counts *map[string]int64) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
 			return err
 		}
@@ -210,17 +287,9 @@ func (x *eraser) deleteCycle(ctx context.Context, tables []*mtable) error {
 				}
 			}
 		}
-		counts, err = x.deletedSince(ctx, tx, start)
+		*counts, err = x.deletedSince(ctx, tx, start)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("delete the cycle of deferrable keys: %w", err)
-	}
-	for name, n := range counts {
-		x.tally.add(name, n)
-	}
-	x.tally.progress(x.tally.total)
-	return nil
 }
 
 // deleted is a reading of how many rows the backend deleted from each
