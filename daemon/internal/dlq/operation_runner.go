@@ -151,7 +151,7 @@ func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
 			stop(nil)
 			r.loop.Kick()
 		}()
-		r.svc.runOperation(ctx, stop, op, cfg.Lease)
+		_ = r.svc.runOperation(ctx, stop, op, cfg.Lease) // an outage is logged; the lease spaces the next try
 	}()
 	return true
 }
@@ -159,8 +159,10 @@ func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
 // runOperation runs op, which this daemon holds, until its set is done, it
 // is cancelled, the daemon stops or the lease is lost. ctx ends with the
 // reason; the page in flight always completes, so a stop falls between
-// two pages and what was done is recorded.
-func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc, op *Operation, lease time.Duration) {
+// two pages and what was done is recorded. It returns the outage that
+// stopped it, if one did: the operation is then still RUNNING under this
+// daemon's lease, to be resumed when the lease runs out.
+func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc, op *Operation, lease time.Duration) error {
 	log := s.log.With("operation", op.ID.String(), "action", op.Action)
 	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
 	defer endLife()
@@ -177,7 +179,7 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 	}
 	if op.CancelRequestedAt != nil {
 		record(OperationCancelled, "")
-		return
+		return nil
 	}
 	size := pageSize(op)
 	var limiter *rate.Limiter
@@ -196,16 +198,16 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 	switch {
 	case errors.Is(err, derrors.ErrLeaseLost):
 		log.Warn("bulk operation lease lost to another daemon; leaving it to that one", "error", err)
-		return
+		return nil
 	case err != nil:
 		// The store or the broker is out: the operation keeps its lease
 		// until it runs out, which spaces the tries, and then a pass (here
 		// or elsewhere) resumes it after its last recorded page.
 		log.Warn("bulk operation stopped by an outage; it resumes after its lease", "error", err, "lease", lease.String())
-		return
+		return err
 	case completed:
 		record(OperationCompleted, "")
-		return
+		return nil
 	}
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errOperationCancelled):
@@ -215,6 +217,7 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 	default:
 		s.releaseOperation(op.ID)
 	}
+	return nil
 }
 
 // walkPages does a page at a time, in order, until the set is done

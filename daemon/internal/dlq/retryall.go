@@ -2,7 +2,9 @@ package dlq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -47,7 +49,16 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 		case <-run.Done():
 		}
 	}()
-	s.runOperation(run, stop, op, pol.Lease)
+	outage := s.runOperation(run, stop, op, pol.Lease)
+	if outage != nil {
+		// A retry-all is the request's: it ends with it, as it always did,
+		// rather than going on by itself after a 503.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := s.store.FinishDLQOperation(wctx, op.ID, s.owner, OperationCancelled, outage.Error(), s.now()); err != nil {
+			s.log.Warn("end a retry-all stopped by an outage", "operation", op.ID.String(), "error", err)
+		}
+	}
 	final, err := s.store.GetDLQOperation(context.WithoutCancel(ctx), op.ID)
 	if err != nil {
 		return RetryAllResult{}, err
@@ -56,6 +67,15 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 		Unavailable: int(final.Outcomes[ItemUnavailable]), NotRecorded: int(final.Outcomes[ItemNotRecorded])}
 	if err := ctx.Err(); err != nil {
 		return res, err
+	}
+	if outage != nil {
+		// What was not sent stays PENDING, nothing counted: unavailable.
+		res.Unavailable += int(final.Matched - final.Done)
+		if errors.Is(outage, derrors.ErrUnavailable) {
+			return res, fmt.Errorf("%w: no source could republish the retryable messages of %s; %d stay PENDING",
+				derrors.ErrUnavailable, topic, res.Unavailable)
+		}
+		return res, outage
 	}
 	if !final.Finished() {
 		return res, fmt.Errorf("%w: retry-all stopped before its end (operation %s resumes later): %s", derrors.ErrUnavailable, op.ID, final.LastError)
