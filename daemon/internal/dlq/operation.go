@@ -130,6 +130,15 @@ type OperationItem struct {
 	ID  uuid.UUID
 }
 
+// maxItemError bounds the error kept for an item of an operation.
+const maxItemError = 2000
+
+// ItemErrorText is an item's error as it is stored: valid UTF-8, no NUL
+// (PostgreSQL's text refuses both, and the page's transaction would fail),
+// at most maxItemError bytes cut on a character boundary. Item errors come
+// from brokers, plugins and stored messages, so anything can be in them.
+func ItemErrorText(s string) string { return sanitize(s, maxItemError) }
+
 // ItemResult is what became of one item.
 type ItemResult struct {
 	Seq     int64

@@ -313,7 +313,7 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 			continue
 		}
 		failed++
-		if _, err := q.exec(ctx, s.sql.ops.itemFailed, p.Operation, r.Seq, r.Outcome, sanitizeError(r.Error)); err != nil {
+		if _, err := q.exec(ctx, s.sql.ops.itemFailed, p.Operation, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
 			return fmt.Errorf("record a failed item: %w", err)
 		}
 	}
@@ -323,15 +323,6 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 		return fmt.Errorf("record bulk operation progress: %w", err)
 	}
 	return nil
-}
-
-// sanitizeError bounds an item's error text.
-func sanitizeError(s string) string {
-	const limit = 2000
-	if len(s) > limit {
-		return s[:limit]
-	}
-	return s
 }
 
 // AdvanceDLQOperation implements dlq.OperationStore.
