@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 
@@ -104,10 +103,8 @@ func (s *Service) whyNotRetried(ctx context.Context, id uuid.UUID) string {
 		return "the message was deleted or archived"
 	case err != nil:
 		return "not retryable when its turn came"
-	case m.Status == StatusRetrying && m.IsRetryable():
-		return fmt.Sprintf("the message is being retried: status=%s, retry_count=%d/%d", m.Status, m.RetryCount, m.MaxRetries)
 	default:
-		return m.NotRetryableReason()
+		return NotRetryable(m).Reason
 	}
 }
 

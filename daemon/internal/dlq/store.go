@@ -183,6 +183,16 @@ func (e *NotRetryableError) Error() string { return e.Reason }
 // message's state refuses it.
 func (e *NotRetryableError) Unwrap() error { return derrors.ErrConflict }
 
+// NotRetryable explains why m, as it is now, cannot be claimed for a
+// retry: it is being retried (RETRYING under a lease), or not retryable.
+func NotRetryable(m *Message) *NotRetryableError {
+	if m.Status == StatusRetrying && m.IsRetryable() {
+		return &NotRetryableError{Message: m, Reason: fmt.Sprintf("message is being retried: status=%s, retry_count=%d/%d",
+			m.Status, m.RetryCount, m.MaxRetries)}
+	}
+	return &NotRetryableError{Message: m, Reason: m.NotRetryableReason()}
+}
+
 // NotRevivableError is a 409: the message exists but cannot be revived.
 type NotRevivableError struct {
 	Message *Message

@@ -47,13 +47,8 @@ type claimSQL struct {
 
 // ClaimDLQ implements dlq.Store.
 func (s *sqlStore) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
-	return s.changeOne(ctx, "claim dead letter", func(cur *dlq.Message) error {
-		if cur.Status == dlq.StatusRetrying && cur.IsRetryable() {
-			return &dlq.NotRetryableError{Message: cur, Reason: fmt.Sprintf("message is being retried: status=%s, retry_count=%d/%d",
-				cur.Status, cur.RetryCount, cur.MaxRetries)}
-		}
-		return &dlq.NotRetryableError{Message: cur, Reason: cur.NotRetryableReason()}
-	}, s.sql.dlq.claim, id, c.Now, c.Owner, c.LeaseUntil)
+	return s.changeOne(ctx, "claim dead letter", func(cur *dlq.Message) error { return dlq.NotRetryable(cur) },
+		s.sql.dlq.claim, id, c.Now, c.Owner, c.LeaseUntil)
 }
 
 // changeOne runs a statement that changes the message whose id is its
