@@ -107,8 +107,10 @@ type Operation struct {
 	Failed      int64
 	// Outcomes counts Done by item outcome (ItemRetried, ...).
 	Outcomes map[string]int64
-	// Position is the seq of the last item done (items are numbered from 1).
+	// Position is the seq of the last item of the run done from the first
+	// (items are numbered from 1); DoneRanges holds the runs recorded beyond it.
 	Position          int64
+	DoneRanges        []SeqRange
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	StartedAt         *time.Time
@@ -139,6 +141,9 @@ const maxItemError = 2000
 // from brokers, plugins and stored messages, so anything can be in them.
 func ItemErrorText(s string) string { return sanitize(s, maxItemError) }
 
+// ItemGone is why an item was skipped that is no longer a live message.
+const ItemGone = "the message was deleted or archived"
+
 // ItemResult is what became of one item.
 type ItemResult struct {
 	Seq     int64
@@ -148,13 +153,29 @@ type ItemResult struct {
 }
 
 // OperationProgress is what a page of an operation did, recorded with the
-// page's changes: the items up to Position are done.
+// page's changes: the items after After up to Position are done.
 type OperationProgress struct {
 	Operation uuid.UUID
 	Owner     string
 	Now       time.Time
+	After     int64
 	Position  int64
 	Results   []ItemResult
+}
+
+// RetryPage is a page of a bulk retry, for OperationStore.RetryDLQPage.
+type RetryPage struct {
+	Claim Claim
+	Items []OperationItem
+	// Send is called once, with the messages of Items claimed for the
+	// retry (in Items' order) and, for the others, why each was not. It
+	// republishes the claimed ones and returns an outcome of each (Finish
+	// of the message as given), and the page's progress to record with
+	// them given what was recorded; a nil progress records the outcomes
+	// alone (the source was down: the page is done again later).
+	Send func(claimed []Message, skipped []ItemResult) ([]Outcome, func([]Recorded) *OperationProgress)
+	// Now is the time the outcomes are recorded at.
+	Now func() time.Time
 }
 
 // PageAction is a page of an action that only changes the state store
@@ -192,13 +213,14 @@ type OperationStore interface {
 	DLQOperationItems(ctx context.Context, id uuid.UUID, after int64, limit int) ([]OperationItem, error)
 	// DLQOperationFailures returns up to limit items that did not succeed.
 	DLQOperationFailures(ctx context.Context, id uuid.UUID, limit int) ([]ItemResult, error)
-	// ClaimDLQIDs claims the retryable messages among ids like ClaimDLQ
-	// (a RETRYING one only once its lease ran out) and returns them.
-	ClaimDLQIDs(ctx context.Context, ids []uuid.UUID, c Claim) ([]Message, error)
-	// FinishDLQOperationPage is FinishDLQ with the page's progress recorded
-	// in the same transaction; progress is given what FinishDLQ decided.
-	FinishDLQOperationPage(ctx context.Context, owner string, now time.Time, outcomes []Outcome,
-		progress func([]Recorded) OperationProgress) ([]Recorded, error)
+	// RetryDLQPage claims the retryable messages of a page like ClaimDLQ
+	// (a RETRYING one only once its lease ran out), sends them with
+	// p.Send and records the outcomes it returns like FinishDLQ, with the
+	// page's progress. A store may claim without writing the claim, under
+	// row locks held until the outcomes are written: one row version per
+	// message instead of two. It returns what was recorded of each
+	// outcome; on an error after Send, nothing of the page was recorded.
+	RetryDLQPage(ctx context.Context, p RetryPage) ([]Recorded, error)
 	// ApplyDLQOperationPage applies a page of a store-only action and
 	// records its progress in one transaction; derrors.ErrLeaseLost when
 	// the owner no longer holds the operation.

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -15,7 +16,7 @@ import (
 // other actions finish the page (one transaction, or one republish).
 func (s *Service) operationPage(ctx, run context.Context, op *Operation, items []OperationItem) error {
 	last := items[len(items)-1].Seq
-	progress := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Position: last}
+	progress := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), After: items[0].Seq - 1, Position: last}
 	switch op.Action {
 	case ActionReplayTo:
 		return s.replayPage(ctx, run, op, items)
@@ -27,58 +28,54 @@ func (s *Service) operationPage(ctx, run context.Context, op *Operation, items [
 	}
 }
 
-// claimPage claims the page's retryable messages; the others are skipped,
-// each with why.
-func (s *Service) claimPage(ctx context.Context, items []OperationItem) ([]Message, []ItemResult, error) {
-	ids := make([]uuid.UUID, len(items))
-	for i, it := range items {
-		ids[i] = it.ID
-	}
+// retryPage retries one page of a bulk retry whose items follow after:
+// the store claims its retryable messages, they are sent, and their
+// outcomes are recorded with the page's progress. A broker outage is not
+// the messages' failure: what the broker said of each is recorded, the
+// page is not counted, and the run stops with derrors.ErrUnavailable.
+func (s *Service) retryPage(ctx context.Context, op *Operation, after int64, items []OperationItem) error {
+	var (
+		outcomes []Outcome
+		down     error
+	)
 	now := s.now()
-	claimed, err := s.store.ClaimDLQIDs(ctx, ids, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(s.policy().Lease)})
-	if err != nil {
-		return nil, nil, err
-	}
-	got := make(map[uuid.UUID]bool, len(claimed))
-	for _, m := range claimed {
-		got[m.ID] = true
-	}
-	var skipped []ItemResult
-	for _, it := range items {
-		if !got[it.ID] {
-			skipped = append(skipped, ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemSkipped, Error: s.whyNotRetried(ctx, it.ID)})
-		}
-	}
-	return claimed, skipped, nil
-}
-
-// recordRetryPage records a page of a bulk retry: the outcomes of what
-// was sent and the page's progress, in one transaction.
-func (s *Service) recordRetryPage(ctx context.Context, op *Operation, items []OperationItem, skipped []ItemResult, outcomes []Outcome) error {
-	progress := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Position: items[len(items)-1].Seq}
-	if len(outcomes) == 0 {
-		progress.Results = skipped
-		return s.store.AdvanceDLQOperation(ctx, progress)
-	}
-	seqOf := make(map[uuid.UUID]int64, len(items))
-	for _, it := range items {
-		seqOf[it.ID] = it.Seq
-	}
-	_, err := s.recordOutcomes(ctx, outcomes, TriggerBulk, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
-		return s.store.FinishDLQOperationPage(ctx, s.owner, s.now(), outcomes, func(rec []Recorded) OperationProgress {
-			p := progress
-			p.Results = append([]ItemResult(nil), skipped...)
-			for i, o := range outcomes {
-				r := ItemResult{Seq: seqOf[o.ID], ID: o.ID, Outcome: retryItemOutcome(o, rec[i])}
-				if !ItemSucceeded(r.Outcome) {
-					r.Error = o.Error
-				}
-				p.Results = append(p.Results, r)
+	recorded, err := s.store.RetryDLQPage(ctx, RetryPage{
+		Claim: Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(s.policy().Lease)},
+		Items: items,
+		Now:   s.now,
+		Send: func(claimed []Message, skipped []ItemResult) ([]Outcome, func([]Recorded) *OperationProgress) {
+			if len(claimed) > 0 {
+				outcomes, down = s.send(ctx, claimed, TriggerBulk, op.RequestedByUID, &op.ID)
 			}
-			return p
-		})
+			if down != nil {
+				return outcomes, nil
+			}
+			return outcomes, func(rec []Recorded) *OperationProgress {
+				p := &OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), After: after, Position: items[len(items)-1].Seq}
+				p.Results = append([]ItemResult(nil), skipped...)
+				seqOf := make(map[uuid.UUID]int64, len(items))
+				for _, it := range items {
+					seqOf[it.ID] = it.Seq
+				}
+				for i, o := range outcomes {
+					r := ItemResult{Seq: seqOf[o.ID], ID: o.ID, Outcome: retryItemOutcome(o, rec[i])}
+					if !ItemSucceeded(r.Outcome) {
+						r.Error = o.Error
+					}
+					p.Results = append(p.Results, r)
+				}
+				return p
+			}
+		},
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	s.countOutcomes(outcomes, recorded, TriggerBulk)
+	if down != nil {
+		return fmt.Errorf("%w: %v", derrors.ErrUnavailable, down)
+	}
+	return nil
 }
 
 // retryItemOutcome names what a retry did to one message.
@@ -92,19 +89,6 @@ func retryItemOutcome(o Outcome, r Recorded) string {
 		return ItemRefused
 	default:
 		return ItemUnavailable
-	}
-}
-
-// whyNotRetried says why a message of the set was not claimed.
-func (s *Service) whyNotRetried(ctx context.Context, id uuid.UUID) string {
-	m, err := s.store.GetDLQ(ctx, id)
-	switch {
-	case errors.Is(err, derrors.ErrNotFound):
-		return "the message was deleted or archived"
-	case err != nil:
-		return "not retryable when its turn came"
-	default:
-		return NotRetryable(m).Reason
 	}
 }
 
@@ -124,7 +108,7 @@ func (s *Service) replayPage(ctx, run context.Context, op *Operation, items []Op
 		switch {
 		case err == nil:
 		case errors.Is(err, derrors.ErrNotFound):
-			r.Outcome, r.Error = ItemSkipped, "the message was deleted or archived"
+			r.Outcome, r.Error = ItemSkipped, ItemGone
 		case errors.Is(err, derrors.ErrUnavailable):
 			// No source can send now: stop here, the operation resumes
 			// with this message after its lease.
@@ -134,7 +118,7 @@ func (s *Service) replayPage(ctx, run context.Context, op *Operation, items []Op
 		default:
 			r.Outcome, r.Error = ItemFailed, err.Error()
 		}
-		p := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Position: it.Seq, Results: []ItemResult{r}}
+		p := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), After: it.Seq - 1, Position: it.Seq, Results: []ItemResult{r}}
 		if err := s.store.AdvanceDLQOperation(ctx, p); err != nil {
 			return err
 		}

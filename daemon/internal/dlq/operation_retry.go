@@ -2,35 +2,32 @@ package dlq
 
 import (
 	"context"
-	"fmt"
 	"sync"
-	"time"
 
 	"golang.org/x/time/rate"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 )
 
-// retryWorkers is how many pages of a bulk retry are with the broker at
-// once: a page waits on acknowledgements (acks=all) and its claim and
-// record wait on the store, and neither is busy all the time.
+// retryWorkers is how many pages of a bulk retry are under way at once: a
+// page waits on the broker's acknowledgements (acks=all) and on the store,
+// and neither is busy all the time. Each holds a state-store connection
+// while it is under way.
 const retryWorkers = 4
 
-// retryPipeline runs a bulk retry from position pos in three stages:
-// pages are read and claimed in order (at the rate, if any), sent by up to
-// retryWorkers at once, and recorded in order, each with the operation's
-// progress in its transaction, so the position only ever moves past pages
-// whose outcomes are stored. When run ends, no new page is claimed; the
-// pages in flight are sent and recorded. It reports whether every page
-// was recorded to the end of the set.
+// retryPageItems is a page of a bulk retry: its items, in order, follow
+// the item numbered after.
+type retryPageItems struct {
+	after int64
+	items []OperationItem
+}
+
+// retryPipeline runs a bulk retry from position pos: pages are read in
+// order (at the rate, if any) and each is claimed, sent and recorded with
+// its progress by one of retryWorkers, in whatever order their brokers
+// answer; the operation keeps the pages recorded beyond its position, so
+// a resumed run does each page once. When run ends, no new page is read;
+// the pages under way are sent and recorded. It reports whether every
+// page was recorded to the end of the set.
 func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, size int, limiter *rate.Limiter) (bool, error) {
-	type page struct {
-		items   []OperationItem
-		claimed []Message
-		skipped []ItemResult
-		turn    <-chan struct{} // closed once the page before is recorded
-		done    chan struct{}   // closed once this one is
-	}
 	work := context.WithoutCancel(run)
 	reading, stopReading := context.WithCancel(run)
 	defer stopReading()
@@ -52,11 +49,9 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 		defer mu.Unlock()
 		return firstErr != nil
 	}
-	pages := make(chan *page)
+	pages := make(chan retryPageItems)
 	go func() {
 		defer close(pages)
-		prev := make(chan struct{})
-		close(prev)
 		for reading.Err() == nil {
 			items, err := s.store.DLQOperationItems(work, op.ID, pos, size)
 			if err != nil {
@@ -69,16 +64,14 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 				mu.Unlock()
 				return
 			}
-			if limiter != nil && limiter.WaitN(reading, len(items)) != nil {
-				return
+			page, next := undone(items, op.DoneRanges)
+			if len(page) > 0 {
+				if limiter != nil && limiter.WaitN(reading, len(page)) != nil {
+					return
+				}
+				pages <- retryPageItems{after: pos, items: page}
 			}
-			p := &page{items: items, turn: prev, done: make(chan struct{})}
-			if p.claimed, p.skipped, err = s.claimPage(work, items); err != nil {
-				fail(err)
-				return
-			}
-			prev, pos = p.done, items[len(items)-1].Seq
-			pages <- p
+			pos = next
 		}
 	}()
 	var wg sync.WaitGroup
@@ -87,45 +80,14 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 		go func() {
 			defer wg.Done()
 			for p := range pages {
-				var (
-					outcomes []Outcome
-					down     error
-				)
+				// A page read before a failure is not sent: a resumed
+				// run takes it.
 				if failed() {
-					// A page claimed before a failure is not sent: its
-					// claims are handed back and a resumed run takes it.
-					s.handBack(work, p.claimed)
-					<-p.turn
-					close(p.done)
 					continue
 				}
-				if len(p.claimed) > 0 {
-					outcomes, down = s.send(work, p.claimed, TriggerBulk, op.RequestedByUID, &op.ID)
+				if err := s.retryPage(work, op, p.after, p.items); err != nil {
+					fail(err)
 				}
-				<-p.turn
-				switch {
-				case down != nil || failed():
-					// No source could try (a broker outage is not the
-					// messages' failure: nothing is counted against them),
-					// or an earlier page was not recorded: record what the
-					// broker said of each message, but not the page's
-					// progress, which must follow the pages before it. The
-					// operation stops and resumes from its last recorded
-					// page after its lease.
-					if _, err := s.recordOutcomes(work, outcomes, TriggerBulk, func(ctx context.Context, o []Outcome) ([]Recorded, error) {
-						return s.store.FinishDLQ(ctx, s.owner, s.now(), o)
-					}); err != nil {
-						s.log.Warn("record a bulk retry page whose progress cannot be recorded", "error", err)
-					}
-					if down != nil {
-						fail(fmt.Errorf("%w: %v", derrors.ErrUnavailable, down))
-					}
-				default:
-					if err := s.recordRetryPage(work, op, p.items, p.skipped, outcomes); err != nil {
-						fail(err)
-					}
-				}
-				close(p.done)
 			}
 		}()
 	}
@@ -133,22 +95,4 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 	mu.Lock()
 	defer mu.Unlock()
 	return atEnd && firstErr == nil, firstErr
-}
-
-// handBack returns claimed messages to PENDING without an attempt: they
-// were not sent.
-func (s *Service) handBack(ctx context.Context, msgs []Message) {
-	if len(msgs) == 0 {
-		return
-	}
-	outs := make([]Outcome, len(msgs))
-	for i, m := range msgs {
-		outs[i] = Finish(m, EventReleased)
-		outs[i].NextRetryAt = s.retryAfter(s.policy().For(m.Position.Topic))
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := s.store.FinishDLQ(wctx, s.owner, s.now(), outs); err != nil {
-		s.log.Warn("hand back claimed dead letters; their lease returns them", "error", err)
-	}
 }

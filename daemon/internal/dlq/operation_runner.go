@@ -234,6 +234,11 @@ func (s *Service) walkPages(ctx context.Context, op *Operation, pos int64, size 
 		if len(items) == 0 {
 			return true, nil
 		}
+		items, next := undone(items, op.DoneRanges)
+		if len(items) == 0 {
+			pos = next
+			continue
+		}
 		if limiter != nil && limiter.WaitN(ctx, len(items)) != nil {
 			return false, nil
 		}
@@ -244,7 +249,7 @@ func (s *Service) walkPages(ctx context.Context, op *Operation, pos int64, size 
 		if err != nil {
 			return false, err
 		}
-		pos = items[len(items)-1].Seq
+		pos = next
 	}
 	return false, nil
 }

@@ -301,6 +301,12 @@ func (s *Service) recordOutcomes(ctx context.Context, outcomes []Outcome, trigge
 	if err != nil {
 		return nil, fmt.Errorf("record retry outcomes: %w", err)
 	}
+	return s.countOutcomes(outcomes, recorded, trigger), nil
+}
+
+// countOutcomes counts recorded outcomes in the metrics and logs what did
+// not resolve.
+func (s *Service) countOutcomes(outcomes []Outcome, recorded []Recorded, trigger Trigger) []Result {
 	results := make([]Result, len(outcomes))
 	for i, o := range outcomes {
 		results[i] = Result{Outcome: o, Recorded: recorded[i]}
@@ -317,7 +323,7 @@ func (s *Service) recordOutcomes(ctx context.Context, outcomes []Outcome, trigge
 			s.log.Warn("retry did not resolve", "id", o.ID.String(), "outcome", outcome, "error", o.Error, "trigger", trigger)
 		}
 	}
-	return results, nil
+	return results
 }
 
 // retryAfter gives the next automatic retry of a message sent back to

@@ -162,6 +162,10 @@ type outcomeRow struct {
 	LastError   *string         `json:"err"`         // nil keeps the one before
 	Republished *time.Time      `json:"republished"` // nil keeps the one before
 	Attempts    json.RawMessage `json:"attempts"`    // nil keeps the history as it was
+	// ClaimedAt is the claim's time (last_retry_at) of an outcome whose
+	// claim was a row lock and never written (PostgreSQL's RetryDLQPage);
+	// nil keeps the one the claim wrote.
+	ClaimedAt *time.Time `json:"claimed"`
 }
 
 // finish decides every outcome on the messages as read (cur, by id) and

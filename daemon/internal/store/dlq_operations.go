@@ -37,10 +37,10 @@ type opSQL struct {
 	renew       string // (id, owner, until)
 	items       string // (id, after seq, limit)
 	failures    string // (id, limit)
-	// held reads the position and outcomes of an operation owner holds,
+	// held reads the position, outcomes and ranges done of an operation owner holds,
 	// under a row lock where there are row locks: (id, owner).
 	held       string
-	advance    string // (id, position, done, succeeded, failed, outcomes, now)
+	advance    string // (id, position, done, succeeded, failed, outcomes, now, done ranges)
 	itemFailed string // (id, seq, outcome, error)
 	finish     string // (id, owner, state, last error, now)
 	release    string // (id, owner)
@@ -49,7 +49,7 @@ type opSQL struct {
 	requestCancel   string // (id, uid, now)
 	cancelNow       string // (id, uid, now)
 	cancelRequested string // (id)
-	claimIDs        string // (ids, now, owner, lease until)
+	claimIDs        string // (ids, now, owner, lease until); SQLite only (see RetryDLQPage)
 	topicOf         string // (message id)
 	bury            string // (message id, now)
 }
@@ -57,7 +57,7 @@ type opSQL struct {
 // opColumns are an operation's columns, for scanOperation.
 const opColumns = `id, action, state, filter, target_topic, rate, matched, done, succeeded, failed, outcomes, position,
 	created_at, updated_at, started_at, finished_at, requested_by_uid, cancel_requested_at, cancelled_by_uid,
-	COALESCE(lease_owner, ''), lease_expires_at, COALESCE(last_error, '')`
+	COALESCE(lease_owner, ''), lease_expires_at, COALESCE(last_error, ''), done_ranges`
 
 func scanOperation(row scanner) (*dlq.Operation, error) {
 	var (
@@ -65,12 +65,12 @@ func scanOperation(row scanner) (*dlq.Operation, error) {
 		action, state    string
 		outcomes         []byte
 		requested, by    *int64
-		filter           []byte
+		filter, ranges   []byte
 		leaseOwner, last string
 	)
 	if err := row.Scan(&op.ID, &action, &state, &filter, &op.TargetTopic, &op.Rate, &op.Matched, &op.Done, &op.Succeeded,
 		&op.Failed, &outcomes, &op.Position, &op.CreatedAt, &op.UpdatedAt, &op.StartedAt, &op.FinishedAt, &requested,
-		&op.CancelRequestedAt, &by, &leaseOwner, &op.LeaseExpiresAt, &last); err != nil {
+		&op.CancelRequestedAt, &by, &leaseOwner, &op.LeaseExpiresAt, &last, &ranges); err != nil {
 		return nil, err
 	}
 	op.Action, op.State, op.Filter, op.LeaseOwner, op.LastError = dlq.OperationAction(action), dlq.OperationState(state), filter, leaseOwner, last
@@ -80,6 +80,9 @@ func scanOperation(row scanner) (*dlq.Operation, error) {
 	}
 	if op.Outcomes == nil {
 		op.Outcomes = map[string]int64{}
+	}
+	if err := json.Unmarshal(ranges, &op.DoneRanges); err != nil {
+		return nil, fmt.Errorf("read the ranges done of operation %s: %w", op.ID, err)
 	}
 	return &op, nil
 }
@@ -274,8 +277,9 @@ func (s *sqlStore) DLQOperationFailures(ctx context.Context, id uuid.UUID, limit
 	return out, nil
 }
 
-// ClaimDLQIDs implements dlq.OperationStore.
-func (s *sqlStore) ClaimDLQIDs(ctx context.Context, ids []uuid.UUID, c dlq.Claim) ([]dlq.Message, error) {
+// claimDLQIDs claims the retryable messages among ids like ClaimDLQ (a
+// RETRYING one only once its lease ran out) and returns them.
+func (s *sqlStore) claimDLQIDs(ctx context.Context, ids []uuid.UUID, c dlq.Claim) ([]dlq.Message, error) {
 	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.ops.claimIDs, s.sql.dlq.list(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil)
 	if err != nil {
 		return nil, fmt.Errorf("claim dead letters: %w", err)
@@ -284,22 +288,27 @@ func (s *sqlStore) ClaimDLQIDs(ctx context.Context, ids []uuid.UUID, c dlq.Claim
 }
 
 // advance records a page's progress in q's transaction; the operation
-// must be held by p.Owner and not be past p.Position already (a page is
-// counted once).
+// must be held by p.Owner, and the page's items not be done already (a
+// page is counted once). Pages are recorded in any order.
 func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgress) error {
 	var (
-		pos      int64
-		outcomes []byte
+		pos              int64
+		outcomes, ranges []byte
+		done             []dlq.SeqRange
 	)
-	err := q.queryRow(ctx, s.sql.ops.held, p.Operation, p.Owner).Scan(&pos, &outcomes)
+	err := q.queryRow(ctx, s.sql.ops.held, p.Operation, p.Owner).Scan(&pos, &outcomes, &ranges)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, p.Operation, p.Owner)
 	}
 	if err != nil {
 		return fmt.Errorf("read bulk operation: %w", err)
 	}
-	if p.Position <= pos {
-		return fmt.Errorf("%w: bulk operation %s is at item %d already, past this page (up to %d)", derrors.ErrLeaseLost, p.Operation, pos, p.Position)
+	if err := json.Unmarshal(ranges, &done); err != nil {
+		return fmt.Errorf("read the ranges done of bulk operation %s: %w", p.Operation, err)
+	}
+	pos, done, err = dlq.RecordRange(pos, done, dlq.SeqRange{After: p.After, Upto: p.Position})
+	if err != nil {
+		return fmt.Errorf("%w: bulk operation %s: %v", derrors.ErrLeaseLost, p.Operation, err)
 	}
 	counts := map[string]int64{}
 	if err := json.Unmarshal(outcomes, &counts); err != nil {
@@ -318,7 +327,11 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 		}
 	}
 	b, _ := json.Marshal(counts) // a map of strings to numbers always encodes
-	_, err = q.exec(ctx, s.sql.ops.advance, p.Operation, p.Position, int64(len(p.Results)), ok, failed, string(b), p.Now)
+	if done == nil {
+		done = []dlq.SeqRange{}
+	}
+	r, _ := json.Marshal(done) // pairs of numbers always encode
+	_, err = q.exec(ctx, s.sql.ops.advance, p.Operation, pos, int64(len(p.Results)), ok, failed, string(b), p.Now, string(r))
 	if err != nil {
 		return fmt.Errorf("record bulk operation progress: %w", err)
 	}
@@ -354,7 +367,7 @@ func (s *sqlStore) applyOne(ctx context.Context, q querier, a dlq.PageAction, it
 	current := func() (*dlq.Message, error) {
 		m, err := oneMessage(q.queryRow(ctx, s.sql.dlq.get, it.ID))
 		if errors.Is(err, derrors.ErrNotFound) {
-			r.Outcome, r.Error = dlq.ItemSkipped, "the message was deleted or archived"
+			r.Outcome, r.Error = dlq.ItemSkipped, dlq.ItemGone
 			return nil, nil
 		}
 		return m, err
@@ -367,7 +380,7 @@ func (s *sqlStore) applyOne(ctx context.Context, q querier, a dlq.PageAction, it
 	case dlq.ActionRevive:
 		var topic string
 		if err := q.queryRow(ctx, s.sql.ops.topicOf, it.ID).Scan(&topic); errors.Is(err, derrors.ErrNotFound) {
-			r.Outcome, r.Error = dlq.ItemSkipped, "the message was deleted or archived"
+			r.Outcome, r.Error = dlq.ItemSkipped, dlq.ItemGone
 			return r, nil
 		} else if err != nil {
 			return r, fmt.Errorf("read dead letter: %w", err)
@@ -396,7 +409,7 @@ func (s *sqlStore) applyOne(ctx context.Context, q querier, a dlq.PageAction, it
 			return r, fmt.Errorf("delete dead letter: %w", err)
 		}
 		if n == 0 {
-			r.Outcome, r.Error = dlq.ItemSkipped, "the message was deleted or archived"
+			r.Outcome, r.Error = dlq.ItemSkipped, dlq.ItemGone
 			return r, nil
 		}
 		if _, err := q.exec(ctx, s.sql.history.insertAny, eventArgs(it.ID, dlq.HistoryEvent{At: a.Now, Kind: dlq.KindDeleted,

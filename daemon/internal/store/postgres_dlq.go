@@ -294,14 +294,6 @@ func (p *Postgres) FinishDLQ(ctx context.Context, owner string, now time.Time, o
 	return p.finishDLQ(ctx, owner, now, outcomes, p.writeOutcomes(ctx, now), nil)
 }
 
-// FinishDLQOperationPage implements dlq.OperationStore.
-func (p *Postgres) FinishDLQOperationPage(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome,
-	progress func([]dlq.Recorded) dlq.OperationProgress) ([]dlq.Recorded, error) {
-	return p.finishDLQ(ctx, owner, now, outcomes, p.writeOutcomes(ctx, now), func(q querier, answer []dlq.Recorded) error {
-		return p.advance(ctx, q, progress(answer))
-	})
-}
-
 // writeOutcomes writes the rows of FinishDLQ in one statement.
 func (p *Postgres) writeOutcomes(ctx context.Context, now time.Time) func(q querier, rows []outcomeRow) error {
 	return func(q querier, rows []outcomeRow) error {
@@ -312,9 +304,10 @@ func (p *Postgres) writeOutcomes(ctx context.Context, now time.Time) func(q quer
 		_, err = q.exec(ctx, `
 			UPDATE dlq.dlq_messages SET status = u.to_status, retry_count = u.to_count, next_retry_at = u.next,
 				last_error = COALESCE(u.err, last_error), republished_at = COALESCE(u.republished, republished_at),
-				attempt_log = COALESCE(u.attempts, attempt_log), lease_owner = NULL, lease_expires_at = NULL, updated_at = $2
+				attempt_log = COALESCE(u.attempts, attempt_log), last_retry_at = COALESCE(u.claimed, last_retry_at),
+				lease_owner = NULL, lease_expires_at = NULL, updated_at = $2
 			FROM jsonb_to_recordset($1::jsonb) AS u(uid uuid, to_status text, to_count int, next timestamptz, err text,
-				republished timestamptz, attempts jsonb)
+				republished timestamptz, attempts jsonb, claimed timestamptz)
 			WHERE id = u.uid`, string(b), now)
 		return err
 	}

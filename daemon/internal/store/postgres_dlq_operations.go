@@ -20,13 +20,13 @@ var pgOps = opSQL{
 			ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING ` + opColumns,
 	renew:    `UPDATE dlq.dlq_operations SET lease_expires_at = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'RUNNING'`,
-	items:    `SELECT seq, message_id FROM dlq.dlq_operation_items WHERE operation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+	items:    `SELECT seq, message_id FROM dlq.dlq_operation_items WHERE operation_id = $1 AND seq > $2 AND seq <= $2 + $3 ORDER BY seq LIMIT $3`,
 	failures: `SELECT seq, message_id, outcome, COALESCE(error, '') FROM dlq.dlq_operation_items WHERE operation_id = $1 AND outcome IS NOT NULL ORDER BY seq LIMIT $2`,
 	held: `
-		SELECT position, outcomes FROM dlq.dlq_operations WHERE id = $1 AND lease_owner = $2 AND state = 'RUNNING' FOR UPDATE`,
+		SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 AND lease_owner = $2 AND state = 'RUNNING' FOR UPDATE`,
 	advance: `
 		UPDATE dlq.dlq_operations SET position = $2, done = done + $3, succeeded = succeeded + $4, failed = failed + $5,
-			outcomes = $6::jsonb, updated_at = $7 WHERE id = $1`,
+			outcomes = $6::jsonb, updated_at = $7, done_ranges = $8::jsonb WHERE id = $1`,
 	itemFailed: `UPDATE dlq.dlq_operation_items SET outcome = $3, error = NULLIF($4, '') WHERE operation_id = $1 AND seq = $2`,
 	finish: `
 		UPDATE dlq.dlq_operations SET state = $3, last_error = NULLIF($4, ''), finished_at = $5, updated_at = $5,
@@ -42,10 +42,6 @@ var pgOps = opSQL{
 			cancelled_by_uid = COALESCE(cancelled_by_uid, $2), finished_at = $3, updated_at = $3, lease_owner = NULL,
 			lease_expires_at = NULL WHERE id = $1`,
 	cancelRequested: `SELECT cancel_requested_at IS NOT NULL FROM dlq.dlq_operations WHERE id = $1`,
-	claimIDs: `
-		UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3, lease_expires_at = $4, updated_at = $2
-		WHERE id = ANY($1::uuid[]) AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < $2)
-		RETURNING ` + dlqColumns,
 	topicOf: `SELECT dlq_topic FROM dlq.dlq_messages WHERE id = $1`,
 	bury: `
 		UPDATE dlq.dlq_messages SET status = 'DEAD', next_retry_at = NULL, updated_at = $2

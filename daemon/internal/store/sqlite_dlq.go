@@ -204,14 +204,6 @@ func (s *SQLite) FinishDLQ(ctx context.Context, owner string, now time.Time, out
 	return s.finishDLQ(ctx, owner, now, outcomes, s.writeOutcomes(ctx, now), nil)
 }
 
-// FinishDLQOperationPage implements dlq.OperationStore.
-func (s *SQLite) FinishDLQOperationPage(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome,
-	progress func([]dlq.Recorded) dlq.OperationProgress) ([]dlq.Recorded, error) {
-	return s.finishDLQ(ctx, owner, now, outcomes, s.writeOutcomes(ctx, now), func(q querier, answer []dlq.Recorded) error {
-		return s.advance(ctx, q, progress(answer))
-	})
-}
-
 // writeOutcomes writes the rows of FinishDLQ, one statement each.
 func (s *SQLite) writeOutcomes(ctx context.Context, now time.Time) func(q querier, rows []outcomeRow) error {
 	return func(q querier, rows []outcomeRow) error {

@@ -22,10 +22,10 @@ var sqliteOps = opSQL{
 	renew:    `UPDATE dlq_operations SET lease_expires_at = ?3 WHERE id = ?1 AND lease_owner = ?2 AND state = 'RUNNING'`,
 	items:    `SELECT seq, message_id FROM dlq_operation_items WHERE operation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
 	failures: `SELECT seq, message_id, outcome, COALESCE(error, '') FROM dlq_operation_items WHERE operation_id = ?1 AND outcome IS NOT NULL ORDER BY seq LIMIT ?2`,
-	held:     `SELECT position, outcomes FROM dlq_operations WHERE id = ?1 AND lease_owner = ?2 AND state = 'RUNNING'`,
+	held:     `SELECT position, outcomes, done_ranges FROM dlq_operations WHERE id = ?1 AND lease_owner = ?2 AND state = 'RUNNING'`,
 	advance: `
 		UPDATE dlq_operations SET position = ?2, done = done + ?3, succeeded = succeeded + ?4, failed = failed + ?5,
-			outcomes = ?6, updated_at = ?7 WHERE id = ?1`,
+			outcomes = ?6, updated_at = ?7, done_ranges = ?8 WHERE id = ?1`,
 	itemFailed: `UPDATE dlq_operation_items SET outcome = ?3, error = NULLIF(?4, '') WHERE operation_id = ?1 AND seq = ?2`,
 	finish: `
 		UPDATE dlq_operations SET state = ?3, last_error = NULLIF(?4, ''), finished_at = ?5, updated_at = ?5,

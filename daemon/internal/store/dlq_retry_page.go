@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// RetryDLQPage implements dlq.OperationStore on SQLite with the claim
+// written before the send and the outcomes after it: two row versions per
+// message. SQLite has one writer, and a transaction held over the send
+// would keep every other writer (the intake first) waiting for the broker.
+func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
+	ids := make([]uuid.UUID, len(p.Items))
+	for i, it := range p.Items {
+		ids[i] = it.ID
+	}
+	got, err := s.claimDLQIDs(ctx, ids, p.Claim)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]dlq.Message, len(got))
+	for _, m := range got {
+		byID[m.ID] = m
+	}
+	var (
+		claimed []dlq.Message
+		skipped []dlq.ItemResult
+	)
+	for _, it := range p.Items {
+		if m, ok := byID[it.ID]; ok {
+			claimed = append(claimed, m)
+			continue
+		}
+		skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: s.whyNotClaimed(ctx, it.ID)})
+	}
+	outcomes, progress := p.Send(claimed, skipped)
+	if len(outcomes) == 0 {
+		// Nothing was sent: the page's progress is all there is to record.
+		if progress == nil {
+			return nil, nil
+		}
+		if pr := progress(nil); pr != nil {
+			return nil, s.AdvanceDLQOperation(ctx, *pr)
+		}
+		return nil, nil
+	}
+	return s.finishDLQ(ctx, p.Claim.Owner, p.Now(), outcomes, s.writeOutcomes(ctx, p.Now()), func(q querier, answer []dlq.Recorded) error {
+		if progress == nil {
+			return nil
+		}
+		if pr := progress(answer); pr != nil {
+			return s.advance(ctx, q, *pr)
+		}
+		return nil
+	})
+}
+
+// whyNotClaimed says why a message of a page was not claimed.
+func (s *sqlStore) whyNotClaimed(ctx context.Context, id uuid.UUID) string {
+	m, err := s.GetDLQ(ctx, id)
+	switch {
+	case errors.Is(err, derrors.ErrNotFound):
+		return dlq.ItemGone
+	case err != nil:
+		return "not retryable when its turn came"
+	default:
+		return dlq.NotRetryable(m).Reason
+	}
+}
+
+// pgLockPage reads a page's messages under row locks, in id order, and
+// whether each may be claimed now ($2): the claim's predicate of
+// ClaimDLQIDs, evaluated on the locked row.
+const pgLockPage = `SELECT ` + dlqColumns + `, ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < $2)
+	FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
+
+// lockedMessage is a message read by pgLockPage.
+type lockedMessage struct {
+	m         dlq.Message
+	claimable bool
+}
+
+// withExtra scans the columns of a row that follow those a scan function
+// reads into extra.
+type withExtra struct {
+	scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.scanner.Scan(append(dest, w.extra...)...) }
+
+// RetryDLQPage implements dlq.OperationStore on PostgreSQL in one
+// transaction: the page's messages are locked, the claimable ones sent
+// while the locks hold, and their outcomes written as the one change of
+// their rows, with the page's progress. The lock is the claim: every
+// other writer of a message (a claim, a delete, the intake of a replay
+// that came back) waits for the outcome, so a message is never sent twice
+// at once, and a message costs one row version instead of a claim's and
+// an outcome's. A daemon that dies during the send leaves the messages as
+// they were (PENDING); the operation resumes after its lease and sends
+// them again, as a claim whose lease ran out would be.
+//
+// The transaction is not tried again on a deadlock like others are: the
+// messages went out already, and sending them again is not the store's
+// decision. The page fails, and with it the run.
+func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.Recorded, error) {
+	ids := make([]string, len(page.Items))
+	for i, it := range page.Items {
+		ids[i] = it.ID.String()
+	}
+	owner, claimedAt := page.Claim.Owner, page.Claim.Now
+	var answer []dlq.Recorded
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		q := pgConn{q: tx}
+		locked, err := queryAll(ctx, q, func(sc scanner) (l lockedMessage, err error) {
+			l.m, err = scanMessage(withExtra{scanner: sc, extra: []any{&l.claimable}})
+			return l, err
+		}, pgLockPage, ids, claimedAt)
+		if err != nil {
+			return fmt.Errorf("lock a page of dead letters: %w", err)
+		}
+		byID := make(map[uuid.UUID]lockedMessage, len(locked))
+		for _, l := range locked {
+			byID[l.m.ID] = l
+		}
+		var (
+			claimed []dlq.Message
+			skipped []dlq.ItemResult
+		)
+		cur := make(map[uuid.UUID]dlq.Current, len(locked))
+		for _, it := range page.Items {
+			l, ok := byID[it.ID]
+			switch {
+			case !ok:
+				skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: dlq.ItemGone})
+			case !l.claimable:
+				skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: dlq.NotRetryable(&l.m).Reason})
+			default:
+				// The message as the claim would have left it.
+				m := l.m
+				at := claimedAt
+				m.Status, m.LastRetryAt = dlq.StatusRetrying, &at
+				claimed = append(claimed, m)
+				cur[m.ID] = dlq.Current{State: m.State(), LeaseOwner: owner, ClaimedAt: &at, Attempts: m.Attempts}
+			}
+		}
+		outcomes, progress := page.Send(claimed, skipped)
+		now := page.Now()
+		rows, a, err := finish(owner, now, outcomes, cur)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			rows[i].ClaimedAt = microseconds(&claimedAt)
+		}
+		if len(rows) > 0 {
+			if err := p.writeOutcomes(ctx, now)(q, rows); err != nil {
+				return fmt.Errorf("record retry outcomes: %w", err)
+			}
+		}
+		answer = a
+		if progress != nil {
+			if pr := progress(a); pr != nil {
+				return p.advance(ctx, q, *pr)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, pgError(err)
+	}
+	return answer, nil
+}

@@ -1,0 +1,268 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+	"github.com/lifecycled/lifecycled/migrations"
+)
+
+// retryPageFixture is a bulk retry of the orders messages held by "d1",
+// beside payments messages it must not touch.
+type retryPageFixture struct {
+	s          store.Store
+	now        time.Time
+	op         *dlq.Operation
+	items      []dlq.OperationItem
+	bystanders string // the payments messages as JSON, before
+}
+
+func newRetryPageFixture(t *testing.T, ctx context.Context, s store.Store, n int) *retryPageFixture {
+	f := &retryPageFixture{s: s, now: time.Now().UTC().Truncate(time.Microsecond)}
+	var in []dlq.Incoming
+	for i := 1; i <= n; i++ {
+		in = append(in, incoming("orders.dlq.v1", int64(i), `{"n":1}`))
+	}
+	for i := 1; i <= 3; i++ {
+		in = append(in, incoming("payments.dlq.v1", int64(i), `{"p":1}`))
+	}
+	_, err := s.IngestDLQ(ctx, in, dlq.IngestOptions{Now: f.now, MaxRetries: 3})
+	require.NoError(t, err)
+	f.bystanders = f.topicJSON(t, ctx, "payments.dlq.v1")
+	until := f.now.Add(time.Minute)
+	f.op, err = s.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionRetry, State: dlq.OperationRunning,
+		Filter: []byte("{}"), CreatedAt: f.now, UpdatedAt: f.now, LeaseOwner: "d1", LeaseExpiresAt: &until},
+		dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}})
+	require.NoError(t, err)
+	require.EqualValues(t, n, f.op.Matched)
+	f.items, err = s.DLQOperationItems(ctx, f.op.ID, 0, n)
+	require.NoError(t, err)
+	require.Len(t, f.items, n)
+	return f
+}
+
+// topicJSON is every message of a DLQ topic, as JSON: what must not change.
+func (f *retryPageFixture) topicJSON(t *testing.T, ctx context.Context, topic string) string {
+	page, err := f.s.SearchDLQ(ctx, dlq.SearchFilter{Topic: topic, Limit: 100, OldestFirst: true})
+	require.NoError(t, err)
+	b, err := json.Marshal(page.Messages)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// page is a retry of items (following the item numbered after) whose
+// broker answers each claimed message with answer.
+func (f *retryPageFixture) page(after int64, items []dlq.OperationItem, answer func(dlq.Message) dlq.Outcome,
+	seen func(claimed []dlq.Message, skipped []dlq.ItemResult)) dlq.RetryPage {
+	return dlq.RetryPage{
+		Claim: dlq.Claim{Owner: "d1", Now: f.now.Add(time.Second), LeaseUntil: f.now.Add(time.Minute)},
+		Items: items,
+		Now:   func() time.Time { return f.now.Add(2 * time.Second) },
+		Send: func(claimed []dlq.Message, skipped []dlq.ItemResult) ([]dlq.Outcome, func([]dlq.Recorded) *dlq.OperationProgress) {
+			if seen != nil {
+				seen(claimed, skipped)
+			}
+			outcomes := make([]dlq.Outcome, len(claimed))
+			for i, m := range claimed {
+				outcomes[i] = answer(m)
+				outcomes[i].At, outcomes[i].Attempted, outcomes[i].Trigger = f.now.Add(2*time.Second), true, dlq.TriggerBulk
+			}
+			return outcomes, func(rec []dlq.Recorded) *dlq.OperationProgress {
+				p := &dlq.OperationProgress{Operation: f.op.ID, Owner: "d1", Now: f.now, After: after, Position: items[len(items)-1].Seq}
+				p.Results = append(p.Results, skipped...)
+				for i, o := range outcomes {
+					r := dlq.ItemResult{ID: o.ID, Outcome: dlq.ItemRetried}
+					if o.Event != dlq.EventAcked || !rec[i].Applied {
+						r.Outcome, r.Error = dlq.ItemRefused, o.Error
+					}
+					p.Results = append(p.Results, r)
+				}
+				return p
+			}
+		},
+	}
+}
+
+func acked(m dlq.Message) dlq.Outcome { return dlq.Finish(m, dlq.EventAcked) }
+
+// TestRetryPageSendsWhatItClaimsAndRecordsItWithTheProgress: a page sends
+// its retryable messages only, says why each other one was not sent,
+// records every outcome (with the claim's time, as a claim would have)
+// and the page's progress, and changes no other message.
+func TestRetryPageSendsWhatItClaimsAndRecordsItWithTheProgress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		f := newRetryPageFixture(t, ctx, s, 6)
+		id := func(i int) uuid.UUID { return f.items[i].ID }
+		resolve(t, s, id(1), f.now)
+		claimed(t, s, id(2), dlq.Claim{Owner: "another daemon", Now: f.now, LeaseUntil: f.now.Add(time.Hour)})
+		require.NoError(t, s.DeleteDLQ(ctx, id(3)))
+
+		var sent []uuid.UUID
+		var skipped []dlq.ItemResult
+		rec, err := s.RetryDLQPage(ctx, f.page(0, f.items, func(m dlq.Message) dlq.Outcome {
+			if m.ID == id(4) {
+				o := dlq.Finish(m, dlq.EventRefused)
+				o.Error = "record too large"
+				return o
+			}
+			return acked(m)
+		}, func(c []dlq.Message, sk []dlq.ItemResult) {
+			for _, m := range c {
+				require.Equal(t, dlq.StatusRetrying, m.Status, "a claimed message is sent as claimed")
+				sent = append(sent, m.ID)
+			}
+			skipped = sk
+		}))
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{id(0), id(4), id(5)}, sent, "the retryable ones, in the page's order")
+		require.Len(t, rec, 3)
+		for _, r := range rec {
+			require.True(t, r.Applied)
+		}
+		require.Len(t, skipped, 3)
+		require.Contains(t, skipped[0].Error, "status=RESOLVED")
+		require.Contains(t, skipped[1].Error, "being retried")
+		require.Equal(t, dlq.ItemGone, skipped[2].Error)
+
+		claimAt := f.now.Add(time.Second)
+		for _, i := range []int{0, 5} {
+			m, err := s.GetDLQ(ctx, id(i))
+			require.NoError(t, err)
+			require.Equal(t, dlq.StatusResolved, m.Status)
+			require.NotNil(t, m.LastRetryAt)
+			require.True(t, m.LastRetryAt.Equal(claimAt), "last_retry_at is the claim's time: %v", m.LastRetryAt)
+			require.Len(t, m.Attempts, 1)
+			require.Equal(t, dlq.OutcomeResolved, m.Attempts[0].Outcome)
+		}
+		refused, err := s.GetDLQ(ctx, id(4))
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusPending, refused.Status)
+		require.Equal(t, 1, refused.RetryCount)
+		require.Equal(t, "record too large", refused.LastError)
+		held, err := s.GetDLQ(ctx, id(2))
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusRetrying, held.Status, "another daemon's live claim is left alone")
+
+		op, err := s.GetDLQOperation(ctx, f.op.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 6, op.Position)
+		require.Empty(t, op.DoneRanges)
+		require.EqualValues(t, 6, op.Done)
+		require.EqualValues(t, 2, op.Succeeded)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 2, dlq.ItemRefused: 1, dlq.ItemSkipped: 3}, op.Outcomes)
+		require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"), "other messages are untouched")
+	})
+}
+
+// TestRetryPagesAreRecordedInAnyOrder: a page recorded before the one
+// ahead of it is kept beside the position, which moves over it once the
+// gap is filled; a page recorded twice is refused and changes nothing.
+func TestRetryPagesAreRecordedInAnyOrder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		f := newRetryPageFixture(t, ctx, s, 4)
+		_, err := s.RetryDLQPage(ctx, f.page(2, f.items[2:], acked, nil))
+		require.NoError(t, err)
+		op, err := s.GetDLQOperation(ctx, f.op.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 0, op.Position)
+		require.Equal(t, []dlq.SeqRange{{After: 2, Upto: 4}}, op.DoneRanges)
+		require.EqualValues(t, 2, op.Done)
+
+		before := f.topicJSON(t, ctx, "orders.dlq.v1")
+		_, err = s.RetryDLQPage(ctx, f.page(2, f.items[2:], acked, nil))
+		require.ErrorIs(t, err, derrors.ErrLeaseLost, "a page is counted once")
+		require.Equal(t, before, f.topicJSON(t, ctx, "orders.dlq.v1"))
+		again, err := s.GetDLQOperation(ctx, f.op.ID)
+		require.NoError(t, err)
+		require.Equal(t, op.Done, again.Done)
+		require.Equal(t, op.Outcomes, again.Outcomes)
+
+		_, err = s.RetryDLQPage(ctx, f.page(0, f.items[:2], acked, nil))
+		require.NoError(t, err)
+		op, err = s.GetDLQOperation(ctx, f.op.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 4, op.Position)
+		require.Empty(t, op.DoneRanges)
+		require.EqualValues(t, 4, op.Done)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 4}, op.Outcomes)
+		require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
+	})
+}
+
+// TestRetryPageThatCannotRecordLeavesNoOutcome: when the page's progress
+// cannot be recorded (here the operation is held by another daemon now),
+// no outcome of it is: on PostgreSQL the messages are as they were, on
+// SQLite they stay under the claim it wrote until its lease ends.
+func TestRetryPageThatCannotRecordLeavesNoOutcome(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		f := newRetryPageFixture(t, ctx, s, 3)
+		require.NoError(t, s.ReleaseDLQOperation(ctx, f.op.ID, "d1"))
+		_, err := s.ClaimDLQOperation(ctx, "d2", f.now, f.now.Add(time.Minute))
+		require.NoError(t, err)
+		sent := 0
+		_, err = s.RetryDLQPage(ctx, f.page(0, f.items, acked, func(c []dlq.Message, _ []dlq.ItemResult) { sent = len(c) }))
+		require.ErrorIs(t, err, derrors.ErrLeaseLost)
+		require.Equal(t, 3, sent)
+		want := dlq.StatusPending
+		if s.Dialect() == migrations.SQLite {
+			want = dlq.StatusRetrying
+		}
+		for _, it := range f.items {
+			m, err := s.GetDLQ(ctx, it.ID)
+			require.NoError(t, err)
+			require.Equal(t, want, m.Status)
+			require.Empty(t, m.Attempts, "no attempt was recorded")
+		}
+		op, err := s.GetDLQOperation(ctx, f.op.ID)
+		require.NoError(t, err)
+		require.Zero(t, op.Done)
+		require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
+	})
+}
+
+// TestRetryPageClaimIsARowLockOnPostgres: on PostgreSQL the claim of a
+// page is its row locks, not a written RETRYING: while the page is with
+// the broker its messages read as they were, and a retry of one of them
+// waits for the page's outcome and is then refused, so a message is never
+// sent twice at once.
+func TestRetryPageClaimIsARowLockOnPostgres(t *testing.T) {
+	s := storetest.Open(t, migrations.Postgres)
+	ctx := ctx(t)
+	f := newRetryPageFixture(t, ctx, s, 2)
+	type claimResult struct {
+		m   *dlq.Message
+		err error
+	}
+	other := make(chan claimResult, 1)
+	_, err := s.RetryDLQPage(ctx, f.page(0, f.items, acked, func(c []dlq.Message, _ []dlq.ItemResult) {
+		require.Len(t, c, 2)
+		m, err := s.GetDLQ(ctx, c[0].ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusPending, m.Status, "no claim is written")
+		go func() {
+			m, err := s.ClaimDLQ(ctx, c[0].ID, dlq.Claim{Owner: "d2", Now: f.now, LeaseUntil: f.now.Add(time.Minute)})
+			other <- claimResult{m, err}
+		}()
+		select {
+		case r := <-other:
+			t.Errorf("a claim of a message under way did not wait: %+v", r)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}))
+	require.NoError(t, err)
+	r := <-other
+	require.Error(t, r.err)
+	var nr *dlq.NotRetryableError
+	require.True(t, errors.As(r.err, &nr), "refused as not retryable: %v", r.err)
+	require.Contains(t, nr.Reason, "status=RESOLVED")
+}

@@ -1,0 +1,1 @@
+ALTER FUNCTION dlq.record_attempt_events() RESET enable_nestloop;

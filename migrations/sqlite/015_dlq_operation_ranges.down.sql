@@ -1,0 +1,1 @@
+ALTER TABLE dlq_operations DROP COLUMN done_ranges;
