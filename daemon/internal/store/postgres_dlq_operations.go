@@ -42,7 +42,7 @@ var pgOps = opSQL{
 			cancelled_by_uid = COALESCE(cancelled_by_uid, $2), finished_at = $3, updated_at = $3, lease_owner = NULL,
 			lease_expires_at = NULL WHERE id = $1`,
 	cancelRequested: `SELECT cancel_requested_at IS NOT NULL FROM dlq.dlq_operations WHERE id = $1`,
-	topicOf: `SELECT dlq_topic FROM dlq.dlq_messages WHERE id = $1`,
+	topicOf:         `SELECT dlq_topic FROM dlq.dlq_messages WHERE id = $1`,
 	bury: `
 		UPDATE dlq.dlq_messages SET status = 'DEAD', next_retry_at = NULL, updated_at = $2
 		WHERE id = $1 AND status = 'PENDING'`,
