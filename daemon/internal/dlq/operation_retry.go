@@ -7,10 +7,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// retryWorkers is how many pages of a bulk retry are under way at once: a
-// page waits on the broker's acknowledgements (acks=all) and on the store,
-// and neither is busy all the time. Each holds a state-store connection
-// while it is under way.
+// retryWorkers is how many pages of bulk retries are under way at once on
+// a daemon (Service.retryPages), and for one operation: a page waits on
+// the broker's acknowledgements (acks=all) and on the store, and neither
+// is busy all the time.
 const retryWorkers = 4
 
 // retryPageItems is a page of a bulk retry: its items, in order, follow
@@ -85,7 +85,10 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 				if failed() {
 					continue
 				}
-				if err := s.retryPage(work, op, p.after, p.items); err != nil {
+				s.retryPages <- struct{}{}
+				err := s.retryPage(work, op, p.after, p.items)
+				<-s.retryPages
+				if err != nil {
 					fail(err)
 				}
 			}

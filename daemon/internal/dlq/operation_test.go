@@ -431,3 +431,80 @@ func TestBulkReplayToADLQTopicIsRefused(t *testing.T) {
 		require.Empty(t, republishCounts(f.broker))
 	})
 }
+
+// TestBulkRetryResumesAroundPagesRecordedOutOfOrder: pages of a bulk
+// retry are recorded as their brokers answer, so a daemon can stop with a
+// page recorded beyond a gap. The daemon that resumes the operation does
+// the gap and what follows, and skips the page recorded already: each
+// message is republished once, each item counted once.
+func TestBulkRetryResumesAroundPagesRecordedOutOfOrder(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
+		bystanders := f.ingestTo(t, "payments.dlq.v1", "payments.events.v1", "boom", 0, 5)
+		now := f.clock.now()
+		until := now.Add(time.Minute)
+		op, err := f.store.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionRetry, State: dlq.OperationRunning,
+			Filter: []byte("{}"), CreatedAt: now, UpdatedAt: now, LeaseOwner: "daemon-x", LeaseExpiresAt: &until},
+			dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}})
+		require.NoError(t, err)
+		// daemon-x recorded items 41..60 (its broker acknowledged them)
+		// and stopped before the pages ahead of them were recorded.
+		ahead, err := f.store.DLQOperationItems(ctx, op.ID, 40, 20)
+		require.NoError(t, err)
+		require.Len(t, ahead, 20)
+		var doneAhead []uuid.UUID
+		_, err = f.store.RetryDLQPage(ctx, dlq.RetryPage{
+			Claim: dlq.Claim{Owner: "daemon-x", Now: now, LeaseUntil: until},
+			Items: ahead,
+			Now:   f.clock.now,
+			Send: func(claimed []dlq.Message, _ []dlq.ItemResult) ([]dlq.Outcome, func([]dlq.Recorded) *dlq.OperationProgress) {
+				outcomes := make([]dlq.Outcome, len(claimed))
+				results := make([]dlq.ItemResult, len(claimed))
+				for i, m := range claimed {
+					outcomes[i] = dlq.Finish(m, dlq.EventAcked)
+					outcomes[i].At, outcomes[i].Attempted = now, true
+					results[i] = dlq.ItemResult{Seq: ahead[i].Seq, ID: m.ID, Outcome: dlq.ItemRetried}
+					doneAhead = append(doneAhead, m.ID)
+				}
+				return outcomes, func([]dlq.Recorded) *dlq.OperationProgress {
+					return &dlq.OperationProgress{Operation: op.ID, Owner: "daemon-x", Now: now, After: 40, Position: 60, Results: results}
+				}
+			},
+		})
+		require.NoError(t, err)
+		require.Len(t, doneAhead, 20)
+		mid, err := f.svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 0, mid.Position)
+		require.Equal(t, []dlq.SeqRange{{After: 40, Upto: 60}}, mid.DoneRanges)
+		require.NoError(t, f.store.ReleaseDLQOperation(ctx, op.ID, "daemon-x"))
+		before := f.checksums(t)
+
+		startRunner(t, f.svc)
+		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.EqualValues(t, 80, done.Done, "each item counted once")
+		require.EqualValues(t, 80, done.Succeeded)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 80}, done.Outcomes)
+		require.EqualValues(t, 80, done.Position)
+		require.Empty(t, done.DoneRanges)
+		counts := republishCounts(f.broker)
+		recordedAhead := map[uuid.UUID]bool{}
+		for _, id := range doneAhead {
+			recordedAhead[id] = true
+		}
+		for _, id := range ids {
+			want := 1
+			if recordedAhead[id] {
+				want = 0 // recorded by daemon-x, not sent again
+			}
+			require.Equal(t, want, counts[id.String()], "message %s", id)
+			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+		}
+		require.Equal(t, without(before, ids), without(f.checksums(t), ids), "the payments messages are untouched")
+		for _, id := range bystanders {
+			require.Zero(t, counts[id.String()])
+		}
+	})
+}

@@ -67,12 +67,18 @@ type Service struct {
 	rnd     func() float64 // jitter source
 	// operations runs bulk operations; nil until NewOperationRunner.
 	operations *OperationRunner
+	// retryPages has a slot for each page of a bulk retry under way on
+	// this daemon, whatever operation (or retry-all) it is of: on
+	// PostgreSQL each holds a state-store connection while its broker
+	// answers, and the intake, the leases' heartbeats and the API need
+	// the rest of the pool.
+	retryPages chan struct{}
 }
 
 // NewService returns the manager. owner names this daemon in leases.
 func NewService(store Store, sources Sources, policy func() Policy, owner string, log hclog.Logger, m *Metrics) *Service {
 	return &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m,
-		now: time.Now, rnd: rand.Float64}
+		now: time.Now, rnd: rand.Float64, retryPages: make(chan struct{}, retryWorkers)}
 }
 
 // List returns a page of a topic's messages, newest first.
