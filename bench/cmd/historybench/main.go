@@ -79,7 +79,7 @@ func main() {
 		if trigger {
 			state = "ENABLE"
 		}
-		_, err := pool.Exec(ctx, "ALTER TABLE dlq.dlq_messages "+state+" TRIGGER trg_dlq_events_attempt")
+		_, err := pool.Exec(ctx, "ALTER TABLE dlq.dlq_messages "+state+" TRIGGER trg_dlq_attempt_events")
 		benchkit.Must(err, "toggle trigger")
 		d := benchkit.Time(func() { finish(ctx, pool, ids[r]) })
 		if trigger {
