@@ -69,7 +69,11 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 				if limiter != nil && limiter.WaitN(reading, len(page)) != nil {
 					return
 				}
-				pages <- retryPageItems{after: pos, items: page}
+				select {
+				case pages <- retryPageItems{after: pos, items: page}:
+				case <-reading.Done():
+					return
+				}
 			}
 			pos = next
 		}
