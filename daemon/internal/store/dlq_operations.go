@@ -50,8 +50,16 @@ type opSQL struct {
 	cancelNow       string // (id, uid, now)
 	cancelRequested string // (id)
 	claimIDs        string // (ids, now, owner, lease until); SQLite only (see RetryDLQPage)
-	topicOf         string // (message id)
-	bury            string // (message id, now)
+	// lockPage locks a page's messages in id order before a store-only
+	// action changes them one by one: (ids). Each change locks the
+	// topic's counter rows to the end of the transaction, and a bulk
+	// retry page on PostgreSQL holds its messages' row locks while its
+	// broker answers and then takes those counter rows: a page that took
+	// counter rows before reaching one of its messages would close a
+	// cycle with it. Empty where one writer at a time makes it needless.
+	lockPage string
+	topicOf  string // (message id)
+	bury     string // (message id, now)
 }
 
 // opColumns are an operation's columns, for scanOperation.
@@ -348,6 +356,15 @@ func (s *sqlStore) AdvanceDLQOperation(ctx context.Context, p dlq.OperationProgr
 // all in one transaction.
 func (s *sqlStore) ApplyDLQOperationPage(ctx context.Context, a dlq.PageAction, p dlq.OperationProgress) (dlq.OperationProgress, error) {
 	err := s.db.tx(ctx, func(q querier) error {
+		if s.sql.ops.lockPage != "" {
+			ids := make([]uuid.UUID, len(a.Items))
+			for i, it := range a.Items {
+				ids[i] = it.ID
+			}
+			if _, err := q.exec(ctx, s.sql.ops.lockPage, s.sql.dlq.list(idStrings(ids))); err != nil {
+				return fmt.Errorf("lock a page of dead letters: %w", err)
+			}
+		}
 		p.Results = p.Results[:0]
 		for _, it := range a.Items {
 			r, err := s.applyOne(ctx, q, a, it)

@@ -266,3 +266,64 @@ func TestRetryPageClaimIsARowLockOnPostgres(t *testing.T) {
 	require.True(t, errors.As(r.err, &nr), "refused as not retryable: %v", r.err)
 	require.Contains(t, nr.Reason, "status=RESOLVED")
 }
+
+// TestRetryPageIsNotADeadlockVictimOfAStoreOnlyPage (outside attack): a
+// bulk delete or dead page changing messages of the topic one by one took
+// the topic's counter rows with its first change, then waited on a message
+// a retry page held while its broker answered; the retry page's outcome
+// then waited on the counter rows, and PostgreSQL ended the cycle by
+// aborting the retry page, after its message went out. A store-only page
+// now locks its messages in id order before it changes any.
+func TestRetryPageIsNotADeadlockVictimOfAStoreOnlyPage(t *testing.T) {
+	for _, action := range []dlq.OperationAction{dlq.ActionDelete, dlq.ActionDead, dlq.ActionRevive} {
+		t.Run(string(action), func(t *testing.T) {
+			s := storetest.Open(t, migrations.Postgres)
+			ctx := ctx(t)
+			// Enough messages that the other page is still changing
+			// them when the broker answers (it takes a millisecond or
+			// two each): the retry page then waits first, and would be
+			// the one a deadlock ends.
+			const n = 250
+			f := newRetryPageFixture(t, ctx, s, n)
+			until := f.now.Add(time.Hour)
+			other, err := s.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: action, State: dlq.OperationRunning,
+				Filter: []byte("{}"), CreatedAt: f.now, UpdatedAt: f.now, LeaseOwner: "d2", LeaseExpiresAt: &until},
+				dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}})
+			require.NoError(t, err)
+			items, err := s.DLQOperationItems(ctx, other.ID, 0, n)
+			require.NoError(t, err)
+			// The retry page holds the set's last message; the other page
+			// comes to it after changing the others.
+			heldID := f.items[n-1].ID
+			var order []dlq.OperationItem
+			var held dlq.OperationItem
+			for _, it := range items {
+				if it.ID == heldID {
+					held = it
+					continue
+				}
+				order = append(order, it)
+			}
+			order = append(order, held)
+			otherDone := make(chan error, 1)
+			sent := 0
+			_, retryErr := s.RetryDLQPage(ctx, f.page(n-1, f.items[n-1:], acked, func(c []dlq.Message, _ []dlq.ItemResult) {
+				sent = len(c)
+				go func() {
+					_, err := s.ApplyDLQOperationPage(ctx, dlq.PageAction{Action: action, Items: order, Operation: other.ID, Now: f.now,
+						ReviveFor: func(string) dlq.Revive { return dlq.Revive{Now: f.now} }},
+						dlq.OperationProgress{Operation: other.ID, Owner: "d2", Now: f.now, After: 0, Position: n})
+					otherDone <- err
+				}()
+				time.Sleep(100 * time.Millisecond) // the broker answers while the other page is under way
+			}))
+			require.Equal(t, 1, sent)
+			require.NoError(t, retryErr, "the message went out: its outcome is recorded")
+			require.NoError(t, <-otherDone)
+			op, err := s.GetDLQOperation(ctx, f.op.ID)
+			require.NoError(t, err)
+			require.Equal(t, map[string]int64{dlq.ItemRetried: 1}, op.Outcomes)
+			require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
+		})
+	}
+}

@@ -43,6 +43,7 @@ var pgOps = opSQL{
 			lease_expires_at = NULL WHERE id = $1`,
 	cancelRequested: `SELECT cancel_requested_at IS NOT NULL FROM dlq.dlq_operations WHERE id = $1`,
 	topicOf:         `SELECT dlq_topic FROM dlq.dlq_messages WHERE id = $1`,
+	lockPage:        `SELECT id FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
 	bury: `
 		UPDATE dlq.dlq_messages SET status = 'DEAD', next_retry_at = NULL, updated_at = $2
 		WHERE id = $1 AND status = 'PENDING'`,
