@@ -23,3 +23,10 @@ func SetRand(s *Service, in *Intake, rnd func() float64) {
 		in.rnd = rnd
 	}
 }
+
+// SetClaimHeartbeat makes the service renew the leases of the messages it
+// is sending every every, and call renewed after each renewal, so a test
+// can move the clock past a lease while a send is in flight.
+func SetClaimHeartbeat(s *Service, every time.Duration, renewed func()) {
+	s.claimRenewal, s.claimRenewed = every, renewed
+}

@@ -60,15 +60,16 @@ func (l *RetryLoop) RunOnce(ctx context.Context) error {
 		// Only the configured sources' messages: one whose source was
 		// renamed or removed could only be handed back, uncounted, on
 		// every pass (Topics and the metrics say they are waiting).
-		msgs, err := l.svc.store.ClaimDueDLQ(ctx, l.batch, Claim{Owner: l.svc.owner, Now: now, LeaseUntil: now.Add(pol.Lease),
-			Sources: l.svc.sources.SourceNames(), SkipTopics: skip})
+		claim := Claim{Owner: l.svc.owner, Now: now, LeaseUntil: now.Add(pol.Lease),
+			Sources: l.svc.sources.SourceNames(), SkipTopics: skip}
+		msgs, err := l.svc.store.ClaimDueDLQ(ctx, l.batch, claim)
 		if err != nil {
 			return err
 		}
 		if len(msgs) == 0 {
 			return nil
 		}
-		if _, err := l.svc.republish(ctx, msgs, TriggerAuto, nil); err != nil {
+		if _, err := l.svc.republish(ctx, msgs, claim, TriggerAuto, nil); err != nil {
 			return err
 		}
 		if len(msgs) < l.batch {

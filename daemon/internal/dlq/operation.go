@@ -174,6 +174,11 @@ type RetryPage struct {
 	// them given what was recorded; a nil progress records the outcomes
 	// alone (the source was down: the page is done again later).
 	Send func(claimed []Message, skipped []ItemResult) ([]Outcome, func([]Recorded) *OperationProgress)
+	// Hold is called before Send by a store whose claim is a lease
+	// written before the send (not a row lock held over it): it renews
+	// the lease of the claimed messages until the release it returns is
+	// called, after Send.
+	Hold func(claimed []Message) (release func())
 	// Now is the time the outcomes are recorded at.
 	Now func() time.Time
 }

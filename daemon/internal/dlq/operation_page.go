@@ -39,10 +39,12 @@ func (s *Service) retryPage(ctx context.Context, op *Operation, after int64, ite
 		down     error
 	)
 	now := s.now()
+	claim := Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(s.policy().Lease)}
 	recorded, err := s.store.RetryDLQPage(ctx, RetryPage{
-		Claim: Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(s.policy().Lease)},
+		Claim: claim,
 		Items: items,
 		Now:   s.now,
+		Hold:  func(claimed []Message) func() { return s.holdClaims(ctx, claimed, claim) },
 		Send: func(claimed []Message, skipped []ItemResult) ([]Outcome, func([]Recorded) *OperationProgress) {
 			if len(claimed) > 0 {
 				outcomes, down = s.send(ctx, claimed, TriggerBulk, op.RequestedByUID, &op.ID)

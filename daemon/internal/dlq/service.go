@@ -73,6 +73,11 @@ type Service struct {
 	// answers, and the intake, the leases' heartbeats and the API need
 	// the rest of the pool.
 	retryPages chan struct{}
+	// claimRenewal is how often the leases of messages being sent are
+	// renewed (0: a third of the lease); claimRenewed, when set, is called
+	// after each renewal. Tests set both.
+	claimRenewal time.Duration
+	claimRenewed func()
 }
 
 // NewService returns the manager. owner names this daemon in leases.
@@ -160,11 +165,12 @@ func (s *Service) retry(ctx context.Context, id uuid.UUID, uid *uint32) (*Messag
 	}
 	pol := s.policy()
 	now := s.now()
-	m, err := s.store.ClaimDLQ(ctx, id, Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)})
+	claim := Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(pol.Lease)}
+	m, err := s.store.ClaimDLQ(ctx, id, claim)
 	if err != nil {
 		return nil, err
 	}
-	results, err := s.republish(ctx, []Message{*m}, TriggerManual, uid)
+	results, err := s.republish(ctx, []Message{*m}, claim, TriggerManual, uid)
 	if err != nil {
 		return nil, err
 	}
@@ -214,23 +220,19 @@ type Result struct {
 	Recorded
 }
 
-// republish sends claimed messages through their sources and records the
-// outcomes, each with an entry in the message's attempts history. A message
-// is RESOLVED only when its source reports the broker's acknowledgement and
-// the message is still under this claim when that is recorded. uid names
-// the operator who asked, if one did.
-func (s *Service) republish(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32) ([]Result, error) {
-	return s.republishWith(ctx, msgs, trigger, uid, nil, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
+// republish sends messages claimed by claim through their sources, the
+// claim's lease renewed meanwhile, and records the outcomes, each with an
+// entry in the message's attempts history. A message is RESOLVED only
+// when its source reports the broker's acknowledgement and the message is
+// still under this claim when that is recorded. uid names the operator
+// who asked, if one did.
+func (s *Service) republish(ctx context.Context, msgs []Message, claim Claim, trigger Trigger, uid *uint32) ([]Result, error) {
+	release := s.holdClaims(ctx, msgs, claim)
+	outcomes, _ := s.send(ctx, msgs, trigger, uid, nil)
+	release()
+	return s.recordOutcomes(ctx, outcomes, trigger, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
 		return s.store.FinishDLQ(ctx, s.owner, s.now(), outcomes)
 	})
-}
-
-// republishWith is republish for a bulk operation (op) whose progress
-// record writes with the outcomes, in their transaction.
-func (s *Service) republishWith(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID,
-	record func(ctx context.Context, outcomes []Outcome) ([]Recorded, error)) ([]Result, error) {
-	outcomes, _ := s.send(ctx, msgs, trigger, uid, op)
-	return s.recordOutcomes(ctx, outcomes, trigger, record)
 }
 
 // send republishes claimed messages through their sources and returns the

@@ -162,6 +162,10 @@ type Store interface {
 	// PendingBySourceDLQ counts PENDING messages by source and DLQ topic,
 	// for the sources not in configured.
 	PendingBySourceDLQ(ctx context.Context, configured []string) ([]SourcePending, error)
+	// RenewDLQClaims extends to c.LeaseUntil the lease of the messages
+	// among ids still RETRYING under the claim of c.Owner made at c.Now,
+	// and returns how many it renewed.
+	RenewDLQClaims(ctx context.Context, ids []uuid.UUID, c Claim) (int64, error)
 	// ReleaseExpiredDLQLeases returns RETRYING messages whose lease ended to
 	// PENDING, due now, without counting an attempt.
 	ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error)

@@ -37,6 +37,9 @@ type claimSQL struct {
 	// (now, limit, owner, lease until, sources, topics to skip).
 	claimDue       string
 	releaseExpired string // EventReleased for leases that ran out: (now)
+	// renew extends the lease of messages still under a claim: (ids, a
+	// list; owner; the claim's time; lease until).
+	renew string
 	// claimedRead reads what FinishDLQ needs of messages (claimedColumns),
 	// in id order, under row locks where the dialect has them: (ids, a list).
 	claimedRead string
@@ -106,6 +109,16 @@ func (s *sqlStore) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]d
 		return nil, fmt.Errorf("claim due retries: %w", err)
 	}
 	return msgs, nil
+}
+
+// RenewDLQClaims implements dlq.Store. Only the lease changes: no trigger
+// of the counts, the history or the search index looks at it.
+func (s *sqlStore) RenewDLQClaims(ctx context.Context, ids []uuid.UUID, c dlq.Claim) (int64, error) {
+	n, err := s.db.exec(ctx, s.sql.dlq.renew, s.sql.dlq.list(idStrings(ids)), c.Owner, c.Now, c.LeaseUntil)
+	if err != nil {
+		return 0, fmt.Errorf("renew retry leases: %w", err)
+	}
+	return n, nil
 }
 
 // ReleaseExpiredDLQLeases implements dlq.Store.

@@ -40,7 +40,9 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 		}
 		skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: s.whyNotClaimed(ctx, it.ID)})
 	}
+	release := p.Hold(claimed)
 	outcomes, progress := p.Send(claimed, skipped)
+	release()
 	if len(outcomes) == 0 {
 		// Nothing was sent: the page's progress is all there is to record.
 		if progress == nil {

@@ -101,6 +101,9 @@ var sqliteDLQ = dlqSQL{
 			UPDATE dlq_messages SET status = ` + released + `, lease_owner = NULL, lease_expires_at = NULL,
 				next_retry_at = CASE WHEN retry_count < max_retries THEN ?1 END, updated_at = ?1
 			WHERE status = 'RETRYING' AND lease_expires_at < ?1`,
+		renew: `
+			UPDATE dlq_messages SET lease_expires_at = ?4
+			WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'RETRYING' AND lease_owner = ?2 AND last_retry_at = ?3`,
 		revive: `
 			UPDATE dlq_messages SET status = ?6, retry_count = ?7, max_retries = ?2, next_retry_at = ?3,
 				lease_owner = NULL, lease_expires_at = NULL, updated_at = ?4, attempt_log = ` + sqliteAppendAttempt("?5") + `

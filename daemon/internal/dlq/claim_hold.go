@@ -1,0 +1,71 @@
+package dlq
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// holdClaims renews the lease of messages claimed by c every third of the
+// lease until the returned release is called: a broker that takes longer
+// than the lease to answer (large messages, a loaded cluster) must not see
+// the release of expired leases return its messages to PENDING, its
+// acknowledgement go unrecorded and the messages go out again. A daemon
+// that dies stops renewing, so the lease still hands its messages back.
+//
+// A renewal that fails is logged and tried at the next tick; a message
+// whose claim was lost meanwhile is simply not renewed, and its outcome
+// is not recorded (FinishDLQ).
+func (s *Service) holdClaims(ctx context.Context, msgs []Message, c Claim) (release func()) {
+	lease := c.LeaseUntil.Sub(c.Now)
+	if len(msgs) == 0 || lease <= 0 {
+		return func() {}
+	}
+	ids := make([]uuid.UUID, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	every := s.claimRenewal
+	if every <= 0 {
+		every = lease / 3
+	}
+	// The renewals outlive a cancelled request: the send it started is
+	// still under way until release.
+	ctx = context.WithoutCancel(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			renew := c
+			renew.LeaseUntil = s.now().Add(lease)
+			rctx, cancel := context.WithTimeout(ctx, lease)
+			n, err := s.store.RenewDLQClaims(rctx, ids, renew)
+			cancel()
+			switch {
+			case err != nil:
+				s.log.Warn("could not renew the lease of messages being sent; trying again", "count", len(ids), "error", err)
+			case n < int64(len(ids)):
+				s.log.Warn("some messages being sent are no longer under this claim: their outcome will not be recorded",
+					"count", int64(len(ids))-n)
+			}
+			if s.claimRenewed != nil && err == nil {
+				s.claimRenewed()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}

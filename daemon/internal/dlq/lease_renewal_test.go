@@ -1,0 +1,125 @@
+package dlq_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+// slowBroker makes f's broker hold every send while the clock passes the
+// 30 s lease twice over, a renewal at a time (when leased: a page of a
+// bulk retry on PostgreSQL holds row locks instead), and the release of
+// expired leases runs; what went wrong is sent on the returned channel
+// (the send may run on another goroutine).
+func slowBroker(t *testing.T, f *fixture, leased bool) <-chan error {
+	renewed := make(chan struct{}, 64)
+	dlq.SetClaimHeartbeat(f.svc, 5*time.Millisecond, func() {
+		select {
+		case renewed <- struct{}{}:
+		default:
+		}
+	})
+	errs := make(chan error, 16)
+	f.broker.set(func(b *broker) {
+		b.during = func() {
+			for step := 0; step < 3; step++ {
+				f.clock.set(f.clock.now().Add(20 * time.Second))
+				// Two renewals after the clock moved: one at least read
+				// the new time. Without renewals the release below decides.
+				for n := 0; leased && n < 2; n++ {
+					select {
+					case <-renewed:
+					case <-time.After(5 * time.Second):
+					}
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if n, err := f.store.ReleaseExpiredDLQLeases(ctx, f.clock.now()); err != nil || n != 0 {
+				errs <- errors.Join(err, errors.New("the release of expired leases took messages under a renewed claim"))
+			}
+		}
+	})
+	return errs
+}
+
+func noErrors(t *testing.T, errs <-chan error) {
+	t.Helper()
+	select {
+	case err := <-errs:
+		require.NoError(t, err)
+	default:
+	}
+}
+
+// TestASendSlowerThanTheLeaseKeepsItsClaim: a broker that takes longer to
+// answer than the lease (large messages on a loaded broker) must not lose
+// the acknowledgement. The lease is renewed while the send is in flight;
+// before, the release of expired leases returned the messages to PENDING,
+// the acknowledgement was not recorded and the messages were sent again.
+func TestASendSlowerThanTheLeaseKeepsItsClaim(t *testing.T) {
+	t.Run("single", func(t *testing.T) {
+		each(t, false, func(t *testing.T, f *fixture) {
+			ctx := testsvc.Context(t, time.Minute)
+			ids := f.ingest(t, 3)
+			others := without(f.checksums(t), ids[:1])
+			errs := slowBroker(t, f, true)
+			m, err := f.svc.Retry(ctx, ids[0])
+			require.NoError(t, err)
+			require.Equal(t, dlq.StatusResolved, m.Status)
+			noErrors(t, errs)
+			require.Equal(t, dlq.StatusResolved, f.get(t, ids[0]).Status)
+			require.Equal(t, others, without(f.checksums(t), ids[:1]), "the other messages did not change")
+		})
+	})
+	t.Run("auto", func(t *testing.T) {
+		each(t, true, func(t *testing.T, f *fixture) {
+			ctx := testsvc.Context(t, time.Minute)
+			ids := f.ingest(t, 4)
+			errs := slowBroker(t, f, true)
+			f.clock.set(t0.Add(2 * time.Minute)) // every message is due
+			loop := dlq.NewRetryLoop(f.svc, func() time.Duration { return time.Hour })
+			require.NoError(t, loop.RunOnce(ctx))
+			noErrors(t, errs)
+			for _, id := range ids {
+				m := f.get(t, id)
+				require.Equal(t, dlq.StatusResolved, m.Status, "%s", id)
+			}
+			require.Equal(t, map[string]int{ids[0].String(): 1, ids[1].String(): 1, ids[2].String(): 1, ids[3].String(): 1},
+				republishCounts(f.broker), "each sent once")
+		})
+	})
+	t.Run("bulk", func(t *testing.T) {
+		each(t, false, func(t *testing.T, f *fixture) {
+			ctx := testsvc.Context(t, time.Minute)
+			ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+			others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+			before := f.checksums(t)
+			_, rowLocks := f.store.(*store.Postgres)
+			errs := slowBroker(t, f, !rowLocks)
+			startRunner(t, f.svc)
+			op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+				Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+			require.NoError(t, err)
+			done := waitOperation(t, f.svc, op.ID, finished, "completed")
+			noErrors(t, errs)
+			require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes)
+			counts := republishCounts(f.broker)
+			for _, id := range ids {
+				require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+				require.Equal(t, 1, counts[id.String()], "sent once")
+			}
+			after := f.checksums(t)
+			for _, id := range others {
+				require.Equal(t, before[id], after[id], "another topic's message did not change")
+			}
+		})
+	})
+}
