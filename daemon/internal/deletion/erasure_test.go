@@ -134,12 +134,17 @@ func TestScheduledJobStartsOnTime(t *testing.T) {
 		const grace = 1500 * time.Millisecond
 		_, svc := daemonOf(t, st, batchDeleters{"x": d}, "d1", grace, nil)
 
-		soon := time.Now().Add(100 * time.Millisecond)
+		asked := time.Now()
+		soon := asked.Add(100 * time.Millisecond)
 		job, created, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{NotBefore: &soon})
+		answered := time.Now()
 		require.NoError(t, err)
 		require.True(t, created)
 		require.Equal(t, deletion.JobScheduled, job.Status)
-		require.WithinDuration(t, time.Now().Add(grace), *job.NotBefore, 200*time.Millisecond, "the grace period wins over a sooner time")
+		// The grace period wins over a sooner time: not_before is the
+		// request's time plus the grace period (stored to the microsecond).
+		require.False(t, job.NotBefore.Before(asked.Add(grace).Truncate(time.Microsecond)), "not_before %s, asked at %s", job.NotBefore, asked)
+		require.False(t, job.NotBefore.After(answered.Add(grace)), "not_before %s, answered at %s", job.NotBefore, answered)
 		time.Sleep(grace / 2)
 		require.Zero(t, d.batches.Load(), "nothing runs before not_before")
 		sameJob, created, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})

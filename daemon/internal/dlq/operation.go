@@ -150,17 +150,33 @@ type ItemResult struct {
 	ID      uuid.UUID
 	Outcome string
 	Error   string
+	// UnderClaim: skipped only because the message was RETRYING under
+	// another claim whose lease had not run out (the retry loop's, a
+	// single retry's, or one a daemon left when it died). A bulk retry
+	// does not count it: it tries it again once that claim has ended.
+	UnderClaim bool
 }
 
 // OperationProgress is what a page of an operation did, recorded with the
-// page's changes: the items after After up to Position are done.
+// page's changes: the items after After up to Position are done, or, when
+// Done is set, the items in those ranges only (a page some of whose items
+// are left for later).
 type OperationProgress struct {
 	Operation uuid.UUID
 	Owner     string
 	Now       time.Time
 	After     int64
 	Position  int64
+	Done      []SeqRange
 	Results   []ItemResult
+}
+
+// Ranges is what p records as done.
+func (p OperationProgress) Ranges() []SeqRange {
+	if p.Done != nil {
+		return p.Done
+	}
+	return []SeqRange{{After: p.After, Upto: p.Position}}
 }
 
 // RetryPage is a page of a bulk retry, for OperationStore.RetryDLQPage.

@@ -1,9 +1,12 @@
 package dlq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -28,15 +31,49 @@ func (s *Service) operationPage(ctx, run context.Context, op *Operation, items [
 	}
 }
 
-// retryPage retries one page of a bulk retry whose items follow after:
-// the store claims its retryable messages, they are sent, and their
-// outcomes are recorded with the page's progress. A broker outage is not
-// the messages' failure: what the broker said of each is recorded, the
-// page is not counted, and the run stops with derrors.ErrUnavailable.
-func (s *Service) retryPage(ctx context.Context, op *Operation, after int64, items []OperationItem) error {
+// retryPage retries one page of a bulk retry, and reports whether every
+// item of it was done. Messages under another claim (being retried
+// elsewhere, or left claimed by a daemon that died) are not skipped: the
+// page tries them again, a while later, until that claim has ended or the
+// run does (they are left for a resumed run).
+func (s *Service) retryPage(ctx, run context.Context, op *Operation, items []OperationItem) (done bool, err error) {
+	lease := s.policy().Lease
+	giveUp := time.Now().Add(3 * lease)
+	for {
+		later, err := s.retryItems(ctx, op, items)
+		if err != nil || len(later) == 0 {
+			return err == nil, err
+		}
+		if time.Now().After(giveUp) {
+			// Not counted: the run stops as for an outage and resumes
+			// with these items after its own lease.
+			return false, fmt.Errorf("%w: %d messages were still under another claim after three leases (%s)",
+				derrors.ErrUnavailable, len(later), 3*lease)
+		}
+		// A claim ends when its outcome is recorded, or when its lease
+		// runs out (a send in flight renews it).
+		select {
+		case <-run.Done():
+			return false, nil
+		case <-time.After(min(max(lease/10, 50*time.Millisecond), time.Second)):
+		}
+		items = later
+	}
+}
+
+// retryItems retries items of a bulk retry: the store claims their
+// retryable messages, they are sent, and their outcomes are recorded with
+// the progress of the items whose outcome is final. It returns the items
+// under another claim, to try again later. A broker outage is not the
+// messages' failure: what the broker said of each is recorded, the items
+// of the sources that could not try are left for later, and the run
+// stops with derrors.ErrUnavailable.
+func (s *Service) retryItems(ctx context.Context, op *Operation, items []OperationItem) ([]OperationItem, error) {
 	var (
 		outcomes []Outcome
-		down     error
+		claimed  []Message
+		down     map[string]error
+		later    []OperationItem
 	)
 	now := s.now()
 	claim := Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(s.policy().Lease)}
@@ -45,39 +82,71 @@ func (s *Service) retryPage(ctx context.Context, op *Operation, after int64, ite
 		Items: items,
 		Now:   s.now,
 		Hold:  func(claimed []Message) func() { return s.holdClaims(ctx, claimed, claim) },
-		Send: func(claimed []Message, skipped []ItemResult) ([]Outcome, func([]Recorded) *OperationProgress) {
+		Send: func(c []Message, skipped []ItemResult) ([]Outcome, func([]Recorded) *OperationProgress) {
+			claimed = c
 			if len(claimed) > 0 {
 				outcomes, down = s.send(ctx, claimed, TriggerBulk, op.RequestedByUID, &op.ID)
 			}
-			if down != nil {
-				return outcomes, nil
-			}
 			return outcomes, func(rec []Recorded) *OperationProgress {
-				p := &OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), After: after, Position: items[len(items)-1].Seq}
-				p.Results = append([]ItemResult(nil), skipped...)
+				later = nil
+				p := &OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now()}
 				seqOf := make(map[uuid.UUID]int64, len(items))
 				for _, it := range items {
 					seqOf[it.ID] = it.Seq
 				}
+				for _, r := range skipped {
+					if r.UnderClaim {
+						later = append(later, OperationItem{Seq: r.Seq, ID: r.ID})
+						continue
+					}
+					p.Results = append(p.Results, r)
+				}
 				for i, o := range outcomes {
+					if _, untried := down[claimed[i].Position.Source]; untried {
+						later = append(later, OperationItem{Seq: seqOf[o.ID], ID: o.ID})
+						continue
+					}
 					r := ItemResult{Seq: seqOf[o.ID], ID: o.ID, Outcome: retryItemOutcome(o, rec[i])}
 					if !ItemSucceeded(r.Outcome) {
 						r.Error = o.Error
 					}
 					p.Results = append(p.Results, r)
 				}
+				if len(p.Results) == 0 {
+					return nil
+				}
+				p.Done = doneRanges(p.Results)
 				return p
 			}
 		},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.countOutcomes(outcomes, recorded, TriggerBulk)
-	if down != nil {
-		return fmt.Errorf("%w: %v", derrors.ErrUnavailable, down)
+	for _, err := range down {
+		return nil, fmt.Errorf("%w: %v", derrors.ErrUnavailable, err)
 	}
-	return nil
+	slices.SortFunc(later, func(a, b OperationItem) int { return cmp.Compare(a.Seq, b.Seq) })
+	return later, nil
+}
+
+// doneRanges is the runs of consecutive items among results.
+func doneRanges(results []ItemResult) []SeqRange {
+	seqs := make([]int64, len(results))
+	for i, r := range results {
+		seqs[i] = r.Seq
+	}
+	slices.Sort(seqs)
+	var out []SeqRange
+	for _, q := range seqs {
+		if n := len(out); n > 0 && out[n-1].Upto == q-1 {
+			out[n-1].Upto = q
+			continue
+		}
+		out = append(out, SeqRange{After: q - 1, Upto: q})
+	}
+	return out
 }
 
 // retryItemOutcome names what a retry did to one message.

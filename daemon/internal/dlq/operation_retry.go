@@ -13,13 +13,6 @@ import (
 // is busy all the time.
 const retryWorkers = 4
 
-// retryPageItems is a page of a bulk retry: its items, in order, follow
-// the item numbered after.
-type retryPageItems struct {
-	after int64
-	items []OperationItem
-}
-
 // retryPipeline runs a bulk retry from position pos: pages are read in
 // order (at the rate, if any) and each is claimed, sent and recorded with
 // its progress by one of retryWorkers, in whatever order their brokers
@@ -35,6 +28,7 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 		mu       sync.Mutex
 		firstErr error
 		atEnd    bool
+		leftOver bool // a page left items for a resumed run
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -49,7 +43,7 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 		defer mu.Unlock()
 		return firstErr != nil
 	}
-	pages := make(chan retryPageItems)
+	pages := make(chan []OperationItem)
 	go func() {
 		defer close(pages)
 		for reading.Err() == nil {
@@ -70,7 +64,7 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 					return
 				}
 				select {
-				case pages <- retryPageItems{after: pos, items: page}:
+				case pages <- page:
 				case <-reading.Done():
 					return
 				}
@@ -90,10 +84,14 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 					continue
 				}
 				s.retryPages <- struct{}{}
-				err := s.retryPage(work, op, p.after, p.items)
+				done, err := s.retryPage(work, run, op, p)
 				<-s.retryPages
 				if err != nil {
 					fail(err)
+				} else if !done {
+					mu.Lock()
+					leftOver = true
+					mu.Unlock()
 				}
 			}
 		}()
@@ -101,5 +99,5 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	return atEnd && firstErr == nil, firstErr
+	return atEnd && !leftOver && firstErr == nil, firstErr
 }

@@ -236,11 +236,11 @@ func (s *Service) republish(ctx context.Context, msgs []Message, claim Claim, tr
 }
 
 // send republishes claimed messages through their sources and returns the
-// outcome of each, in the order of msgs, to be recorded, and the first
-// error of a source that could not try at all (not configured, not
-// running, unreachable): its messages' outcomes are releases.
-func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID) ([]Outcome, error) {
-	var down error
+// outcome of each, in the order of msgs, to be recorded, and the error of
+// each source that could not try at all (not configured, not running,
+// unreachable), by name: its messages' outcomes are releases.
+func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID) ([]Outcome, map[string]error) {
+	var down map[string]error
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
@@ -272,8 +272,9 @@ func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid
 			case err != nil:
 				// The source could not try: not the message's fault.
 				if down == nil {
-					down = err
+					down = map[string]error{}
 				}
+				down[name] = err
 				outcomes[i] = Finish(msgs[i], EventReleased)
 				outcomes[i].Error = err.Error()
 			case resp.Results[j].Acked:

@@ -314,9 +314,10 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 	if err := json.Unmarshal(ranges, &done); err != nil {
 		return fmt.Errorf("read the ranges done of bulk operation %s: %w", p.Operation, err)
 	}
-	pos, done, err = dlq.RecordRange(pos, done, dlq.SeqRange{After: p.After, Upto: p.Position})
-	if err != nil {
-		return fmt.Errorf("%w: bulk operation %s: %v", derrors.ErrLeaseLost, p.Operation, err)
+	for _, r := range p.Ranges() {
+		if pos, done, err = dlq.RecordRange(pos, done, r); err != nil {
+			return fmt.Errorf("%w: bulk operation %s: %v", derrors.ErrLeaseLost, p.Operation, err)
+		}
 	}
 	counts := map[string]int64{}
 	if err := json.Unmarshal(outcomes, &counts); err != nil {

@@ -38,7 +38,11 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 			claimed = append(claimed, m)
 			continue
 		}
-		skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: s.whyNotClaimed(ctx, it.ID)})
+		why, underClaim, err := s.whyNotClaimed(ctx, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: why, UnderClaim: underClaim})
 	}
 	release := p.Hold(claimed)
 	outcomes, progress := p.Send(claimed, skipped)
@@ -64,18 +68,23 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 	})
 }
 
-// whyNotClaimed says why a message of a page was not claimed.
-func (s *sqlStore) whyNotClaimed(ctx context.Context, id uuid.UUID) string {
+// whyNotClaimed says why a message of a page was not claimed, and whether
+// only another claim's lease kept it.
+func (s *sqlStore) whyNotClaimed(ctx context.Context, id uuid.UUID) (string, bool, error) {
 	m, err := s.GetDLQ(ctx, id)
 	switch {
 	case errors.Is(err, derrors.ErrNotFound):
-		return dlq.ItemGone
+		return dlq.ItemGone, false, nil
 	case err != nil:
-		return "not retryable when its turn came"
+		return "", false, fmt.Errorf("read a dead letter that was not claimed: %w", err)
 	default:
-		return dlq.NotRetryable(m).Reason
+		return dlq.NotRetryable(m).Reason, underClaim(m), nil
 	}
 }
+
+// underClaim reports whether m could be retried but for the claim it is
+// under.
+func underClaim(m *dlq.Message) bool { return m.Status == dlq.StatusRetrying && m.IsRetryable() }
 
 // pgLockPage reads a page's messages under row locks, in id order, and
 // whether each may be claimed now ($2): the claim's predicate of
@@ -143,7 +152,8 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 			case !ok:
 				skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: dlq.ItemGone})
 			case !l.claimable:
-				skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: dlq.NotRetryable(&l.m).Reason})
+				skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: dlq.NotRetryable(&l.m).Reason,
+					UnderClaim: underClaim(&l.m)})
 			default:
 				// The message as the claim would have left it.
 				m := l.m

@@ -1,0 +1,151 @@
+package dlq_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// TestBulkRetryWaitsForMessagesUnderAnotherClaim: a message RETRYING
+// under another claim when its page comes (the retry loop's, or one left
+// by a daemon that died mid-page) is tried again once that claim ended.
+// It was counted as skipped ("being retried"), and never retried by the
+// operation when the claim was a dead daemon's.
+func TestBulkRetryWaitsForMessagesUnderAnotherClaim(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 6)
+		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		// A daemon that died after claiming two of them.
+		for _, id := range ids[:2] {
+			_, err := f.store.ClaimDLQ(ctx, id, dlq.Claim{Owner: "daemon-dead", Now: t0, LeaseUntil: t0.Add(30 * time.Second)})
+			require.NoError(t, err)
+		}
+		before := f.checksums(t)
+		startRunner(t, f.svc)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 4 }, "the free ones done")
+		time.Sleep(300 * time.Millisecond)
+		mid, err := f.svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.OperationRunning, mid.State, "the claimed ones are still to do")
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 4}, mid.Outcomes)
+		for _, id := range ids[:2] {
+			require.Equal(t, dlq.StatusRetrying, f.get(t, id).Status)
+		}
+
+		f.clock.set(t0.Add(time.Minute)) // the dead daemon's lease ran out
+		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 6}, done.Outcomes)
+		counts := republishCounts(f.broker)
+		for _, id := range ids {
+			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, 1, counts[id.String()], "sent once")
+		}
+		after := f.checksums(t)
+		for _, id := range others {
+			require.Equal(t, before[id], after[id], "another topic's message did not change")
+		}
+	})
+}
+
+// twoSources is the plugin host's view of two sources, "kafka" and
+// "kafka-b", each with its broker.
+type twoSources struct{ a, b *broker }
+
+func (s twoSources) SourceNames() []string { return []string{"kafka", "kafka-b"} }
+func (s twoSources) Source(name string) (sdk.DLQSource, error) {
+	switch name {
+	case "kafka":
+		return s.a, nil
+	case "kafka-b":
+		return s.b, nil
+	}
+	return nil, derrors.ErrNotFound
+}
+func (s twoSources) Running(name string) bool { return name == "kafka" || name == "kafka-b" }
+
+// TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown: a page with the
+// messages of two sources, one down. What the source that is up sent is
+// counted as retried at once; the other source's messages are left for
+// the resumed run. The page was not counted, and the resumed run counted
+// the messages already RESOLVED as skipped.
+func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		b := newBroker()
+		b.down = errors.New("connection refused")
+		svc := dlq.NewService(f.store, twoSources{f.broker, b}, func() dlq.Policy { return f.policy }, "daemon-a",
+			hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
+		dlq.SetClock(svc, nil, f.clock.now)
+		batch := make([]dlq.Incoming, 10)
+		for i := range batch {
+			src := "kafka"
+			if i%2 == 1 {
+				src = "kafka-b"
+			}
+			batch[i] = dlq.Incoming{Position: dlq.Position{Source: src, Topic: "orders.dlq.v1", Offset: int64(i)},
+				OriginalTopic: "orders.events.v1", ErrorMessage: "boom", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+		}
+		_, err := f.store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: f.policy.MaxRetries})
+		require.NoError(t, err)
+		page, err := f.store.SearchDLQ(ctx, dlq.SearchFilter{Topic: "orders.dlq.v1", Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, page.Messages, 10)
+		var onA, onB []uuid.UUID
+		for _, m := range page.Messages {
+			if m.Position.Source == "kafka" {
+				onA = append(onA, m.ID)
+			} else {
+				onB = append(onB, m.ID)
+			}
+		}
+
+		startRunner(t, svc)
+		op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		mid := waitOperation(t, svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 5 }, "the up source's messages counted")
+		time.Sleep(300 * time.Millisecond)
+		mid, err = svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.OperationRunning, mid.State, "an outage is not the end of the operation")
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, mid.Outcomes)
+		for _, id := range onB {
+			m := f.get(t, id)
+			require.Equal(t, dlq.StatusPending, m.Status)
+			require.Zero(t, m.RetryCount, "an outage counts no attempt")
+		}
+
+		b.set(func(b *broker) { b.down = nil })
+		f.clock.set(t0.Add(time.Minute)) // the operation's lease ran out
+		done := waitOperation(t, svc, op.ID, finished, "completed")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 10}, done.Outcomes)
+		for _, ids := range [][]uuid.UUID{onA, onB} {
+			br := f.broker
+			if len(ids) > 0 && ids[0] == onB[0] {
+				br = b
+			}
+			counts := republishCounts(br)
+			for _, id := range ids {
+				require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+				require.Equal(t, 1, counts[id.String()], "sent once, by its own source")
+			}
+		}
+	})
+}
