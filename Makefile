@@ -12,7 +12,11 @@ TEST_BIN := bin/test-race
 # The sdk is a module of its own (sdk/go.mod) in the workspace (go.work):
 # ./... from the root does not reach into it.
 PACKAGES := ./... ./sdk/...
-GOTEST_FLAGS ?= -race -count=1 -timeout 20m
+# The race detector instruments every package but modernc.org's SQLite (C
+# transpiled to Go, with its own locking): instrumented, it made the SQLite
+# half of the store tests 8x slower (162 s against 21 s, same machine).
+RACE := -race -gcflags=modernc.org/...=-race=false
+GOTEST_FLAGS ?= $(RACE) -count=1 -timeout 20m
 
 .PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz bench demo clean htmx screenshots
 
@@ -32,8 +36,8 @@ test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, 
 	./scripts/test-deps.sh
 
 test-bins: ## build the binaries the tests start, with -race, once for all packages
-	$(GO) build -race -o $(TEST_BIN)/lifecycled ./daemon
-	@for p in $(PLUGINS); do $(GO) build -race -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+	$(GO) build $(RACE) -o $(TEST_BIN)/lifecycled ./daemon
+	@for p in $(PLUGINS); do $(GO) build $(RACE) -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
 test: test-deps lint proto-check test-bins ## run every test against real servers (a throwaway PostgreSQL, see scripts/test-pg.sh), with the race detector
 	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test $(GOTEST_FLAGS) $(PACKAGES)

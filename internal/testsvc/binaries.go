@@ -59,10 +59,7 @@ func Binary(t testing.TB, name string) string {
 		if !ok {
 			t.Fatalf("unknown binary %q", name)
 		}
-		args := []string{"build"}
-		if RaceEnabled {
-			args = append(args, "-race")
-		}
+		args := append([]string{"build"}, raceFlags()...)
 		args = append(args, "-o", filepath.Join(dir, name), pkg)
 		cmd := exec.Command("go", args...)
 		cmd.Dir = RepoRoot(t)
@@ -73,6 +70,16 @@ func Binary(t testing.TB, name string) string {
 		built[name] = true
 	}
 	return filepath.Join(dir, name)
+}
+
+// raceFlags are the build flags of the Makefile's RACE when the tests run
+// with the race detector: every package instrumented but modernc.org's
+// SQLite (C transpiled to Go, 8x slower instrumented).
+func raceFlags() []string {
+	if !RaceEnabled {
+		return nil
+	}
+	return []string{"-race", "-gcflags=modernc.org/...=-race=false"}
 }
 
 // Binaries returns a directory holding the daemon and every plugin (the
@@ -90,10 +97,7 @@ func Binaries(t testing.TB) string {
 func BuildPackage(t testing.TB, pkg, dir, name string) string {
 	t.Helper()
 	out := filepath.Join(dir, name)
-	args := []string{"build"}
-	if RaceEnabled {
-		args = append(args, "-race")
-	}
+	args := append([]string{"build"}, raceFlags()...)
 	args = append(args, "-o", out, pkg)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = RepoRoot(t)

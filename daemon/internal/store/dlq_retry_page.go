@@ -44,7 +44,10 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 		}
 		skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: why, UnderClaim: underClaim})
 	}
-	release := p.Hold(claimed)
+	release := func() {}
+	if p.Hold != nil {
+		release = p.Hold(claimed)
+	}
 	outcomes, progress := p.Send(claimed, skipped)
 	release()
 	if len(outcomes) == 0 {
