@@ -73,13 +73,12 @@ func Binary(t testing.TB, name string) string {
 }
 
 // raceFlags are the build flags of the Makefile's RACE when the tests run
-// with the race detector: every package instrumented but modernc.org's
-// SQLite (C transpiled to Go, 8x slower instrumented).
+// with the race detector.
 func raceFlags() []string {
 	if !RaceEnabled {
 		return nil
 	}
-	return []string{"-race", "-gcflags=modernc.org/...=-race=false"}
+	return []string{"-race"}
 }
 
 // Binaries returns a directory holding the daemon and every plugin (the
