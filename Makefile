@@ -8,15 +8,14 @@ PLUGINS := postgres mysql dynamodb redis kafka
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 TOOLS := $(CURDIR)/.tools/bin
-TEST_BIN := bin/test-race
+TEST_BIN := bin/test
 # The sdk is a module of its own (sdk/go.mod) in the workspace (go.work):
 # ./... from the root does not reach into it.
 PACKAGES := ./... ./sdk/...
 # Every package is instrumented, modernc.org's SQLite too: leaving it out
 # (-gcflags=modernc.org/...=-race=false) made the SQLite tests 8x faster
 # but lost happens-before edges elsewhere (false races in encoding/json).
-RACE := -race
-GOTEST_FLAGS ?= $(RACE) -count=1 -timeout 20m
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
 .PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz bench demo clean htmx screenshots
 
@@ -35,9 +34,11 @@ run: build ## build and run the daemon on the embedded default (./config.toml: S
 test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, redis-server, node+dynalite, kcat, promtool, protoc, Python gRPC, chromium)
 	./scripts/test-deps.sh
 
-test-bins: ## build the binaries the tests start, with -race, once for all packages
-	$(GO) build $(RACE) -o $(TEST_BIN)/lifecycled ./daemon
-	@for p in $(PLUGINS); do $(GO) build $(RACE) -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+# The processes the tests start are built without -race (testsvc.Binary
+# says why); the tests themselves run with it.
+test-bins: ## build the binaries the tests start, once for all packages
+	$(GO) build -o $(TEST_BIN)/lifecycled ./daemon
+	@for p in $(PLUGINS); do $(GO) build -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
 test: test-deps lint proto-check test-bins ## run every test against real servers (a throwaway PostgreSQL, see scripts/test-pg.sh), with the race detector
 	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh $(GO) test $(GOTEST_FLAGS) $(PACKAGES)
