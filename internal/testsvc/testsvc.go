@@ -116,6 +116,18 @@ func PGAdminDSN() string {
 // It returns the DSN of the new database.
 func PGDatabase(t testing.TB) string {
 	t.Helper()
+	return pgDatabase(t, "")
+}
+
+// PGDatabaseFrom is PGDatabase with a copy of the database template (one
+// NewPGImage made) instead of an empty one.
+func PGDatabaseFrom(t testing.TB, template string) string {
+	t.Helper()
+	return pgDatabase(t, template)
+}
+
+func pgDatabase(t testing.TB, template string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	admin := PGAdminDSN()
@@ -125,7 +137,11 @@ func PGDatabase(t testing.TB) string {
 	}
 	defer conn.Close(ctx)
 	name := "lcd_test_" + randomSuffix()
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -141,12 +157,21 @@ func PGDatabase(t testing.TB) string {
 			t.Logf("drop database %s: %v", name, err)
 		}
 	})
-	u, err := url.Parse(admin)
+	dsn, err := PGDSN(name)
 	if err != nil {
-		t.Fatalf("LIFECYCLED_TEST_PG must be a postgres:// URL: %v", err)
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// PGDSN is the DSN of the database name on the server of PGAdminDSN.
+func PGDSN(name string) (string, error) {
+	u, err := url.Parse(PGAdminDSN())
+	if err != nil {
+		return "", fmt.Errorf("LIFECYCLED_TEST_PG must be a postgres:// URL: %w", err)
 	}
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), nil
 }
 
 func redact(dsn string) string {
