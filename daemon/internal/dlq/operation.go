@@ -181,8 +181,10 @@ func (p OperationProgress) Ranges() []SeqRange {
 
 // RetryPage is a page of a bulk retry, for OperationStore.RetryDLQPage.
 type RetryPage struct {
-	Claim Claim
-	Items []OperationItem
+	// Operation is the bulk retry the page is of.
+	Operation uuid.UUID
+	Claim     Claim
+	Items     []OperationItem
 	// Send is called once, with the messages of Items claimed for the
 	// retry (in Items' order) and, for the others, why each was not. It
 	// republishes the claimed ones and returns an outcome of each (Finish
@@ -240,7 +242,13 @@ type OperationStore interface {
 	// page's progress. A store may claim without writing the claim, under
 	// row locks held until the outcomes are written: one row version per
 	// message instead of two. It returns what was recorded of each
-	// outcome; on an error after Send, nothing of the page was recorded.
+	// outcome. When the owner no longer holds the operation, the outcomes
+	// are recorded all the same (the broker has the messages, and the
+	// daemon that took the operation over must not send them again)
+	// without the progress, and the error is derrors.ErrLeaseLost with
+	// what was recorded; on another error after Send, nothing of the page
+	// was recorded. A message the operation cannot claim is reported with
+	// SkippedItem.
 	RetryDLQPage(ctx context.Context, p RetryPage) ([]Recorded, error)
 	// ApplyDLQOperationPage applies a page of a store-only action and
 	// records its progress in one transaction; derrors.ErrLeaseLost when

@@ -78,10 +78,11 @@ func (s *Service) retryItems(ctx context.Context, op *Operation, items []Operati
 	now := s.now()
 	claim := Claim{Owner: s.owner, Now: now, LeaseUntil: now.Add(s.policy().Lease)}
 	recorded, err := s.store.RetryDLQPage(ctx, RetryPage{
-		Claim: claim,
-		Items: items,
-		Now:   s.now,
-		Hold:  func(claimed []Message) func() { return s.holdClaims(ctx, claimed, claim) },
+		Operation: op.ID,
+		Claim:     claim,
+		Items:     items,
+		Now:       s.now,
+		Hold:      func(claimed []Message) func() { return s.holdClaims(ctx, claimed, claim) },
 		Send: func(c []Message, skipped []ItemResult) ([]Outcome, func([]Recorded) *OperationProgress) {
 			claimed = c
 			if len(claimed) > 0 {
@@ -120,10 +121,13 @@ func (s *Service) retryItems(ctx context.Context, op *Operation, items []Operati
 			}
 		},
 	})
+	if recorded != nil {
+		// Recorded even when the operation was lost meanwhile.
+		s.countOutcomes(outcomes, recorded, TriggerBulk)
+	}
 	if err != nil {
 		return nil, err
 	}
-	s.countOutcomes(outcomes, recorded, TriggerBulk)
 	for _, err := range down {
 		return nil, fmt.Errorf("%w: %v", derrors.ErrUnavailable, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/google/uuid"
+
 	"golang.org/x/time/rate"
 )
 
@@ -101,3 +103,35 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 	defer mu.Unlock()
 	return atEnd && !leftOver && firstErr == nil, firstErr
 }
+
+// SkippedItem is the result of the item it of bulk retry op whose message
+// m (nil when it is gone) could not be claimed. A message this operation
+// sent already is counted as what the broker said then, not as skipped:
+// a daemon that lost the operation's lease while the broker had its page
+// recorded the outcomes without the page's progress, and the page is the
+// daemon's that took the operation over.
+func SkippedItem(it OperationItem, m *Message, op uuid.UUID) ItemResult {
+	r := ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemSkipped}
+	if m == nil {
+		r.Error = ItemGone
+		return r
+	}
+	if n := len(m.Attempts); n > 0 {
+		last := m.Attempts[n-1]
+		switch {
+		case last.Operation == nil || *last.Operation != op:
+		case last.Outcome == OutcomeResolved && m.Status == StatusResolved:
+			r.Outcome = ItemRetried
+			return r
+		case last.Outcome == OutcomeDead && m.Status == StatusDead:
+			r.Outcome, r.Error = ItemRefused, last.Error
+			return r
+		}
+	}
+	r.Error, r.UnderClaim = NotRetryable(m).Reason, underClaim(m)
+	return r
+}
+
+// underClaim reports whether m could be retried but for the claim it is
+// under.
+func underClaim(m *Message) bool { return m.Status == StatusRetrying && m.IsRetryable() }

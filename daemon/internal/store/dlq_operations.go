@@ -297,7 +297,11 @@ func (s *sqlStore) claimDLQIDs(ctx context.Context, ids []uuid.UUID, c dlq.Claim
 
 // advance records a page's progress in q's transaction; the operation
 // must be held by p.Owner, and the page's items not be done already (a
-// page is counted once). Pages are recorded in any order.
+// page is counted once). Pages are recorded in any order. It checks both
+// before it writes anything, and returns derrors.ErrLeaseLost when one
+// fails: RetryDLQPage then commits the page's outcomes without the
+// progress (the broker has the messages; that they are RESOLVED keeps the
+// daemon that took the operation over from sending them again).
 func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgress) error {
 	var (
 		pos              int64

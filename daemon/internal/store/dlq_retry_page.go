@@ -38,11 +38,11 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 			claimed = append(claimed, m)
 			continue
 		}
-		why, underClaim, err := s.whyNotClaimed(ctx, it.ID)
+		r, err := s.skippedItem(ctx, it, p.Operation)
 		if err != nil {
 			return nil, err
 		}
-		skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: why, UnderClaim: underClaim})
+		skipped = append(skipped, r)
 	}
 	release := func() {}
 	if p.Hold != nil {
@@ -60,34 +60,39 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 		}
 		return nil, nil
 	}
-	return s.finishDLQ(ctx, p.Claim.Owner, p.Now(), outcomes, s.writeOutcomes(ctx, p.Now()), func(q querier, answer []dlq.Recorded) error {
+	var lost error
+	answer, err := s.finishDLQ(ctx, p.Claim.Owner, p.Now(), outcomes, s.writeOutcomes(ctx, p.Now()), func(q querier, answer []dlq.Recorded) error {
+		lost = nil
 		if progress == nil {
 			return nil
 		}
 		if pr := progress(answer); pr != nil {
-			return s.advance(ctx, q, *pr)
+			lost = s.advance(ctx, q, *pr)
+			if !errors.Is(lost, derrors.ErrLeaseLost) {
+				return lost
+			}
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return answer, lost
 }
 
-// whyNotClaimed says why a message of a page was not claimed, and whether
-// only another claim's lease kept it.
-func (s *sqlStore) whyNotClaimed(ctx context.Context, id uuid.UUID) (string, bool, error) {
-	m, err := s.GetDLQ(ctx, id)
+// skippedItem is the result of an item of bulk retry op whose message
+// was not claimed.
+func (s *sqlStore) skippedItem(ctx context.Context, it dlq.OperationItem, op uuid.UUID) (dlq.ItemResult, error) {
+	m, err := s.GetDLQ(ctx, it.ID)
 	switch {
 	case errors.Is(err, derrors.ErrNotFound):
-		return dlq.ItemGone, false, nil
+		return dlq.SkippedItem(it, nil, op), nil
 	case err != nil:
-		return "", false, fmt.Errorf("read a dead letter that was not claimed: %w", err)
+		return dlq.ItemResult{}, fmt.Errorf("read a dead letter that was not claimed: %w", err)
 	default:
-		return dlq.NotRetryable(m).Reason, underClaim(m), nil
+		return dlq.SkippedItem(it, m, op), nil
 	}
 }
-
-// underClaim reports whether m could be retried but for the claim it is
-// under.
-func underClaim(m *dlq.Message) bool { return m.Status == dlq.StatusRetrying && m.IsRetryable() }
 
 // pgLockPage reads a page's messages under row locks, in id order, and
 // whether each may be claimed now ($2): the claim's predicate of
@@ -130,7 +135,10 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		ids[i] = it.ID.String()
 	}
 	owner, claimedAt := page.Claim.Owner, page.Claim.Now
-	var answer []dlq.Recorded
+	var (
+		answer []dlq.Recorded
+		lost   error
+	)
 	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		q := pgConn{q: tx}
 		locked, err := queryAll(ctx, q, func(sc scanner) (l lockedMessage, err error) {
@@ -153,10 +161,9 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 			l, ok := byID[it.ID]
 			switch {
 			case !ok:
-				skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: dlq.ItemGone})
+				skipped = append(skipped, dlq.SkippedItem(it, nil, page.Operation))
 			case !l.claimable:
-				skipped = append(skipped, dlq.ItemResult{Seq: it.Seq, ID: it.ID, Outcome: dlq.ItemSkipped, Error: dlq.NotRetryable(&l.m).Reason,
-					UnderClaim: underClaim(&l.m)})
+				skipped = append(skipped, dlq.SkippedItem(it, &l.m, page.Operation))
 			default:
 				// The message as the claim would have left it.
 				m := l.m
@@ -183,7 +190,10 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		answer = a
 		if progress != nil {
 			if pr := progress(a); pr != nil {
-				return p.advance(ctx, q, *pr)
+				lost = p.advance(ctx, q, *pr)
+				if !errors.Is(lost, derrors.ErrLeaseLost) {
+					return lost
+				}
 			}
 		}
 		return nil
@@ -191,5 +201,5 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 	if err != nil {
 		return nil, pgError(err)
 	}
-	return answer, nil
+	return answer, lost
 }

@@ -21,6 +21,7 @@ import (
 // beside payments messages it must not touch.
 type retryPageFixture struct {
 	s          store.Store
+	owner      string // the daemon sending the pages: "d1" unless set
 	now        time.Time
 	op         *dlq.Operation
 	items      []dlq.OperationItem
@@ -28,7 +29,7 @@ type retryPageFixture struct {
 }
 
 func newRetryPageFixture(t *testing.T, ctx context.Context, s store.Store, n int) *retryPageFixture {
-	f := &retryPageFixture{s: s, now: time.Now().UTC().Truncate(time.Microsecond)}
+	f := &retryPageFixture{s: s, owner: "d1", now: time.Now().UTC().Truncate(time.Microsecond)}
 	var in []dlq.Incoming
 	for i := 1; i <= n; i++ {
 		in = append(in, incoming("orders.dlq.v1", int64(i), `{"n":1}`))
@@ -65,9 +66,10 @@ func (f *retryPageFixture) topicJSON(t *testing.T, ctx context.Context, topic st
 func (f *retryPageFixture) page(after int64, items []dlq.OperationItem, answer func(dlq.Message) dlq.Outcome,
 	seen func(claimed []dlq.Message, skipped []dlq.ItemResult)) dlq.RetryPage {
 	return dlq.RetryPage{
-		Claim: dlq.Claim{Owner: "d1", Now: f.now.Add(time.Second), LeaseUntil: f.now.Add(time.Minute)},
-		Items: items,
-		Now:   func() time.Time { return f.now.Add(2 * time.Second) },
+		Operation: f.op.ID,
+		Claim:     dlq.Claim{Owner: f.owner, Now: f.now.Add(time.Second), LeaseUntil: f.now.Add(time.Minute)},
+		Items:     items,
+		Now:       func() time.Time { return f.now.Add(2 * time.Second) },
 		Send: func(claimed []dlq.Message, skipped []dlq.ItemResult) ([]dlq.Outcome, func([]dlq.Recorded) *dlq.OperationProgress) {
 			if seen != nil {
 				seen(claimed, skipped)
@@ -76,9 +78,10 @@ func (f *retryPageFixture) page(after int64, items []dlq.OperationItem, answer f
 			for i, m := range claimed {
 				outcomes[i] = answer(m)
 				outcomes[i].At, outcomes[i].Attempted, outcomes[i].Trigger = f.now.Add(2*time.Second), true, dlq.TriggerBulk
+				outcomes[i].Operation = &f.op.ID
 			}
 			return outcomes, func(rec []dlq.Recorded) *dlq.OperationProgress {
-				p := &dlq.OperationProgress{Operation: f.op.ID, Owner: "d1", Now: f.now, After: after, Position: items[len(items)-1].Seq}
+				p := &dlq.OperationProgress{Operation: f.op.ID, Owner: f.owner, Now: f.now, After: after, Position: items[len(items)-1].Seq}
 				p.Results = append(p.Results, skipped...)
 				for i, o := range outcomes {
 					r := dlq.ItemResult{ID: o.ID, Outcome: dlq.ItemRetried}
@@ -199,33 +202,71 @@ func TestRetryPagesAreRecordedInAnyOrder(t *testing.T) {
 	})
 }
 
-// TestRetryPageThatCannotRecordLeavesNoOutcome: when the page's progress
-// cannot be recorded (here the operation is held by another daemon now),
-// no outcome of it is: on PostgreSQL the messages are as they were, on
-// SQLite they stay under the claim it wrote until its lease ends.
-func TestRetryPageThatCannotRecordLeavesNoOutcome(t *testing.T) {
+// TestRetryPageOfALostOperationKeepsItsOutcomes: when another daemon
+// took the operation over while the page was with the broker, the page's
+// outcomes are recorded all the same (the broker has the messages),
+// without its progress. The page of the daemon that took it over counts
+// the messages the broker acknowledged as retried and does not send them
+// again; it sends the one the broker refused, as the retry it still is.
+// Before, the lost lease rolled the outcomes back: the messages stayed
+// PENDING (PostgreSQL) or RETRYING (SQLite) and were sent a second time.
+func TestRetryPageOfALostOperationKeepsItsOutcomes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
 		f := newRetryPageFixture(t, ctx, s, 3)
 		require.NoError(t, s.ReleaseDLQOperation(ctx, f.op.ID, "d1"))
 		_, err := s.ClaimDLQOperation(ctx, "d2", f.now, f.now.Add(time.Minute))
 		require.NoError(t, err)
+		refused := f.items[2].ID
+		answer := func(m dlq.Message) dlq.Outcome {
+			if m.ID == refused {
+				o := dlq.Finish(m, dlq.EventRefused)
+				o.Error = "RECORD_TOO_LARGE"
+				return o
+			}
+			return acked(m)
+		}
 		sent := 0
-		_, err = s.RetryDLQPage(ctx, f.page(0, f.items, acked, func(c []dlq.Message, _ []dlq.ItemResult) { sent = len(c) }))
+		rec, err := s.RetryDLQPage(ctx, f.page(0, f.items, answer, func(c []dlq.Message, _ []dlq.ItemResult) { sent = len(c) }))
 		require.ErrorIs(t, err, derrors.ErrLeaseLost)
 		require.Equal(t, 3, sent)
-		want := dlq.StatusPending
-		if s.Dialect() == migrations.SQLite {
-			want = dlq.StatusRetrying
-		}
-		for _, it := range f.items {
+		require.Len(t, rec, 3)
+		for i, it := range f.items {
+			require.True(t, rec[i].Applied, "outcome %d recorded", i)
 			m, err := s.GetDLQ(ctx, it.ID)
 			require.NoError(t, err)
-			require.Equal(t, want, m.Status)
-			require.Empty(t, m.Attempts, "no attempt was recorded")
+			require.Len(t, m.Attempts, 1)
+			require.Equal(t, f.op.ID, *m.Attempts[0].Operation)
+			if it.ID == refused {
+				require.Equal(t, dlq.StatusPending, m.Status)
+				require.Equal(t, 1, m.RetryCount)
+				continue
+			}
+			require.Equal(t, dlq.StatusResolved, m.Status)
 		}
 		op, err := s.GetDLQOperation(ctx, f.op.ID)
 		require.NoError(t, err)
-		require.Zero(t, op.Done)
+		require.Zero(t, op.Done, "the progress is the new owner's to record")
+		require.Equal(t, "d2", op.LeaseOwner)
+
+		f.owner = "d2"
+		var claimed []uuid.UUID
+		var skipped []dlq.ItemResult
+		_, err = s.RetryDLQPage(ctx, f.page(0, f.items, acked, func(c []dlq.Message, sk []dlq.ItemResult) {
+			for _, m := range c {
+				claimed = append(claimed, m.ID)
+			}
+			skipped = sk
+		}))
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{refused}, claimed, "only the refused message is sent again")
+		require.Equal(t, []dlq.ItemResult{
+			{Seq: f.items[0].Seq, ID: f.items[0].ID, Outcome: dlq.ItemRetried},
+			{Seq: f.items[1].Seq, ID: f.items[1].ID, Outcome: dlq.ItemRetried},
+		}, skipped)
+		op, err = s.GetDLQOperation(ctx, f.op.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 3, op.Done)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 3}, op.Outcomes)
 		require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
 	})
 }
