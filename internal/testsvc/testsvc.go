@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -72,15 +73,45 @@ func RepoRoot(t testing.TB) string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for a server a test starts (and may start again) on a fixed port. It is
+// taken below the kernel's ephemeral range: a port the kernel hands out
+// (":0") is also what it gives the next outgoing connection of any
+// process, and a test's broker once failed to bind because a connection
+// of a parallel test package had taken its port in between.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	low, _ := ephemeralRange()
+	for try := 0; try < 200; try++ {
+		port := freePortFloor + mathrand.IntN(low-freePortFloor)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("free port: no free port in %d-%d after 200 tries", freePortFloor, low-1)
+	return 0
+}
+
+// freePortFloor is the lowest port FreePort hands out: above the ports of
+// the servers the machine itself runs (PostgreSQL, Redis, ...).
+const freePortFloor = 20000
+
+// ephemeralRange is the kernel's range of ports for outgoing connections
+// (Linux's default when it cannot be read).
+func ephemeralRange() (low, high int) {
+	low, high = 32768, 60999
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return low, high
+	}
+	var l, h int
+	if _, err := fmt.Sscanf(string(b), "%d %d", &l, &h); err == nil && l > freePortFloor+1000 {
+		return l, h
+	}
+	return low, high
 }
 
 func randomSuffix() string {
