@@ -169,6 +169,12 @@ type OperationProgress struct {
 	Position  int64
 	Done      []SeqRange
 	Results   []ItemResult
+	// Sent: what the page did happened outside the store (the broker has
+	// the messages), so it is counted even when the operation ended (was
+	// cancelled) while the page was under way. A page of an operation
+	// another daemon holds now is not counted here: that daemon counts its
+	// messages (SkippedItem).
+	Sent bool
 }
 
 // Ranges is what p records as done.

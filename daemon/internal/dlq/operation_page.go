@@ -90,7 +90,7 @@ func (s *Service) retryItems(ctx context.Context, op *Operation, items []Operati
 			}
 			return outcomes, func(rec []Recorded) *OperationProgress {
 				later = nil
-				p := &OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now()}
+				p := &OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), Sent: true}
 				seqOf := make(map[uuid.UUID]int64, len(items))
 				for _, it := range items {
 					seqOf[it.ID] = it.Seq
@@ -193,7 +193,8 @@ func (s *Service) replayPage(ctx, run context.Context, op *Operation, items []Op
 		default:
 			r.Outcome, r.Error = ItemFailed, err.Error()
 		}
-		p := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), After: it.Seq - 1, Position: it.Seq, Results: []ItemResult{r}}
+		p := OperationProgress{Operation: op.ID, Owner: s.owner, Now: s.now(), After: it.Seq - 1, Position: it.Seq, Results: []ItemResult{r},
+			Sent: r.Outcome != ItemSkipped && r.Outcome != ItemFailed}
 		if err := s.store.AdvanceDLQOperation(ctx, p); err != nil {
 			return err
 		}

@@ -105,33 +105,49 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 }
 
 // SkippedItem is the result of the item it of bulk retry op whose message
-// m (nil when it is gone) could not be claimed. A message this operation
-// sent already is counted as what the broker said then, not as skipped:
+// m (nil when it is gone) was not claimed. A message this operation sent
+// already counts as what the broker said then (SentBy), not as skipped:
 // a daemon that lost the operation's lease while the broker had its page
 // recorded the outcomes without the page's progress, and the page is the
-// daemon's that took the operation over.
+// daemon's that took the operation over. A message that could be retried
+// but was not claimed (another claim held it, or ended a moment ago) is to
+// be tried again (UnderClaim).
 func SkippedItem(it OperationItem, m *Message, op uuid.UUID) ItemResult {
 	r := ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemSkipped}
 	if m == nil {
 		r.Error = ItemGone
 		return r
 	}
-	if n := len(m.Attempts); n > 0 {
-		last := m.Attempts[n-1]
-		switch {
-		case last.Operation == nil || *last.Operation != op:
-		case last.Outcome == OutcomeResolved && m.Status == StatusResolved:
+	if a := SentBy(m, op); a != nil {
+		if a.Outcome == OutcomeResolved {
 			r.Outcome = ItemRetried
-			return r
-		case last.Outcome == OutcomeDead && m.Status == StatusDead:
-			r.Outcome, r.Error = ItemRefused, last.Error
-			return r
+		} else {
+			r.Outcome, r.Error = ItemRefused, a.Error
 		}
+		return r
 	}
-	r.Error, r.UnderClaim = NotRetryable(m).Reason, underClaim(m)
+	r.Error, r.UnderClaim = NotRetryable(m).Reason, m.IsRetryable() && (m.Status == StatusRetrying || m.Status == StatusPending)
 	return r
 }
 
-// underClaim reports whether m could be retried but for the claim it is
-// under.
-func underClaim(m *Message) bool { return m.Status == StatusRetrying && m.IsRetryable() }
+// SentBy is the latest attempt of bulk operation op on m whose outcome was
+// the broker's answer (resolved, or refused: failed or dead), or nil. A
+// bulk retry sends a message once: a message with such an attempt is not
+// claimed by the operation again (the attempt made it RESOLVED, or counted
+// against its retries), whatever it became since (a replay that came back).
+func SentBy(m *Message, op uuid.UUID) *Attempt {
+	for i := len(m.Attempts) - 1; i >= 0; i-- {
+		a := &m.Attempts[i]
+		if a.Operation == nil || *a.Operation != op {
+			continue
+		}
+		switch a.Outcome {
+		case OutcomeResolved, OutcomeFailed, OutcomeDead:
+			return a
+		}
+	}
+	return nil
+}
+
+// SentOutcomes are the attempt outcomes SentBy counts, for a store's query.
+var SentOutcomes = []string{OutcomeResolved, OutcomeFailed, OutcomeDead}

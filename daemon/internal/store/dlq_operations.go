@@ -39,7 +39,9 @@ type opSQL struct {
 	failures    string // (id, limit)
 	// held reads the position, outcomes and ranges done of an operation owner holds,
 	// under a row lock where there are row locks: (id, owner).
-	held       string
+	held string
+	// ended reads the same of an operation that is no longer RUNNING: (id).
+	ended      string
 	advance    string // (id, position, done, succeeded, failed, outcomes, now, done ranges)
 	itemFailed string // (id, seq, outcome, error)
 	finish     string // (id, owner, state, last error, now)
@@ -49,7 +51,10 @@ type opSQL struct {
 	requestCancel   string // (id, uid, now)
 	cancelNow       string // (id, uid, now)
 	cancelRequested string // (id)
-	claimIDs        string // (ids, now, owner, lease until); SQLite only (see RetryDLQPage)
+	// claimIDs: (ids, now, owner, lease until, operation, dlq.SentOutcomes
+	// as JSON); SQLite only (see RetryDLQPage). A message the operation
+	// sent already (dlq.SentBy) is not claimed.
+	claimIDs string
 	// lockPage locks a page's messages in id order before a store-only
 	// action changes them one by one: (ids). Each change locks the
 	// topic's counter rows to the end of the transaction, and a bulk
@@ -286,9 +291,12 @@ func (s *sqlStore) DLQOperationFailures(ctx context.Context, id uuid.UUID, limit
 }
 
 // claimDLQIDs claims the retryable messages among ids like ClaimDLQ (a
-// RETRYING one only once its lease ran out) and returns them.
-func (s *sqlStore) claimDLQIDs(ctx context.Context, ids []uuid.UUID, c dlq.Claim) ([]dlq.Message, error) {
-	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.ops.claimIDs, s.sql.dlq.list(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil)
+// RETRYING one only once its lease ran out) that bulk retry op did not
+// send already, and returns them.
+func (s *sqlStore) claimDLQIDs(ctx context.Context, ids []uuid.UUID, op uuid.UUID, c dlq.Claim) ([]dlq.Message, error) {
+	sent, _ := json.Marshal(dlq.SentOutcomes) // strings always encode
+	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.ops.claimIDs, s.sql.dlq.list(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil,
+		op.String(), string(sent))
 	if err != nil {
 		return nil, fmt.Errorf("claim dead letters: %w", err)
 	}
@@ -296,8 +304,8 @@ func (s *sqlStore) claimDLQIDs(ctx context.Context, ids []uuid.UUID, c dlq.Claim
 }
 
 // advance records a page's progress in q's transaction; the operation
-// must be held by p.Owner, and the page's items not be done already (a
-// page is counted once). Pages are recorded in any order. It checks both
+// must be held by p.Owner (or have ended, for a page that p.Sent), and the
+// page's items not be done already (a page is counted once). Pages are recorded in any order. It checks both
 // before it writes anything, and returns derrors.ErrLeaseLost when one
 // fails: RetryDLQPage then commits the page's outcomes without the
 // progress (the broker has the messages; that they are RESOLVED keeps the
@@ -309,6 +317,11 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 		done             []dlq.SeqRange
 	)
 	err := q.queryRow(ctx, s.sql.ops.held, p.Operation, p.Owner).Scan(&pos, &outcomes, &ranges)
+	if errors.Is(err, derrors.ErrNotFound) && p.Sent {
+		// Cancelled while the broker had the page: no daemon will count
+		// these messages but this one.
+		err = q.queryRow(ctx, s.sql.ops.ended, p.Operation).Scan(&pos, &outcomes, &ranges)
+	}
 	if errors.Is(err, derrors.ErrNotFound) {
 		return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, p.Operation, p.Owner)
 	}

@@ -21,7 +21,7 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 	for i, it := range p.Items {
 		ids[i] = it.ID
 	}
-	got, err := s.claimDLQIDs(ctx, ids, p.Claim)
+	got, err := s.claimDLQIDs(ctx, ids, p.Operation, p.Claim)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +150,8 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		}
 		byID := make(map[uuid.UUID]lockedMessage, len(locked))
 		for _, l := range locked {
+			// A message the operation sent already is not sent again.
+			l.claimable = l.claimable && dlq.SentBy(&l.m, page.Operation) == nil
 			byID[l.m.ID] = l
 		}
 		var (

@@ -206,8 +206,8 @@ func TestRetryPagesAreRecordedInAnyOrder(t *testing.T) {
 // took the operation over while the page was with the broker, the page's
 // outcomes are recorded all the same (the broker has the messages),
 // without its progress. The page of the daemon that took it over counts
-// the messages the broker acknowledged as retried and does not send them
-// again; it sends the one the broker refused, as the retry it still is.
+// what the broker said of each (retried, refused) and sends none again: a
+// bulk retry gives a message one attempt.
 // Before, the lost lease rolled the outcomes back: the messages stayed
 // PENDING (PostgreSQL) or RETRYING (SQLite) and were sent a second time.
 func TestRetryPageOfALostOperationKeepsItsOutcomes(t *testing.T) {
@@ -258,15 +258,19 @@ func TestRetryPageOfALostOperationKeepsItsOutcomes(t *testing.T) {
 			skipped = sk
 		}))
 		require.NoError(t, err)
-		require.Equal(t, []uuid.UUID{refused}, claimed, "only the refused message is sent again")
+		require.Empty(t, claimed, "the operation sent each message already")
 		require.Equal(t, []dlq.ItemResult{
 			{Seq: f.items[0].Seq, ID: f.items[0].ID, Outcome: dlq.ItemRetried},
 			{Seq: f.items[1].Seq, ID: f.items[1].ID, Outcome: dlq.ItemRetried},
+			{Seq: f.items[2].Seq, ID: f.items[2].ID, Outcome: dlq.ItemRefused, Error: "RECORD_TOO_LARGE"},
 		}, skipped)
 		op, err = s.GetDLQOperation(ctx, f.op.ID)
 		require.NoError(t, err)
 		require.EqualValues(t, 3, op.Done)
-		require.Equal(t, map[string]int64{dlq.ItemRetried: 3}, op.Outcomes)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 2, dlq.ItemRefused: 1}, op.Outcomes)
+		m, err := s.GetDLQ(ctx, refused)
+		require.NoError(t, err)
+		require.Equal(t, 1, m.RetryCount, "the refused message had one attempt of the operation")
 		require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
 	})
 }

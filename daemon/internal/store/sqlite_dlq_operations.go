@@ -23,6 +23,7 @@ var sqliteOps = opSQL{
 	items:    `SELECT seq, message_id FROM dlq_operation_items WHERE operation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
 	failures: `SELECT seq, message_id, outcome, COALESCE(error, '') FROM dlq_operation_items WHERE operation_id = ?1 AND outcome IS NOT NULL ORDER BY seq LIMIT ?2`,
 	held:     `SELECT position, outcomes, done_ranges FROM dlq_operations WHERE id = ?1 AND lease_owner = ?2 AND state = 'RUNNING'`,
+	ended:    `SELECT position, outcomes, done_ranges FROM dlq_operations WHERE id = ?1 AND state <> 'RUNNING'`,
 	advance: `
 		UPDATE dlq_operations SET position = ?2, done = done + ?3, succeeded = succeeded + ?4, failed = failed + ?5,
 			outcomes = ?6, updated_at = ?7, done_ranges = ?8 WHERE id = ?1`,
@@ -44,6 +45,8 @@ var sqliteOps = opSQL{
 	claimIDs: `
 		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4, updated_at = ?2
 		WHERE id IN (SELECT value FROM json_each(?1)) AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < ?2)
+			AND NOT EXISTS (SELECT 1 FROM json_each(attempt_log) a WHERE json_extract(a.value, '$.operation') = ?5
+				AND json_extract(a.value, '$.outcome') IN (SELECT value FROM json_each(?6)))
 		RETURNING ` + dlqColumns,
 	topicOf: `SELECT dlq_topic FROM dlq_messages WHERE id = ?1`,
 	bury: `
