@@ -187,7 +187,8 @@ func (p OperationProgress) Ranges() []SeqRange {
 
 // RetryPage is a page of a bulk retry, for OperationStore.RetryDLQPage.
 type RetryPage struct {
-	// Operation is the bulk retry the page is of.
+	// Operation is the bulk retry the page is of: its items' answers
+	// recorded by a daemon that lost it are read.
 	Operation uuid.UUID
 	Claim     Claim
 	Items     []OperationItem
@@ -249,12 +250,13 @@ type OperationStore interface {
 	// row locks held until the outcomes are written: one row version per
 	// message instead of two. It returns what was recorded of each
 	// outcome. When the owner no longer holds the operation, the outcomes
-	// are recorded all the same (the broker has the messages, and the
-	// daemon that took the operation over must not send them again)
-	// without the progress, and the error is derrors.ErrLeaseLost with
-	// what was recorded; on another error after Send, nothing of the page
-	// was recorded. A message the operation cannot claim is reported with
-	// SkippedItem.
+	// are recorded all the same (the broker has the messages) without the
+	// progress, with what the broker answered for each item (Answered),
+	// and the error is derrors.ErrLeaseLost with what was recorded; on
+	// another error after Send, nothing of the page was recorded. An item
+	// with an answer recorded so is not claimed again: Send gets it among
+	// the others, with that answer as its outcome. A message that is not
+	// claimed for another reason is reported with SkippedItem.
 	RetryDLQPage(ctx context.Context, p RetryPage) ([]Recorded, error)
 	// ApplyDLQOperationPage applies a page of a store-only action and
 	// records its progress in one transaction; derrors.ErrLeaseLost when

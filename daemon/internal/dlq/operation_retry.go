@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/google/uuid"
-
 	"golang.org/x/time/rate"
 )
 
@@ -104,50 +102,26 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 	return atEnd && !leftOver && firstErr == nil, firstErr
 }
 
-// SkippedItem is the result of the item it of bulk retry op whose message
-// m (nil when it is gone) was not claimed. A message this operation sent
-// already counts as what the broker said then (SentBy), not as skipped:
-// a daemon that lost the operation's lease while the broker had its page
-// recorded the outcomes without the page's progress, and the page is the
-// daemon's that took the operation over. A message that could be retried
-// but was not claimed (another claim held it, or ended a moment ago) is to
-// be tried again (UnderClaim).
-func SkippedItem(it OperationItem, m *Message, op uuid.UUID) ItemResult {
+// SkippedItem is the result of the item it of a bulk retry whose message
+// m (nil when it is gone) was not claimed: skipped, with why, unless the
+// message could be retried but another claim held it (or ended a moment
+// ago), when it is to be tried again (UnderClaim).
+func SkippedItem(it OperationItem, m *Message) ItemResult {
 	r := ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemSkipped}
 	if m == nil {
 		r.Error = ItemGone
-		return r
-	}
-	if a := SentBy(m, op); a != nil {
-		if a.Outcome == OutcomeResolved {
-			r.Outcome = ItemRetried
-		} else {
-			r.Outcome, r.Error = ItemRefused, a.Error
-		}
 		return r
 	}
 	r.Error, r.UnderClaim = NotRetryable(m).Reason, m.IsRetryable() && (m.Status == StatusRetrying || m.Status == StatusPending)
 	return r
 }
 
-// SentBy is the latest attempt of bulk operation op on m whose outcome was
-// the broker's answer (resolved, or refused: failed or dead), or nil. A
-// bulk retry sends a message once: a message with such an attempt is not
-// claimed by the operation again (the attempt made it RESOLVED, or counted
-// against its retries), whatever it became since (a replay that came back).
-func SentBy(m *Message, op uuid.UUID) *Attempt {
-	for i := len(m.Attempts) - 1; i >= 0; i-- {
-		a := &m.Attempts[i]
-		if a.Operation == nil || *a.Operation != op {
-			continue
-		}
-		switch a.Outcome {
-		case OutcomeResolved, OutcomeFailed, OutcomeDead:
-			return a
-		}
-	}
-	return nil
-}
-
-// SentOutcomes are the attempt outcomes SentBy counts, for a store's query.
-var SentOutcomes = []string{OutcomeResolved, OutcomeFailed, OutcomeDead}
+// Answered reports whether an item outcome is the broker's answer to a
+// send of the operation, recorded on the message: what a page recorded by
+// a daemon that had lost the operation keeps for the item
+// (OperationStore.RetryDLQPage), so that the daemon that took the
+// operation over counts it and does not send the message again. An
+// acknowledgement that came after the message's claim had run out
+// (not_recorded) is not: the message is another claim's now, and that
+// claim's outcome is the one that counts.
+func Answered(outcome string) bool { return outcome == ItemRetried || outcome == ItemRefused }

@@ -51,10 +51,14 @@ type opSQL struct {
 	requestCancel   string // (id, uid, now)
 	cancelNow       string // (id, uid, now)
 	cancelRequested string // (id)
-	// claimIDs: (ids, now, owner, lease until, operation, dlq.SentOutcomes
-	// as JSON); SQLite only (see RetryDLQPage). A message the operation
-	// sent already (dlq.SentBy) is not claimed.
+	// claimIDs: (ids, now, owner, lease until, operation, the page's seqs
+	// as JSON); SQLite only (see RetryDLQPage). An item with an answer
+	// recorded (markAnswered) is not claimed.
 	claimIDs string
+	// answered reads the answers recorded for items of a page: (operation,
+	// seqs as JSON) -> seq, outcome, error. markAnswered records one: (operation,
+	// seq, outcome, error).
+	answered, markAnswered string
 	// lockPage locks a page's messages in id order before a store-only
 	// action changes them one by one: (ids). Each change locks the
 	// topic's counter rows to the end of the transaction, and a bulk
@@ -290,17 +294,61 @@ func (s *sqlStore) DLQOperationFailures(ctx context.Context, id uuid.UUID, limit
 	return out, nil
 }
 
-// claimDLQIDs claims the retryable messages among ids like ClaimDLQ (a
-// RETRYING one only once its lease ran out) that bulk retry op did not
-// send already, and returns them.
-func (s *sqlStore) claimDLQIDs(ctx context.Context, ids []uuid.UUID, op uuid.UUID, c dlq.Claim) ([]dlq.Message, error) {
-	sent, _ := json.Marshal(dlq.SentOutcomes) // strings always encode
+// claimDLQIDs claims the retryable messages of items like ClaimDLQ (a
+// RETRYING one only once its lease ran out), but for items of bulk retry
+// op with an answer recorded, and returns them.
+func (s *sqlStore) claimDLQIDs(ctx context.Context, items []dlq.OperationItem, op uuid.UUID, c dlq.Claim) ([]dlq.Message, error) {
+	ids := make([]uuid.UUID, len(items))
+	seqs := make([]int64, len(items))
+	for i, it := range items {
+		ids[i], seqs[i] = it.ID, it.Seq
+	}
+	seqJSON, _ := json.Marshal(seqs) // numbers always encode
 	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.ops.claimIDs, s.sql.dlq.list(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil,
-		op.String(), string(sent))
+		op.String(), string(seqJSON))
 	if err != nil {
 		return nil, fmt.Errorf("claim dead letters: %w", err)
 	}
 	return msgs, nil
+}
+
+// answeredItems reads the answers recorded for items of a page of bulk
+// retry op (see markAnswered), by seq.
+func (s *sqlStore) answeredItems(ctx context.Context, q querier, op uuid.UUID, items []dlq.OperationItem) (map[int64]dlq.ItemResult, error) {
+	seqs := make([]int64, len(items))
+	for i, it := range items {
+		seqs[i] = it.Seq
+	}
+	seqJSON, _ := json.Marshal(seqs) // numbers always encode
+	rows, err := queryAll(ctx, q, func(sc scanner) (r dlq.ItemResult, err error) {
+		err = sc.Scan(&r.Seq, &r.Outcome, &r.Error)
+		return r, err
+	}, s.sql.ops.answered, op, string(seqJSON))
+	if err != nil {
+		return nil, fmt.Errorf("read the answers recorded for a page: %w", err)
+	}
+	out := make(map[int64]dlq.ItemResult, len(rows))
+	for _, r := range rows {
+		out[r.Seq] = r
+	}
+	return out, nil
+}
+
+// markAnswered records, in q's transaction, what the broker answered for
+// each item of a page whose progress could not be recorded because the
+// operation was lost: the daemon that holds it now counts those items from
+// it and does not send their messages again. A message's attempt history
+// cannot say it: it keeps only the newest entries.
+func (s *sqlStore) markAnswered(ctx context.Context, q querier, p dlq.OperationProgress) error {
+	for _, r := range p.Results {
+		if !dlq.Answered(r.Outcome) {
+			continue
+		}
+		if _, err := q.exec(ctx, s.sql.ops.markAnswered, p.Operation, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
+			return fmt.Errorf("record what the broker answered for an item: %w", err)
+		}
+	}
+	return nil
 }
 
 // advance records a page's progress in q's transaction; the operation

@@ -17,11 +17,7 @@ import (
 // message. SQLite has one writer, and a transaction held over the send
 // would keep every other writer (the intake first) waiting for the broker.
 func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
-	ids := make([]uuid.UUID, len(p.Items))
-	for i, it := range p.Items {
-		ids[i] = it.ID
-	}
-	got, err := s.claimDLQIDs(ctx, ids, p.Operation, p.Claim)
+	got, err := s.claimDLQIDs(ctx, p.Items, p.Operation, p.Claim)
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +34,26 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 			claimed = append(claimed, m)
 			continue
 		}
-		r, err := s.skippedItem(ctx, it, p.Operation)
+		r, err := s.skippedItem(ctx, it)
 		if err != nil {
 			return nil, err
 		}
 		skipped = append(skipped, r)
+	}
+	if len(skipped) > 0 {
+		// Read after the messages: a daemon that lost the operation wrote
+		// its answers with the outcomes that ended its claims, so a
+		// message read as no longer under its claim has its answer here.
+		answered, err := s.answeredItems(ctx, s.db, p.Operation, p.Items)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range skipped {
+			if a, ok := answered[r.Seq]; ok {
+				a.ID = r.ID
+				skipped[i] = a
+			}
+		}
 	}
 	release := func() {}
 	if p.Hold != nil {
@@ -68,9 +79,10 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 		}
 		if pr := progress(answer); pr != nil {
 			lost = s.advance(ctx, q, *pr)
-			if !errors.Is(lost, derrors.ErrLeaseLost) {
-				return lost
+			if errors.Is(lost, derrors.ErrLeaseLost) {
+				return s.markAnswered(ctx, q, *pr)
 			}
+			return lost
 		}
 		return nil
 	})
@@ -80,17 +92,17 @@ func (s *SQLite) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 	return answer, lost
 }
 
-// skippedItem is the result of an item of bulk retry op whose message
-// was not claimed.
-func (s *sqlStore) skippedItem(ctx context.Context, it dlq.OperationItem, op uuid.UUID) (dlq.ItemResult, error) {
+// skippedItem is the result of an item of a bulk retry whose message was
+// not claimed.
+func (s *sqlStore) skippedItem(ctx context.Context, it dlq.OperationItem) (dlq.ItemResult, error) {
 	m, err := s.GetDLQ(ctx, it.ID)
 	switch {
 	case errors.Is(err, derrors.ErrNotFound):
-		return dlq.SkippedItem(it, nil, op), nil
+		return dlq.SkippedItem(it, nil), nil
 	case err != nil:
 		return dlq.ItemResult{}, fmt.Errorf("read a dead letter that was not claimed: %w", err)
 	default:
-		return dlq.SkippedItem(it, m, op), nil
+		return dlq.SkippedItem(it, m), nil
 	}
 }
 
@@ -150,9 +162,13 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		}
 		byID := make(map[uuid.UUID]lockedMessage, len(locked))
 		for _, l := range locked {
-			// A message the operation sent already is not sent again.
-			l.claimable = l.claimable && dlq.SentBy(&l.m, page.Operation) == nil
 			byID[l.m.ID] = l
+		}
+		// Read under the locks: a daemon that lost the operation wrote
+		// its answers with the outcomes, before it let the messages go.
+		answered, err := p.answeredItems(ctx, q, page.Operation, page.Items)
+		if err != nil {
+			return err
 		}
 		var (
 			claimed []dlq.Message
@@ -161,11 +177,15 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		cur := make(map[uuid.UUID]dlq.Current, len(locked))
 		for _, it := range page.Items {
 			l, ok := byID[it.ID]
+			r, sent := answered[it.Seq]
 			switch {
+			case sent:
+				r.ID = it.ID
+				skipped = append(skipped, r)
 			case !ok:
-				skipped = append(skipped, dlq.SkippedItem(it, nil, page.Operation))
+				skipped = append(skipped, dlq.SkippedItem(it, nil))
 			case !l.claimable:
-				skipped = append(skipped, dlq.SkippedItem(it, &l.m, page.Operation))
+				skipped = append(skipped, dlq.SkippedItem(it, &l.m))
 			default:
 				// The message as the claim would have left it.
 				m := l.m
@@ -193,9 +213,10 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		if progress != nil {
 			if pr := progress(a); pr != nil {
 				lost = p.advance(ctx, q, *pr)
-				if !errors.Is(lost, derrors.ErrLeaseLost) {
-					return lost
+				if errors.Is(lost, derrors.ErrLeaseLost) {
+					return p.markAnswered(ctx, q, *pr)
 				}
+				return lost
 			}
 		}
 		return nil

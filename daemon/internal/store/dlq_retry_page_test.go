@@ -80,11 +80,15 @@ func (f *retryPageFixture) page(after int64, items []dlq.OperationItem, answer f
 				outcomes[i].At, outcomes[i].Attempted, outcomes[i].Trigger = f.now.Add(2*time.Second), true, dlq.TriggerBulk
 				outcomes[i].Operation = &f.op.ID
 			}
+			seqOf := map[uuid.UUID]int64{}
+			for _, it := range items {
+				seqOf[it.ID] = it.Seq
+			}
 			return outcomes, func(rec []dlq.Recorded) *dlq.OperationProgress {
 				p := &dlq.OperationProgress{Operation: f.op.ID, Owner: f.owner, Now: f.now, After: after, Position: items[len(items)-1].Seq}
 				p.Results = append(p.Results, skipped...)
 				for i, o := range outcomes {
-					r := dlq.ItemResult{ID: o.ID, Outcome: dlq.ItemRetried}
+					r := dlq.ItemResult{Seq: seqOf[o.ID], ID: o.ID, Outcome: dlq.ItemRetried}
 					if o.Event != dlq.EventAcked || !rec[i].Applied {
 						r.Outcome, r.Error = dlq.ItemRefused, o.Error
 					}

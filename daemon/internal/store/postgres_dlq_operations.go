@@ -28,7 +28,10 @@ var pgOps = opSQL{
 	advance: `
 		UPDATE dlq.dlq_operations SET position = $2, done = done + $3, succeeded = succeeded + $4, failed = failed + $5,
 			outcomes = $6::jsonb, updated_at = $7, done_ranges = $8::jsonb WHERE id = $1`,
-	itemFailed: `UPDATE dlq.dlq_operation_items SET outcome = $3, error = NULLIF($4, '') WHERE operation_id = $1 AND seq = $2`,
+	answered: `SELECT seq, answered, COALESCE(answered_error, '') FROM dlq.dlq_operation_items
+		WHERE operation_id = $1 AND seq = ANY(ARRAY(SELECT jsonb_array_elements_text($2::jsonb)::bigint)) AND answered IS NOT NULL`,
+	markAnswered: `UPDATE dlq.dlq_operation_items SET answered = $3, answered_error = NULLIF($4, '') WHERE operation_id = $1 AND seq = $2`,
+	itemFailed:   `UPDATE dlq.dlq_operation_items SET outcome = $3, error = NULLIF($4, '') WHERE operation_id = $1 AND seq = $2`,
 	finish: `
 		UPDATE dlq.dlq_operations SET state = $3, last_error = NULLIF($4, ''), finished_at = $5, updated_at = $5,
 			lease_owner = NULL, lease_expires_at = NULL

@@ -27,7 +27,10 @@ var sqliteOps = opSQL{
 	advance: `
 		UPDATE dlq_operations SET position = ?2, done = done + ?3, succeeded = succeeded + ?4, failed = failed + ?5,
 			outcomes = ?6, updated_at = ?7, done_ranges = ?8 WHERE id = ?1`,
-	itemFailed: `UPDATE dlq_operation_items SET outcome = ?3, error = NULLIF(?4, '') WHERE operation_id = ?1 AND seq = ?2`,
+	answered: `SELECT seq, answered, COALESCE(answered_error, '') FROM dlq_operation_items
+		WHERE operation_id = ?1 AND seq IN (SELECT value FROM json_each(?2)) AND answered IS NOT NULL`,
+	markAnswered: `UPDATE dlq_operation_items SET answered = ?3, answered_error = NULLIF(?4, '') WHERE operation_id = ?1 AND seq = ?2`,
+	itemFailed:   `UPDATE dlq_operation_items SET outcome = ?3, error = NULLIF(?4, '') WHERE operation_id = ?1 AND seq = ?2`,
 	finish: `
 		UPDATE dlq_operations SET state = ?3, last_error = NULLIF(?4, ''), finished_at = ?5, updated_at = ?5,
 			lease_owner = NULL, lease_expires_at = NULL
@@ -45,8 +48,8 @@ var sqliteOps = opSQL{
 	claimIDs: `
 		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4, updated_at = ?2
 		WHERE id IN (SELECT value FROM json_each(?1)) AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < ?2)
-			AND NOT EXISTS (SELECT 1 FROM json_each(attempt_log) a WHERE json_extract(a.value, '$.operation') = ?5
-				AND json_extract(a.value, '$.outcome') IN (SELECT value FROM json_each(?6)))
+			AND id NOT IN (SELECT message_id FROM dlq_operation_items WHERE operation_id = ?5
+				AND seq IN (SELECT value FROM json_each(?6)) AND answered IS NOT NULL)
 		RETURNING ` + dlqColumns,
 	topicOf: `SELECT dlq_topic FROM dlq_messages WHERE id = ?1`,
 	bury: `

@@ -1,0 +1,2 @@
+ALTER TABLE dlq_operation_items DROP COLUMN answered_error;
+ALTER TABLE dlq_operation_items DROP COLUMN answered;
