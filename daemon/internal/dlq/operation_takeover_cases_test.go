@@ -697,3 +697,185 @@ func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
 		}
 	})
 }
+
+// signalled signals after each RetryDLQPage of daemon B returns.
+type signalled struct {
+	dlq.Store
+	ret chan struct{}
+}
+
+func (s signalled) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
+	r, err := s.Store.RetryDLQPage(ctx, p)
+	select {
+	case s.ret <- struct{}{}:
+	default:
+	}
+	return r, err
+}
+
+// TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem: A's page is
+// answered after A lost the operation to B (the answers kept in the
+// items), then the operation is cancelled while B waits to try those items
+// again (they were under A's claim at B's last try). A's acknowledged
+// messages are counted, as when the cancel comes before A's record. They
+// were RESOLVED and not counted (SQLite).
+func TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem(t *testing.T) {
+	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		bb := newBroker()
+		sig := signalled{Store: stB, ret: make(chan struct{}, 1)}
+		daemonB, runnerB := daemon(t, f, sig, bb, "daemon-b")
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		<-stall.started
+		require.NoError(t, runnerB.Start(ctx))
+		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		_, pg := f.store.(*store.Postgres)
+		if !pg {
+			// drain, then wait for B's next try to return (items under A's claim)
+			select {
+			case <-sig.ret:
+			default:
+			}
+			select {
+			case <-sig.ret:
+			case <-time.After(5 * time.Second):
+				t.Fatal("B never tried the page")
+			}
+		}
+		stall.let()
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
+		c, err := daemonB.CancelOperation(ctx, op.ID, nil)
+		if pg && err != nil {
+			t.Logf("cancel on postgres: %v (B counted A's page from its answers first)", err)
+		} else {
+			require.NoError(t, err)
+			t.Logf("cancel: state=%s", c.State)
+		}
+		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		time.Sleep(300 * time.Millisecond)
+		done, err = f.svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		counts := sends(f.broker, bb)
+		for _, id := range ids {
+			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, 1, counts[id.String()])
+		}
+		t.Logf("state %s outcomes %v done %d succeeded %d", done.State, done.Outcomes, done.Done, done.Succeeded)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes, "the 5 messages the operation resolved are counted (state %s)", done.State)
+		require.EqualValues(t, 5, done.Done)
+	})
+}
+
+// TestALatePageOverlappingTheNewOwnersCountsTheRest: A's page holds one
+// RESOLVED message (skipped, not retryable) besides 4 it sends. B takes
+// over, counts the skipped one (the others are under A's claim), and is
+// cancelled; A's page is then recorded into the ended operation. Its
+// items B did not count are counted; the whole page was refused for the
+// one overlap, and the 4 acknowledgements not counted (SQLite).
+func TestALatePageOverlappingTheNewOwnersCountsTheRest(t *testing.T) {
+	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		_, err := f.svc.Retry(ctx, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusResolved, f.get(t, ids[0]).Status)
+		bb := newBroker()
+		sig := signalled{Store: stB, ret: make(chan struct{}, 1)}
+		daemonB, runnerB := daemon(t, f, sig, bb, "daemon-b")
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		t.Logf("matched %d", op.Matched)
+		<-stall.started
+		require.NoError(t, runnerB.Start(ctx))
+		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		_, pg := f.store.(*store.Postgres)
+		if !pg {
+			select {
+			case <-sig.ret:
+			default:
+			}
+			select {
+			case <-sig.ret:
+			case <-time.After(5 * time.Second):
+				t.Fatal("B never tried the page")
+			}
+		} else {
+			time.Sleep(300 * time.Millisecond)
+		}
+		c, err := daemonB.CancelOperation(ctx, op.ID, nil)
+		require.NoError(t, err)
+		t.Logf("cancel: state=%s", c.State)
+		if !pg {
+			waitOperation(t, f.svc, op.ID, finished, "finished before A's record")
+		} else {
+			time.Sleep(500 * time.Millisecond)
+		}
+		stall.let()
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
+		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		time.Sleep(300 * time.Millisecond)
+		done, err = f.svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		t.Logf("state %s outcomes %v done %d succeeded %d", done.State, done.Outcomes, done.Done, done.Succeeded)
+		counts := sends(f.broker, bb)
+		for _, id := range ids[1:] {
+			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, 1, counts[id.String()])
+		}
+		require.EqualValues(t, op.Matched, done.Done, "each item counted once")
+		require.EqualValues(t, 4, done.Outcomes[dlq.ItemRetried], "the 4 messages the operation resolved are counted")
+	})
+}
+
+// TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages: a rated
+// operation (1 msg/s: pages of one) with three of A's pages at the broker;
+// B takes over, and its limiter reads a page a second. A's pages are
+// recorded with their answers (lost), then the operation is cancelled
+// before B's limiter reaches the later pages: the operation counts every
+// message it resolved (it counted one, on both stores).
+func TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages(t *testing.T) {
+	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		bb := newBroker()
+		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let)
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 1,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() >= 3 })
+		require.NoError(t, runnerB.Start(ctx))
+		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		n := int(stall.inFlight.Load())
+		stall.let()
+		waitFor(t, 30*time.Second, "A's pages recorded", func() bool { return f.get(t, ids[n-1]).Status == dlq.StatusResolved })
+		_, cerr := daemonB.CancelOperation(ctx, op.ID, nil)
+		t.Logf("A had %d pages at the broker; cancel: %v", n, cerr)
+		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		time.Sleep(300 * time.Millisecond)
+		done, err = f.svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		counts := sends(f.broker, bb)
+		resolved := 0
+		for _, id := range ids {
+			require.LessOrEqual(t, counts[id.String()], 1)
+			if f.get(t, id).Status == dlq.StatusResolved {
+				resolved++
+			}
+		}
+		t.Logf("state %s outcomes %v done %d; resolved %d", done.State, done.Outcomes, done.Done, resolved)
+		require.EqualValues(t, resolved, done.Outcomes[dlq.ItemRetried], "every message the operation resolved is counted")
+	})
+}

@@ -41,11 +41,16 @@ type opSQL struct {
 	// under a row lock where there are row locks: (id, owner).
 	held string
 	// ended reads the same of an operation that is no longer RUNNING: (id).
-	ended      string
-	advance    string // (id, position, done, succeeded, failed, outcomes, now, done ranges)
-	itemFailed string // (id, seq, outcome, error)
-	finish     string // (id, owner, state, last error, now)
-	release    string // (id, owner)
+	ended string
+	// lockProgress reads the same of any operation: (id).
+	lockProgress string
+	// allAnswered reads every answer recorded for an operation's items:
+	// (id) -> seq, outcome, error.
+	allAnswered string
+	advance     string // (id, position, done, succeeded, failed, outcomes, now, done ranges)
+	itemFailed  string // (id, seq, outcome, error)
+	finish      string // (id, owner, state, last error, now)
+	release     string // (id, owner)
 	// lockForCancel: (id, now) -> state, whether a live lease holds it.
 	lockForCancel   string
 	requestCancel   string // (id, uid, now)
@@ -362,13 +367,14 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 	var (
 		pos              int64
 		outcomes, ranges []byte
-		done             []dlq.SeqRange
+		ended            bool
 	)
 	err := q.queryRow(ctx, s.sql.ops.held, p.Operation, p.Owner).Scan(&pos, &outcomes, &ranges)
 	if errors.Is(err, derrors.ErrNotFound) && p.Sent {
 		// Cancelled while the broker had the page: no daemon will count
 		// these messages but this one.
 		err = q.queryRow(ctx, s.sql.ops.ended, p.Operation).Scan(&pos, &outcomes, &ranges)
+		ended = err == nil
 	}
 	if errors.Is(err, derrors.ErrNotFound) {
 		return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, p.Operation, p.Owner)
@@ -376,38 +382,113 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 	if err != nil {
 		return fmt.Errorf("read bulk operation: %w", err)
 	}
-	if err := json.Unmarshal(ranges, &done); err != nil {
-		return fmt.Errorf("read the ranges done of bulk operation %s: %w", p.Operation, err)
+	prog, err := readProgress(p.Operation, pos, outcomes, ranges)
+	if err != nil {
+		return err
 	}
-	for _, r := range p.Ranges() {
-		if pos, done, err = dlq.RecordRange(pos, done, r); err != nil {
-			return fmt.Errorf("%w: bulk operation %s: %v", derrors.ErrLeaseLost, p.Operation, err)
+	results := p.Results
+	if ended {
+		// The daemon that held the operation last may have counted some
+		// of the page's items (a skipped one): count the others.
+		results = prog.recordEach(p.Results)
+	} else {
+		for _, r := range p.Ranges() {
+			if prog.position, prog.done, err = dlq.RecordRange(prog.position, prog.done, r); err != nil {
+				return fmt.Errorf("%w: bulk operation %s: %v", derrors.ErrLeaseLost, p.Operation, err)
+			}
 		}
 	}
-	counts := map[string]int64{}
-	if err := json.Unmarshal(outcomes, &counts); err != nil {
-		return fmt.Errorf("read outcomes of bulk operation %s: %w", p.Operation, err)
+	return s.count(ctx, q, prog, results, p.Now)
+}
+
+// progress is an operation's progress as advance and foldAnswers change it.
+type progress struct {
+	id       uuid.UUID
+	position int64
+	done     []dlq.SeqRange
+	counts   map[string]int64
+}
+
+func readProgress(id uuid.UUID, pos int64, outcomes, ranges []byte) (*progress, error) {
+	p := &progress{id: id, position: pos, counts: map[string]int64{}}
+	if err := json.Unmarshal(ranges, &p.done); err != nil {
+		return nil, fmt.Errorf("read the ranges done of bulk operation %s: %w", id, err)
 	}
+	if err := json.Unmarshal(outcomes, &p.counts); err != nil {
+		return nil, fmt.Errorf("read outcomes of bulk operation %s: %w", id, err)
+	}
+	return p, nil
+}
+
+// recordEach records the items of results that are not done yet, one by
+// one, and returns them.
+func (p *progress) recordEach(results []dlq.ItemResult) []dlq.ItemResult {
+	var out []dlq.ItemResult
+	for _, r := range results {
+		pos, done, err := dlq.RecordRange(p.position, p.done, dlq.SeqRange{After: r.Seq - 1, Upto: r.Seq})
+		if err != nil {
+			continue // done already
+		}
+		p.position, p.done = pos, done
+		out = append(out, r)
+	}
+	return out
+}
+
+// count adds results to the operation's counters and writes its progress.
+func (s *sqlStore) count(ctx context.Context, q querier, p *progress, results []dlq.ItemResult, now time.Time) error {
 	var ok, failed int64
-	for _, r := range p.Results {
-		counts[r.Outcome]++
+	for _, r := range results {
+		p.counts[r.Outcome]++
 		if dlq.ItemSucceeded(r.Outcome) {
 			ok++
 			continue
 		}
 		failed++
-		if _, err := q.exec(ctx, s.sql.ops.itemFailed, p.Operation, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
+		if _, err := q.exec(ctx, s.sql.ops.itemFailed, p.id, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
 			return fmt.Errorf("record a failed item: %w", err)
 		}
 	}
-	b, _ := json.Marshal(counts) // a map of strings to numbers always encodes
-	if done == nil {
-		done = []dlq.SeqRange{}
+	b, _ := json.Marshal(p.counts) // a map of strings to numbers always encodes
+	if p.done == nil {
+		p.done = []dlq.SeqRange{}
 	}
-	r, _ := json.Marshal(done) // pairs of numbers always encode
-	_, err = q.exec(ctx, s.sql.ops.advance, p.Operation, pos, int64(len(p.Results)), ok, failed, string(b), p.Now, string(r))
-	if err != nil {
+	r, _ := json.Marshal(p.done) // pairs of numbers always encode
+	if _, err := q.exec(ctx, s.sql.ops.advance, p.id, p.position, int64(len(results)), ok, failed, string(b), now, string(r)); err != nil {
 		return fmt.Errorf("record bulk operation progress: %w", err)
+	}
+	return nil
+}
+
+// foldAnswers counts, in q's transaction, the answers recorded for items
+// of operation id by daemons that had lost it (markAnswered) that are not
+// done yet: the operation ends (is finished or cancelled) before the
+// daemon that held it last reached those items, and would not count
+// messages it sent.
+func (s *sqlStore) foldAnswers(ctx context.Context, q querier, id uuid.UUID, now time.Time) error {
+	answers, err := queryAll(ctx, q, func(sc scanner) (r dlq.ItemResult, err error) {
+		err = sc.Scan(&r.Seq, &r.Outcome, &r.Error)
+		return r, err
+	}, s.sql.ops.allAnswered, id)
+	if err != nil {
+		return fmt.Errorf("read the answers recorded for bulk operation %s: %w", id, err)
+	}
+	if len(answers) == 0 {
+		return nil
+	}
+	var (
+		pos              int64
+		outcomes, ranges []byte
+	)
+	if err := q.queryRow(ctx, s.sql.ops.lockProgress, id).Scan(&pos, &outcomes, &ranges); err != nil {
+		return fmt.Errorf("read bulk operation: %w", err)
+	}
+	prog, err := readProgress(id, pos, outcomes, ranges)
+	if err != nil {
+		return err
+	}
+	if results := prog.recordEach(answers); len(results) > 0 {
+		return s.count(ctx, q, prog, results, now)
 	}
 	return nil
 }
@@ -525,7 +606,16 @@ func (s *sqlStore) applyOne(ctx context.Context, q querier, a dlq.PageAction, it
 
 // FinishDLQOperation implements dlq.OperationStore.
 func (s *sqlStore) FinishDLQOperation(ctx context.Context, id uuid.UUID, owner string, state dlq.OperationState, lastError string, now time.Time) error {
-	return s.heldChange(ctx, "finish bulk operation", s.sql.ops.finish, id, owner, string(state), lastError, now)
+	return s.db.tx(ctx, func(q querier) error {
+		n, err := q.exec(ctx, s.sql.ops.finish, id, owner, string(state), lastError, now)
+		if err != nil {
+			return fmt.Errorf("finish bulk operation: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, id, owner)
+		}
+		return s.foldAnswers(ctx, q, id, now)
+	})
 }
 
 // ReleaseDLQOperation implements dlq.OperationStore.
@@ -550,12 +640,14 @@ func (s *sqlStore) CancelDLQOperation(ctx context.Context, id uuid.UUID, uid *ui
 		if dlq.OperationState(state) != dlq.OperationRunning {
 			return fmt.Errorf("%w: bulk operation %s is %s already", derrors.ErrConflict, id, state)
 		}
-		sql := s.sql.ops.cancelNow
 		if held {
-			sql = s.sql.ops.requestCancel
+			_, err = q.exec(ctx, s.sql.ops.requestCancel, id, int64Of(uid), now)
+			return err
 		}
-		_, err = q.exec(ctx, sql, id, int64Of(uid), now)
-		return err
+		if _, err = q.exec(ctx, s.sql.ops.cancelNow, id, int64Of(uid), now); err != nil {
+			return err
+		}
+		return s.foldAnswers(ctx, q, id, now)
 	})
 	if err != nil {
 		return nil, err

@@ -24,7 +24,10 @@ var pgOps = opSQL{
 	failures: `SELECT seq, message_id, outcome, COALESCE(error, '') FROM dlq.dlq_operation_items WHERE operation_id = $1 AND outcome IS NOT NULL ORDER BY seq LIMIT $2`,
 	held: `
 		SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 AND lease_owner = $2 AND state = 'RUNNING' FOR UPDATE`,
-	ended: `SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 AND state <> 'RUNNING' FOR UPDATE`,
+	ended:        `SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 AND state <> 'RUNNING' FOR UPDATE`,
+	lockProgress: `SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 FOR UPDATE`,
+	allAnswered: `SELECT seq, answered, COALESCE(answered_error, '') FROM dlq.dlq_operation_items
+		WHERE operation_id = $1 AND answered IS NOT NULL ORDER BY seq`,
 	advance: `
 		UPDATE dlq.dlq_operations SET position = $2, done = done + $3, succeeded = succeeded + $4, failed = failed + $5,
 			outcomes = $6::jsonb, updated_at = $7, done_ranges = $8::jsonb WHERE id = $1`,
