@@ -103,6 +103,16 @@ func sends(bs ...*broker) map[string]int {
 	return out
 }
 
+// retryOrders starts a bulk retry of topic orders.dlq.v1 on svc, at rate
+// messages/s (0: unthrottled).
+func retryOrders(t *testing.T, ctx context.Context, svc *dlq.Service, rate float64) *dlq.Operation {
+	t.Helper()
+	op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: rate,
+		Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+	require.NoError(t, err)
+	return op
+}
+
 // requireSends checks how many times a message reached the broker when a
 // daemon stalled past the lease with it: once on PostgreSQL, where the
 // claim is a row lock held to the outcome; once or twice on SQLite, where
@@ -140,6 +150,47 @@ func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
 	}
 }
 
+// TestAnOperationTakenOverDuringASendKeepsTheAcks: daemon A loses a bulk
+// retry's lease to daemon B while A's page is with the broker (A stalled
+// past the lease: a long GC pause, a slow broker). The broker acknowledged
+// the page, so its messages are RESOLVED and B does not send them again.
+// Before, A's acknowledged outcomes were recorded with the page's
+// progress in one transaction, which failed on the lost lease and took the
+// outcomes with it: the messages stayed RETRYING (SQLite) or PENDING
+// (PostgreSQL), and B sent each a second time.
+func TestAnOperationTakenOverDuringASendKeepsTheAcks(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.checksums(t)
+
+		bb := newBroker()
+		daemonB, runnerB := daemon(t, f, nil, bb, "daemon-b")
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let)
+		op := retryOrders(t, ctx, f.svc, 0)
+		<-stall.started // A is stalled with the page; its operation lease runs out
+		require.NoError(t, runnerB.Start(ctx))
+		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		stall.let()
+
+		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes, "the messages A sent are counted as retried")
+		counts := sends(f.broker, bb)
+		for _, id := range ids {
+			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, 1, counts[id.String()], "sent once")
+		}
+		after := f.checksums(t)
+		for _, id := range others {
+			require.Equal(t, before[id], after[id], "another topic's message did not change")
+		}
+	})
+}
+
 // TestADaemonStalledPastTheLeaseWithAPage: [retry] lease is both the
 // operation's lease and the messages' claim lease. A daemon stalled past it
 // with a page at the broker loses both alike. On PostgreSQL the claim is a
@@ -159,9 +210,7 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		// A stays stalled while the clock passes the lease (B takes the
@@ -214,9 +263,7 @@ func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
 		other, _ := daemon(t, f, nil, newBroker(), "daemon-b")
 		for {
@@ -259,14 +306,12 @@ func TestATakenOverOperationCancelledBeforeTheOldPageEnds(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
 		time.Sleep(300 * time.Millisecond) // B is at the page
-		_, err = daemonB.CancelOperation(ctx, op.ID, nil)
+		_, err := daemonB.CancelOperation(ctx, op.ID, nil)
 		require.NoError(t, err)
 		time.Sleep(500 * time.Millisecond)
 		stall.let()
@@ -300,9 +345,7 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
@@ -360,9 +403,7 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		require.EqualValues(t, 900, op.Matched)
 		waitFor(t, 30*time.Second, "four pages at the broker", func() bool { return stall.inFlight.Load() == 4 })
 		require.NoError(t, runnerB.Start(ctx))
@@ -371,7 +412,7 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 		stall.let()
 		done := waitOperation(t, f.svc, op.ID, finished, "finished")
 		time.Sleep(300 * time.Millisecond)
-		done, err = f.svc.Operation(ctx, op.ID)
+		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		acked := 0
@@ -542,9 +583,7 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
@@ -556,6 +595,7 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		var done *dlq.Operation
 		testsvc.Eventually(t, 60*time.Second, func() bool {
 			f.clock.set(f.clock.now().Add(3 * time.Second))
+			var err error
 			done, err = f.svc.Operation(ctx, op.ID)
 			require.NoError(t, err)
 			return done.Finished()
@@ -589,9 +629,7 @@ func TestAnOperationTakenOverTwice(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() == 3 })
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
@@ -602,7 +640,7 @@ func TestAnOperationTakenOverTwice(t *testing.T) {
 		stall.let()
 		done := waitOperation(t, f.svc, op.ID, finished, "finished")
 		time.Sleep(300 * time.Millisecond)
-		done, err = f.svc.Operation(ctx, op.ID)
+		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb, bc)
 		for _, id := range ids {
@@ -662,9 +700,7 @@ func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		require.EqualValues(t, 5, op.Matched)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
@@ -704,6 +740,21 @@ type signalled struct {
 	ret chan struct{}
 }
 
+// nextTry waits for B's next try of a page to return, after the one under
+// way (if any).
+func (s signalled) nextTry(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.ret:
+	default:
+	}
+	select {
+	case <-s.ret:
+	case <-time.After(5 * time.Second):
+		t.Fatal("B never tried the page")
+	}
+}
+
 func (s signalled) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
 	r, err := s.Store.RetryDLQPage(ctx, p)
 	select {
@@ -729,24 +780,14 @@ func TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
 		_, pg := f.store.(*store.Postgres)
 		if !pg {
-			// drain, then wait for B's next try to return (items under A's claim)
-			select {
-			case <-sig.ret:
-			default:
-			}
-			select {
-			case <-sig.ret:
-			case <-time.After(5 * time.Second):
-				t.Fatal("B never tried the page")
-			}
+			sig.nextTry(t) // the items under A's claim
+
 		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
@@ -791,24 +832,14 @@ func TestALatePageOverlappingTheNewOwnersCountsTheRest(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 0)
 		t.Logf("matched %d", op.Matched)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
 		_, pg := f.store.(*store.Postgres)
 		if !pg {
-			select {
-			case <-sig.ret:
-			default:
-			}
-			select {
-			case <-sig.ret:
-			case <-time.After(5 * time.Second):
-				t.Fatal("B never tried the page")
-			}
+			sig.nextTry(t)
 		} else {
 			time.Sleep(300 * time.Millisecond)
 		}
@@ -852,9 +883,7 @@ func TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages(t *testing.T) {
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 1,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
+		op := retryOrders(t, ctx, f.svc, 1)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() >= 3 })
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
@@ -865,7 +894,7 @@ func TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages(t *testing.T) {
 		t.Logf("A had %d pages at the broker; cancel: %v", n, cerr)
 		done := waitOperation(t, f.svc, op.ID, finished, "finished")
 		time.Sleep(300 * time.Millisecond)
-		done, err = f.svc.Operation(ctx, op.ID)
+		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		resolved := 0

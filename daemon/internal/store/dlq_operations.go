@@ -263,6 +263,11 @@ func (s *sqlStore) RenewDLQOperationLease(ctx context.Context, id uuid.UUID, own
 	return s.heldChange(ctx, "renew bulk operation lease", s.sql.ops.renew, id, owner, until)
 }
 
+// notHeld is the derrors.ErrLeaseLost of an operation owner no longer holds.
+func notHeld(id uuid.UUID, owner string) error {
+	return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, id, owner)
+}
+
 // heldChange runs a statement on an operation that owner must hold.
 func (s *sqlStore) heldChange(ctx context.Context, what, sql string, id uuid.UUID, owner string, args ...any) error {
 	n, err := s.db.exec(ctx, sql, append([]any{id, owner}, args...)...)
@@ -270,7 +275,7 @@ func (s *sqlStore) heldChange(ctx context.Context, what, sql string, id uuid.UUI
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, id, owner)
+		return notHeld(id, owner)
 	}
 	return nil
 }
@@ -317,6 +322,12 @@ func (s *sqlStore) claimDLQIDs(ctx context.Context, items []dlq.OperationItem, o
 	return msgs, nil
 }
 
+// scanAnswer reads an item's answer: seq, outcome, error.
+func scanAnswer(sc scanner) (r dlq.ItemResult, err error) {
+	err = sc.Scan(&r.Seq, &r.Outcome, &r.Error)
+	return r, err
+}
+
 // answeredItems reads the answers recorded for items of a page of bulk
 // retry op (see markAnswered), by seq.
 func (s *sqlStore) answeredItems(ctx context.Context, q querier, op uuid.UUID, items []dlq.OperationItem) (map[int64]dlq.ItemResult, error) {
@@ -325,10 +336,7 @@ func (s *sqlStore) answeredItems(ctx context.Context, q querier, op uuid.UUID, i
 		seqs[i] = it.Seq
 	}
 	seqJSON, _ := json.Marshal(seqs) // numbers always encode
-	rows, err := queryAll(ctx, q, func(sc scanner) (r dlq.ItemResult, err error) {
-		err = sc.Scan(&r.Seq, &r.Outcome, &r.Error)
-		return r, err
-	}, s.sql.ops.answered, op, string(seqJSON))
+	rows, err := queryAll(ctx, q, scanAnswer, s.sql.ops.answered, op, string(seqJSON))
 	if err != nil {
 		return nil, fmt.Errorf("read the answers recorded for a page: %w", err)
 	}
@@ -377,7 +385,7 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 		ended = err == nil
 	}
 	if errors.Is(err, derrors.ErrNotFound) {
-		return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, p.Operation, p.Owner)
+		return notHeld(p.Operation, p.Owner)
 	}
 	if err != nil {
 		return fmt.Errorf("read bulk operation: %w", err)
@@ -466,10 +474,7 @@ func (s *sqlStore) count(ctx context.Context, q querier, p *progress, results []
 // daemon that held it last reached those items, and would not count
 // messages it sent.
 func (s *sqlStore) foldAnswers(ctx context.Context, q querier, id uuid.UUID, now time.Time) error {
-	answers, err := queryAll(ctx, q, func(sc scanner) (r dlq.ItemResult, err error) {
-		err = sc.Scan(&r.Seq, &r.Outcome, &r.Error)
-		return r, err
-	}, s.sql.ops.allAnswered, id)
+	answers, err := queryAll(ctx, q, scanAnswer, s.sql.ops.allAnswered, id)
 	if err != nil {
 		return fmt.Errorf("read the answers recorded for bulk operation %s: %w", id, err)
 	}
@@ -612,7 +617,7 @@ func (s *sqlStore) FinishDLQOperation(ctx context.Context, id uuid.UUID, owner s
 			return fmt.Errorf("finish bulk operation: %w", err)
 		}
 		if n == 0 {
-			return fmt.Errorf("%w: bulk operation %s is no longer held by %s", derrors.ErrLeaseLost, id, owner)
+			return notHeld(id, owner)
 		}
 		return s.foldAnswers(ctx, q, id, now)
 	})
