@@ -27,9 +27,9 @@ func (s *Service) holdClaims(ctx context.Context, msgs []Message, c Claim) (rele
 	for i, m := range msgs {
 		ids[i] = m.ID
 	}
-	every := s.claimRenewal
-	if every <= 0 {
-		every = lease / 3
+	pace := s.claimPace
+	if pace == nil {
+		pace = thirdOfTheLease
 	}
 	// The renewals outlive a cancelled request: the send it started is
 	// still under way until release.
@@ -39,13 +39,13 @@ func (s *Service) holdClaims(ctx context.Context, msgs []Message, c Claim) (rele
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(every)
-		defer tick.Stop()
+		ticks, stop := pace(lease)
+		defer stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-tick.C:
+			case <-ticks:
 			}
 			renew := c
 			renew.LeaseUntil = s.now().Add(lease)
@@ -68,4 +68,10 @@ func (s *Service) holdClaims(ctx context.Context, msgs []Message, c Claim) (rele
 		close(done)
 		wg.Wait()
 	}
+}
+
+// thirdOfTheLease renews a lease twice before it could run out.
+func thirdOfTheLease(lease time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(lease / 3)
+	return t.C, t.Stop
 }

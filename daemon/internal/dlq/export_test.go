@@ -28,5 +28,17 @@ func SetRand(s *Service, in *Intake, rnd func() float64) {
 // is sending every every, and call renewed after each renewal, so a test
 // can move the clock past a lease while a send is in flight.
 func SetClaimHeartbeat(s *Service, every time.Duration, renewed func()) {
-	s.claimRenewal, s.claimRenewed = every, renewed
+	s.claimPace = func(time.Duration) (<-chan time.Time, func()) {
+		t := time.NewTicker(every)
+		return t.C, t.Stop
+	}
+	s.claimRenewed = renewed
+}
+
+// SetClaimPace makes the service renew the leases of the messages it is
+// sending at each tick of pace (a test's clock moving), and call renewed
+// after each renewal.
+func SetClaimPace(s *Service, pace func() (<-chan time.Time, func()), renewed func()) {
+	s.claimPace = func(time.Duration) (<-chan time.Time, func()) { return pace() }
+	s.claimRenewed = renewed
 }

@@ -17,15 +17,18 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/migrations"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // aStall makes every send of daemon A (f.broker) wait, with the broker,
 // until release is closed; B sends through its own broker, never held.
-// A renews the claims of the messages it is sending as the test's clock
-// runs (every 5 ms: the clock moves faster than a third of the lease of
-// real time): A is alive and its broker slow, while its operation lease,
-// renewed on its own slower schedule, runs out.
+// A renews the claims of the messages it is sending each time the test's
+// clock moves (the clock moves faster than a third of the lease of real
+// time): A is alive and its broker slow, while its operation lease,
+// renewed on its own real-time schedule, runs out. (A heartbeat every
+// 5 ms instead kept SQLite's write lock so busy, on a loaded machine, that
+// daemon B starved.)
 type aStall struct {
 	inFlight atomic.Int32
 	started  chan struct{}
@@ -35,7 +38,7 @@ type aStall struct {
 
 func stallA(f *fixture) *aStall {
 	s := &aStall{started: make(chan struct{}, 64), release: make(chan struct{})}
-	dlq.SetClaimHeartbeat(f.svc, 5*time.Millisecond, nil)
+	dlq.SetClaimPace(f.svc, f.clock.ticks, f.clock.renewed)
 	f.broker.set(func(b *broker) {
 		b.during = func() {
 			s.inFlight.Add(1)
@@ -131,15 +134,22 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	testsvc.Eventually(t, d, cond, what)
 }
 
-// each2 is each with a second store on the same database for daemon B
-// (each daemon has its own connection pool, as in production).
+// each2 is each with a second store on the same database for daemon B:
+// on PostgreSQL each daemon has its own connection pool, as in production.
+// A SQLite file serves one daemon (docs/operations.md), so there B shares
+// A's pool: SQLite's write lock has no queue, and a second process on the
+// file starves in its busy handler while the first, with writes queued on
+// its own connection, takes the lock again at once.
 func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			dsn := storetest.DSN(t, d)
 			st := storetest.OpenDSN(t, d, dsn)
-			stB := storetest.OpenDSN(t, d, dsn)
+			stB := st
+			if d != migrations.SQLite {
+				stB = storetest.OpenDSN(t, d, dsn)
+			}
 			f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
 				policy: dlq.Policy{MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
 			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(),

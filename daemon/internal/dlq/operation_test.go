@@ -99,12 +99,15 @@ func startRunner(t *testing.T, svc *dlq.Service) *dlq.OperationRunner {
 	return r
 }
 
+// waitOperation waits up to a minute: on SQLite under the race detector a
+// page of a few hundred outcomes takes seconds, and CI runs packages side
+// by side on two cores.
 func waitOperation(t *testing.T, svc *dlq.Service, id uuid.UUID, cond func(*dlq.Operation) bool, what string) *dlq.Operation {
 	t.Helper()
 	var op *dlq.Operation
-	testsvc.Eventually(t, 30*time.Second, func() bool {
+	testsvc.Eventually(t, time.Minute, func() bool {
 		var err error
-		op, err = svc.Operation(testsvc.Context(t, 10*time.Second), id)
+		op, err = svc.Operation(testsvc.Context(t, 30*time.Second), id)
 		require.NoError(t, err)
 		return cond(op)
 	}, what)

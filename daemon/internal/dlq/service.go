@@ -73,10 +73,11 @@ type Service struct {
 	// answers, and the intake, the leases' heartbeats and the API need
 	// the rest of the pool.
 	retryPages chan struct{}
-	// claimRenewal is how often the leases of messages being sent are
-	// renewed (0: a third of the lease); claimRenewed, when set, is called
-	// after each renewal. Tests set both.
-	claimRenewal time.Duration
+	// claimPace, when set, paces the renewals of the leases of messages
+	// being sent (default: a ticker at a third of the lease);
+	// claimRenewed, when set, is called after each renewal. Tests set
+	// both, to renew as their clock moves.
+	claimPace    func(lease time.Duration) (ticks <-chan time.Time, stop func())
 	claimRenewed func()
 }
 

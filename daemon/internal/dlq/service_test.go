@@ -142,14 +142,83 @@ func (s sources) Running(name string) bool {
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-// clock is a settable now.
+// clock is a settable now. It can pace a daemon's lease renewals
+// (dlq.SetClaimPace(svc, c.ticks, c.renewed)): set hands the new time to
+// each renewal loop and waits until each renewed its lease at it, so that
+// a lease is renewed as often as the clock moves, however fast or slow the
+// machine is, and never outrun by the test.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	subs map[*tickSub]struct{}
+	acks chan struct{}
 }
 
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
+type tickSub struct {
+	ch   chan time.Time
+	gone chan struct{}
+}
+
+// clockWait bounds how long set waits for a renewal loop (a renewal that
+// failed never reports back).
+const clockWait = 10 * time.Second
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	subs := make([]*tickSub, 0, len(c.subs))
+	for s := range c.subs {
+		subs = append(subs, s)
+	}
+	acks := c.acks
+	c.mu.Unlock()
+	handed := 0
+	for _, s := range subs {
+		select {
+		case s.ch <- t:
+			handed++
+		case <-s.gone:
+		case <-time.After(clockWait):
+		}
+	}
+	for ; handed > 0; handed-- {
+		select {
+		case <-acks:
+		case <-time.After(clockWait):
+			return
+		}
+	}
+}
+
+// ticks is a renewal loop's pace: a tick each time the clock moves.
+func (c *clock) ticks() (<-chan time.Time, func()) {
+	s := &tickSub{ch: make(chan time.Time), gone: make(chan struct{})}
+	c.mu.Lock()
+	if c.subs == nil {
+		c.subs, c.acks = map[*tickSub]struct{}{}, make(chan struct{}, 64)
+	}
+	c.subs[s] = struct{}{}
+	c.mu.Unlock()
+	return s.ch, func() {
+		c.mu.Lock()
+		delete(c.subs, s)
+		c.mu.Unlock()
+		close(s.gone)
+	}
+}
+
+// renewed reports a renewal done (after a tick of ticks).
+func (c *clock) renewed() {
+	c.mu.Lock()
+	acks := c.acks
+	c.mu.Unlock()
+	select {
+	case acks <- struct{}{}:
+	default:
+	}
+}
 
 type fixture struct {
 	store  store.Store
