@@ -77,6 +77,20 @@ func (f *fixture) Config(testing.TB) map[string]any {
 func (f *fixture) StopStore(testing.TB)    { f.proxy.Stop() }
 func (f *fixture) StartStore(t testing.TB) { f.proxy.Start(t) }
 
+// Settle waits until no session of the plugin's user runs a statement:
+// the one the outage cut off goes on in its server session, and commits,
+// until the server notices its client is gone.
+func (f *fixture) Settle(t testing.TB) {
+	user := f.user(t)
+	testsvc.Eventually(t, time.Minute, func() bool {
+		var busy int
+		err := f.db.QueryRowContext(testsvc.Context(t, 30*time.Second), `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE USER = ? AND COMMAND <> 'Sleep'`, user).Scan(&busy)
+		require.NoError(t, err)
+		return busy == 0
+	}, "the plugin's sessions cut off by the outage ended")
+}
+
 // UnreachableConfig points at a port nothing listens on.
 func (f *fixture) UnreachableConfig(t testing.TB) (map[string]any, string) {
 	cfg := f.Config(t)

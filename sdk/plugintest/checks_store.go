@@ -205,6 +205,9 @@ func (k *kit) failureMidDelete(t *testing.T) {
 	}
 	// A statement the store was running when the connection broke may
 	// still commit: wait until the store settles.
+	if s, ok := k.o.Fixture.(Settler); ok && r != nil {
+		s.Settle(t)
+	}
 	remaining := settled(func() int64 { return k.o.Fixture.Remaining(t, id) })
 	gone := seeded - remaining
 	switch {

@@ -93,6 +93,18 @@ type FailureInjector interface {
 	FailMidDelete(t testing.TB) (restore func())
 }
 
+// Settler is optional for a DeleterFixture that is a StoreOutage or a
+// FailureInjector. After a Delete the failure interrupted, the kit calls
+// Settle before it counts what the store lost: Settle returns once the
+// store has run to their end the statements the plugin sent before the
+// failure (a statement a server was running when its client's connection
+// broke may still commit). Without it the kit waits until the tenant's
+// count stops changing for a second, which a long statement on a loaded
+// machine can outlast; the Delete's partial count then looks wrong.
+type Settler interface {
+	Settle(t testing.TB)
+}
+
 // SecretHolder is optional for a DeleterFixture: secrets the plugin holds
 // that are not in its config (a session token the store hands out, a
 // password read from elsewhere). The kit checks that none appears in an

@@ -42,3 +42,6 @@ func SetClaimPace(s *Service, pace func() (<-chan time.Time, func()), renewed fu
 	s.claimPace = func(time.Duration) (<-chan time.Time, func()) { return pace() }
 	s.claimRenewed = renewed
 }
+
+// SetBulkPageCap caps the page size of s's bulk operations at n.
+func SetBulkPageCap(s *Service, n int) { s.bulkPageCap = n }

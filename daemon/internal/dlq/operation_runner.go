@@ -182,6 +182,9 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 		return nil
 	}
 	size := pageSize(op)
+	if s.bulkPageCap > 0 {
+		size = min(size, s.bulkPageCap)
+	}
 	var limiter *rate.Limiter
 	if op.Rate > 0 {
 		limiter = rate.NewLimiter(rate.Limit(op.Rate), size)

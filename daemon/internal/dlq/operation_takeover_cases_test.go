@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -72,7 +71,7 @@ func daemon(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) (*dl
 		st = f.store
 	}
 	svc := dlq.NewService(st, sources{b}, func() dlq.Policy { return f.policy }, name,
-		hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
+		daemonLog(t, name), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 	dlq.SetClock(svc, nil, f.clock.now)
 	r := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
 		return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
@@ -94,6 +93,15 @@ func takeOver(t *testing.T, ctx context.Context, f *fixture, svc *dlq.Service, o
 		}
 	}
 	t.Fatalf("%s never took the operation over", owner)
+}
+
+// pagesOf25 gives the daemons pages of 25 messages: several pages at the
+// broker with few messages (pages of 250 took SQLite under the race
+// detector half a minute).
+func pagesOf25(svcs ...*dlq.Service) {
+	for _, s := range svcs {
+		dlq.SetBulkPageCap(s, 25)
+	}
 }
 
 func sends(bs ...*broker) map[string]int {
@@ -152,7 +160,7 @@ func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
 			}
 			f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
 				policy: dlq.Policy{MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
-			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(),
+			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"),
 				dlq.NewMetrics(nil, st, nil, periodic.New(nil)))
 			dlq.SetClock(f.svc, nil, f.clock.now)
 			fn(t, f, stB)
@@ -378,7 +386,8 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 	})
 }
 
-// TestATakeoverWithFourPagesAtTheBroker: four pages (900 messages) at the
+// TestATakeoverWithFourPagesAtTheBroker: four pages (90 messages, pages of
+// 25) at the
 // broker at once when B takes over; some are refused on their last attempt
 // (DEAD), some refused with attempts left, the rest acknowledged. Each is
 // sent once and counted once: a refused one was sent again by B, and on
@@ -387,10 +396,10 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 3*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 850)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 85)
 		// last-attempt messages: max_retries 1
 		f.policy.MaxRetries = 1
-		last := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 2000, 50)
+		last := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 2000, 5)
 		f.policy.MaxRetries = 3
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
@@ -410,11 +419,12 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 			}
 		}
 		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
+		pagesOf25(f.svc, daemonB)
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
 		op := retryOrders(t, ctx, f.svc, 0)
-		require.EqualValues(t, 900, op.Matched)
+		require.EqualValues(t, 90, op.Matched)
 		waitFor(t, 30*time.Second, "four pages at the broker", func() bool { return stall.inFlight.Load() == 4 })
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
@@ -465,9 +475,9 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 		}
 		t.Logf("failures by kind: %v", kinds)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: int64(acked), dlq.ItemRefused: int64(len(refusedLeft) + len(last))}, done.Outcomes)
-		require.EqualValues(t, 900, done.Done)
+		require.EqualValues(t, 90, done.Done)
 		require.EqualValues(t, acked, done.Succeeded)
-		require.EqualValues(t, 900-acked, done.Failed)
+		require.EqualValues(t, 90-acked, done.Failed)
 		after := f.checksums(t)
 		for _, id := range others {
 			require.Equal(t, before[id], after[id])
@@ -483,11 +493,12 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 func TestARetryAllTakenOver(t *testing.T) {
 	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 600)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
 		bb := newBroker()
 		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
+		pagesOf25(f.svc, daemonB)
 		stall := stallA(f)
 		t.Cleanup(stall.let)
 		type result struct {
@@ -516,8 +527,8 @@ func TestARetryAllTakenOver(t *testing.T) {
 			requireSends(t, f, counts[id.String()], "%s", id)
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
-		require.Equal(t, map[string]int64{dlq.ItemRetried: 600}, done.Outcomes)
-		require.EqualValues(t, 600, done.Done)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 60}, done.Outcomes)
+		require.EqualValues(t, 60, done.Done)
 		after := f.checksums(t)
 		for _, id := range others {
 			require.Equal(t, before[id], after[id])
@@ -581,10 +592,10 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		downA.down = fmt.Errorf("kafka2 unreachable")
 		downB.down = fmt.Errorf("kafka2 unreachable")
 		f.svc = dlq.NewService(f.store, multi{"kafka": f.broker, "kafka2": downA}, func() dlq.Policy { return f.policy }, "daemon-a",
-			hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
+			daemonLog(t, "daemon-a"), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 		dlq.SetClock(f.svc, nil, f.clock.now)
 		daemonB := dlq.NewService(stB, multi{"kafka": bb, "kafka2": downB}, func() dlq.Policy { return f.policy }, "daemon-b",
-			hclog.NewNullLogger(), dlq.NewMetrics(nil, stB, nil, periodic.New(nil)))
+			daemonLog(t, "daemon-b"), dlq.NewMetrics(nil, stB, nil, periodic.New(nil)))
 		dlq.SetClock(daemonB, nil, f.clock.now)
 		runnerB := dlq.NewOperationRunner(daemonB, func() dlq.OperationConfig {
 			return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
@@ -630,12 +641,13 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 func TestAnOperationTakenOverTwice(t *testing.T) {
 	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 600)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
 		bb, bc := newBroker(), newBroker()
 		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
 		daemonC, runnerC := daemon(t, f, stB, bc, "daemon-c")
+		pagesOf25(f.svc, daemonB, daemonC)
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
@@ -659,8 +671,8 @@ func TestAnOperationTakenOverTwice(t *testing.T) {
 				republishCounts(bb)[id.String()], republishCounts(bc)[id.String()])
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
-		require.Equal(t, map[string]int64{dlq.ItemRetried: 600}, done.Outcomes)
-		require.EqualValues(t, 600, done.Done)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 60}, done.Outcomes)
+		require.EqualValues(t, 60, done.Done)
 		after := f.checksums(t)
 		for _, id := range others {
 			require.Equal(t, before[id], after[id])

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
@@ -101,17 +100,23 @@ func startRunner(t *testing.T, svc *dlq.Service) *dlq.OperationRunner {
 
 // waitOperation waits up to a minute: on SQLite under the race detector a
 // page of a few hundred outcomes takes seconds, and CI runs packages side
-// by side on two cores.
+// by side on two cores. A wait that ends without cond says where the
+// operation stood (its state, progress and lease).
 func waitOperation(t *testing.T, svc *dlq.Service, id uuid.UUID, cond func(*dlq.Operation) bool, what string) *dlq.Operation {
 	t.Helper()
 	var op *dlq.Operation
-	testsvc.Eventually(t, time.Minute, func() bool {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		var err error
 		op, err = svc.Operation(testsvc.Context(t, 30*time.Second), id)
 		require.NoError(t, err)
-		return cond(op)
-	}, what)
-	return op
+		if cond(op) {
+			return op
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within a minute: %s; the operation: state %s, done %d of %d, outcomes %v, lease %q until %s, position %d, done ranges %v",
+				what, op.State, op.Done, op.Matched, op.Outcomes, op.LeaseOwner, fmtTime(op.LeaseExpiresAt), op.Position, op.DoneRanges)
+		}
+	}
 }
 
 func finished(op *dlq.Operation) bool { return op.Finished() }
@@ -256,7 +261,7 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 		require.Equal(t, dlq.OperationRunning, mid.State, "a stop is not an end")
 		require.Less(t, mid.Done, int64(80))
 
-		other := dlq.NewService(f.store, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-b", hclog.NewNullLogger(),
+		other := dlq.NewService(f.store, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-b", daemonLog(t, "daemon-b"),
 			dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 		dlq.SetClock(other, nil, f.clock.now)
 		startRunner(t, other)

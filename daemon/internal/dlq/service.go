@@ -79,6 +79,10 @@ type Service struct {
 	// both, to renew as their clock moves.
 	claimPace    func(lease time.Duration) (ticks <-chan time.Time, stop func())
 	claimRenewed func()
+	// bulkPageCap, when set (tests), caps the page size of bulk
+	// operations: a test puts several pages at the broker with few
+	// messages.
+	bulkPageCap int
 }
 
 // NewService returns the manager. owner names this daemon in leases.

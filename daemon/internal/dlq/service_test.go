@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
@@ -238,7 +237,7 @@ func each(t *testing.T, auto bool, fn func(t *testing.T, f *fixture)) {
 		f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
 			policy: dlq.Policy{AutoRetry: auto, MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
 		metrics := dlq.NewMetrics(nil, st, nil, periodic.New(nil))
-		f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(), metrics)
+		f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"), metrics)
 		dlq.SetClock(f.svc, nil, f.clock.now)
 		fn(t, f)
 	})

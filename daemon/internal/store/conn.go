@@ -43,6 +43,8 @@ type conn interface {
 type sqlStore struct {
 	db  conn
 	sql statements
+	// searchBatchBytes, when set (tests), replaces searchIndexBatchBytes.
+	searchBatchBytes int64
 }
 
 // statements is the SQL of one dialect. Every statement of a pair takes

@@ -198,6 +198,14 @@ const (
 	searchIndexBatchBytes = 8 << 20
 )
 
+// searchBytes is the byte bound of a batch of the search indexer.
+func (s *sqlStore) searchBytes() int64 {
+	if s.searchBatchBytes > 0 {
+		return s.searchBatchBytes
+	}
+	return searchIndexBatchBytes
+}
+
 // pgIndexSearch moves a batch of queued messages into dlq_search_text in
 // one statement. SKIP LOCKED lets daemons sharing the store take different
 // batches. A message queued again while this runs keeps its new queue row
@@ -228,7 +236,7 @@ func (p *Postgres) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 	var done int
 	var queued int64
 	err := p.db.tx(ctx, func(q querier) error {
-		if err := q.queryRow(ctx, pgIndexSearch, pgSearchIndexBatch, searchIndexBatchBytes).Scan(&done); err != nil {
+		if err := q.queryRow(ctx, pgIndexSearch, pgSearchIndexBatch, p.searchBytes()).Scan(&done); err != nil {
 			return fmt.Errorf("index dead letters for search: %w", err)
 		}
 		return nil
@@ -286,7 +294,7 @@ func (s *SQLite) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 						sum(COALESCE(length(m.raw_payload), 0) + COALESCE(length(m.error_message), 0)) OVER (ORDER BY p.rowid) AS upto
 					FROM (SELECT rowid, id FROM dlq_search_pending ORDER BY rowid LIMIT ?1) p LEFT JOIN dlq_messages m ON m.id = p.id
 				) WHERE upto - len < ?2
-			) s LEFT JOIN dlq_messages m ON m.id = s.id ORDER BY s.seq`, sqliteSearchIndexBatch, searchIndexBatchBytes)
+			) s LEFT JOIN dlq_messages m ON m.id = s.id ORDER BY s.seq`, sqliteSearchIndexBatch, s.searchBytes())
 		if err != nil {
 			return fmt.Errorf("index dead letters for search: %w", err)
 		}

@@ -182,13 +182,18 @@ func TestTextSearchWithManyCandidates(t *testing.T) {
 }
 
 // TestSearchIndexBatchIsBoundedByBytes: a batch of large payloads stops
-// at the one that crosses 8 MiB (a storm of large binary dead letters must
-// not hold the store for long), and every message is indexed and found.
+// at the one that crosses the byte bound (8 MiB; a storm of large binary
+// dead letters must not hold the store for long), and every message is
+// indexed and found. The bound is scaled down a hundredfold here, with
+// the payloads: 3 MiB ones took a minute on SQLite under the race
+// detector.
 func TestSearchIndexBatchIsBoundedByBytes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		const bound, size = 80 << 10, 30 << 10
+		store.SetSearchIndexBatchBytes(s, bound)
 		var batch []dlq.Incoming
 		for i := 0; i < 5; i++ {
-			big := make([]byte, 3<<20)
+			big := make([]byte, size)
 			for j := range big {
 				big[j] = 'a' + byte(j%7)
 			}
@@ -198,7 +203,7 @@ func TestSearchIndexBatchIsBoundedByBytes(t *testing.T) {
 		ingest(t, s, t0, batch...)
 		done, waiting, err := s.IndexDLQSearch(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 3, done, "0, 3 and 6 MiB start below 8 MiB; the fourth does not")
+		require.Equal(t, 3, done, "0, 30 and 60 KiB start below 80 KiB; the fourth does not")
 		require.EqualValues(t, 2, waiting)
 		indexAll(t, ctx, s)
 		for i := 0; i < 5; i++ {
