@@ -43,8 +43,10 @@ type conn interface {
 type sqlStore struct {
 	db  conn
 	sql statements
-	// searchBatchBytes, when set (tests), replaces searchIndexBatchBytes.
+	// searchBatchBytes and searchCandidates, when set (tests), replace
+	// searchIndexBatchBytes and candidateLimit.
 	searchBatchBytes int64
+	searchCandidates int
 }
 
 // statements is the SQL of one dialect. Every statement of a pair takes

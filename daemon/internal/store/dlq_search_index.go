@@ -30,6 +30,13 @@ import (
 // search to read them by id; above it the filter is checked row by row.
 const candidateLimit = 2000
 
+func (s *sqlStore) textCandidateLimit() int {
+	if s.searchCandidates > 0 {
+		return s.searchCandidates
+	}
+	return candidateLimit
+}
+
 // minIndexedText is the shortest text the trigram indexes can look up:
 // shorter ones are checked row by row.
 const minIndexedText = 3
@@ -62,12 +69,13 @@ func (s *sqlStore) textCandidates(ctx context.Context, qr querier, d *searchDial
 		if !ok {
 			continue
 		}
-		ids, err := queryAll(ctx, qr, scanID, src+" LIMIT "+q.arg(candidateLimit+1), q.args...)
+		limit := s.textCandidateLimit()
+		ids, err := queryAll(ctx, qr, scanID, src+" LIMIT "+q.arg(limit+1), q.args...)
 		if err != nil {
 			return nil, fmt.Errorf("search dead letters: text index: %w", err)
 		}
 		// The limit cut the list (repeated ids count): it is not whole.
-		if len(ids) > candidateLimit {
+		if len(ids) > limit {
 			continue
 		}
 		ids = distinct(ids)

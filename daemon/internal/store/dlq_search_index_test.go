@@ -144,22 +144,24 @@ func TestTextSearchIsExactWhateverTheIndexHolds(t *testing.T) {
 
 // TestTextSearchWithManyCandidates: a text that more messages match than
 // the index hands out as candidates is checked row by row, and the pages
-// are the same indexed or not.
+// are the same indexed or not. The limit (2000) is scaled down tenfold
+// here, with the messages.
 func TestTextSearchWithManyCandidates(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		store.SetSearchCandidateLimit(s, 200)
 		var batch []dlq.Incoming
-		for i := 0; i < 2100; i++ {
+		for i := 0; i < 210; i++ {
 			in := incoming("many.dlq.v1", int64(i), fmt.Sprintf(`{"n":%d,"note":"common words %d"}`, i, i%7))
 			in.ErrorMessage = fmt.Sprintf("timeout %d", i%3)
 			batch = append(batch, in)
 		}
-		ingest(t, s, t0, batch[:1000]...)
-		ingest(t, s, t0.Add(time.Second), batch[1000:]...)
+		ingest(t, s, t0, batch[:100]...)
+		ingest(t, s, t0.Add(time.Second), batch[100:]...)
 		filters := []dlq.SearchFilter{
-			{Text: "common words", Limit: 500},
-			{Text: "common words 3", Limit: 100},
-			{Text: `"n":2099`},
-			{Error: "timeout 1", Limit: 1000},
+			{Text: "common words", Limit: 50},
+			{Text: "common words 3", Limit: 10},
+			{Text: `"n":209`},
+			{Error: "timeout 1", Limit: 100},
 		}
 		var before [][]string
 		var totals []int64
@@ -168,10 +170,10 @@ func TestTextSearchWithManyCandidates(t *testing.T) {
 			before = append(before, got)
 			totals = append(totals, total)
 		}
-		require.Len(t, before[0], 2100)
-		require.Len(t, before[1], 300)
-		require.Equal(t, []string{"many.dlq.v1/2099"}, before[2])
-		require.Len(t, before[3], 700)
+		require.Len(t, before[0], 210)
+		require.Len(t, before[1], 30)
+		require.Equal(t, []string{"many.dlq.v1/209"}, before[2])
+		require.Len(t, before[3], 70)
 		indexAll(t, ctx, s)
 		for i, f := range filters {
 			got, total := searchAll(t, s, f)

@@ -12,3 +12,17 @@ func SetSearchIndexBatchBytes(s Store, n int64) {
 		panic("not a store of this package")
 	}
 }
+
+// SetSearchCandidateLimit makes s read a text filter's candidates by id
+// up to n of them instead of 2000, so a test passes the limit with few
+// messages.
+func SetSearchCandidateLimit(s Store, n int) {
+	switch st := s.(type) {
+	case *Postgres:
+		st.searchCandidates = n
+	case *SQLite:
+		st.searchCandidates = n
+	default:
+		panic("not a store of this package")
+	}
+}
