@@ -2,27 +2,19 @@ package store
 
 // SetSearchIndexBatchBytes makes s's search indexer bound its batches at n
 // bytes instead of 8 MiB, so a test shows the bound with small payloads.
-func SetSearchIndexBatchBytes(s Store, n int64) {
-	switch st := s.(type) {
-	case *Postgres:
-		st.searchBatchBytes = n
-	case *SQLite:
-		st.searchBatchBytes = n
-	default:
-		panic("not a store of this package")
-	}
-}
+func SetSearchIndexBatchBytes(s Store, n int64) { sqlStoreOf(s).searchBatchBytes = n }
 
 // SetSearchCandidateLimit makes s read a text filter's candidates by id
 // up to n of them instead of 2000, so a test passes the limit with few
 // messages.
-func SetSearchCandidateLimit(s Store, n int) {
+func SetSearchCandidateLimit(s Store, n int) { sqlStoreOf(s).searchCandidates = n }
+
+func sqlStoreOf(s Store) *sqlStore {
 	switch st := s.(type) {
 	case *Postgres:
-		st.searchCandidates = n
+		return &st.sqlStore
 	case *SQLite:
-		st.searchCandidates = n
-	default:
-		panic("not a store of this package")
+		return &st.sqlStore
 	}
+	panic("not a store of this package")
 }
