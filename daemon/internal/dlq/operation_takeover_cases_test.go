@@ -244,7 +244,17 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 		// B sends only what it runs: sends by B are the takeover too.
 		require.True(t, tookOver || len(republishCounts(bb)) > 0, "daemon-b took the operation over")
 		stall.let()
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		// Time goes on: a daemon may hold the operation when its run
+		// ends on the lost lease (A's runner took it back meanwhile);
+		// another pass ends it once that lease runs out.
+		var done *dlq.Operation
+		testsvc.Eventually(t, time.Minute, func() bool {
+			f.clock.set(f.clock.now().Add(3 * time.Second))
+			var err error
+			done, err = f.svc.Operation(ctx, op.ID)
+			require.NoError(t, err)
+			return done.Finished()
+		}, "finished")
 		counts := sends(f.broker, bb)
 		for _, id := range ids {
 			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
