@@ -37,12 +37,12 @@ type opSQL struct {
 	renew       string // (id, owner, until)
 	items       string // (id, after seq, limit)
 	failures    string // (id, limit)
-	// held reads the position, outcomes and ranges done of an operation owner holds,
-	// under a row lock where there are row locks: (id, owner).
-	held string
-	// ended reads the same of an operation that is no longer RUNNING: (id).
-	ended string
-	// lockProgress reads the same of any operation: (id).
+	// lockProgress reads an operation's position, outcomes, ranges done,
+	// lease owner ('' for none) and state, under a row lock where there
+	// are row locks, whoever holds it: a page recorded by a daemon that
+	// lost the operation and the end of the operation (finish, cancel)
+	// then follow one another, and the end counts what that page answered
+	// (foldAnswers): (id).
 	lockProgress string
 	// allAnswered reads every answer recorded for an operation's items:
 	// (id) -> seq, outcome, error.
@@ -375,20 +375,21 @@ func (s *sqlStore) advance(ctx context.Context, q querier, p dlq.OperationProgre
 	var (
 		pos              int64
 		outcomes, ranges []byte
-		ended            bool
+		owner, state     string
 	)
-	err := q.queryRow(ctx, s.sql.ops.held, p.Operation, p.Owner).Scan(&pos, &outcomes, &ranges)
-	if errors.Is(err, derrors.ErrNotFound) && p.Sent {
-		// Cancelled while the broker had the page: no daemon will count
-		// these messages but this one.
-		err = q.queryRow(ctx, s.sql.ops.ended, p.Operation).Scan(&pos, &outcomes, &ranges)
-		ended = err == nil
-	}
+	err := q.queryRow(ctx, s.sql.ops.lockProgress, p.Operation).Scan(&pos, &outcomes, &ranges, &owner, &state)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return notHeld(p.Operation, p.Owner)
 	}
 	if err != nil {
 		return fmt.Errorf("read bulk operation: %w", err)
+	}
+	running := dlq.OperationState(state) == dlq.OperationRunning
+	// Cancelled while the broker had the page (p.Sent): no daemon will
+	// count these messages but this one.
+	ended := !running && p.Sent
+	if !ended && (!running || owner != p.Owner) {
+		return notHeld(p.Operation, p.Owner)
 	}
 	prog, err := readProgress(p.Operation, pos, outcomes, ranges)
 	if err != nil {
@@ -482,10 +483,11 @@ func (s *sqlStore) foldAnswers(ctx context.Context, q querier, id uuid.UUID, now
 		return nil
 	}
 	var (
-		pos              int64
-		outcomes, ranges []byte
+		pos                      int64
+		outcomes, ranges         []byte
+		ignoreOwner, ignoreState string
 	)
-	if err := q.queryRow(ctx, s.sql.ops.lockProgress, id).Scan(&pos, &outcomes, &ranges); err != nil {
+	if err := q.queryRow(ctx, s.sql.ops.lockProgress, id).Scan(&pos, &outcomes, &ranges, &ignoreOwner, &ignoreState); err != nil {
 		return fmt.Errorf("read bulk operation: %w", err)
 	}
 	prog, err := readProgress(id, pos, outcomes, ranges)

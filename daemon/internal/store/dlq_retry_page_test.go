@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
@@ -375,4 +377,75 @@ func TestRetryPageIsNotADeadlockVictimOfAStoreOnlyPage(t *testing.T) {
 			require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
 		})
 	}
+}
+
+// TestALostPageIsCountedWhenItsOperationEndsMeanwhile: a daemon that lost
+// a bulk retry records its page's answers for the new owner; if the new
+// owner ends the operation (a cancel) while that page's transaction is
+// still open, the end must wait for the page and count its answers. It
+// did not on PostgreSQL: the lost page read the operation without a
+// lock, the end folded the answers committed so far, and the page's
+// messages went out RESOLVED and uncounted (seen in CI: 3 resolved,
+// retried 2). Here the page is held inside its transaction by a lock on
+// its item, taken from outside.
+func TestALostPageIsCountedWhenItsOperationEndsMeanwhile(t *testing.T) {
+	dsn := storetest.DSN(t, migrations.Postgres)
+	s := storetest.OpenDSN(t, migrations.Postgres, dsn)
+	ctx := ctx(t)
+	f := newRetryPageFixture(t, ctx, s, 2)
+	require.NoError(t, s.ReleaseDLQOperation(ctx, f.op.ID, "d1"))
+	_, err := s.ClaimDLQOperation(ctx, "d2", f.now, f.now.Add(time.Minute))
+	require.NoError(t, err)
+
+	outside, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = outside.Close(context.Background()) })
+	tx, err := outside.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM dlq.dlq_operation_items WHERE operation_id = $1 AND seq = $2 FOR UPDATE`, f.op.ID, f.items[1].Seq)
+	require.NoError(t, err)
+
+	lostPage := make(chan error, 1)
+	go func() {
+		_, err := s.RetryDLQPage(ctx, f.page(1, f.items[1:], acked, nil))
+		lostPage <- err
+	}()
+	watch, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		var n int
+		require.NoError(t, watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		return n > 0
+	}, "the lost page waits on its item")
+	ended := make(chan error, 1)
+	go func() {
+		ended <- s.FinishDLQOperation(ctx, f.op.ID, "d2", dlq.OperationCancelled, "", f.now.Add(3*time.Second))
+	}()
+	var endErr error
+	endedEarly := false
+	select {
+	case endErr = <-ended:
+		endedEarly = true
+		t.Errorf("the operation ended while a page of it was being recorded")
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit(ctx))
+	require.ErrorIs(t, <-lostPage, derrors.ErrLeaseLost)
+	if !endedEarly {
+		endErr = <-ended
+	}
+	require.NoError(t, endErr)
+	op, err := s.GetDLQOperation(ctx, f.op.ID)
+	require.NoError(t, err)
+	require.Equal(t, dlq.OperationCancelled, op.State)
+	require.Equal(t, map[string]int64{dlq.ItemRetried: 1}, op.Outcomes, "the lost page's message is counted")
+	require.EqualValues(t, 1, op.Done)
+	m, err := s.GetDLQ(ctx, f.items[1].ID)
+	require.NoError(t, err)
+	require.Equal(t, dlq.StatusResolved, m.Status)
+	m, err = s.GetDLQ(ctx, f.items[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, dlq.StatusPending, m.Status, "the other item was not sent")
+	require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
 }

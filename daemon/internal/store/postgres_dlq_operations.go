@@ -19,13 +19,10 @@ var pgOps = opSQL{
 		WHERE id = (SELECT id FROM dlq.dlq_operations WHERE state = 'RUNNING' AND (lease_expires_at IS NULL OR lease_expires_at < $1)
 			ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING ` + opColumns,
-	renew:    `UPDATE dlq.dlq_operations SET lease_expires_at = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'RUNNING'`,
-	items:    `SELECT seq, message_id FROM dlq.dlq_operation_items WHERE operation_id = $1 AND seq > $2 AND seq <= $2 + $3 ORDER BY seq LIMIT $3`,
-	failures: `SELECT seq, message_id, outcome, COALESCE(error, '') FROM dlq.dlq_operation_items WHERE operation_id = $1 AND outcome IS NOT NULL ORDER BY seq LIMIT $2`,
-	held: `
-		SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 AND lease_owner = $2 AND state = 'RUNNING' FOR UPDATE`,
-	ended:        `SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 AND state <> 'RUNNING' FOR UPDATE`,
-	lockProgress: `SELECT position, outcomes, done_ranges FROM dlq.dlq_operations WHERE id = $1 FOR UPDATE`,
+	renew:        `UPDATE dlq.dlq_operations SET lease_expires_at = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'RUNNING'`,
+	items:        `SELECT seq, message_id FROM dlq.dlq_operation_items WHERE operation_id = $1 AND seq > $2 AND seq <= $2 + $3 ORDER BY seq LIMIT $3`,
+	failures:     `SELECT seq, message_id, outcome, COALESCE(error, '') FROM dlq.dlq_operation_items WHERE operation_id = $1 AND outcome IS NOT NULL ORDER BY seq LIMIT $2`,
+	lockProgress: `SELECT position, outcomes, done_ranges, COALESCE(lease_owner, ''), state FROM dlq.dlq_operations WHERE id = $1 FOR UPDATE`,
 	allAnswered: `SELECT seq, answered, COALESCE(answered_error, '') FROM dlq.dlq_operation_items
 		WHERE operation_id = $1 AND answered IS NOT NULL ORDER BY seq`,
 	advance: `

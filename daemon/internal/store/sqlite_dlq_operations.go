@@ -22,9 +22,7 @@ var sqliteOps = opSQL{
 	renew:        `UPDATE dlq_operations SET lease_expires_at = ?3 WHERE id = ?1 AND lease_owner = ?2 AND state = 'RUNNING'`,
 	items:        `SELECT seq, message_id FROM dlq_operation_items WHERE operation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
 	failures:     `SELECT seq, message_id, outcome, COALESCE(error, '') FROM dlq_operation_items WHERE operation_id = ?1 AND outcome IS NOT NULL ORDER BY seq LIMIT ?2`,
-	held:         `SELECT position, outcomes, done_ranges FROM dlq_operations WHERE id = ?1 AND lease_owner = ?2 AND state = 'RUNNING'`,
-	ended:        `SELECT position, outcomes, done_ranges FROM dlq_operations WHERE id = ?1 AND state <> 'RUNNING'`,
-	lockProgress: `SELECT position, outcomes, done_ranges FROM dlq_operations WHERE id = ?1`,
+	lockProgress: `SELECT position, outcomes, done_ranges, COALESCE(lease_owner, ''), state FROM dlq_operations WHERE id = ?1`,
 	allAnswered: `SELECT seq, answered, COALESCE(answered_error, '') FROM dlq_operation_items
 		WHERE operation_id = ?1 AND answered IS NOT NULL ORDER BY seq`,
 	advance: `
