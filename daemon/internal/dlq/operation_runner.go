@@ -201,6 +201,7 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 	switch {
 	case errors.Is(err, derrors.ErrLeaseLost):
 		log.Warn("bulk operation lease lost to another daemon; leaving it to that one", "error", err)
+		s.releaseOperation(op.ID)
 		return nil
 	case err != nil:
 		// The store or the broker is out: the operation keeps its lease
@@ -217,6 +218,7 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 		record(OperationCancelled, "")
 	case errors.Is(cause, errOperationLeaseLost):
 		log.Warn("bulk operation lease lost to another daemon; leaving it to that one")
+		s.releaseOperation(op.ID)
 	default:
 		s.releaseOperation(op.ID)
 	}
@@ -257,7 +259,13 @@ func (s *Service) walkPages(ctx context.Context, op *Operation, pos int64, size 
 	return false, nil
 }
 
-// releaseOperation hands an operation back so it is taken again at once.
+// releaseOperation hands an operation back so it is taken again at once,
+// if this daemon holds it. A run that ends on a lost lease hands it back
+// too: this daemon's runner may have taken the operation back while the
+// run finished its page (the other daemon stopped, or stalled past its
+// own lease), and the runner does not start a second run of an operation
+// it runs; without the hand-back the operation would wait, RUNNING with
+// no run, for that lease to run out. Held by another daemon, it is left.
 func (s *Service) releaseOperation(id uuid.UUID) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -281,6 +289,7 @@ func (s *Service) operationHeartbeat(life context.Context, id uuid.UUID, lease t
 		}
 		err := s.store.RenewDLQOperationLease(life, id, s.owner, s.now().Add(lease))
 		if errors.Is(err, derrors.ErrLeaseLost) {
+			s.log.Warn("bulk operation lease lost; its run stops after the pages under way", "operation", id.String())
 			stop(errOperationLeaseLost)
 			return
 		}

@@ -3,6 +3,7 @@ package dlq_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -938,5 +939,61 @@ func TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages(t *testing.T) {
 		}
 		t.Logf("state %s outcomes %v done %d; resolved %d", done.State, done.Outcomes, done.Done, resolved)
 		require.EqualValues(t, resolved, done.Outcomes[dlq.ItemRetried], "every message the operation resolved is counted")
+	})
+}
+
+// TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack: daemon A's run
+// loses its lease to B while A's page is at the broker; B hands the
+// operation back (B stopped) and A's runner takes it again before A's run
+// has ended. That run ends on the lost lease with pages left, and A's runner starts no
+// second run beside it: the operation stayed RUNNING under A's lease with
+// no run, until that lease ran out. The clock stands still here, so only
+// a hand-back ends it.
+func TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		// Pages of 5: more pages than the run has under way, so it has
+		// pages left to read when it stops.
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+		dlq.SetBulkPageCap(f.svc, 5)
+		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.checksums(t)
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let)
+		op := retryOrders(t, ctx, f.svc, 0)
+		<-stall.started
+		// B takes the operation (its lease ran out by the clock) ...
+		waitFor(t, 30*time.Second, "daemon-b took the operation", func() bool {
+			f.clock.set(f.clock.now().Add(5 * time.Second))
+			now := f.clock.now()
+			o, err := f.store.ClaimDLQOperation(ctx, "daemon-b", now, now.Add(2*time.Second))
+			require.NoError(t, err)
+			return o != nil
+		})
+		waitFor(t, 30*time.Second, "A's run saw the lease lost", func() bool {
+			return strings.Contains(logged(t, "daemon-a"), "bulk operation lease lost; its run stops")
+		})
+		// ... and hands it back; A's runner takes it again.
+		require.NoError(t, f.store.ReleaseDLQOperation(ctx, op.ID, "daemon-b"))
+		waitFor(t, 30*time.Second, "A's runner took it back", func() bool {
+			o, err := f.svc.Operation(ctx, op.ID)
+			require.NoError(t, err)
+			return o.LeaseOwner == "daemon-a"
+		})
+		stall.let()
+		done := waitOperation(t, f.svc, op.ID, finished, "finished without the clock")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.EqualValues(t, 40, done.Done)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 40}, done.Outcomes)
+		counts := republishCounts(f.broker)
+		for _, id := range ids {
+			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, 1, counts[id.String()], "sent once")
+		}
+		after := f.checksums(t)
+		for _, id := range others {
+			require.Equal(t, before[id], after[id])
+		}
 	})
 }
