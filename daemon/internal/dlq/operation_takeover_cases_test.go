@@ -245,9 +245,10 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 		// B sends only what it runs: sends by B are the takeover too.
 		require.True(t, tookOver || len(republishCounts(bb)) > 0, "daemon-b took the operation over")
 		stall.let()
-		// Time goes on: a daemon may hold the operation when its run
-		// ends on the lost lease (A's runner took it back meanwhile);
-		// another pass ends it once that lease runs out.
+		// Time goes on while it ends, as it would in a daemon (the
+		// claims of messages run out); a run that ends on the lost lease
+		// hands back what A's runner took back meanwhile
+		// (TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack).
 		var done *dlq.Operation
 		testsvc.Eventually(t, time.Minute, func() bool {
 			f.clock.set(f.clock.now().Add(3 * time.Second))
