@@ -2,7 +2,6 @@ package adminapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,10 +16,10 @@ import (
 // Query and body parsing for the erasure routes (jobs, holds, receipts):
 // everything from the request is checked here, before any store is called.
 
-// decodeBody reads a JSON object body into out, strictly: no unknown
-// fields, nothing after the object. An empty body leaves out as it is and
-// returns false. shape describes the expected body for the error.
-func decodeBody(r *http.Request, out any, shape string) (bool, error) {
+// decodeBody reads a JSON object body into out, strictly (strictJSON,
+// with nested as there). An empty body leaves out as it is and returns
+// false. shape describes the expected body for the error.
+func decodeBody(r *http.Request, out any, shape string, nested ...string) (bool, error) {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		return false, invalid("cannot read the request body: %v", err)
@@ -28,15 +27,7 @@ func decodeBody(r *http.Request, out any, shape string) (bool, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return false, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		return false, invalid("the body must be %s: %v", shape, err)
-	}
-	if dec.More() {
-		return false, invalid("the body must be %s, once: there is more after it", shape)
-	}
-	return true, nil
+	return true, strictJSON(data, out, shape, nested...)
 }
 
 // callerUID is the caller's uid from the socket's peer credentials; nil

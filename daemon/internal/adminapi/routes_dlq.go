@@ -3,7 +3,6 @@ package adminapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -282,10 +281,8 @@ func parseRetryAllBody(r *http.Request) (dryRun, given bool, err error) {
 	var body struct {
 		DryRun *bool `json:"dry_run"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return false, false, invalid("the body must be empty or {\"dry_run\": true|false}: %v", err)
+	if err := strictJSON(data, &body, `empty or {"dry_run": true|false}`); err != nil {
+		return false, false, err
 	}
 	if body.DryRun == nil {
 		return false, false, nil

@@ -73,7 +73,12 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 				return
 			}
 			limit := 100
-			if v := q.Get("limit"); v != "" {
+			v, _, err := single(q, "limit")
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			if v != "" {
 				n, err := strconv.Atoi(v)
 				if err != nil || n < 1 || n > 1000 {
 					writeError(w, r, ScopeDLQ, invalidField("limit", "%q: must be a number from 1 to 1000", truncate(v)))
@@ -82,7 +87,12 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 				limit = n
 			}
 			running := false
-			switch s := q.Get("state"); s {
+			s, _, err := single(q, "state")
+			if err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
+			switch s {
 			case "":
 			case string(dlq.OperationRunning):
 				running = true
@@ -205,7 +215,7 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		b   operationBody
 		req dlq.OperationRequest
 	)
-	given, err := decodeBody(r, &b, operationShape)
+	given, err := decodeBody(r, &b, operationShape, "filter")
 	if err != nil {
 		return req, false, err
 	}

@@ -119,20 +119,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-// strictDecode decodes a JSON object into v, refusing unknown fields and
-// anything after it: a misspelt field is a 400, never ignored.
-func strictDecode(data []byte, v any, shape string) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return invalid("the body must be empty or %s: %v", shape, err)
-	}
-	if dec.More() {
-		return invalid("the body must be one JSON object, %s", shape)
-	}
-	return nil
-}
-
 const replayShape = `{"payload": <JSON>, "payload_base64": "...", "headers": {"name": "value"}, "key": "...", "topic": "..."}`
 
 // parseReplayBody reads an edit-and-replay body: every field optional.
@@ -149,7 +135,7 @@ func parseReplayBody(r *http.Request) (dlq.ReplayRequest, error) {
 		Key           *string            `json:"key"`
 		Topic         *string            `json:"topic"`
 	}
-	if err := strictDecode(data, &body, replayShape); err != nil {
+	if err := strictJSON(data, &body, "empty or "+replayShape, "headers"); err != nil {
 		return req, err
 	}
 	// A JSON null is "not given", like a missing field.
@@ -194,7 +180,7 @@ func parsePauseBody(r *http.Request) (string, error) {
 	var body struct {
 		Reason string `json:"reason"`
 	}
-	if err := strictDecode(data, &body, `{"reason": "..."}`); err != nil {
+	if err := strictJSON(data, &body, `empty or {"reason": "..."}`); err != nil {
 		return "", err
 	}
 	return body.Reason, nil

@@ -1,0 +1,64 @@
+package adminapi_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+)
+
+// A member given twice in a body is refused, naming it: encoding/json
+// keeps the last one, so {"action": "retry", ..., "action": "delete"}
+// would run a delete that a reader of the body may not have seen. A
+// single-valued query parameter given twice is refused too. Nothing is
+// stored or changed. A payload to replay is the operator's data: what it
+// holds is not checked.
+func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
+	_, st, id := triageHandler(t)
+	log := hclog.NewNullLogger()
+	host := pluginhost.New(pluginhost.Options{}, log, nil) // no source
+	svc := dlq.NewService(st, host, func() dlq.Policy { return dlq.Policy{MaxRetries: 3} }, "test", log, dlq.NewMetrics(nil, st, nil, nil))
+	h := adminapi.New(adminapi.Options{
+		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
+		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.DLQTriageRoutes(svc), adminapi.DLQOperationRoutes(svc)},
+	}).Handler()
+	before, err := st.GetDLQ(context.Background(), mustUUID(t, id))
+	require.NoError(t, err)
+	replay := "/api/v1/dlq/messages/" + id + "/replay"
+	cases := []struct {
+		name, method, path, body, field string
+	}{
+		{"action twice", "POST", "/api/v1/dlq/operations", `{"action":"retry","filter":{"topic":"orders.dlq.v1"},"action":"delete"}`, "action"},
+		{"a filter twice", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"other.dlq.v1","topic":"orders.dlq.v1"}}`, "filter.topic"},
+		{"dry_run twice", "POST", "/api/v1/dlq/operations", `{"action":"delete","dry_run":true,"filter":{"topic":"orders.dlq.v1"},"dry_run":false}`, "dry_run"},
+		{"limit twice", "GET", "/api/v1/dlq/operations?limit=1&limit=2", "", "limit"},
+		{"state twice", "GET", "/api/v1/dlq/operations?state=RUNNING&state=RUNNING", "", "state"},
+		{"replay topic twice", "POST", replay + "?dry_run=true", `{"topic":"a.events.v1","topic":"b.events.v1"}`, "topic"},
+		{"replay header twice", "POST", replay + "?dry_run=true", `{"headers":{"trace":"t2","trace":"t3"}}`, "headers.trace"},
+		{"retry-all dry_run twice", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all", `{"dry_run":true,"dry_run":false}`, "dry_run"},
+	}
+	for _, c := range cases {
+		rec := triageSend(h, c.method, c.path, c.body, nil)
+		require.Equal(t, 400, rec.Code, "%s: %s", c.name, rec.Body.String())
+		code, msg := envelope(t, rec)
+		require.Equal(t, "SYS_DLQ_VALIDATION_ERROR", code, c.name)
+		require.Contains(t, msg, "invalid "+c.field+": ", c.name)
+	}
+	rec := triageSend(h, "GET", "/api/v1/dlq/operations", "", nil)
+	require.Equal(t, 200, rec.Code, rec.Body.String())
+	require.JSONEq(t, `{"operations":[]}`, rec.Body.String(), "a refused request stores nothing")
+	after, err := st.GetDLQ(context.Background(), mustUUID(t, id))
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"payload":{"a":1,"a":2}}`, nil)
+	require.Equal(t, 200, rec.Code, "a payload's own members are not the body's: %s", rec.Body.String())
+}
