@@ -94,7 +94,7 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 
 	why := stopCause(ctx)
 	if errors.Is(why, errLeaseLost) {
-		log.Warn("lease lost to another daemon; abandoning this attempt")
+		r.abandon(log, job)
 		return
 	}
 	// Record outcomes with a context of their own: the attempt's may be
@@ -129,7 +129,7 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 
 	u := r.conclude(ctx, job, tenant, states, cfg, why)
 	if errors.Is(stopCause(ctx), errLeaseLost) {
-		log.Warn("lease lost to another daemon; abandoning this attempt")
+		r.abandon(log, job)
 		return
 	}
 	if u.Status == JobCompleted && u.Verified && cfg.Notary != nil {
@@ -315,6 +315,28 @@ func recordContext() (context.Context, context.CancelFunc) {
 }
 
 // finish records the end of an attempt and releases the lease.
+// abandon ends an attempt that lost its lease. The job is another
+// daemon's, unless this daemon's runner claimed it back meanwhile (the
+// other one handed it back, or stalled past its own lease): the runner
+// starts no second attempt beside one still running, so this one hands
+// the job back, due now, instead of leaving it RUNNING with no attempt
+// until the lease the claim took runs out.
+func (r *Runner) abandon(log hclog.Logger, job *Job) {
+	ctx, cancel := recordContext()
+	defer cancel()
+	now := r.now()
+	err := r.store.FinishDeletionAttempt(ctx, job.ID, r.owner, JobUpdate{Status: JobPartial, NextAttemptAt: &now, Now: now,
+		LastError: "an attempt lost its lease to another daemon; the job resumes with the next claim"})
+	switch {
+	case err == nil:
+		log.Warn("lease lost during the attempt and taken back since; the job is handed back, due now")
+	case errors.Is(err, derrors.ErrLeaseLost):
+		log.Warn("lease lost to another daemon; abandoning this attempt")
+	default:
+		log.Error("hand back a deletion job whose attempt lost its lease", "error", err)
+	}
+}
+
 func (r *Runner) finish(ctx context.Context, log hclog.Logger, job *Job, start time.Time, u JobUpdate) {
 	if err := r.store.FinishDeletionAttempt(ctx, job.ID, r.owner, u); err != nil {
 		if errors.Is(err, derrors.ErrLeaseLost) {

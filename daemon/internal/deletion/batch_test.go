@@ -29,6 +29,11 @@ type batchDeleter struct {
 	batches atomic.Int64
 	// countDelay slows every Count (nanoseconds): a store slow to answer.
 	countDelay atomic.Int64
+	// slowStop, when set (before the deleter is used), keeps a stopped
+	// Delete from returning until it is closed: a plugin slow to stop.
+	// stopSeen says a Delete saw its context end.
+	slowStop chan struct{}
+	stopSeen atomic.Bool
 }
 
 func newBatchDeleter(batch int64, pause time.Duration) *batchDeleter {
@@ -91,6 +96,10 @@ func (b *batchDeleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progr
 		b.batches.Add(1)
 		select {
 		case <-ctx.Done():
+			b.stopSeen.Store(true)
+			if b.slowStop != nil {
+				<-b.slowStop
+			}
 			// The batch is gone, but its result was lost with the context.
 			return nil, sdk.PartialDeletion(resp.DeletedCount, fmt.Errorf("delete from %s: %w", table, ctx.Err()))
 		case <-time.After(b.pause):

@@ -3,6 +3,7 @@ package deletion_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
 // stallingStore fails lease renewals while stalled, as a store too busy
@@ -77,5 +79,48 @@ func TestCancelledJobKeepsItsLeaseWhileSettling(t *testing.T) {
 		done := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobCancelled }, "cancelled")
 		require.Equal(t, 1000-sumOf(d.left(tenant)), done.Deleters[0].DeletedCount, "exact: counted after the stop")
 		require.Equal(t, deletion.DeleterCancelled, done.Deleters[0].Status)
+	})
+}
+
+// TestAnAttemptThatLostItsLeaseHandsBackWhatItsRunnerTookBack: daemon d1's
+// attempt loses the job to d2, which hands it back (as a daemon that stops
+// does) while d1's deleter is still stopping; d1's runner claims the job
+// again but starts no second attempt beside the one still running. That
+// attempt then ends on its lost lease: it left the job RUNNING under the
+// lease the claim took, with no attempt, until that lease (a minute here)
+// ran out. It hands the job back now, due at once.
+func TestAnAttemptThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
+		tenant, other := uuid.NewString(), uuid.NewString()
+		d := newBatchDeleter(10, 20*time.Millisecond)
+		d.seed(tenant, map[string]int64{"t": 1000})
+		d.seed(other, map[string]int64{"t": 40})
+		d.slowStop = make(chan struct{})
+		const lease = time.Minute
+		_, svc := daemonOf(t, st, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease, c.MaxJobs = lease, 4 })
+		letStop := sync.OnceFunc(func() { close(d.slowStop) })
+		t.Cleanup(letStop) // first: the runner's Stop waits for the attempt
+		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
+		require.NoError(t, err)
+		job := waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Deleters[0].DeletedCount >= 20 }, "deleting")
+		// d2 takes the job, as if d1's lease had run out ...
+		later := time.Now().Add(2 * lease)
+		taken, err := st.ClaimDeletionJob(ctx, "d2", later, later.Add(lease), 0)
+		require.NoError(t, err)
+		require.NotNil(t, taken)
+		require.Equal(t, job.ID, taken.ID)
+		testsvc.Eventually(t, 20*time.Second, d.stopSeen.Load, "d1's attempt stopped on the lost lease")
+		// ... and hands it back; d1's runner claims it again while its
+		// attempt is still stopping.
+		now := time.Now()
+		require.NoError(t, st.FinishDeletionAttempt(ctx, job.ID, "d2", deletion.JobUpdate{Status: deletion.JobPartial,
+			LastError: "interrupted by daemon shutdown", NextAttemptAt: &now, Now: now}))
+		waitFor(t, st, tenant, func(j *deletion.Job) bool { return j.Status == deletion.JobRunning && j.Attempts == 3 }, "d1 claimed it again")
+		letStop()
+		done := waitFor(t, st, tenant, completed, "completed well within the lease")
+		require.True(t, done.Verified)
+		require.Equal(t, int64(0), sumOf(d.left(tenant)))
+		require.Equal(t, int32(1), d.maxRun.Load(), "one attempt deletes at a time")
+		require.Equal(t, map[string]int64{"t": 40}, d.left(other), "the other tenant is untouched")
 	})
 }
