@@ -142,6 +142,15 @@ func runKit(t *testing.T, binary, format string) {
 	})
 }
 
+// TestMain removes the test plugins testPlugin built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // TestKitHelper runs the kit against the plugin PLUGINTEST_KIT_PLUGIN
 // names; TestKitFailsBrokenPlugins starts it.
 func TestKitHelper(t *testing.T) {
@@ -153,14 +162,15 @@ func TestKitHelper(t *testing.T) {
 }
 
 func TestKitPassesACorrectPlugin(t *testing.T) {
+	t.Parallel()
 	for name, format := range map[string]string{"uuid": "uuid", "permissive": `^.{1,200}$`} {
 		t.Run(name, func(t *testing.T) { runKit(t, testPlugin(t, "good"), format) })
 	}
 }
 
 func TestKitFailsBrokenPlugins(t *testing.T) {
+	t.Parallel()
 	// Each plugin is wrong in the way its main.go says; the kit must fail
-	// it with these words (the check, and what to fix).
 	// it with these words (the check, and what to fix). Each runs under a
 	// permissive tenant id format; "/uuid" runs under the default format,
 	// which refuses every bystander id: the kit's permissive pass must
@@ -195,26 +205,49 @@ func TestKitFailsBrokenPlugins(t *testing.T) {
 		"planmiscount":          {"Plan(A) expects 19 items in all, want the 20 seeded", "compute them with Count's code"},
 		"ignoresplan":           {"which the plugin's Plan never gave, succeeded (deleted 20)", "sdk.Fingerprints.Check returns sdk.PlanChanged", "after Delete with a stale plan fingerprint, the data of tenant B changed"},
 	}
+	type kitRun struct {
+		out []byte
+		err error
+	}
+	runs := make(map[string]chan kitRun, len(cases))
+	slots := make(chan struct{}, brokenKitRuns)
+	for name := range cases {
+		plugin, format := name, `^.{1,200}$`
+		if p, ok := strings.CutSuffix(name, "/uuid"); ok {
+			plugin, format = p, "uuid"
+		}
+		bin := testPlugin(t, plugin)
+		done := make(chan kitRun, 1)
+		runs[name] = done
+		go func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKitHelper$", "-test.v", "-test.count=1", "-test.timeout=10m")
+			cmd.Env = append(os.Environ(), "PLUGINTEST_KIT_PLUGIN="+bin, "PLUGINTEST_KIT_FORMAT="+format)
+			out, err := cmd.CombinedOutput()
+			done <- kitRun{out, err}
+		}()
+	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			plugin, format := name, `^.{1,200}$`
-			if p, ok := strings.CutSuffix(name, "/uuid"); ok {
-				plugin, format = p, "uuid"
-			}
-			cmd := exec.Command(os.Args[0], "-test.run=^TestKitHelper$", "-test.v", "-test.count=1", "-test.timeout=10m")
-			cmd.Env = append(os.Environ(), "PLUGINTEST_KIT_PLUGIN="+testPlugin(t, plugin), "PLUGINTEST_KIT_FORMAT="+format)
-			out, err := cmd.CombinedOutput()
-			require.Error(t, err, "the kit passed %s:\n%s", name, out)
+			r := <-runs[name]
+			require.Error(t, r.err, "the kit passed %s:\n%s", name, r.out)
 			for _, w := range want {
-				require.Contains(t, string(out), w, "the kit's output for %s", name)
+				require.Contains(t, string(r.out), w, "the kit's output for %s", name)
 			}
 			if testing.Verbose() {
-				t.Logf("%s: the kit failed it with:\n%s", name, failures(string(out)))
+				t.Logf("%s: the kit failed it with:\n%s", name, failures(string(r.out)))
 			}
 		})
 	}
 }
+
+// brokenKitRuns is how many kit runs against broken plugins go at once.
+// A run spends most of its ten seconds waiting on the test store's delays
+// (the cancel and the failure part way through a Delete), not on a CPU:
+// more at once than the test's -parallel (GOMAXPROCS) shortens the
+// package's time without adding work.
+const brokenKitRuns = 8
 
 // failures picks the failure messages out of go test -v output.
 func failures(out string) string {
