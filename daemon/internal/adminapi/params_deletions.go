@@ -19,7 +19,7 @@ import (
 // decodeBody reads a JSON object body into out, strictly (strictJSON,
 // with nested as there). An empty body leaves out as it is and returns
 // false. shape describes the expected body for the error.
-func decodeBody(r *http.Request, out any, shape string, nested ...string) (bool, error) {
+func decodeBody(r *http.Request, out any, shape string, nested ...nestedObject) (bool, error) {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		return false, invalid("cannot read the request body: %v", err)

@@ -215,7 +215,7 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		b   operationBody
 		req dlq.OperationRequest
 	)
-	given, err := decodeBody(r, &b, operationShape, "filter")
+	given, err := decodeBody(r, &b, operationShape, fieldsIn("filter"))
 	if err != nil {
 		return req, false, err
 	}

@@ -3,22 +3,42 @@ package adminapi
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Request bodies are read strictly: unknown fields, anything after the
 // object and a member given twice are refused. encoding/json keeps the
-// last of two members of one name, so {"action": "retry", ..., "action":
-// "delete"} would run the second, which a reader of the body may not
-// have seen.
+// last of two members of one name, and takes a member for a field
+// whatever its case ("ACTION" and "action" are one field, as are "ids"
+// and "idſ"): {"action": "retry", ..., "ACTION": "delete"} would run the
+// second, which a reader of the body may not have seen.
 
-// strictJSON decodes the JSON object data into v. Members named in nested
-// hold objects whose members are checked for repeats too (a filter, a map
-// of headers); the others' values are the caller's data (a payload to
-// replay) and are left as they are.
-func strictJSON(data []byte, v any, shape string, nested ...string) error {
+// nestedObject names a member whose value is an object checked for
+// repeats too.
+type nestedObject struct {
+	name string
+	// fields: the object is decoded into a struct, whose members are
+	// matched to fields without regard to case (as the body's own); a
+	// map's keys are data, matched exactly ("Trace" and "trace" are two
+	// Kafka headers).
+	fields bool
+}
+
+// fieldsIn is a member holding an object decoded into a struct (a filter).
+func fieldsIn(name string) nestedObject { return nestedObject{name: name, fields: true} }
+
+// keysIn is a member holding an object decoded into a map (headers).
+func keysIn(name string) nestedObject { return nestedObject{name: name} }
+
+// strictJSON decodes the JSON object data into v. The members named in
+// nested hold objects whose members are checked for repeats too; the
+// others' values are the caller's data (a payload to replay) and are left
+// as they are.
+func strictJSON(data []byte, v any, shape string, nested ...nestedObject) error {
 	if path := repeatedMember(data, nested); path != "" {
-		return invalidField(path, "given twice in the body: give it once")
+		return invalidField(path, "given twice in the body (names differing only in case are one field): give it once")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -35,11 +55,11 @@ func strictJSON(data []byte, v any, shape string, nested ...string) error {
 // of an object under one of the members nested, as "name" or
 // "nested.name"; "" when there is none, or when data is not a JSON object
 // (decoding it then says what is wrong).
-func repeatedMember(data []byte, nested []string) string {
-	return repeatedIn(json.NewDecoder(bytes.NewReader(data)), "", nested)
+func repeatedMember(data []byte, nested []nestedObject) string {
+	return repeatedIn(json.NewDecoder(bytes.NewReader(data)), "", true, nested)
 }
 
-func repeatedIn(dec *json.Decoder, prefix string, nested []string) string {
+func repeatedIn(dec *json.Decoder, prefix string, fields bool, nested []nestedObject) string {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return ""
 	}
@@ -50,19 +70,44 @@ func repeatedIn(dec *json.Decoder, prefix string, nested []string) string {
 			return ""
 		}
 		name, _ := tok.(string)
-		if seen[name] {
+		key := name
+		if fields {
+			key = foldName(name)
+		}
+		if seen[key] {
 			return prefix + name
 		}
-		seen[name] = true
+		seen[key] = true
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
 			return ""
 		}
-		if slices.Contains(nested, name) {
-			if path := repeatedIn(json.NewDecoder(bytes.NewReader(value)), prefix+name+".", nil); path != "" {
+		for _, n := range nested {
+			if foldName(n.name) != key {
+				continue
+			}
+			if path := repeatedIn(json.NewDecoder(bytes.NewReader(value)), prefix+name+".", n.fields, nil); path != "" {
 				return path
 			}
 		}
 	}
 	return ""
+}
+
+// foldName folds a member name as encoding/json does when it matches a
+// member to a struct field: two names with the same fold are one field.
+func foldName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf {
+			return unicode.ToUpper(r)
+		}
+		// The smallest rune of r's fold set, as encoding/json's foldRune.
+		for {
+			r2 := unicode.SimpleFold(r)
+			if r2 <= r {
+				return r2
+			}
+			r = r2
+		}
+	}, s)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -15,8 +16,9 @@ import (
 )
 
 // A member given twice in a body is refused, naming it: encoding/json
-// keeps the last one, so {"action": "retry", ..., "action": "delete"}
-// would run a delete that a reader of the body may not have seen. A
+// keeps the last one, and matches names to fields whatever their case, so
+// {"action": "retry", ..., "ACTION": "delete"} would run a delete that a
+// reader of the body may not have seen. A
 // single-valued query parameter given twice is refused too. Nothing is
 // stored or changed. A payload to replay is the operator's data: what it
 // holds is not checked.
@@ -39,6 +41,9 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 		{"action twice", "POST", "/api/v1/dlq/operations", `{"action":"retry","filter":{"topic":"orders.dlq.v1"},"action":"delete"}`, "action"},
 		{"a filter twice", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"other.dlq.v1","topic":"orders.dlq.v1"}}`, "filter.topic"},
 		{"dry_run twice", "POST", "/api/v1/dlq/operations", `{"action":"delete","dry_run":true,"filter":{"topic":"orders.dlq.v1"},"dry_run":false}`, "dry_run"},
+		{"action in another case", "POST", "/api/v1/dlq/operations", `{"action":"retry","filter":{"topic":"orders.dlq.v1"},"ACTION":"delete"}`, "ACTION"},
+		{"ids with a long s", "POST", "/api/v1/dlq/operations", `{"action":"delete","ids":["` + uuid.NewString() + `"],"id\u017f":["` + id + `"]}`, "idſ"},
+		{"a filter in another case", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"other.dlq.v1","Topic":"orders.dlq.v1"}}`, "filter.Topic"},
 		{"limit twice", "GET", "/api/v1/dlq/operations?limit=1&limit=2", "", "limit"},
 		{"state twice", "GET", "/api/v1/dlq/operations?state=RUNNING&state=RUNNING", "", "state"},
 		{"replay topic twice", "POST", replay + "?dry_run=true", `{"topic":"a.events.v1","topic":"b.events.v1"}`, "topic"},
@@ -61,4 +66,8 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 
 	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"payload":{"a":1,"a":2}}`, nil)
 	require.Equal(t, 200, rec.Code, "a payload's own members are not the body's: %s", rec.Body.String())
+	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"headers":{"Trace":"a","trace":"b"}}`, nil)
+	require.Equal(t, 200, rec.Code, "header names are data, matched exactly: %s", rec.Body.String())
+	require.Contains(t, rec.Body.String(), `"key":"Trace"`)
+	require.Contains(t, rec.Body.String(), `"key":"trace"`)
 }
