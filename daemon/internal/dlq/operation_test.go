@@ -46,6 +46,16 @@ func (f *fixture) ingestTo(t *testing.T, dlqTopic, original, errText string, bas
 	return ids
 }
 
+// requireUntouched checks that the messages ids are as they were in
+// before (checksums taken earlier): the bystanders of what a test did.
+func (f *fixture) requireUntouched(t *testing.T, before map[uuid.UUID]string, ids []uuid.UUID) {
+	t.Helper()
+	after := f.checksums(t)
+	for _, id := range ids {
+		require.Equal(t, before[id], after[id], "message %s is a bystander: it must not change", id)
+	}
+}
+
 // checksums is every stored message (live and archived) by id, as a digest
 // of everything an operation could change.
 func (f *fixture) checksums(t *testing.T) map[uuid.UUID]string {
