@@ -22,6 +22,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/migrations"
 )
 
 // erasureAPI is the admin API with every erasure route over a real store,
@@ -292,4 +293,32 @@ func TestReceiptRoutes(t *testing.T) {
 		require.Equal(t, 404, code)
 		require.Equal(t, "SYS_TENANT_NOT_FOUND", code2(body))
 	})
+}
+
+// TestTenantRoutesTakeOnlyWhatTheyRead (outside attack): a query parameter
+// a tenant route does not read, or data after its body, was ignored:
+// `?dry_run=true` on a deletion created a real job. Each is a 400, and no
+// job or hold exists afterwards.
+func TestTenantRoutesTakeOnlyWhatTheyRead(t *testing.T) {
+	st := storetest.Open(t, migrations.SQLite)
+	tenant := uuid.NewString()
+	d := &recordingDeleter{items: map[string]map[string]int64{tenant: {"t": 4}}}
+	h, _ := erasureAPI(t, st, deleterSet{"x": d})
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/tenants/" + tenant + "/deletion?dry_run=true", ""},
+		{"POST", "/api/v1/tenants/" + tenant + "/deletion", `{"not_before":"` + later + `"}} {"not_before":"2099-01-01T00:00:00Z"}`},
+		{"PUT", "/api/v1/tenants/" + tenant + "/hold", `{"reason":"x"}]`},
+		{"PUT", "/api/v1/tenants/" + tenant + "/hold?dry_run=true", `{"reason":"x"}`},
+		{"POST", "/api/v1/deletions?dry_run=true", `{"tenants":["` + tenant + `"]}`},
+	} {
+		code, body, _ := send(t, h, c.method, c.path, c.body)
+		require.Equal(t, 400, code, "%s %s %s: %v", c.method, c.path, c.body, body)
+		require.Equal(t, "SYS_TENANT_VALIDATION_ERROR", code2(body))
+	}
+	code, _, _ := send(t, h, "GET", "/api/v1/tenants/"+tenant+"/deletion", nil)
+	require.Equal(t, 404, code, "no job was created")
+	code, _, _ = send(t, h, "GET", "/api/v1/tenants/"+tenant+"/hold", nil)
+	require.Equal(t, 404, code, "no hold was placed")
+	require.Empty(t, d.tenantsSeen(), "nothing was deleted")
 }

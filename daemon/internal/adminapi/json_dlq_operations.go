@@ -2,6 +2,7 @@ package adminapi
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -95,6 +96,11 @@ func operationETA(op *dlq.Operation, now time.Time) *float64 {
 	}
 	if op.Rate > 0 {
 		eta = max(eta, left/op.Rate)
+	}
+	if math.IsInf(eta, 0) || math.IsNaN(eta) {
+		// Not an estimate (a rate stored before rates were bounded):
+		// JSON cannot carry it, and the operation must still be listed.
+		return nil
 	}
 	return &eta
 }

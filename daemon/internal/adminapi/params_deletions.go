@@ -58,6 +58,9 @@ func onlyParams(q url.Values, allowed ...string) error {
 		return nil
 	}
 	sort.Strings(unknown)
+	if len(allowed) == 0 {
+		return invalidField(unknown[0], "unknown query parameter; this route takes none")
+	}
 	return invalidField(unknown[0], "unknown query parameter; this route takes %s", strings.Join(allowed, ", "))
 }
 

@@ -44,6 +44,10 @@ func ArchiveRoutes(r Retention) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, archiveStatusBody(r.Status()))
 		})
 		mux.HandleFunc("POST /api/v1/archive/run", func(w http.ResponseWriter, req *http.Request) {
+			if err := strictRequest(req, noBody, "dry_run"); err != nil {
+				writeError(w, req, ScopeNone, err)
+				return
+			}
 			dryRun, err := parseDryRun(req.URL.Query())
 			if err != nil {
 				writeError(w, req, ScopeNone, err)

@@ -8,6 +8,10 @@ import "net/http"
 // instead of after its backoff.
 func retryRoute(mux *http.ServeMux, svc Tenants) {
 	mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/retry", func(w http.ResponseWriter, r *http.Request) {
+		if err := strictRequest(r, bodyAllowed); err != nil {
+			writeError(w, r, ScopeTenant, err)
+			return
+		}
 		var empty struct{}
 		if _, err := decodeBody(r, &empty, "empty"); err != nil {
 			writeError(w, r, ScopeTenant, err)

@@ -46,6 +46,10 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, jobsBody(page))
 		})
 		mux.HandleFunc("POST /api/v1/deletions", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			var body bulkBody
 			shape := `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>", "plan_hash": "<optional>"}`
 			given, err := decodeBody(r, &body, shape)

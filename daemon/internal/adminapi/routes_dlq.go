@@ -149,6 +149,10 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, messageJSON(m, svc.SourceConfigured(m.Position.Source)))
 		})
 		mux.HandleFunc("DELETE /api/v1/dlq/messages/{id}", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, noBody); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
@@ -163,6 +167,10 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("message %s deleted", id)})
 		})
 		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/retry", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, noBody); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
@@ -179,6 +187,10 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 		// caller's uid goes into the message's history (and, like every
 		// mutating request, into the audit log).
 		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/revive", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, noBody); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
@@ -193,6 +205,10 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				"max_retries": m.MaxRetries, "message": "message revived"})
 		})
 		mux.HandleFunc("POST /api/v1/dlq/{topic}/retry-all", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed, "dry_run"); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)

@@ -36,6 +36,10 @@ const operationFailures = 50
 func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("POST /api/v1/dlq/operations", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			req, dryRun, err := parseOperationBody(r)
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
@@ -137,6 +141,10 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, body)
 		})
 		mux.HandleFunc("POST /api/v1/dlq/operations/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, noBody); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
@@ -207,6 +215,10 @@ func (f operationFilterBody) values() url.Values {
 	return v
 }
 
+// minOperationRate is the lowest rate a bulk operation takes, in messages
+// per second.
+const minOperationRate = 0.01
+
 const operationShape = `{"action": "retry|revive|delete|dead|replay_to", "filter": {...} or "ids": [...], "rate": N, "dry_run": bool, "target_topic": "..."}`
 
 // parseOperationBody checks a bulk operation request before anything runs.
@@ -229,8 +241,10 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		return req, false, invalidField("action", "%q: must be retry, revive, delete, dead or replay_to", truncate(b.Action))
 	}
 	if b.Rate != nil {
-		if *b.Rate <= 0 || *b.Rate > 1e6 {
-			return req, false, invalidField("rate", "%v: messages per second, more than 0 and at most 1000000 (leave it out for no limit)", *b.Rate)
+		// At least one message every 100 s: a rate near zero would run
+		// for ever, and its time left is too large to write.
+		if *b.Rate < minOperationRate || *b.Rate > 1e6 {
+			return req, false, invalidField("rate", "%v: messages per second, from %v to 1000000 (leave it out for no limit)", *b.Rate, minOperationRate)
 		}
 		req.Rate = *b.Rate
 	}

@@ -30,6 +30,10 @@ type DLQTriage interface {
 func DLQTriageRoutes(svc DLQTriage) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/replay", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed, "dry_run"); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
@@ -67,6 +71,10 @@ func DLQTriageRoutes(svc DLQTriage) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, historyJSON(events))
 		})
 		mux.HandleFunc("POST /api/v1/dlq/{topic}/pause", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)
@@ -89,6 +97,10 @@ func DLQTriageRoutes(svc DLQTriage) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, PauseBody{Topic: topic, Paused: true, Pause: pauseJSON(&p), Created: created, Message: msg})
 		})
 		mux.HandleFunc("POST /api/v1/dlq/{topic}/resume", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeDLQ, err)
+				return
+			}
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
 				writeError(w, r, ScopeDLQ, err)

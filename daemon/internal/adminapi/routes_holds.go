@@ -31,6 +31,10 @@ type holdBody struct {
 func HoldRoutes(svc Holds) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("PUT /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			var body holdBody
 			shape := `{"reason": "<why the tenant's data must stay>"}`
 			given, err := decodeBody(r, &body, shape)
@@ -53,6 +57,10 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, HoldBody(hold))
 		})
 		mux.HandleFunc("DELETE /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, noBody); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			hold, err := svc.Release(r.Context(), r.PathValue("tenant"), callerUID(r))
 			if err != nil {
 				writeError(w, r, ScopeTenant, err)

@@ -44,6 +44,10 @@ func LedgerRoutes(svc Ledger) func(*http.ServeMux) {
 			_, _ = w.Write(append(data, '\n'))
 		})
 		mux.HandleFunc("POST "+ledgerPath, func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			data, err := io.ReadAll(r.Body)
 			if err != nil {
 				writeError(w, r, ScopeTenant, invalid("cannot read the ledger file: %v (at most %d bytes)", err, MaxLedgerBytes))
@@ -61,6 +65,10 @@ func LedgerRoutes(svc Ledger) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, LedgerImportBody{Entries: res.Entries, Added: res.Added, AlreadyPresent: res.Present, KeyID: res.KeyID})
 		})
 		mux.HandleFunc("POST /api/v1/erasures/reverify", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			var empty struct{}
 			if _, err := decodeBody(r, &empty, "empty"); err != nil {
 				writeError(w, r, ScopeTenant, err)

@@ -35,6 +35,10 @@ func PlanRoutes(svc Plans) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, planBody(p))
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/approve", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			var body approveBody
 			shape := `{"plan_hash": "sha256:<the plan hash the approver read>"}`
 			given, err := decodeBody(r, &body, shape)

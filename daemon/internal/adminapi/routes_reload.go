@@ -21,6 +21,10 @@ type ReloadBody struct {
 func ReloadRoutes(reload func(context.Context) error) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("POST /api/v1/reload", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, noBody); err != nil {
+				writeError(w, r, ScopeNone, err)
+				return
+			}
 			err := reload(r.Context())
 			switch {
 			case err == nil:

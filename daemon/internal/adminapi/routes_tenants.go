@@ -78,6 +78,10 @@ func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 				Total: rep.Total(), Complete: rep.Complete(), Failed: rep.Failed})
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			var body deletionBody
 			if _, err := decodeBody(r, &body, `empty or {"not_before": "<RFC 3339 time>", "plan_hash": "<the plan hash read>"}`); err != nil {
 				writeError(w, r, ScopeTenant, err)
@@ -109,6 +113,10 @@ func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 			writeJSON(w, http.StatusOK, JobBody(job))
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/cancel", func(w http.ResponseWriter, r *http.Request) {
+			if err := strictRequest(r, bodyAllowed); err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			var empty struct{}
 			if _, err := decodeBody(r, &empty, "empty"); err != nil {
 				writeError(w, r, ScopeTenant, err)

@@ -3,6 +3,8 @@ package adminapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -45,7 +47,9 @@ func strictJSON(data []byte, v any, shape string, nested ...nestedObject) error 
 	if err := dec.Decode(v); err != nil {
 		return invalid("the body must be %s: %v", shape, err)
 	}
-	if dec.More() {
+	// dec.More says nothing is left before a '}' or ']', so a body
+	// ending `}} {...}` would pass it: only the end of the input will do.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid("the body must be %s, once: there is more after it", shape)
 	}
 	return nil
