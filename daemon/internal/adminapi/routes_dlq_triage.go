@@ -147,7 +147,7 @@ func parseReplayBody(r *http.Request) (dlq.ReplayRequest, error) {
 		Key           *string            `json:"key"`
 		Topic         *string            `json:"topic"`
 	}
-	if err := strictJSON(data, &body, "empty or "+replayShape, keysIn("headers")); err != nil {
+	if err := strictJSONNullable(data, &body, "empty or "+replayShape, keysIn("headers")); err != nil {
 		return req, err
 	}
 	// A JSON null is "not given", like a missing field.

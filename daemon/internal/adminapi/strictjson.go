@@ -35,12 +35,29 @@ func fieldsIn(name string) nestedObject { return nestedObject{name: name, fields
 func keysIn(name string) nestedObject { return nestedObject{name: name} }
 
 // strictJSON decodes the JSON object data into v. The members named in
-// nested hold objects whose members are checked for repeats too; the
-// others' values are the caller's data (a payload to replay) and are left
-// as they are.
+// nested hold objects whose members are checked too; the others' values
+// are the caller's data (a payload to replay) and are left as they are. A
+// member whose value is null is refused: encoding/json takes it for a
+// member left out, and `"topic": null` in a filter is not "every topic"
+// to whoever reads it.
 func strictJSON(data []byte, v any, shape string, nested ...nestedObject) error {
-	if path := repeatedMember(data, nested); path != "" {
-		return invalidField(path, "given twice in the body (names differing only in case are one field): give it once")
+	return readStrictly(data, v, shape, false, nested)
+}
+
+// strictJSONNullable is strictJSON for a body where null is documented as
+// "not given" (an edit-and-replay: `"payload": null`, a header set to
+// null to leave it out).
+func strictJSONNullable(data []byte, v any, shape string, nested ...nestedObject) error {
+	return readStrictly(data, v, shape, true, nested)
+}
+
+func readStrictly(data []byte, v any, shape string, nullable bool, nested []nestedObject) error {
+	w := memberWalk{nullable: nullable, nested: nested}
+	if !w.object(json.NewDecoder(bytes.NewReader(data)), "", true, true) && w.problem == "" {
+		return invalid("the body must be %s: a JSON object", shape)
+	}
+	if w.problem != "" {
+		return invalidField(w.path, "%s", w.problem)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -55,23 +72,27 @@ func strictJSON(data []byte, v any, shape string, nested ...nestedObject) error 
 	return nil
 }
 
-// repeatedMember is the first member of the object data given twice, or
-// of an object under one of the members nested, as "name" or
-// "nested.name"; "" when there is none, or when data is not a JSON object
-// (decoding it then says what is wrong).
-func repeatedMember(data []byte, nested []nestedObject) string {
-	return repeatedIn(json.NewDecoder(bytes.NewReader(data)), "", true, nested)
+// memberWalk looks through a body's object (and the objects under the
+// members nested) for a member given twice, or set to null where null is
+// not allowed; the first one found is path, with what is wrong.
+type memberWalk struct {
+	nullable      bool
+	nested        []nestedObject
+	path, problem string
 }
 
-func repeatedIn(dec *json.Decoder, prefix string, fields bool, nested []nestedObject) string {
+// object walks the object dec is at; false when dec is not at an object
+// or it is malformed (decoding it then says what is wrong) or a problem
+// was found.
+func (w *memberWalk) object(dec *json.Decoder, prefix string, fields, top bool) bool {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
+		return false
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return ""
+			return false
 		}
 		name, _ := tok.(string)
 		key := name
@@ -79,23 +100,29 @@ func repeatedIn(dec *json.Decoder, prefix string, fields bool, nested []nestedOb
 			key = foldName(name)
 		}
 		if seen[key] {
-			return prefix + name
+			w.path, w.problem = prefix+name, "given twice in the body (names differing only in case are one field): give it once"
+			return false
 		}
 		seen[key] = true
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
-			return ""
+			return false
 		}
-		for _, n := range nested {
-			if foldName(n.name) != key {
-				continue
-			}
-			if path := repeatedIn(json.NewDecoder(bytes.NewReader(value)), prefix+name+".", n.fields, nil); path != "" {
-				return path
+		if !w.nullable && string(value) == "null" {
+			w.path, w.problem = prefix+name, "null: give a value, or leave the member out"
+			return false
+		}
+		if !top {
+			continue
+		}
+		for _, n := range w.nested {
+			if foldName(n.name) == key && bytes.HasPrefix(value, []byte("{")) &&
+				!w.object(json.NewDecoder(bytes.NewReader(value)), prefix+name+".", n.fields, false) && w.problem != "" {
+				return false
 			}
 		}
 	}
-	return ""
+	return true
 }
 
 // foldName folds a member name as encoding/json does when it matches a

@@ -59,6 +59,9 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 		{"a body on a revive", "POST", "/api/v1/dlq/messages/" + id + "/revive", `{"dry_run":true}`, ""},
 		{"an unknown parameter on a pause", "POST", "/api/v1/dlq/orders.dlq.v1/pause?for=1h", "", "for"},
 		{"a rate near zero", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1"},"rate":5e-324}`, "rate"},
+		{"a filter member set to null", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":null,"status":["PENDING"]}}`, "filter.topic"},
+		{"dry_run set to null", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1"},"dry_run":null}`, "dry_run"},
+		{"a body that is null", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all", `null`, ""},
 		{"retry-all dry_run twice", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all", `{"dry_run":true,"dry_run":false}`, "dry_run"},
 	}
 	for _, c := range cases {
@@ -82,6 +85,8 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 
 	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"payload":{"a":1,"a":2}}`, nil)
 	require.Equal(t, 200, rec.Code, "a payload's own members are not the body's: %s", rec.Body.String())
+	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"payload":null,"headers":{"trace":null}}`, nil)
+	require.Equal(t, 200, rec.Code, "on a replay null is documented as not given: %s", rec.Body.String())
 	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"headers":{"Trace":"a","trace":"b"}}`, nil)
 	require.Equal(t, 200, rec.Code, "header names are data, matched exactly: %s", rec.Body.String())
 	require.Contains(t, rec.Body.String(), `"key":"Trace"`)

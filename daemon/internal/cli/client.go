@@ -100,7 +100,11 @@ func (c *client) do(ctx context.Context, method, path string, body any, headers 
 		if err != nil {
 			return nil, 0, err
 		}
-		rd = bytes.NewReader(b)
+		// A nil map marshals as null, which the API refuses as a body:
+		// nothing to send is no body.
+		if string(b) != "null" {
+			rd = bytes.NewReader(b)
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://localhost"+path, rd)
 	if err != nil {
