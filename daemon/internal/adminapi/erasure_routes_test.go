@@ -311,6 +311,14 @@ func TestTenantRoutesTakeOnlyWhatTheyRead(t *testing.T) {
 		{"PUT", "/api/v1/tenants/" + tenant + "/hold", `{"reason":"x"}]`},
 		{"PUT", "/api/v1/tenants/" + tenant + "/hold?dry_run=true", `{"reason":"x"}`},
 		{"POST", "/api/v1/deletions?dry_run=true", `{"tenants":["` + tenant + `"]}`},
+		// Second attack: what was read as "not given" or as other text.
+		{"POST", "/api/v1/tenants/" + tenant + "/deletion?dry_run=true;", ""},
+		{"POST", "/api/v1/tenants/" + tenant + "/deletion", `{"plan_hash":""}`},
+		{"POST", "/api/v1/tenants/" + tenant + "/deletion", `{"not_before":""}`},
+		{"POST", "/api/v1/deletions", `{"tenant_ids":["` + tenant + `"],"not_before":""}`},
+		{"POST", "/api/v1/tenants/" + tenant + "/deletion", "\u0085"},
+		{"PUT", "/api/v1/tenants/" + tenant + "/hold", "{\"reason\":\"case\xff\"}"},
+		{"PUT", "/api/v1/tenants/" + tenant + "/hold", `{"reason":"case\ud800"}`},
 	} {
 		code, body, _ := send(t, h, c.method, c.path, c.body)
 		require.Equal(t, 400, code, "%s %s %s: %v", c.method, c.path, c.body, body)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -177,6 +178,13 @@ func (m *middleware) wrap(next http.Handler, mux *http.ServeMux, localOnly bool)
 			// ServeMux would answer a redirect to the cleaned path; a path
 			// parameter like "..' is bad input, not a different route.
 			writeError(rec, r, scopeOf(r.URL.Path), invalid("path must not contain empty, '.' or '..' segments"))
+			return
+		}
+		// url.URL.Query drops what it cannot parse (a pair with a ';', a
+		// bad %-escape, everything past 10,000 pairs) without a word:
+		// `?dry_run=true;` would read as no dry run at all.
+		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			writeError(rec, r, scopeOf(r.URL.Path), invalid("the query string cannot be read (%v); nothing was done", err))
 			return
 		}
 		limit := int64(MaxBodyBytes)

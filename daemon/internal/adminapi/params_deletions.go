@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/url"
@@ -24,7 +23,7 @@ func decodeBody(r *http.Request, out any, shape string, nested ...nestedObject) 
 	if err != nil {
 		return false, invalid("cannot read the request body: %v", err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if blankJSON(data) {
 		return false, nil
 	}
 	return true, strictJSON(data, out, shape, nested...)
@@ -175,19 +174,36 @@ func jobStatusList() string {
 type deletionBody struct {
 	NotBefore *string `json:"not_before"`
 	// PlanHash is the plan the caller read; when given, the plan now must have it.
-	PlanHash string `json:"plan_hash"`
+	PlanHash *string `json:"plan_hash"`
 }
 
 // bulkBody is the body of POST /api/v1/deletions.
 type bulkBody struct {
 	TenantIDs []string `json:"tenant_ids"`
 	NotBefore *string  `json:"not_before"`
-	PlanHash  string   `json:"plan_hash"`
+	PlanHash  *string  `json:"plan_hash"`
 }
 
+// parsePlanHash reads an optional plan_hash. Given empty, it is refused,
+// not taken for "no check": a script that sent "" meant a check.
+func parsePlanHash(v *string) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	if *v == "" {
+		return "", invalidField("plan_hash", "empty: give the plan hash read (GET .../plan), or leave plan_hash out")
+	}
+	return *v, nil
+}
+
+// parseNotBefore reads an optional not_before. Given empty, it is
+// refused, not taken for "now".
 func parseNotBefore(v *string) (*time.Time, error) {
-	if v == nil || *v == "" {
+	if v == nil {
 		return nil, nil
+	}
+	if *v == "" {
+		return nil, invalidField("not_before", "empty: give an RFC 3339 time, or leave not_before out to start now")
 	}
 	t, err := parseTimeField("not_before", *v)
 	if err != nil {

@@ -65,7 +65,12 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			res, err := svc.StartDeletions(r.Context(), body.TenantIDs, deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: body.PlanHash})
+			planHash, err := parsePlanHash(body.PlanHash)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
+			res, err := svc.StartDeletions(r.Context(), body.TenantIDs, deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: planHash})
 			var inv *deletion.InvalidTenantsError
 			if errors.As(err, &inv) {
 				writeError(w, r, ScopeTenant, invalidTenants(inv))

@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -291,7 +290,7 @@ func parseRetryAllBody(r *http.Request) (dryRun, given bool, err error) {
 	if err != nil {
 		return false, false, invalid("cannot read the request body: %v", err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if blankJSON(data) {
 		return false, false, nil
 	}
 	var body struct {

@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -125,7 +124,7 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, invalid("cannot read the request body: %v", err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if blankJSON(data) {
 		return nil, nil
 	}
 	return data, nil

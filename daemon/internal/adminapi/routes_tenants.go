@@ -92,8 +92,13 @@ func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
+			planHash, err := parsePlanHash(body.PlanHash)
+			if err != nil {
+				writeError(w, r, ScopeTenant, err)
+				return
+			}
 			job, created, err := svc.StartDeletion(r.Context(), r.PathValue("tenant"),
-				deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: body.PlanHash})
+				deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: planHash})
 			if err != nil {
 				writeError(w, r, ScopeTenant, err)
 				return

@@ -52,6 +52,14 @@ func strictJSONNullable(data []byte, v any, shape string, nested ...nestedObject
 }
 
 func readStrictly(data []byte, v any, shape string, nullable bool, nested []nestedObject) error {
+	// encoding/json turns invalid UTF-8 and a lone surrogate escape into
+	// U+FFFD: a header or reason would be stored as other text than sent.
+	if !utf8.Valid(data) {
+		return invalid("the body must be %s: it is not valid UTF-8", shape)
+	}
+	if loneSurrogate(data) {
+		return invalid("the body must be %s: a \\u escape names half of a UTF-16 surrogate pair", shape)
+	}
 	w := memberWalk{nullable: nullable, nested: nested}
 	if !w.object(json.NewDecoder(bytes.NewReader(data)), "", true, true) && w.problem == "" {
 		return invalid("the body must be %s: a JSON object", shape)
@@ -142,3 +150,59 @@ func foldName(s string) string {
 		}
 	}, s)
 }
+
+// loneSurrogate reports whether a string in the JSON text data has a
+// \uD800-\uDFFF escape that is not a high half followed at once by a low
+// half.
+func loneSurrogate(data []byte) bool {
+	hexAt := func(i int) (rune, bool) {
+		if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range data[i+2 : i+6] {
+			switch {
+			case '0' <= c && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case 'a' <= c && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			r, ok := hexAt(i)
+			if !ok {
+				i++ // an escaped character: skip it (it may be a quote)
+				continue
+			}
+			switch {
+			case 0xD800 <= r && r <= 0xDBFF:
+				low, ok := hexAt(i + 6)
+				if !ok || low < 0xDC00 || low > 0xDFFF {
+					return true
+				}
+				i += 11
+			case 0xDC00 <= r && r <= 0xDFFF:
+				return true
+			default:
+				i += 5
+			}
+		}
+	}
+	return false
+}
+
+// blankJSON reports whether a body is empty or JSON whitespace only (space,
+// tab, CR, LF). bytes.TrimSpace would also take U+00A0, U+2028 and the
+// like for nothing, and let them pass as an empty body.
+func blankJSON(data []byte) bool { return len(bytes.Trim(data, " \t\r\n")) == 0 }

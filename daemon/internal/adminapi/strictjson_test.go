@@ -62,6 +62,13 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 		{"a filter member set to null", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":null,"status":["PENDING"]}}`, "filter.topic"},
 		{"dry_run set to null", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1"},"dry_run":null}`, "dry_run"},
 		{"a body that is null", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all", `null`, ""},
+		// Second attack: a query string or body read as other than sent.
+		{"a query url.Query drops (semicolon)", "POST", "/api/v1/dlq/operations?dry_run=true;", `{"action":"delete","filter":{"topic":"orders.dlq.v1"}}`, ""},
+		{"a query url.Query drops (bad escape)", "DELETE", "/api/v1/dlq/messages/" + id + "?dry_run=true%", "", ""},
+		{"invalid UTF-8 in a replay's key", "POST", replay + "?dry_run=true", "{\"key\":\"k\xff\"}", ""},
+		{"a lone surrogate in a replay's header", "POST", replay + "?dry_run=true", `{"headers":{"trace":"\udfff"}}`, ""},
+		{"a high surrogate without its low half", "POST", replay + "?dry_run=true", `{"key":"k\ud800x"}`, ""},
+		{"a no-break space as the body of a revive", "POST", "/api/v1/dlq/messages/" + id + "/revive", "\u00a0", ""},
 		{"retry-all dry_run twice", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all", `{"dry_run":true,"dry_run":false}`, "dry_run"},
 	}
 	for _, c := range cases {
@@ -87,6 +94,9 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 	require.Equal(t, 200, rec.Code, "a payload's own members are not the body's: %s", rec.Body.String())
 	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"payload":null,"headers":{"trace":null}}`, nil)
 	require.Equal(t, 200, rec.Code, "on a replay null is documented as not given: %s", rec.Body.String())
+	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"key":"k\ud83d\ude00 \\ud800"}`, nil)
+	require.Equal(t, 200, rec.Code, "a surrogate pair, and an escaped backslash before text that looks like one: %s", rec.Body.String())
+	require.Contains(t, rec.Body.String(), `"key":"k😀 \\ud800"`)
 	rec = triageSend(h, "POST", replay+"?dry_run=true", `{"headers":{"Trace":"a","trace":"b"}}`, nil)
 	require.Equal(t, 200, rec.Code, "header names are data, matched exactly: %s", rec.Body.String())
 	require.Contains(t, rec.Body.String(), `"key":"Trace"`)
