@@ -187,6 +187,11 @@ func (m *middleware) wrap(next http.Handler, mux *http.ServeMux, localOnly bool)
 			writeError(rec, r, scopeOf(r.URL.Path), invalid("the query string cannot be read (%v); nothing was done", err))
 			return
 		}
+		// A body is read as sent: an encoded one would be read as text.
+		if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+			writeError(rec, r, scopeOf(r.URL.Path), invalid("Content-Encoding %q is not taken: send the body as is", enc))
+			return
+		}
 		limit := int64(MaxBodyBytes)
 		if r.URL.Path == ledgerPath {
 			limit = MaxLedgerBytes // the whole ledger

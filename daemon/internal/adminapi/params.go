@@ -102,11 +102,15 @@ func parseDryRun(q url.Values) (bool, error) {
 	if len(v) != 1 {
 		return false, invalidField("dry_run", "given %d times", len(v))
 	}
-	b, err := strconv.ParseBool(v[0])
-	if err != nil {
-		return false, invalidField("dry_run", "%q is not true or false", truncate(v[0]))
+	// true or false only: strconv.ParseBool also takes 0, f, F and
+	// FALSE, and `?dry_run=F` on a destructive route does the real thing.
+	switch v[0] {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
 	}
-	return b, nil
+	return false, invalidField("dry_run", "%q is not true or false", truncate(v[0]))
 }
 
 func truncate(s string) string {

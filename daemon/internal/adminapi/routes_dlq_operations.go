@@ -270,9 +270,12 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		}
 		seen := map[uuid.UUID]bool{}
 		for _, s := range b.IDs {
+			// The 36-character form only, as in a path: uuid.Parse also
+			// takes urn:uuid:, braces and bare hex, which the stored
+			// filter would then keep in a form the API refuses elsewhere.
 			id, err := uuid.Parse(s)
-			if err != nil {
-				return req, false, invalidField("ids", "%q is not a message id", truncate(s))
+			if err != nil || len(s) != 36 {
+				return req, false, invalidField("ids", "%q is not a message id (want the 36-character form)", truncate(s))
 			}
 			if !seen[id] {
 				seen[id] = true

@@ -194,6 +194,10 @@ func parsePauseBody(r *http.Request) (string, error) {
 	if err := strictJSON(data, &body, `empty or {"reason": "..."}`); err != nil {
 		return "", err
 	}
+	if body.Reason == "" {
+		// Stored as the default reason, which is not what the body said.
+		return "", invalidField("reason", "empty: give a reason, or send no body")
+	}
 	return body.Reason, nil
 }
 

@@ -69,6 +69,10 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 		{"a lone surrogate in a replay's header", "POST", replay + "?dry_run=true", `{"headers":{"trace":"\udfff"}}`, ""},
 		{"a high surrogate without its low half", "POST", replay + "?dry_run=true", `{"key":"k\ud800x"}`, ""},
 		{"a no-break space as the body of a revive", "POST", "/api/v1/dlq/messages/" + id + "/revive", "\u00a0", ""},
+		// Third attack: lenient readings made strict.
+		{"an id in another spelling", "POST", "/api/v1/dlq/operations", `{"action":"delete","ids":["urn:uuid:` + id + `"]}`, "ids"},
+		{"an empty pause reason", "POST", "/api/v1/dlq/orders.dlq.v1/pause", `{"reason":""}`, "reason"},
+		{"dry_run spelled F", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all?dry_run=F", "", "dry_run"},
 		{"retry-all dry_run twice", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all", `{"dry_run":true,"dry_run":false}`, "dry_run"},
 	}
 	for _, c := range cases {
@@ -80,7 +84,10 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 			require.Contains(t, msg, "invalid "+c.field+": ", c.name)
 		}
 	}
-	rec := triageSend(h, "GET", "/api/v1/dlq/operations", "", nil)
+	rec := triageSend(h, "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1"}}`,
+		map[string]string{"Content-Encoding": "gzip"})
+	require.Equal(t, 400, rec.Code, "a body is read as sent, never as encoded: %s", rec.Body.String())
+	rec = triageSend(h, "GET", "/api/v1/dlq/operations", "", nil)
 	require.Equal(t, 200, rec.Code, rec.Body.String())
 	require.JSONEq(t, `{"operations":[]}`, rec.Body.String(), "a refused request stores nothing")
 	after, err := st.GetDLQ(context.Background(), mustUUID(t, id))
