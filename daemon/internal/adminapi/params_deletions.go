@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -19,12 +18,9 @@ import (
 // with nested as there). An empty body leaves out as it is and returns
 // false. shape describes the expected body for the error.
 func decodeBody(r *http.Request, out any, shape string, nested ...nestedObject) (bool, error) {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		return false, invalid("cannot read the request body: %v", err)
-	}
-	if blankJSON(data) {
-		return false, nil
+	data, err := readBody(r)
+	if err != nil || data == nil {
+		return false, err
 	}
 	return true, strictJSON(data, out, shape, nested...)
 }

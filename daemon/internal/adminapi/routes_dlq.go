@@ -3,7 +3,6 @@ package adminapi
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -286,12 +285,9 @@ func unknownTopic(ctx context.Context, svc DLQ, topic string, filtered bool) (st
 // parseRetryAllBody reads {"dry_run": bool} from a retry-all body. An empty
 // body is none; anything else is a 400 naming what is wrong.
 func parseRetryAllBody(r *http.Request) (dryRun, given bool, err error) {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		return false, false, invalid("cannot read the request body: %v", err)
-	}
-	if blankJSON(data) {
-		return false, false, nil
+	data, err := readBody(r)
+	if err != nil || data == nil {
+		return false, false, err
 	}
 	var body struct {
 		DryRun *bool `json:"dry_run"`

@@ -1,6 +1,9 @@
 package adminapi
 
-import "net/http"
+import (
+	"io"
+	"net/http"
+)
 
 // What a mutating route takes is all it takes: a query parameter or a
 // body it does not read would be ignored, and an operator who wrote
@@ -23,6 +26,30 @@ func strictRequest(r *http.Request, body bodyRule, params ...string) error {
 	}
 	if body == noBody {
 		return emptyBody(r)
+	}
+	return nil
+}
+
+// readBody reads a request body; nil when it is empty (or JSON whitespace only).
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, invalid("cannot read the request body: %v", err)
+	}
+	if blankJSON(data) {
+		return nil, nil
+	}
+	return data, nil
+}
+
+// emptyBody refuses a body where none is documented.
+func emptyBody(r *http.Request) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if data != nil {
+		return invalid("the body must be empty")
 	}
 	return nil
 }

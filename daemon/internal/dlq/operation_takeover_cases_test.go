@@ -81,6 +81,22 @@ func daemon(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) (*dl
 	return svc, r
 }
 
+// finishedAsTimeGoesOn waits up to a minute for op to finish while the
+// test's clock moves 3 s a step, as time would go on in a daemon (claims
+// and leases run out), and returns it.
+func (f *fixture) finishedAsTimeGoesOn(t *testing.T, ctx context.Context, op uuid.UUID) *dlq.Operation {
+	t.Helper()
+	var done *dlq.Operation
+	testsvc.Eventually(t, time.Minute, func() bool {
+		f.clock.set(f.clock.now().Add(3 * time.Second))
+		var err error
+		done, err = f.svc.Operation(ctx, op)
+		require.NoError(t, err)
+		return done.Finished()
+	}, "finished")
+	return done
+}
+
 // takeOver moves the clock until owner holds op.
 func takeOver(t *testing.T, ctx context.Context, f *fixture, svc *dlq.Service, op uuid.UUID, owner string) {
 	t.Helper()
@@ -246,14 +262,7 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 		// claims of messages run out); a run that ends on the lost lease
 		// hands back what A's runner took back meanwhile
 		// (TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack).
-		var done *dlq.Operation
-		testsvc.Eventually(t, time.Minute, func() bool {
-			f.clock.set(f.clock.now().Add(3 * time.Second))
-			var err error
-			done, err = f.svc.Operation(ctx, op.ID)
-			require.NoError(t, err)
-			return done.Finished()
-		}, "finished")
+		done := f.finishedAsTimeGoesOn(t, ctx, op.ID)
 		counts := sends(f.broker, bb)
 		for _, id := range ids {
 			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
@@ -613,14 +622,7 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		time.Sleep(time.Second)
 		downB.set(func(b *broker) { b.down = nil })
 		downA.set(func(b *broker) { b.down = nil })
-		var done *dlq.Operation
-		testsvc.Eventually(t, 60*time.Second, func() bool {
-			f.clock.set(f.clock.now().Add(3 * time.Second))
-			var err error
-			done, err = f.svc.Operation(ctx, op.ID)
-			require.NoError(t, err)
-			return done.Finished()
-		}, "finished")
+		done := f.finishedAsTimeGoesOn(t, ctx, op.ID)
 		counts := sends(f.broker, bb, downA, downB)
 		for _, id := range append(append([]uuid.UUID{}, ids...), ids2...) {
 			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
