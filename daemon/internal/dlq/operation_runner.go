@@ -269,7 +269,12 @@ func (s *Service) walkPages(ctx context.Context, op *Operation, pos int64, size 
 func (s *Service) releaseOperation(id uuid.UUID) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.store.ReleaseDLQOperation(ctx, id, s.owner); err != nil && !errors.Is(err, derrors.ErrLeaseLost) {
+	switch err := s.store.ReleaseDLQOperation(ctx, id, s.owner); {
+	case err == nil:
+		s.log.Info("bulk operation handed back", "operation", id.String())
+	case errors.Is(err, derrors.ErrLeaseLost):
+		s.log.Info("bulk operation not handed back: this daemon no longer holds it", "operation", id.String())
+	default:
 		s.log.Warn("hand back a bulk operation", "operation", id.String(), "error", err)
 	}
 }

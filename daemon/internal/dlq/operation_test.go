@@ -260,7 +260,9 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 	each(t, false, func(t *testing.T, f *fixture) {
 		ctx := testsvc.Context(t, time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 100,
+		// 20/s: the 80 take four seconds, so the stop after the first 20
+		// comes well before the end (at 100/s it could come after it).
+		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 20,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
 		first := startRunner(t, f.svc)
