@@ -20,8 +20,18 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	start := r.now()
 	// The lease outlives ctx: a stopped attempt still records its end.
 	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
-	defer endLife()
-	go r.heartbeat(life, job.ID, cfg, stop)
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		r.heartbeat(life, job.ID, cfg, stop)
+	}()
+	// The attempt ends after its heartbeat: once the runner's Stop
+	// returns, the daemon closes the store, and a renewal still under
+	// way would use it closed.
+	defer func() {
+		endLife()
+		<-beating
+	}()
 
 	// Jobs are stored under the canonical id, but the format may have
 	// changed since (a reload): every plugin call and the verification use

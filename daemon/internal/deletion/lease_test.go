@@ -124,3 +124,38 @@ func TestAnAttemptThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
 		require.Equal(t, map[string]int64{"t": 40}, d.left(other), "the other tenant is untouched")
 	})
 }
+
+// lingeringRenewals is a store whose deletion lease renewals, like a
+// driver slow to give up, return only a while after their context ended;
+// it counts those still under way.
+type lingeringRenewals struct {
+	store.Store
+	started, underWay atomic.Int32
+}
+
+func (s *lingeringRenewals) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error {
+	s.started.Add(1)
+	s.underWay.Add(1)
+	defer s.underWay.Add(-1)
+	<-ctx.Done()
+	time.Sleep(200 * time.Millisecond)
+	return ctx.Err()
+}
+
+// TestAStoppedRunnerLeavesNoStoreCallBehind: when the runner's Stop
+// returns, nothing of its attempts is still at the store (the heartbeat's
+// renewal included): the daemon closes the store right after.
+func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
+		tenant := uuid.NewString()
+		d := newBatchDeleter(10, 20*time.Millisecond)
+		d.seed(tenant, map[string]int64{"t": 1000})
+		lingering := &lingeringRenewals{Store: st}
+		r, svc := daemonOf(t, lingering, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = time.Minute })
+		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
+		require.NoError(t, err)
+		testsvc.Eventually(t, 20*time.Second, func() bool { return lingering.started.Load() > 0 }, "a renewal under way")
+		require.NoError(t, r.Stop(ctx))
+		require.Zero(t, lingering.underWay.Load(), "a lease renewal still at the store after Stop returned")
+	})
+}

@@ -165,8 +165,18 @@ func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
 func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc, op *Operation, lease time.Duration) error {
 	log := s.log.With("operation", op.ID.String(), "action", op.Action)
 	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
-	defer endLife()
-	go s.operationHeartbeat(life, op.ID, lease, stop)
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		s.operationHeartbeat(life, op.ID, lease, stop)
+	}()
+	// The run ends after its heartbeat: once the runner's Stop returns,
+	// the daemon closes the store, and a renewal still under way would
+	// use it closed.
+	defer func() {
+		endLife()
+		<-beating
+	}()
 
 	record := func(state OperationState, msg string) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

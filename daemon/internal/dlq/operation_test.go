@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,6 +286,47 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 		for _, id := range ids {
 			require.Equal(t, 1, counts[id.String()], "exactly once")
 		}
+	})
+}
+
+// lingeringRenewals is a store whose operation lease renewals, like a
+// driver slow to give up, return only a while after their context ended;
+// it counts those still under way.
+type lingeringRenewals struct {
+	dlq.Store
+	started, underWay atomic.Int32
+}
+
+func (s *lingeringRenewals) RenewDLQOperationLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error {
+	s.started.Add(1)
+	s.underWay.Add(1)
+	defer s.underWay.Add(-1)
+	<-ctx.Done()
+	time.Sleep(200 * time.Millisecond)
+	return ctx.Err()
+}
+
+// TestAStoppedRunnerLeavesNoStoreCallBehind: when the runner's Stop
+// returns, nothing of its runs is still at the store (the heartbeat's
+// renewal included): the daemon closes the store right after, and a call
+// under way then wrote into a closed SQLite database's directory.
+func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+		st := &lingeringRenewals{Store: f.store}
+		svc, runner := daemon(t, f, st, f.broker, "daemon-a")
+		op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 5,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		require.NoError(t, runner.Start(ctx))
+		testsvc.Eventually(t, 30*time.Second, func() bool { return st.started.Load() > 0 }, "a renewal under way")
+		require.NoError(t, runner.Stop(ctx))
+		require.Zero(t, st.underWay.Load(), "a lease renewal still at the store after Stop returned")
+		mid, err := svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.OperationRunning, mid.State)
+		require.Empty(t, mid.LeaseOwner, "handed back")
 	})
 }
 
