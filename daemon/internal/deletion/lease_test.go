@@ -159,3 +159,61 @@ func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
 		require.Zero(t, lingering.underWay.Load(), "a lease renewal still at the store after Stop returned")
 	})
 }
+
+// lateJobClaims is a store whose job claims, once late is set, reach the
+// database a while after they were made: a claim whose caller gave up
+// (its context ended) still happens, as a statement already sent does on
+// a busy server. since is when the latest late claim looks from.
+type lateJobClaims struct {
+	store.Store
+	late  atomic.Bool
+	since atomic.Int64
+}
+
+func (s *lateJobClaims) ClaimDeletionJob(ctx context.Context, owner string, now, until time.Time, maxJobs int) (*deletion.Job, error) {
+	if !s.late.Load() {
+		return s.Store.ClaimDeletionJob(ctx, owner, now, until, maxJobs)
+	}
+	s.since.Store(now.UnixNano())
+	type claimed struct {
+		job *deletion.Job
+		err error
+	}
+	answer := make(chan claimed, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		job, err := s.Store.ClaimDeletionJob(context.Background(), owner, now, until, maxJobs)
+		answer <- claimed{job, err}
+	}()
+	select {
+	case a := <-answer:
+		return a.job, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld: a stop that cut a
+// claim short (the claim went on at the database after the stop) left the
+// job it took RUNNING under the stopped daemon's lease, with no attempt,
+// until that lease ran out.
+func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
+		tenant := uuid.NewString()
+		d := newBatchDeleter(10, 20*time.Millisecond)
+		d.seed(tenant, map[string]int64{"t": 1000})
+		late := &lateJobClaims{Store: st}
+		late.late.Store(true)
+		r, svc := daemonOf(t, late, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = time.Minute })
+		created := time.Now()
+		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
+		require.NoError(t, err)
+		// Stop while a claim that sees the new job is under way.
+		testsvc.Eventually(t, 20*time.Second, func() bool { return late.since.Load() > created.Add(100*time.Millisecond).UnixNano() },
+			"a claim that sees the job")
+		require.NoError(t, r.Stop(ctx))
+		time.Sleep(500 * time.Millisecond) // a claim cut short would have happened by now
+		job := waitFor(t, st, tenant, func(*deletion.Job) bool { return true }, "read")
+		require.NotEqual(t, deletion.JobRunning, job.Status, "handed back or never taken, not held by the stopped runner")
+	})
+}

@@ -131,9 +131,9 @@ func (r *Runner) pass(ctx context.Context) (periodic.Outcome, error) {
 		r.log.Info("cancelled jobs whose runner died are ended", "jobs", n)
 	}
 	claimed := 0
-	for r.running() < max(cfg.MaxJobs, 1) {
+	for r.running() < max(cfg.MaxJobs, 1) && ctx.Err() == nil {
 		now := r.now()
-		job, err := r.store.ClaimDeletionJob(ctx, r.owner, now, now.Add(cfg.Lease), cfg.MaxJobs)
+		job, err := r.claim(ctx, now, now.Add(cfg.Lease), cfg.MaxJobs)
 		if err != nil || job == nil {
 			if claimed > 0 {
 				return periodic.More, err
@@ -153,6 +153,18 @@ func (r *Runner) pass(ctx context.Context) (periodic.Outcome, error) {
 		return periodic.More, nil
 	}
 	return periodic.Done, nil
+}
+
+// claim takes the next due job, if any. A stop does not cut the claim
+// short: a statement already sent may still run at the database after its
+// caller gave up, and the job would then be RUNNING under the lease of a
+// daemon that never learnt of it, with no attempt until that lease ran
+// out. The pass runs to its end before the runner's Stop goes on, so a
+// job claimed here is run, and handed back by the stop like the others.
+func (r *Runner) claim(ctx context.Context, now, leaseUntil time.Time, maxJobs int) (*Job, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return r.store.ClaimDeletionJob(ctx, r.owner, now, leaseUntil, maxJobs)
 }
 
 func (r *Runner) running() int {

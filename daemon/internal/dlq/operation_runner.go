@@ -100,9 +100,9 @@ func (r *OperationRunner) interrupt(id uuid.UUID) {
 func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
 	cfg := r.cfg()
 	claimed := 0
-	for r.running() < max(cfg.MaxRunning, 1) {
+	for r.running() < max(cfg.MaxRunning, 1) && ctx.Err() == nil {
 		now := r.svc.now()
-		op, err := r.svc.store.ClaimDLQOperation(ctx, r.svc.owner, now, now.Add(cfg.Lease))
+		op, err := r.claim(ctx, now, now.Add(cfg.Lease))
 		if err != nil || op == nil {
 			if claimed > 0 {
 				return periodic.More, err
@@ -110,6 +110,7 @@ func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
 			return periodic.Done, err
 		}
 		if !r.spawn(op, cfg) {
+			r.svc.releaseOperation(op.ID)
 			break
 		}
 		claimed++
@@ -118,6 +119,19 @@ func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
 		return periodic.More, nil
 	}
 	return periodic.Done, nil
+}
+
+// claim takes the next operation to run, if any. A stop does not cut the
+// claim short: a statement already sent may still run at the database
+// after its caller gave up, and the operation would then be held by a
+// daemon that never learnt of it, RUNNING with no run for a whole lease.
+// The pass runs to its end before the runner's Stop goes on, so an
+// operation claimed here is run, and handed back by the stop like the
+// others.
+func (r *OperationRunner) claim(ctx context.Context, now, leaseUntil time.Time) (*Operation, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return r.svc.store.ClaimDLQOperation(ctx, r.svc.owner, now, leaseUntil)
 }
 
 func (r *OperationRunner) running() int {

@@ -330,6 +330,65 @@ func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
 	})
 }
 
+// lateClaims is a store whose operation claims, once late is set, reach
+// the database a while after they were made: a claim whose caller gave up
+// (its context ended) still happens, as a statement already sent does on
+// a busy server.
+type lateClaims struct {
+	dlq.Store
+	late atomic.Bool
+}
+
+func (s *lateClaims) ClaimDLQOperation(ctx context.Context, owner string, now, until time.Time) (*dlq.Operation, error) {
+	if !s.late.Load() {
+		return s.Store.ClaimDLQOperation(ctx, owner, now, until)
+	}
+	type claimed struct {
+		op  *dlq.Operation
+		err error
+	}
+	answer := make(chan claimed, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		op, err := s.Store.ClaimDLQOperation(context.Background(), owner, now, until)
+		answer <- claimed{op, err}
+	}()
+	select {
+	case a := <-answer:
+		return a.op, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld: the runner looks for
+// more operations while it runs one; a stop that cut such a claim short
+// (the claim went on at the database after the stop handed the running
+// operation back) left the operation held by the stopped daemon, RUNNING
+// with no run until that lease ran out (CI saw it as a takeover test that
+// never took over).
+func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+		st := &lateClaims{Store: f.store}
+		svc, runner := daemon(t, f, st, f.broker, "daemon-a")
+		op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 5,
+			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+		require.NoError(t, err)
+		require.NoError(t, runner.Start(ctx))
+		waitOperation(t, svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 1 }, "running")
+		st.late.Store(true)
+		time.Sleep(400 * time.Millisecond) // a claim is under way now, always
+		require.NoError(t, runner.Stop(ctx))
+		time.Sleep(500 * time.Millisecond) // a claim cut short would have happened by now
+		mid, err := svc.Operation(ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.OperationRunning, mid.State)
+		require.Empty(t, mid.LeaseOwner, "handed back, and not claimed again by the stopped runner")
+	})
+}
+
 // TestBulkDeadReviveDelete: dead, revive and delete act on their set
 // only, skip (and say why) a message not in a state they apply to, and
 // record the operation in each message's history.
