@@ -199,7 +199,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 		}
 		n := len(fresh)
 		var (
-			ids                         = make([]uuid.UUID, n)
+			ids                         = make([][16]byte, n) // not uuid.UUID: pgx would encode each through its string form (driver.Valuer)
 			origTopics                  = make([]string, n)
 			errMsgs                     = make([]string, n)
 			payloads                    = make([]*string, n)
@@ -222,7 +222,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 		)
 		for i, in := range fresh {
 			r := newRowOf(in, opts)
-			ids[i], statuses[i], nexts[i], lastErrs[i], headers[i], logs[i] = r.id, r.status, r.nextRetryAt, r.lastError,
+			ids[i], statuses[i], nexts[i], lastErrs[i], headers[i], logs[i] = [16]byte(r.id), r.status, r.nextRetryAt, r.lastError,
 				[]byte(r.headers), r.attempts
 			origTopics[i], errMsgs[i], keys[i], produced[i] = in.OriginalTopic, in.ErrorMessage, in.Key, in.ProducedAt
 			sources[i], topics[i], parts[i], offsets[i] = in.Position.Source, in.Position.Topic, in.Position.Partition,
