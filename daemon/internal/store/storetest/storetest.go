@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +21,37 @@ import (
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
-// Dialects are the state stores every test runs against.
-var Dialects = []migrations.Dialect{migrations.SQLite, migrations.Postgres}
+// Dialects are the state stores every test runs against: both, or those
+// LIFECYCLED_TEST_STORES names (a comma-separated list). make test runs
+// the PostgreSQL half under the race detector and the SQLite half without
+// it (the Makefile says why).
+var Dialects = selectedDialects(os.Getenv("LIFECYCLED_TEST_STORES"))
+
+func selectedDialects(list string) []migrations.Dialect {
+	all := []migrations.Dialect{migrations.SQLite, migrations.Postgres}
+	if strings.TrimSpace(list) == "" {
+		return all
+	}
+	var out []migrations.Dialect
+	for _, name := range strings.Split(list, ",") {
+		d := migrations.Dialect(strings.TrimSpace(name))
+		if !slices.Contains(all, d) {
+			panic(fmt.Sprintf("LIFECYCLED_TEST_STORES: unknown state store %q (sqlite, postgres)", name))
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// skipUnselected skips a test of a store LIFECYCLED_TEST_STORES leaves out.
+func skipUnselected(t testing.TB, d migrations.Dialect) {
+	t.Helper()
+	if !slices.Contains(Dialects, d) {
+		t.Skipf("the %s state store is not among LIFECYCLED_TEST_STORES", d)
+	}
+}
 
 // Timeout bounds the context that Each hands a test and that Open opens
 // a store with.
@@ -30,6 +61,7 @@ const Timeout = 2 * time.Minute
 // that does not exist yet, or a database of its own.
 func DSN(t testing.TB, d migrations.Dialect) string {
 	t.Helper()
+	skipUnselected(t, d)
 	if d == migrations.Postgres {
 		return testsvc.PGDatabase(t)
 	}
@@ -39,6 +71,7 @@ func DSN(t testing.TB, d migrations.Dialect) string {
 // Open opens a fresh store of dialect d, closed when the test ends.
 func Open(t testing.TB, d migrations.Dialect) store.Store {
 	t.Helper()
+	skipUnselected(t, d)
 	if d == migrations.SQLite {
 		return OpenDSN(t, d, migratedSQLite(t))
 	}
@@ -140,7 +173,7 @@ func OpenDSN(t testing.TB, d migrations.Dialect, dsn string) store.Store {
 }
 
 // Each runs fn once against a fresh SQLite store and once against a fresh
-// PostgreSQL store, as parallel subtests named after the dialect, with a
+// PostgreSQL store (those of Dialects), as parallel subtests named after the dialect, with a
 // context that ends with the subtest or after Timeout.
 func Each(t *testing.T, fn func(t *testing.T, ctx context.Context, s store.Store)) {
 	t.Helper()
