@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -172,7 +173,7 @@ type operationBody struct {
 	IDs         []string        `json:"ids"`
 	Rate        *float64        `json:"rate"`
 	DryRun      bool            `json:"dry_run"`
-	TargetTopic string          `json:"target_topic"`
+	TargetTopic *string         `json:"target_topic"`
 }
 
 // operationFilterBody is the filter of a bulk operation: the search
@@ -248,18 +249,20 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		}
 		req.Rate = *b.Rate
 	}
-	if b.TargetTopic != "" && req.Action != dlq.ActionReplayTo {
+	// Given at all (even empty) on another action, it is refused: the
+	// request says something the action would not do.
+	if b.TargetTopic != nil && req.Action != dlq.ActionReplayTo {
 		return req, false, invalidField("target_topic", "only replay_to takes a target topic")
 	}
 	if req.Action == dlq.ActionReplayTo {
-		if b.TargetTopic == "" {
+		if b.TargetTopic == nil || *b.TargetTopic == "" {
 			return req, false, invalidField("target_topic", "required for replay_to")
 		}
-		if err := dlq.ValidTopic(b.TargetTopic); err != nil {
+		if err := dlq.ValidTopic(*b.TargetTopic); err != nil {
 			return req, false, invalidField("target_topic", "%v", err)
 		}
+		req.TargetTopic = *b.TargetTopic
 	}
-	req.TargetTopic = b.TargetTopic
 	hasFilter := len(b.Filter) > 0 && string(b.Filter) != "null"
 	switch {
 	case hasFilter && b.IDs != nil:
@@ -292,6 +295,13 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		}
 		if fb.Status != nil && len(fb.Status) == 0 {
 			return req, false, invalidField("status", "an empty list: name the statuses, or leave status out for every one")
+		}
+		// One status a member: the search's query parameter also takes
+		// "DEAD,PENDING" in one value, which a list does not need.
+		for _, st := range fb.Status {
+			if strings.ContainsAny(st, ", \t\r\n") {
+				return req, false, invalidField("status", "%q: one status a member (PENDING, RETRYING, RESOLVED or DEAD)", truncate(st))
+			}
 		}
 		if fb.Header != nil && len(fb.Header) == 0 {
 			return req, false, invalidField("header", "an empty list: name the headers, or leave header out")

@@ -74,6 +74,10 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 		{"an empty pause reason", "POST", "/api/v1/dlq/orders.dlq.v1/pause", `{"reason":""}`, "reason"},
 		{"dry_run spelled F", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all?dry_run=F", "", "dry_run"},
 		{"retry-all dry_run twice", "POST", "/api/v1/dlq/orders.dlq.v1/retry-all", `{"dry_run":true,"dry_run":false}`, "dry_run"},
+		// Left lenient at the third attack, strict now.
+		{"an empty target topic on a delete", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1"},"target_topic":""}`, "target_topic"},
+		{"two statuses in one member", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"status":["DEAD, pending"]}}`, "status"},
+		{"a status with a space", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"status":[" PENDING"]}}`, "status"},
 	}
 	for _, c := range cases {
 		rec := triageSend(h, c.method, c.path, c.body, nil)
