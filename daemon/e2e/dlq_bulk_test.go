@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,4 +268,74 @@ func TestBulkOperationIdempotencyKey(t *testing.T) {
 	}
 	d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
 	require.Len(t, ops.Operations, 1)
+}
+
+// Two daemons share a PostgreSQL state store. The one running a rated bulk
+// retry is stopped (SIGTERM) in the middle: it hands the operation back,
+// and the other takes it at once (the lease, ten minutes, is far from
+// over) and completes it. Every message of the set reaches the broker
+// exactly once (on PostgreSQL a claim is a row lock held to the outcome)
+// and is RESOLVED, and the other topic's dead letters do not change.
+func TestABulkRetryMovesToTheOtherDaemonWhenItsDaemonStops(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1", "billing.dlq.v1", "billing.events.v1")
+	produce(t, k, "orders.dlq.v1", n)
+	produce(t, k, "billing.dlq.v1", 40)
+	state := testsvc.PGDatabase(t)
+	retry := strings.Replace(retryBlock(false, "1h"), `lease = "2s"`, `lease = "10m"`, 1)
+	require.Contains(t, retry, `lease = "10m"`)
+	extra := kafkaSource(k.Addr) + retry
+	daemons := []*testsvc.Daemon{
+		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
+		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
+	}
+	waitTotal(t, daemons[0], "orders.dlq.v1", n, 2*time.Minute)
+	waitTotal(t, daemons[0], "billing.dlq.v1", 40, 2*time.Minute)
+	bystanders := stateDigests(t, daemons[0], "billing.dlq.v1")
+
+	var op operationJSON
+	daemons[0].JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 50}, 202, &op)
+	require.EqualValues(t, n, op.Matched)
+	// Which daemon runs it is whichever claimed it first.
+	var running, other *testsvc.Daemon
+	testsvc.Eventually(t, time.Minute, func() bool {
+		var o struct {
+			Done   int64  `json:"done"`
+			Daemon string `json:"daemon"`
+		}
+		daemons[0].JSON("GET", "/api/v1/dlq/operations/"+op.ID, nil, 200, &o)
+		for i, d := range daemons {
+			if o.Done >= 50 && strings.Contains(o.Daemon, fmt.Sprintf("/%d/", d.PID())) {
+				running, other = d, daemons[1-i]
+			}
+		}
+		return running != nil
+	}, "under way on one daemon")
+	running.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, running.Wait(time.Minute))
+	mid := getOperation(t, other, op.ID)
+	t.Logf("after the stop: %d/%d done", mid.Done, n)
+	require.Equal(t, "RUNNING", mid.State, "a stop is not an end")
+	require.Less(t, mid.Done, int64(n), "stopped in the middle")
+
+	// Well within the lease: only a hand-back lets the other daemon in.
+	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, other, op.ID).State == "COMPLETED" }, "completed by the other daemon")
+	done := getOperation(t, other, op.ID)
+	require.EqualValues(t, n, done.Done)
+	require.Equal(t, map[string]int64{"retried": n}, done.Outcomes)
+	require.EqualValues(t, n, list(t, other, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount, "every message RESOLVED")
+	sent := map[string]int{}
+	for _, m := range consumeKcat(t, k, "orders.events.v1") {
+		id, ok := header(m, "x-dlq-id")
+		require.True(t, ok)
+		sent[id]++
+	}
+	require.Len(t, sent, n)
+	for id, times := range sent {
+		require.Equal(t, 1, times, "%s sent once", id)
+	}
+	require.Empty(t, consumeKcat(t, k, "billing.events.v1"), "nothing of the other topic was sent")
+	require.Equal(t, bystanders, stateDigests(t, other, "billing.dlq.v1"), "the other topic's dead letters are unchanged")
 }
