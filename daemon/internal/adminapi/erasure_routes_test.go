@@ -187,6 +187,8 @@ func TestBulkDeletionRoute(t *testing.T) {
 			"empty list":    map[string]any{"tenant_ids": []string{}},
 			"unknown field": `{"tenant_ids":["x"],"dry_run":true}`,
 			"bad time":      map[string]any{"tenant_ids": []string{ids[0]}, "not_before": "tomorrow"},
+			"comma time":    map[string]any{"tenant_ids": []string{ids[0]}, "not_before": "2099-01-01T00:00:00,5Z"},
+			"long fraction": map[string]any{"tenant_ids": []string{ids[0]}, "not_before": "2099-01-01T00:00:00.0000000001Z"},
 		} {
 			code, body, _ := send(t, h, "POST", "/api/v1/deletions", bad)
 			require.Equal(t, 400, code, "%s: %v", name, body)

@@ -1,9 +1,11 @@
 package adminapi
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -118,4 +120,31 @@ func truncate(s string) string {
 		return s[:77] + "..."
 	}
 	return s
+}
+
+// parseRFC3339 is time.Parse with time.RFC3339Nano without two readings
+// of Go's parser that a person would not expect: a comma before the
+// fraction (an ISO 8601 form RFC 3339 does not have), and digits past
+// nanoseconds, which it drops without a word.
+func parseRFC3339(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if i := strings.IndexAny(v, ".,"); i >= 0 {
+		if v[i] == ',' {
+			return time.Time{}, errors.New("a comma before the fraction")
+		}
+		digits := 0
+		for _, c := range v[i+1:] {
+			if c < '0' || c > '9' {
+				break
+			}
+			digits++
+		}
+		if digits > 9 {
+			return time.Time{}, errors.New("more than nine digits of fraction")
+		}
+	}
+	return t, nil
 }

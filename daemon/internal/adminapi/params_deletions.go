@@ -72,7 +72,7 @@ func single(q url.Values, name string) (string, bool, error) {
 }
 
 func parseTimeField(field, v string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := parseRFC3339(v)
 	if err != nil {
 		return time.Time{}, invalidField(field, "%q is not an RFC 3339 time such as 2026-11-01T12:00:00Z", truncate(v))
 	}

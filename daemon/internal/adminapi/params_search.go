@@ -124,7 +124,7 @@ func (q query) time(name string) (*time.Time, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := parseRFC3339(v)
 	if err != nil {
 		return nil, invalidField(name, "%q is not an RFC 3339 time (like 2026-11-26T10:00:00Z)", truncate(v))
 	}

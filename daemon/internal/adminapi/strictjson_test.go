@@ -31,7 +31,7 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 	h := adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
 		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
-		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.DLQTriageRoutes(svc), adminapi.DLQOperationRoutes(svc)},
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.DLQSearchRoutes(svc), adminapi.DLQTriageRoutes(svc), adminapi.DLQOperationRoutes(svc)},
 	}).Handler()
 	before, err := st.GetDLQ(context.Background(), mustUUID(t, id))
 	require.NoError(t, err)
@@ -78,6 +78,9 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 		{"an empty target topic on a delete", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1"},"target_topic":""}`, "target_topic"},
 		{"two statuses in one member", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"status":["DEAD, pending"]}}`, "status"},
 		{"a status with a space", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"status":[" PENDING"]}}`, "status"},
+		{"a comma before a time's fraction", "GET", "/api/v1/dlq/messages?since=2026-01-01T00:00:00,5Z", "", "since"},
+		{"a time past nanoseconds", "GET", "/api/v1/dlq/messages?until=2026-01-01T00:00:00.1234567891Z", "", "until"},
+		{"a bulk filter's time with a comma", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1","since":"2026-01-01T00:00:00,5Z"}}`, "since"},
 	}
 	for _, c := range cases {
 		rec := triageSend(h, c.method, c.path, c.body, nil)
