@@ -163,18 +163,21 @@ func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
 // lateJobClaims is a store whose job claims, once late is set, reach the
 // database a while after they were made: a claim whose caller gave up
 // (its context ended) still happens, as a statement already sent does on
-// a busy server. since is when the latest late claim looks from.
+// a busy server. While none is set, claims find nothing.
 type lateJobClaims struct {
 	store.Store
-	late  atomic.Bool
-	since atomic.Int64
+	none, late  atomic.Bool
+	lateStarted atomic.Int32
 }
 
 func (s *lateJobClaims) ClaimDeletionJob(ctx context.Context, owner string, now, until time.Time, maxJobs int) (*deletion.Job, error) {
+	if s.none.Load() {
+		return nil, nil
+	}
 	if !s.late.Load() {
 		return s.Store.ClaimDeletionJob(ctx, owner, now, until, maxJobs)
 	}
-	s.since.Store(now.UnixNano())
+	s.lateStarted.Add(1)
 	type claimed struct {
 		job *deletion.Job
 		err error
@@ -202,15 +205,16 @@ func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
 		tenant := uuid.NewString()
 		d := newBatchDeleter(10, 20*time.Millisecond)
 		d.seed(tenant, map[string]int64{"t": 1000})
-		late := &lateJobClaims{Store: st}
-		late.late.Store(true)
-		r, svc := daemonOf(t, late, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = time.Minute })
-		created := time.Now()
+		claims := &lateJobClaims{Store: st}
+		claims.none.Store(true) // the job waits, unclaimed
+		r, svc := daemonOf(t, claims, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = time.Minute })
 		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
 		require.NoError(t, err)
-		// Stop while a claim that sees the new job is under way.
-		testsvc.Eventually(t, 20*time.Second, func() bool { return late.since.Load() > created.Add(100*time.Millisecond).UnixNano() },
-			"a claim that sees the job")
+		time.Sleep(50 * time.Millisecond) // the job is due for any claim from now on
+		claims.late.Store(true)
+		claims.none.Store(false)
+		// Stop while a claim that takes the job is under way.
+		testsvc.Eventually(t, 20*time.Second, func() bool { return claims.lateStarted.Load() > 0 }, "a claim under way")
 		require.NoError(t, r.Stop(ctx))
 		time.Sleep(500 * time.Millisecond) // a claim cut short would have happened by now
 		job := waitFor(t, st, tenant, func(*deletion.Job) bool { return true }, "read")
