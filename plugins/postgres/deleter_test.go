@@ -78,8 +78,11 @@ func (f *fixture) UnreachableConfig(t testing.TB) (map[string]any, string) {
 }
 
 // Seed creates n instances, n steps and one definition per 10 instances.
+// The kit's cancellation checks seed 30,000 instances in one statement,
+// which once took over a minute in CI on two cores shared with every other
+// package: three minutes leave room.
 func (f *fixture) Seed(t testing.TB, tenant string, n int) int64 {
-	rows, err := seed001.SeedWorkflows(testsvc.Context(t, time.Minute), f.pool, tenant, n)
+	rows, err := seed001.SeedWorkflows(testsvc.Context(t, 3*time.Minute), f.pool, tenant, n)
 	require.NoError(t, err)
 	return rows
 }
