@@ -126,20 +126,14 @@ func TestAnAttemptThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
 }
 
 // lingeringRenewals is a store whose deletion lease renewals, like a
-// driver slow to give up, return only a while after their context ended;
-// it counts those still under way.
+// driver slow to give up, return only a while after their context ended.
 type lingeringRenewals struct {
 	store.Store
-	started, underWay atomic.Int32
+	testsvc.Lingering
 }
 
-func (s *lingeringRenewals) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error {
-	s.started.Add(1)
-	s.underWay.Add(1)
-	defer s.underWay.Add(-1)
-	<-ctx.Done()
-	time.Sleep(200 * time.Millisecond)
-	return ctx.Err()
+func (s *lingeringRenewals) RenewDeletionLease(ctx context.Context, _ uuid.UUID, _ string, _ time.Time) error {
+	return s.Call(ctx)
 }
 
 // TestAStoppedRunnerLeavesNoStoreCallBehind: when the runner's Stop
@@ -147,16 +141,11 @@ func (s *lingeringRenewals) RenewDeletionLease(ctx context.Context, id uuid.UUID
 // renewal included): the daemon closes the store right after.
 func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
-		tenant := uuid.NewString()
-		d := newBatchDeleter(10, 20*time.Millisecond)
-		d.seed(tenant, map[string]int64{"t": 1000})
 		lingering := &lingeringRenewals{Store: st}
-		r, svc := daemonOf(t, lingering, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = time.Minute })
-		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
-		require.NoError(t, err)
-		testsvc.Eventually(t, 20*time.Second, func() bool { return lingering.started.Load() > 0 }, "a renewal under way")
+		r, _ := startLongErasure(t, ctx, lingering)
+		testsvc.Eventually(t, 20*time.Second, func() bool { return lingering.Started.Load() > 0 }, "a renewal under way")
 		require.NoError(t, r.Stop(ctx))
-		require.Zero(t, lingering.underWay.Load(), "a lease renewal still at the store after Stop returned")
+		require.Zero(t, lingering.UnderWay.Load(), "a lease renewal still at the store after Stop returned")
 	})
 }
 
@@ -178,22 +167,9 @@ func (s *lateJobClaims) ClaimDeletionJob(ctx context.Context, owner string, now,
 		return s.Store.ClaimDeletionJob(ctx, owner, now, until, maxJobs)
 	}
 	s.lateStarted.Add(1)
-	type claimed struct {
-		job *deletion.Job
-		err error
-	}
-	answer := make(chan claimed, 1)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		job, err := s.Store.ClaimDeletionJob(context.Background(), owner, now, until, maxJobs)
-		answer <- claimed{job, err}
-	}()
-	select {
-	case a := <-answer:
-		return a.job, a.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return testsvc.Late(ctx, 300*time.Millisecond, func(ctx context.Context) (*deletion.Job, error) {
+		return s.Store.ClaimDeletionJob(ctx, owner, now, until, maxJobs)
+	})
 }
 
 // TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld: a stop that cut a
@@ -202,14 +178,9 @@ func (s *lateJobClaims) ClaimDeletionJob(ctx context.Context, owner string, now,
 // until that lease ran out.
 func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, st store.Store) {
-		tenant := uuid.NewString()
-		d := newBatchDeleter(10, 20*time.Millisecond)
-		d.seed(tenant, map[string]int64{"t": 1000})
 		claims := &lateJobClaims{Store: st}
 		claims.none.Store(true) // the job waits, unclaimed
-		r, svc := daemonOf(t, claims, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = time.Minute })
-		_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
-		require.NoError(t, err)
+		r, tenant := startLongErasure(t, ctx, claims)
 		time.Sleep(50 * time.Millisecond) // the job is due for any claim from now on
 		claims.late.Store(true)
 		claims.none.Store(false)
@@ -220,4 +191,18 @@ func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
 		job := waitFor(t, st, tenant, func(*deletion.Job) bool { return true }, "read")
 		require.NotEqual(t, deletion.JobRunning, job.Status, "handed back or never taken, not held by the stopped runner")
 	})
+}
+
+// startLongErasure starts a runner on st with a one-minute lease and an
+// erasure of a new tenant that takes it two seconds; it returns the
+// runner and the tenant.
+func startLongErasure(t *testing.T, ctx context.Context, st deletion.JobStore) (*deletion.Runner, string) {
+	t.Helper()
+	tenant := uuid.NewString()
+	d := newBatchDeleter(10, 20*time.Millisecond)
+	d.seed(tenant, map[string]int64{"t": 1000})
+	r, svc := daemonOf(t, st, batchDeleters{"x": d}, "d1", 0, func(c *deletion.RunnerConfig) { c.Lease = time.Minute })
+	_, _, err := svc.StartDeletion(ctx, tenant, deletion.StartOptions{})
+	require.NoError(t, err)
+	return r, tenant
 }

@@ -290,20 +290,14 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 }
 
 // lingeringRenewals is a store whose operation lease renewals, like a
-// driver slow to give up, return only a while after their context ended;
-// it counts those still under way.
+// driver slow to give up, return only a while after their context ended.
 type lingeringRenewals struct {
 	dlq.Store
-	started, underWay atomic.Int32
+	testsvc.Lingering
 }
 
-func (s *lingeringRenewals) RenewDLQOperationLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error {
-	s.started.Add(1)
-	s.underWay.Add(1)
-	defer s.underWay.Add(-1)
-	<-ctx.Done()
-	time.Sleep(200 * time.Millisecond)
-	return ctx.Err()
+func (s *lingeringRenewals) RenewDLQOperationLease(ctx context.Context, _ uuid.UUID, _ string, _ time.Time) error {
+	return s.Call(ctx)
 }
 
 // TestAStoppedRunnerLeavesNoStoreCallBehind: when the runner's Stop
@@ -313,16 +307,11 @@ func (s *lingeringRenewals) RenewDLQOperationLease(ctx context.Context, id uuid.
 func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
 	each(t, false, func(t *testing.T, f *fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
 		st := &lingeringRenewals{Store: f.store}
-		svc, runner := daemon(t, f, st, f.broker, "daemon-a")
-		op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 5,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
-		require.NoError(t, runner.Start(ctx))
-		testsvc.Eventually(t, 30*time.Second, func() bool { return st.started.Load() > 0 }, "a renewal under way")
+		svc, runner, op := startSlowRetry(t, ctx, f, st)
+		testsvc.Eventually(t, 30*time.Second, func() bool { return st.Started.Load() > 0 }, "a renewal under way")
 		require.NoError(t, runner.Stop(ctx))
-		require.Zero(t, st.underWay.Load(), "a lease renewal still at the store after Stop returned")
+		require.Zero(t, st.UnderWay.Load(), "a lease renewal still at the store after Stop returned")
 		mid, err := svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State)
@@ -343,22 +332,9 @@ func (s *lateClaims) ClaimDLQOperation(ctx context.Context, owner string, now, u
 	if !s.late.Load() {
 		return s.Store.ClaimDLQOperation(ctx, owner, now, until)
 	}
-	type claimed struct {
-		op  *dlq.Operation
-		err error
-	}
-	answer := make(chan claimed, 1)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		op, err := s.Store.ClaimDLQOperation(context.Background(), owner, now, until)
-		answer <- claimed{op, err}
-	}()
-	select {
-	case a := <-answer:
-		return a.op, a.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return testsvc.Late(ctx, 300*time.Millisecond, func(ctx context.Context) (*dlq.Operation, error) {
+		return s.Store.ClaimDLQOperation(ctx, owner, now, until)
+	})
 }
 
 // TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld: the runner looks for
@@ -370,13 +346,8 @@ func (s *lateClaims) ClaimDLQOperation(ctx context.Context, owner string, now, u
 func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
 	each(t, false, func(t *testing.T, f *fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
 		st := &lateClaims{Store: f.store}
-		svc, runner := daemon(t, f, st, f.broker, "daemon-a")
-		op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 5,
-			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
-		require.NoError(t, err)
-		require.NoError(t, runner.Start(ctx))
+		svc, runner, op := startSlowRetry(t, ctx, f, st)
 		waitOperation(t, svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 1 }, "running")
 		st.late.Store(true)
 		time.Sleep(400 * time.Millisecond) // a claim is under way now, always
@@ -387,6 +358,20 @@ func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
 		require.Equal(t, dlq.OperationRunning, mid.State)
 		require.Empty(t, mid.LeaseOwner, "handed back, and not claimed again by the stopped runner")
 	})
+}
+
+// startSlowRetry stores 40 dead letters and starts daemon-a on st (f's
+// store, wrapped) with a bulk retry of them at 5/s (eight seconds) and its
+// runner; it returns the daemon, the runner and the operation.
+func startSlowRetry(t *testing.T, ctx context.Context, f *fixture, st dlq.Store) (*dlq.Service, *dlq.OperationRunner, *dlq.Operation) {
+	t.Helper()
+	f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+	svc, runner := daemon(t, f, st, f.broker, "daemon-a")
+	op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 5,
+		Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+	require.NoError(t, err)
+	require.NoError(t, runner.Start(ctx))
+	return svc, runner, op
 }
 
 // TestBulkDeadReviveDelete: dead, revive and delete act on their set
