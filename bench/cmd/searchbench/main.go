@@ -164,6 +164,28 @@ func main() {
 	measure("search first page: q (selective: one order)", "/api/v1/dlq/messages?q=ORD-0654321", 500*time.Millisecond, *calls/3)
 	measure("search first page: q (broad: most payloads)", "/api/v1/dlq/messages?q=currency", 500*time.Millisecond, *calls/3)
 	measure("search first page: error substring", "/api/v1/dlq/messages?error=connection%20refused", 500*time.Millisecond, *calls/3)
+	// A bulk operation's dry run counts the same set its operation would
+	// fix; the search of the same text is its baseline.
+	dryRun := func(name, filter string, calls int) {
+		lat := make([]time.Duration, calls)
+		var body struct {
+			Matched int64 `json:"matched"`
+		}
+		for i := range lat {
+			start := time.Now()
+			b := d.post("/api/v1/dlq/operations", `{"action":"retry","dry_run":true,"filter":`+filter+`}`)
+			lat[i] = time.Since(start)
+			if i == 0 {
+				benchkit.Must(json.Unmarshal(b, &body), "dry run answer: "+string(b))
+			}
+		}
+		benchkit.Sort(lat)
+		benchkit.Report(name, "p50 %v / p99 %v, matched %d", benchkit.Percentile(lat, 50).Round(10*time.Microsecond),
+			benchkit.Percentile(lat, 99).Round(10*time.Microsecond), body.Matched)
+	}
+	dryRun("bulk dry run: q (selective: one order)", `{"q":"ORD-0654321"}`, *calls/3)
+	dryRun("bulk dry run: q and topic (selective)", `{"q":"ORD-0654321","topic":"orders.events.v1"}`, *calls/3)
+	dryRun("bulk dry run: error substring (selective: one host)", `{"error":"10.0.3.17:5432"}`, *calls/3)
 	measure("groups list (sort=count)", "/api/v1/dlq/groups", 50*time.Millisecond, *calls)
 	measure("groups list (sort=recent, one topic)", "/api/v1/dlq/groups?sort=recent&topic=payments.dlq.v1", 50*time.Millisecond, *calls)
 }
@@ -357,6 +379,17 @@ topic_pattern = "*.dlq.v1"
 	}
 	benchkit.Must(fmt.Errorf("not ready"), "start daemon")
 	return d
+}
+
+func (d *daemon) post(path, body string) []byte {
+	resp, err := d.http.Post("http://localhost"+path, "application/json", strings.NewReader(body))
+	benchkit.Must(err, "POST "+path)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "POST "+path)
+	}
+	return b
 }
 
 func (d *daemon) get(path string) []byte {

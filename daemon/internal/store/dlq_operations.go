@@ -135,8 +135,9 @@ func idStrings(ids []uuid.UUID) []string {
 
 // matchSelect is the SELECT of the live messages f matches, numbered
 // oldest first, whose first column is the operation: the search's
-// branches, each an index walk, unioned. opArg is the operation's
-// placeholder, added to q's arguments.
+// branches, each an index walk, unioned, or, when q holds a text filter's
+// candidates, those candidates read by id and checked. op is the
+// operation, added to q's arguments.
 func matchSelect(q *searchQuery, f dlq.SearchFilter, op any) string {
 	f.IncludeArchived = false
 	var parts []string
@@ -148,6 +149,20 @@ func matchSelect(q *searchQuery, f dlq.SearchFilter, op any) string {
 		cast = "::uuid"
 	}
 	return "SELECT " + q.arg(op) + cast + ", row_number() OVER (ORDER BY created_at, id), id FROM (" + strings.Join(parts, " UNION ALL ") + ") m"
+}
+
+// matchQuery starts the query of the messages f matches. A text filter
+// (q, error) that the text index narrows to few candidates has them read
+// by id and checked, as a search does: without them, every message of the
+// other filters' branches (every live message, for q alone) would be
+// read and its text checked, which on a million messages holds the
+// operation's transaction for seconds.
+func (s *sqlStore) matchQuery(ctx context.Context, qr querier, f dlq.SearchFilter) (*searchQuery, error) {
+	cand, err := s.textCandidates(ctx, qr, s.sql.ops.search, f)
+	if err != nil {
+		return nil, err
+	}
+	return &searchQuery{d: s.sql.ops.search, cand: cand}, nil
 }
 
 // CreateDLQOperation implements dlq.OperationStore.
@@ -166,7 +181,10 @@ func (s *sqlStore) CreateDLQOperation(ctx context.Context, op dlq.Operation, f d
 		if f.IDs != nil {
 			n, err = q.exec(ctx, s.sql.ops.itemsOfIDs, s.sql.dlq.list(idStrings(f.IDs)), op.ID)
 		} else {
-			sq := &searchQuery{d: s.sql.ops.search}
+			sq, err := s.matchQuery(ctx, q, f.Search)
+			if err != nil {
+				return err
+			}
 			sel := matchSelect(sq, f.Search, op.ID)
 			n, err = q.exec(ctx, s.sql.ops.itemsPrefix+sel, sq.args...)
 		}
@@ -206,7 +224,10 @@ func (s *sqlStore) CountDLQOperation(ctx context.Context, f dlq.OperationFilter,
 			}
 			return nil
 		}
-		sq := &searchQuery{d: s.sql.ops.search}
+		sq, err := s.matchQuery(ctx, qr, f.Search)
+		if err != nil {
+			return err
+		}
 		sel := matchSelect(sq, f.Search, uuid.Nil)
 		if err := qr.queryRow(ctx, "SELECT count(*) FROM ("+sel+") t", sq.args...).Scan(&n); err != nil {
 			return fmt.Errorf("count dead letters: %w", err)

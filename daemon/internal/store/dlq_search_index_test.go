@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -111,6 +112,7 @@ func TestTextSearchIsExactWhateverTheIndexHolds(t *testing.T) {
 				got, total := searchAll(t, s, f)
 				require.Equal(t, want[name].got, got, "%s: %s", state, name)
 				require.Equal(t, want[name].total, total, "%s: %s total", state, name)
+				requireMatchSet(t, ctx, s, f, state+": "+name)
 			}
 		}
 		check("nothing indexed")
@@ -140,6 +142,48 @@ func TestTextSearchIsExactWhateverTheIndexHolds(t *testing.T) {
 		require.Equal(t, 32, count(t, s, `SELECT count(*)::int FROM dlq.dlq_search_text`, `SELECT count(*) FROM dlq_search_docs`))
 		require.Empty(t, search(t, s, dlq.SearchFilter{Error: "quota exceeded"}).Messages)
 	})
+}
+
+// requireMatchSet checks that a bulk operation's dry run and its set (live
+// messages only, oldest first) hold exactly the live messages the search
+// of f finds.
+func requireMatchSet(t *testing.T, ctx context.Context, s store.Store, f dlq.SearchFilter, what string) {
+	t.Helper()
+	f.IncludeArchived, f.OldestFirst, f.Limit, f.After = false, true, 0, nil
+	var want []uuid.UUID
+	p := search(t, s, f)
+	for {
+		for _, m := range p.Messages {
+			want = append(want, m.ID)
+		}
+		if p.Next == nil {
+			break
+		}
+		f.After = p.Next
+		p = search(t, s, f)
+	}
+	f.After = nil
+	n, _, err := s.CountDLQOperation(ctx, dlq.OperationFilter{Search: f}, 0)
+	require.NoError(t, err, what)
+	require.EqualValues(t, len(want), n, "%s: dry run", what)
+	now := time.Now()
+	until := now.Add(time.Minute)
+	op, err := s.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionRetry, State: dlq.OperationRunning,
+		Filter: []byte("{}"), CreatedAt: now, UpdatedAt: now, LeaseOwner: "d1", LeaseExpiresAt: &until},
+		dlq.OperationFilter{Search: f})
+	require.NoError(t, err, what)
+	require.EqualValues(t, len(want), op.Matched, "%s: matched", what)
+	items, err := s.DLQOperationItems(ctx, op.ID, 0, len(want)+1)
+	require.NoError(t, err, what)
+	got := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		got[i] = it.ID
+	}
+	if len(want) == 0 {
+		want = []uuid.UUID{}
+	}
+	require.Equal(t, want, got, "%s: the operation's set, oldest first", what)
+	require.NoError(t, s.FinishDLQOperation(ctx, op.ID, "d1", dlq.OperationCancelled, "", now))
 }
 
 // TestTextSearchWithManyCandidates: a text that more messages match than
@@ -179,6 +223,7 @@ func TestTextSearchWithManyCandidates(t *testing.T) {
 			got, total := searchAll(t, s, f)
 			require.Equal(t, before[i], got, "%+v", f)
 			require.Equal(t, totals[i], total, "%+v", f)
+			requireMatchSet(t, ctx, s, f, fmt.Sprintf("%+v", f))
 		}
 	})
 }
