@@ -26,6 +26,7 @@ var domain = []string{
 	"daemon/internal/archive",
 	"daemon/internal/retry",
 	"daemon/internal/periodic",
+	"daemon/internal/leased",
 	"daemon/internal/pluginhost",
 }
 

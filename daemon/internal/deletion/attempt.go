@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/leased"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -19,19 +20,8 @@ func (r *Runner) run(ctx context.Context, stop context.CancelCauseFunc, job *Job
 	log := r.log.With("job_id", job.ID.String(), "attempt", job.Attempts)
 	start := r.now()
 	// The lease outlives ctx: a stopped attempt still records its end.
-	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
-	beating := make(chan struct{})
-	go func() {
-		defer close(beating)
-		r.heartbeat(life, job.ID, cfg, stop)
-	}()
-	// The attempt ends after its heartbeat: once the runner's Stop
-	// returns, the daemon closes the store, and a renewal still under
-	// way would use it closed.
-	defer func() {
-		endLife()
-		<-beating
-	}()
+	endHeartbeat := leased.Heartbeat(ctx, func(life context.Context) { r.heartbeat(life, job.ID, cfg, stop) })
+	defer endHeartbeat()
 
 	// Jobs are stored under the canonical id, but the format may have
 	// changed since (a reload): every plugin call and the verification use

@@ -3,7 +3,6 @@ package deletion
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/leased"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 )
@@ -53,18 +53,8 @@ type Runner struct {
 	metrics *metrics
 	now     func() time.Time
 	loop    *periodic.Loop
-
-	mu      sync.Mutex
-	active  map[uuid.UUID]*activeJob
-	base    context.Context
-	stopAll context.CancelCauseFunc
-	wg      sync.WaitGroup
-}
-
-// activeJob is a job this runner works on now.
-type activeJob struct {
-	tenant string
-	stop   context.CancelCauseFunc
+	// runs holds the attempts under way, each with its job's tenant.
+	runs leased.Runs[string]
 }
 
 // NewRunner returns a runner; owner names this daemon in leases.
@@ -72,7 +62,7 @@ type activeJob struct {
 func NewRunner(store JobStore, reg *Registry, owner string, cfg func() RunnerConfig, log hclog.Logger, promReg prometheus.Registerer, p *periodic.Metrics) *Runner {
 	r := &Runner{
 		store: store, reg: reg, owner: owner, cfg: cfg, log: log.Named("deletion"),
-		metrics: newMetrics(promReg, store), now: time.Now, active: map[uuid.UUID]*activeJob{},
+		metrics: newMetrics(promReg, store), now: time.Now,
 	}
 	r.loop = periodic.NewLoop(periodic.Config{
 		Name: "deletion", Job: "deletion", Log: r.log, Metrics: p,
@@ -87,11 +77,7 @@ func (r *Runner) Kick() { r.loop.Kick() }
 
 // Start runs the loop in the background.
 func (r *Runner) Start(ctx context.Context) error {
-	r.mu.Lock()
-	if r.stopAll == nil {
-		r.base, r.stopAll = context.WithCancelCause(context.WithoutCancel(ctx))
-	}
-	r.mu.Unlock()
+	r.runs.Open(ctx)
 	return r.loop.Start(ctx)
 }
 
@@ -100,24 +86,10 @@ func (r *Runner) Start(ctx context.Context) error {
 // recorded that or ctx ends. Safe to call twice.
 func (r *Runner) Stop(ctx context.Context) error {
 	err := r.loop.Stop(ctx)
-	r.mu.Lock()
-	stopAll := r.stopAll
-	r.stopAll = nil
-	r.mu.Unlock()
-	if stopAll != nil {
-		stopAll(errShutdown)
+	if cerr := r.runs.Close(ctx, errShutdown); cerr != nil {
+		return cerr
 	}
-	done := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return err
 }
 
 // pass ends cancelled jobs of dead runners, then claims due jobs while this
@@ -131,7 +103,7 @@ func (r *Runner) pass(ctx context.Context) (periodic.Outcome, error) {
 		r.log.Info("cancelled jobs whose runner died are ended", "jobs", n)
 	}
 	claimed := 0
-	for r.running() < max(cfg.MaxJobs, 1) && ctx.Err() == nil {
+	for r.runs.Len() < max(cfg.MaxJobs, 1) && ctx.Err() == nil {
 		now := r.now()
 		job, err := r.claim(ctx, now, now.Add(cfg.Lease), cfg.MaxJobs)
 		if err != nil || job == nil {
@@ -155,79 +127,40 @@ func (r *Runner) pass(ctx context.Context) (periodic.Outcome, error) {
 	return periodic.Done, nil
 }
 
-// claim takes the next due job, if any. A stop does not cut the claim
-// short: a statement already sent may still run at the database after its
-// caller gave up, and the job would then be RUNNING under the lease of a
-// daemon that never learnt of it, with no attempt until that lease ran
-// out. The pass runs to its end before the runner's Stop goes on, so a
-// job claimed here is run, and handed back by the stop like the others.
+// claim takes the next due job, if any; a stop does not cut it short
+// (leased.ClaimContext).
 func (r *Runner) claim(ctx context.Context, now, leaseUntil time.Time, maxJobs int) (*Job, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	ctx, cancel := leased.ClaimContext(ctx)
 	defer cancel()
 	return r.store.ClaimDeletionJob(ctx, r.owner, now, leaseUntil, maxJobs)
 }
 
-func (r *Runner) running() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.active)
-}
-
-// spawn runs one attempt of job in the background; false when the runner
-// is stopping (the claim's lease then runs out and the job is taken again).
+// spawn runs one attempt of job in the background, and looks for work
+// when it ends (a slot is free); false when the runner is stopping (the
+// claim's lease then runs out and the job is taken again).
 func (r *Runner) spawn(job *Job, cfg RunnerConfig) bool {
-	r.mu.Lock()
-	if r.stopAll == nil {
-		r.mu.Unlock()
+	attempt := func(ctx context.Context, stop context.CancelCauseFunc) { r.run(ctx, stop, job, cfg) }
+	switch r.runs.Start(job.ID, job.TenantID, attempt, r.loop.Kick) {
+	case leased.Closed:
 		return false
-	}
-	if r.active[job.ID] != nil {
+	case leased.AlreadyRunning:
 		// The job's lease lapsed under an attempt of ours that still runs
 		// (renewals failed for a lease): that attempt keeps it, and its
 		// heartbeat renews the lease this claim took. A second attempt
 		// would delete beside the first and report twice.
-		r.mu.Unlock()
 		r.log.Warn("claimed a job this daemon still runs; the running attempt keeps it", "job_id", job.ID.String())
-		return true
 	}
-	ctx, stop := context.WithCancelCause(r.base)
-	r.active[job.ID] = &activeJob{tenant: job.TenantID, stop: stop}
-	r.wg.Add(1)
-	r.mu.Unlock()
-	go func() {
-		defer r.wg.Done()
-		defer func() {
-			r.mu.Lock()
-			delete(r.active, job.ID)
-			r.mu.Unlock()
-			stop(nil)
-			r.loop.Kick() // a slot is free
-		}()
-		r.run(ctx, stop, job, cfg)
-	}()
 	return true
 }
 
 // interruptJob stops this runner's attempt of a job, if it runs one, with
 // why as the cause: the deleters' contexts end, and each plugin stops
 // within one batch.
-func (r *Runner) interruptJob(id uuid.UUID, why error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if a := r.active[id]; a != nil {
-		a.stop(why)
-	}
-}
+func (r *Runner) interruptJob(id uuid.UUID, why error) { r.runs.Stop(id, why) }
 
 // interruptTenant stops this runner's attempt of the tenant's job, if any.
 func (r *Runner) interruptTenant(tenant string, why error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, a := range r.active {
-		if a.tenant == tenant {
-			a.stop(why)
-		}
-	}
+	r.runs.StopWhere(func(_ uuid.UUID, t string) bool { return t == tenant }, why)
 }
 
 // stopCause says why an attempt's context ended; nil while it runs.

@@ -3,13 +3,13 @@ package dlq
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/leased"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 )
 
@@ -35,18 +35,13 @@ type OperationRunner struct {
 	svc  *Service
 	cfg  func() OperationConfig
 	loop *periodic.Loop
-
-	mu      sync.Mutex
-	active  map[uuid.UUID]context.CancelCauseFunc
-	base    context.Context
-	stopAll context.CancelCauseFunc
-	wg      sync.WaitGroup
+	runs leased.Runs[struct{}]
 }
 
 // NewOperationRunner returns the runner of svc's operations; Start
 // launches it.
 func NewOperationRunner(svc *Service, cfg func() OperationConfig) *OperationRunner {
-	r := &OperationRunner{svc: svc, cfg: cfg, active: map[uuid.UUID]context.CancelCauseFunc{}}
+	r := &OperationRunner{svc: svc, cfg: cfg}
 	r.loop = periodic.NewLoop(periodic.Config{
 		Name: "operations", Job: string(jobOperations), Log: svc.log, Metrics: svc.metrics.periodic,
 		Interval: func() time.Duration { return cfg().PollInterval },
@@ -59,11 +54,7 @@ func NewOperationRunner(svc *Service, cfg func() OperationConfig) *OperationRunn
 // Start launches the loop: a pass now (operations a restart left are
 // taken at once), then one every poll interval.
 func (r *OperationRunner) Start(ctx context.Context) error {
-	r.mu.Lock()
-	if r.stopAll == nil {
-		r.base, r.stopAll = context.WithCancelCause(context.WithoutCancel(ctx))
-	}
-	r.mu.Unlock()
+	r.runs.Open(ctx)
 	return r.loop.Start(ctx)
 }
 
@@ -71,17 +62,8 @@ func (r *OperationRunner) Start(ctx context.Context) error {
 // hands it back for the next start (or another daemon). Safe to call twice.
 func (r *OperationRunner) Stop(ctx context.Context) error {
 	err := r.loop.Stop(ctx)
-	r.mu.Lock()
-	if r.stopAll != nil {
-		r.stopAll(errOperationShutdown)
-	}
-	r.mu.Unlock()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
+	if cerr := r.runs.Close(ctx, errOperationShutdown); cerr != nil {
+		return cerr
 	}
 	return err
 }
@@ -89,18 +71,12 @@ func (r *OperationRunner) Stop(ctx context.Context) error {
 // Kick looks for work now (an operation was just created).
 func (r *OperationRunner) Kick() { r.loop.Kick() }
 
-func (r *OperationRunner) interrupt(id uuid.UUID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if stop := r.active[id]; stop != nil {
-		stop(errOperationCancelled)
-	}
-}
+func (r *OperationRunner) interrupt(id uuid.UUID) { r.runs.Stop(id, errOperationCancelled) }
 
 func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
 	cfg := r.cfg()
 	claimed := 0
-	for r.running() < max(cfg.MaxRunning, 1) && ctx.Err() == nil {
+	for r.runs.Len() < max(cfg.MaxRunning, 1) && ctx.Err() == nil {
 		now := r.svc.now()
 		op, err := r.claim(ctx, now, now.Add(cfg.Lease))
 		if err != nil || op == nil {
@@ -121,53 +97,21 @@ func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
 	return periodic.Done, nil
 }
 
-// claim takes the next operation to run, if any. A stop does not cut the
-// claim short: a statement already sent may still run at the database
-// after its caller gave up, and the operation would then be held by a
-// daemon that never learnt of it, RUNNING with no run for a whole lease.
-// The pass runs to its end before the runner's Stop goes on, so an
-// operation claimed here is run, and handed back by the stop like the
-// others.
+// claim takes the next operation to run, if any; a stop does not cut it
+// short (leased.ClaimContext).
 func (r *OperationRunner) claim(ctx context.Context, now, leaseUntil time.Time) (*Operation, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	ctx, cancel := leased.ClaimContext(ctx)
 	defer cancel()
 	return r.svc.store.ClaimDLQOperation(ctx, r.svc.owner, now, leaseUntil)
 }
 
-func (r *OperationRunner) running() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.active)
-}
-
+// spawn runs op in the background; false when the runner is stopping.
+// When our own run's lease lapsed and this claim renewed it, that run goes
+// on: a second one would act on the same pages.
 func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
-	r.mu.Lock()
-	if r.stopAll == nil || r.base.Err() != nil {
-		r.mu.Unlock()
-		return false
-	}
-	if r.active[op.ID] != nil {
-		// Our own run's lease lapsed and this claim renewed it: that run
-		// goes on; a second one would act on the same pages.
-		r.mu.Unlock()
-		return true
-	}
-	ctx, stop := context.WithCancelCause(r.base)
-	r.active[op.ID] = stop
-	r.wg.Add(1)
-	r.mu.Unlock()
-	go func() {
-		defer r.wg.Done()
-		defer func() {
-			r.mu.Lock()
-			delete(r.active, op.ID)
-			r.mu.Unlock()
-			stop(nil)
-			r.loop.Kick()
-		}()
+	return r.runs.Start(op.ID, struct{}{}, func(ctx context.Context, stop context.CancelCauseFunc) {
 		_ = r.svc.runOperation(ctx, stop, op, cfg.Lease) // an outage is logged; the lease spaces the next try
-	}()
-	return true
+	}, r.loop.Kick) != leased.Closed
 }
 
 // runOperation runs op, which this daemon holds, until its set is done, it
@@ -178,19 +122,8 @@ func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
 // daemon's lease, to be resumed when the lease runs out.
 func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc, op *Operation, lease time.Duration) error {
 	log := s.log.With("operation", op.ID.String(), "action", op.Action)
-	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
-	beating := make(chan struct{})
-	go func() {
-		defer close(beating)
-		s.operationHeartbeat(life, op.ID, lease, stop)
-	}()
-	// The run ends after its heartbeat: once the runner's Stop returns,
-	// the daemon closes the store, and a renewal still under way would
-	// use it closed.
-	defer func() {
-		endLife()
-		<-beating
-	}()
+	endHeartbeat := leased.Heartbeat(ctx, func(life context.Context) { s.operationHeartbeat(life, op.ID, lease, stop) })
+	defer endHeartbeat()
 
 	record := func(state OperationState, msg string) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
