@@ -340,3 +340,95 @@ func TestABulkRetryMovesToTheOtherDaemonWhenItsDaemonStops(t *testing.T) {
 	require.Empty(t, consumeKcat(t, k, "billing.events.v1"), "nothing of the other topic was sent")
 	require.Equal(t, bystanders, stateDigests(t, other, "billing.dlq.v1"), "the other topic's dead letters are unchanged")
 }
+
+// Two daemons share a PostgreSQL state store. The one running a rated bulk
+// retry is frozen (SIGSTOP) in the middle, a page almost surely under way
+// (the broker answers sends late): its lease (5 s) runs out and the other daemon takes the operation over. A
+// page the frozen daemon holds keeps its messages locked, so the other
+// waits for them; when the frozen one thaws (SIGCONT) it records that
+// page's outcomes, finds the operation lost and lets it go, and the other
+// completes it. Every message of the set reaches the broker exactly once
+// and is RESOLVED and counted once, the other topic's dead letters do not
+// change, and the thawed daemon serves on.
+func TestABulkRetryTakenFromAFrozenDaemonSendsEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1", "billing.dlq.v1", "billing.events.v1")
+	produce(t, k, "orders.dlq.v1", n)
+	produce(t, k, "billing.dlq.v1", 40)
+	state := testsvc.PGDatabase(t)
+	retry := strings.Replace(retryBlock(false, "1h"), `lease = "2s"`, `lease = "5s"`, 1)
+	require.Contains(t, retry, `lease = "5s"`)
+	extra := kafkaSource(k.Addr) + retry
+	daemons := []*testsvc.Daemon{
+		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
+		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
+	}
+	waitTotal(t, daemons[0], "orders.dlq.v1", n, 2*time.Minute)
+	waitTotal(t, daemons[0], "billing.dlq.v1", 40, 2*time.Minute)
+	bystanders := stateDigests(t, daemons[0], "billing.dlq.v1")
+	// Each send takes 300 ms at the broker: at 20/s, a page of 4 is out
+	// most of the time, so the freeze almost always holds one.
+	k.SlowProduce(300 * time.Millisecond)
+
+	var op operationJSON
+	daemons[0].JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 20}, 202, &op)
+	require.EqualValues(t, n, op.Matched)
+	runsOn := func(d *testsvc.Daemon) (int64, string) {
+		var o struct {
+			Done   int64  `json:"done"`
+			Daemon string `json:"daemon"`
+		}
+		d.JSON("GET", "/api/v1/dlq/operations/"+op.ID, nil, 200, &o)
+		return o.Done, o.Daemon
+	}
+	holder := func(d *testsvc.Daemon) string { return fmt.Sprintf("/%d/", d.PID()) }
+	var frozen, other *testsvc.Daemon
+	testsvc.Eventually(t, time.Minute, func() bool {
+		done, by := runsOn(daemons[0])
+		for i, d := range daemons {
+			if done >= 40 && strings.Contains(by, holder(d)) {
+				frozen, other = d, daemons[1-i]
+			}
+		}
+		return frozen != nil
+	}, "under way on one daemon")
+	frozen.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { frozen.Signal(syscall.SIGCONT) }) // before the daemons' own clean-up stops them
+	atFreeze, _ := runsOn(other)
+	t.Logf("frozen at %d/%d done", atFreeze, n)
+
+	testsvc.Eventually(t, time.Minute, func() bool {
+		_, by := runsOn(other)
+		return strings.Contains(by, holder(other))
+	}, "taken over by the other daemon once the lease ran out")
+	// The other runs while the first stays frozen: any page the frozen one
+	// holds waits for it.
+	time.Sleep(3 * time.Second)
+	frozen.Signal(syscall.SIGCONT)
+
+	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, other, op.ID).State == "COMPLETED" }, "completed by the other daemon")
+	done := getOperation(t, other, op.ID)
+	require.EqualValues(t, n, done.Done)
+	require.Equal(t, map[string]int64{"retried": n}, done.Outcomes, "each message counted once")
+	require.EqualValues(t, n, list(t, other, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount, "every message RESOLVED")
+	sent := map[string]int{}
+	for _, m := range consumeKcat(t, k, "orders.events.v1") {
+		id, ok := header(m, "x-dlq-id")
+		require.True(t, ok)
+		sent[id]++
+	}
+	require.Len(t, sent, n)
+	for id, times := range sent {
+		require.Equal(t, 1, times, "%s sent once", id)
+	}
+	require.Empty(t, consumeKcat(t, k, "billing.events.v1"), "nothing of the other topic was sent")
+	require.Equal(t, bystanders, stateDigests(t, other, "billing.dlq.v1"), "the other topic's dead letters are unchanged")
+
+	// The thawed daemon serves on and knows it lost the operation.
+	frozen.WaitServing(30 * time.Second)
+	testsvc.Eventually(t, 30*time.Second, func() bool { return strings.Contains(frozen.Logs(), "lease lost") }, "the thawed daemon says it lost the lease")
+	after := getOperation(t, frozen, op.ID)
+	require.Equal(t, "COMPLETED", after.State)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -93,6 +94,22 @@ func (k *KafkaBroker) Start() {
 		k.t.Fatalf("start kfake broker: %v", err)
 	}
 	k.cluster = c
+}
+
+// SlowProduce makes the running broker answer every produce request d
+// late (after it is written), so that a sender has its messages in flight
+// most of the time; other requests are not held up.
+func (k *KafkaBroker) SlowProduce(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c := k.cluster
+	if c == nil {
+		k.t.Fatal("SlowProduce: the broker is stopped")
+	}
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.SleepControl(func() { time.Sleep(d) })
+		return nil, nil, false // the broker handles it as usual
+	})
 }
 
 // Stop closes the broker; Start brings it back with its data.
