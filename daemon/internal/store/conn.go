@@ -34,6 +34,11 @@ type conn interface {
 	tx(ctx context.Context, fn func(q querier) error) error
 	// snapshot runs fn in a transaction that reads one consistent state.
 	snapshot(ctx context.Context, fn func(q querier) error) error
+	// snapshotTx runs fn in a read-write transaction whose statements all
+	// read the state its first one read, committed when fn returns nil:
+	// for a write decided by several reads. It must write nothing another
+	// transaction may change meanwhile (PostgreSQL would refuse it).
+	snapshotTx(ctx context.Context, fn func(q querier) error) error
 }
 
 // sqlStore is the Go both dialects share: each runs it on its own conn with
@@ -47,6 +52,9 @@ type sqlStore struct {
 	// searchIndexBatchBytes and candidateLimit.
 	searchBatchBytes int64
 	searchCandidates int
+	// afterCandidates, when set (tests), runs between the read of a bulk
+	// operation's text candidates and the read of its set.
+	afterCandidates func()
 }
 
 // statements is the SQL of one dialect. Every statement of a pair takes

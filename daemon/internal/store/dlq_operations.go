@@ -162,6 +162,9 @@ func (s *sqlStore) matchQuery(ctx context.Context, qr querier, f dlq.SearchFilte
 	if err != nil {
 		return nil, err
 	}
+	if s.afterCandidates != nil {
+		s.afterCandidates()
+	}
 	return &searchQuery{d: s.sql.ops.search, cand: cand}, nil
 }
 
@@ -171,27 +174,32 @@ func (s *sqlStore) CreateDLQOperation(ctx context.Context, op dlq.Operation, f d
 	if op.LeaseOwner != "" {
 		owner = &op.LeaseOwner
 	}
-	err := s.db.tx(ctx, func(q querier) error {
+	// The text candidates and the set are read from one snapshot: a change
+	// committed between them would otherwise give a set that matched the
+	// filter at no moment (a message that no longer matches dropped, one
+	// that came to match missed as no candidate). The transaction writes
+	// only the operation's own new rows.
+	err := s.db.snapshotTx(ctx, func(q querier) error {
 		if _, err := q.exec(ctx, s.sql.ops.insert, op.ID, string(op.Action), string(op.Filter), op.TargetTopic, op.Rate,
 			op.CreatedAt, int64Of(op.RequestedByUID), owner, op.LeaseExpiresAt); err != nil {
 			return fmt.Errorf("store bulk operation: %w", err)
 		}
 		var n int64
-		var err error
 		if f.IDs != nil {
-			n, err = q.exec(ctx, s.sql.ops.itemsOfIDs, s.sql.dlq.list(idStrings(f.IDs)), op.ID)
+			var err error
+			if n, err = q.exec(ctx, s.sql.ops.itemsOfIDs, s.sql.dlq.list(idStrings(f.IDs)), op.ID); err != nil {
+				return fmt.Errorf("fix the set of bulk operation: %w", err)
+			}
 		} else {
 			sq, err := s.matchQuery(ctx, q, f.Search)
 			if err != nil {
 				return err
 			}
-			sel := matchSelect(sq, f.Search, op.ID)
-			n, err = q.exec(ctx, s.sql.ops.itemsPrefix+sel, sq.args...)
+			if n, err = q.exec(ctx, s.sql.ops.itemsPrefix+matchSelect(sq, f.Search, op.ID), sq.args...); err != nil {
+				return fmt.Errorf("fix the set of bulk operation: %w", err)
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("fix the set of bulk operation: %w", err)
-		}
-		_, err = q.exec(ctx, s.sql.ops.setMatched, op.ID, n)
+		_, err := q.exec(ctx, s.sql.ops.setMatched, op.ID, n)
 		return err
 	})
 	if err != nil {

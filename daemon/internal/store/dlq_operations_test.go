@@ -48,3 +48,74 @@ func TestOperationFailureTextIsStoredWhateverItHolds(t *testing.T) {
 		require.EqualValues(t, 2, got.Failed)
 	})
 }
+
+// TestAnOperationWhoseSetCannotBeFixedIsNotCreated: when storing the
+// operation's set fails, creating it fails and leaves nothing: neither an
+// operation that acts on no message nor part of its set. A trigger refuses
+// the set's rows here; with a text filter the set is fixed through its
+// text candidates, whose query ran before (an error of the insert after it
+// was lost, and SQLite committed an operation of 0 messages).
+func TestAnOperationWhoseSetCannotBeFixedIsNotCreated(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		now := time.Now().UTC()
+		_, err := s.IngestDLQ(ctx, []dlq.Incoming{incoming("orders.dlq.v1", 1, `{"order":"ORD-1"}`), incoming("orders.dlq.v1", 2, `{"order":"ORD-2"}`)},
+			dlq.IngestOptions{Now: now, MaxRetries: 3})
+		require.NoError(t, err)
+		exec(t, s, `CREATE FUNCTION dlq.refuse_items() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no items today'; END $$ LANGUAGE plpgsql;
+			CREATE TRIGGER refuse_items BEFORE INSERT ON dlq.dlq_operation_items FOR EACH ROW EXECUTE FUNCTION dlq.refuse_items()`,
+			`CREATE TRIGGER refuse_items BEFORE INSERT ON dlq_operation_items BEGIN SELECT RAISE(ABORT, 'no items today'); END`)
+		until := now.Add(time.Minute)
+		for name, f := range map[string]dlq.SearchFilter{
+			"q":     {Text: "ORD-"},
+			"error": {Error: "PROCESSING failed"},
+			"topic": {Topic: "orders.dlq.v1"},
+		} {
+			_, err := s.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionDelete, State: dlq.OperationRunning,
+				Filter: []byte("{}"), CreatedAt: now, UpdatedAt: now, LeaseOwner: "d1", LeaseExpiresAt: &until},
+				dlq.OperationFilter{Search: f})
+			require.ErrorContains(t, err, "no items today", name)
+		}
+		ops, err := s.ListDLQOperations(ctx, 10, false)
+		require.NoError(t, err)
+		require.Empty(t, ops, "no operation was created")
+		require.Zero(t, count(t, s, `SELECT count(*)::int FROM dlq.dlq_operation_items`, `SELECT count(*) FROM dlq_operation_items`))
+	})
+}
+
+// TestAnOperationsSetIsTheMatchesOfOneMoment: the set of an operation
+// with a text filter is what the filter matched at one moment, even when
+// a change commits between the read of its text candidates and the read
+// of its set: here one message stops matching and another starts to. Read
+// in two snapshots, the set held neither (the first was checked on its new
+// text, the second was no candidate). SQLite has one writer: nothing
+// commits between the two.
+func TestAnOperationsSetIsTheMatchesOfOneMoment(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		if _, ok := s.(*store.Postgres); !ok {
+			t.Skip("SQLite: one writer at a time, nothing commits inside the operation's transaction")
+		}
+		now := time.Now().UTC()
+		old := incoming("orders.dlq.v1", 1, `{"order":"ORD-1"}`)
+		old.ErrorMessage = "quota exceeded for tenant t1"
+		ingest(t, s, now, old)
+		before := search(t, s, dlq.SearchFilter{Error: "quota exceeded"}).Messages
+		require.Len(t, before, 1)
+		store.AfterBulkCandidates(s, func() {
+			exec(t, s, `UPDATE dlq.dlq_messages SET error_message = 'connection refused' WHERE id = $1`, ``, before[0].ID)
+			later := incoming("orders.dlq.v1", 2, `{"order":"ORD-2"}`)
+			later.ErrorMessage = "quota exceeded for tenant t2"
+			ingest(t, s, now, later)
+		})
+		until := now.Add(time.Minute)
+		op, err := s.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionDead, State: dlq.OperationRunning,
+			Filter: []byte("{}"), CreatedAt: now, UpdatedAt: now, LeaseOwner: "d1", LeaseExpiresAt: &until},
+			dlq.OperationFilter{Search: dlq.SearchFilter{Error: "quota exceeded"}})
+		store.AfterBulkCandidates(s, nil)
+		require.NoError(t, err)
+		items, err := s.DLQOperationItems(ctx, op.ID, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, items, 1, "the set when the operation started")
+		require.Equal(t, before[0].ID, items[0].ID)
+		require.EqualValues(t, 1, op.Matched)
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
@@ -50,6 +51,11 @@ var pgSearch = searchDialect{
 	// no statistics of the expression), so a broad text walks the ordered
 	// index and stops after a page instead of sorting every match.
 	errorMatch: func(q *searchQuery, _ string, s string) string {
+		if !pgText(s) {
+			// A text column holds neither: no error text can hold s (and
+			// PostgreSQL refuses s as a text argument).
+			return "FALSE"
+		}
 		return "strpos(lower(error_message), lower(" + q.arg(s) + "::text)) > 0"
 	},
 	// The payload's bytes in escape encoding, like the trigram index's
@@ -68,6 +74,11 @@ var sqliteSearch = searchDialect{
 	groups: "dlq_failure_groups", groupCounts: "dlq_group_counts", topicCounts: "dlq_topic_counts",
 	placeholder: func(n int) string { return "?" + strconv.Itoa(n) },
 	errorMatch: func(q *searchQuery, _ string, s string) string {
+		if strings.ContainsRune(s, 0) {
+			// LIKE stops reading its pattern at a NUL: "%x\0y%" would be
+			// "%x", every error that ends with x.
+			return "instr(CAST(error_message AS BLOB), CAST(" + q.arg(s) + " AS BLOB)) > 0"
+		}
 		return "error_message LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'`
 	},
 	textMatch: func(q *searchQuery, table, s string) string {
@@ -87,11 +98,20 @@ var sqliteSearch = searchDialect{
 
 // sqliteTextMatch checks a payload: LIKE ignores ASCII case but stops at a NUL byte,
 // so the bytes are also searched as they are (instr on blobs), which finds
-// text after a NUL in the exact case.
+// text after a NUL in the exact case. LIKE also stops reading its pattern
+// at a NUL ("%x\0y%" would be "%x", every payload that ends with x): a
+// text holding one is searched as bytes only, in its exact case.
 func sqliteTextMatch(q *searchQuery, _ string, s string) string {
+	if strings.ContainsRune(s, 0) {
+		return "instr(raw_payload, CAST(" + q.arg(s) + " AS BLOB)) > 0"
+	}
 	return "(CAST(raw_payload AS TEXT) LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'` +
 		" OR instr(raw_payload, CAST(" + q.arg(s) + " AS BLOB)) > 0)"
 }
+
+// pgText reports whether PostgreSQL takes s as text: valid UTF-8 without
+// a NUL.
+func pgText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // likeEscape makes s match itself in a LIKE pattern whose escape is \.
 func likeEscape(s string) string {

@@ -162,6 +162,8 @@ func pgIndexed(q *searchQuery, field textField, s string) (string, bool) {
 	}
 	if field == fieldPayload {
 		s = pgEscapeEncode([]byte(s))
+	} else if !pgText(s) {
+		return "", false // matches no error text (pgSearch.errorMatch)
 	}
 	return "SELECT id FROM dlq.dlq_search_text s WHERE " + string(field) + " ILIKE " + q.arg("%"+likeEscape(s)+"%") +
 		" AND NOT EXISTS (SELECT 1 FROM dlq.dlq_search_pending p WHERE p.id = s.id)", true

@@ -36,6 +36,15 @@ var textFilters = map[string]dlq.SearchFilter{
 	"error percent":        {Error: "100%"},
 	"q archived too":       {Text: "ORD-000", IncludeArchived: true},
 	"q oldest first paged": {Text: "ORD-00", OldestFirst: true, Limit: 4},
+	// SQLite's LIKE stops reading its pattern at a NUL, which made these
+	// match every message (outside attack).
+	"q across a NUL":      {Text: "head\x00after-nul"},
+	"q NUL, nothing else": {Text: "\x00"},
+	"q NUL then no match": {Text: "\x00no such text"},
+	"q match then NUL":    {Text: "ORD-0012\x00"},
+	"error NUL":           {Error: "\x00"},
+	"error NUL and text":  {Error: "refused\x00"},
+	"error not UTF-8":     {Error: "refused\xff"},
 }
 
 // searchAll returns every page of f, as topic/offset.
@@ -105,6 +114,13 @@ func TestTextSearchIsExactWhateverTheIndexHolds(t *testing.T) {
 		require.Equal(t, []string{"orders.dlq.v1/29"}, want["q non-ascii"].got)
 		require.Equal(t, []string{"orders.dlq.v1/12"}, want["error selective"].got)
 		require.Len(t, want["error broad"].got, 15)
+		require.Equal(t, []string{"payments.dlq.v1/2"}, want["q across a NUL"].got)
+		require.Equal(t, []string{"payments.dlq.v1/2", "payments.dlq.v1/1"}, want["q NUL, nothing else"].got, "the two payloads with a NUL")
+		require.Empty(t, want["q NUL then no match"].got)
+		require.Empty(t, want["q match then NUL"].got)
+		require.Empty(t, want["error NUL"].got, "an error text never holds a NUL")
+		require.Empty(t, want["error NUL and text"].got)
+		require.Empty(t, want["error not UTF-8"].got, "an error text is valid UTF-8")
 
 		check := func(state string) {
 			t.Helper()

@@ -9,6 +9,10 @@ func SetSearchIndexBatchBytes(s Store, n int64) { sqlStoreOf(s).searchBatchBytes
 // messages.
 func SetSearchCandidateLimit(s Store, n int) { sqlStoreOf(s).searchCandidates = n }
 
+// AfterBulkCandidates makes s run fn between the read of a bulk
+// operation's text candidates and the read of its set.
+func AfterBulkCandidates(s Store, fn func()) { sqlStoreOf(s).afterCandidates = fn }
+
 func sqlStoreOf(s Store) *sqlStore {
 	switch st := s.(type) {
 	case *Postgres:

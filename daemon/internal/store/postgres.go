@@ -135,6 +135,10 @@ func (c pgConn) snapshot(ctx context.Context, fn func(q querier) error) error {
 	return c.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
+func (c pgConn) snapshotTx(ctx context.Context, fn func(q querier) error) error {
+	return c.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, fn)
+}
+
 func (c pgConn) inTx(ctx context.Context, opts pgx.TxOptions, fn func(q querier) error) error {
 	for attempt := 0; ; attempt++ {
 		err := pgx.BeginTxFunc(ctx, c.pool, opts, func(tx pgx.Tx) error { return fn(pgConn{q: tx}) })

@@ -140,6 +140,11 @@ func (c liteConn) tx(ctx context.Context, fn func(q querier) error) error {
 // snapshot is a transaction too: the one connection serves it alone.
 func (c liteConn) snapshot(ctx context.Context, fn func(q querier) error) error { return c.tx(ctx, fn) }
 
+// snapshotTx is tx: one writer at a time, so nothing commits beside it.
+func (c liteConn) snapshotTx(ctx context.Context, fn func(q querier) error) error {
+	return c.tx(ctx, fn)
+}
+
 // prepare compiles a statement that runs many times (intake's insert).
 func (c liteConn) prepare(ctx context.Context, query string) (liteStmt, error) {
 	st, err := c.q.PrepareContext(ctx, query)
