@@ -162,11 +162,11 @@ func main() {
 }
 
 // storeFloor measures what PostgreSQL alone takes to write n stored
-// messages as the intake and a retry write them, each in one statement,
-// with no daemon, plugin or broker, into copies of the table (its columns,
-// constraints and indexes): the n rows inserted as PENDING, then updated
-// to RESOLVED with an attempt as a retry's outcome is, once without the
-// table's triggers and once with them (each outcome's history event, the
+// messages as the intake and a retry write them, with no daemon, plugin or
+// broker, into copies of the table (its columns, constraints and
+// indexes): the n rows inserted as PENDING in one statement, then updated
+// to RESOLVED with an attempt as a retry's outcome is, a page at a time
+// in one transaction, once without the table's triggers and once with them (each outcome's history event, the
 // topic and group counters). These are floors of the intake and the
 // retry, and their ratios to kcat say how far the targets can be met on
 // this machine with this table. The triggers move the daemon's counters:
@@ -195,6 +195,15 @@ func storeFloor(d *daemon, n int, kcatRead, kcatWrite time.Duration) {
 		triggers = append(triggers, def)
 	}
 	benchkit.Must(rows.Err(), "floor: the table's triggers")
+	var ids [][16]byte
+	idRows, err := c.Query(ctx, `SELECT id FROM floor_source ORDER BY created_at, id`)
+	benchkit.Must(err, "floor: ids")
+	for idRows.Next() {
+		var id [16]byte
+		benchkit.Must(idRows.Scan(&id), "floor: an id")
+		ids = append(ids, id)
+	}
+	benchkit.Must(idRows.Err(), "floor: ids")
 	const update = `SET status = 'RESOLVED', retry_count = retry_count + 1, next_retry_at = NULL,
 		republished_at = now(), last_retry_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL,
 		attempt_log = jsonb_build_array(jsonb_build_object('at', now(), 'trigger', 'bulk', 'outcome', 'acked'))`
@@ -213,12 +222,24 @@ func storeFloor(d *daemon, n int, kcatRead, kcatWrite time.Duration) {
 				exec("floor: a trigger", strings.Replace(def, " ON dlq.dlq_messages ", " ON "+table+" ", 1))
 			}
 		}
-		took := exec("floor: update", `UPDATE `+table+` `+update)
+		// In pages of 250 like a bulk retry's, in one transaction: the
+		// triggers' transition tables of one statement of n rows spill to
+		// disk, which a page's do not.
+		took := benchkit.Time(func() {
+			tx, err := c.Begin(ctx)
+			benchkit.Must(err, "floor: begin")
+			for first := 0; first < len(ids); first += 250 {
+				page := ids[first:min(first+250, len(ids))]
+				_, err := tx.Exec(ctx, `UPDATE `+table+` `+update+` WHERE id = ANY($1)`, page)
+				benchkit.Must(err, "floor: update")
+			}
+			benchkit.Must(tx.Commit(ctx), "floor: commit")
+		})
 		what := "no triggers"
 		if withTriggers {
 			what = "with the table's triggers: history, counters"
 		}
-		benchkit.Report(fmt.Sprintf("floor: PostgreSQL alone updates them to RESOLVED (one statement, %s)", what), "%v; ratio to kcat -P %.2fx",
+		benchkit.Report(fmt.Sprintf("floor: PostgreSQL alone updates them to RESOLVED (pages of 250, %s)", what), "%v; ratio to kcat -P %.2fx",
 			took.Round(time.Millisecond), took.Seconds()/kcatWrite.Seconds())
 		exec("floor: drop the copy", `DROP TABLE `+table)
 	}
