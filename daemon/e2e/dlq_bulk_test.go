@@ -270,6 +270,98 @@ func TestBulkOperationIdempotencyKey(t *testing.T) {
 	require.Len(t, ops.Operations, 1)
 }
 
+// twoDaemons is a rated bulk retry of n dead letters of orders.dlq.v1 under
+// way on one of two daemons that share a PostgreSQL state store, beside 40
+// dead letters of billing.dlq.v1 that nothing may touch.
+type twoDaemons struct {
+	k          *testsvc.KafkaBroker
+	op         operationJSON
+	n          int
+	bystanders map[string]string
+	// running runs the operation, with at least 40 done; other is the
+	// other daemon.
+	running, other *testsvc.Daemon
+}
+
+// startBulkRetryOnOneOfTwo starts the two daemons with the given lease,
+// calls beforeRetry (with the messages stored), starts the retry at 20/s
+// and waits until one daemon has done 40.
+func startBulkRetryOnOneOfTwo(t *testing.T, n int, lease string, beforeRetry func(*testsvc.KafkaBroker)) *twoDaemons {
+	t.Helper()
+	f := &twoDaemons{k: testsvc.Kafka(t, 1), n: n}
+	f.k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1", "billing.dlq.v1", "billing.events.v1")
+	produce(t, f.k, "orders.dlq.v1", n)
+	produce(t, f.k, "billing.dlq.v1", 40)
+	state := testsvc.PGDatabase(t)
+	retry := strings.Replace(retryBlock(false, "1h"), `lease = "2s"`, `lease = "`+lease+`"`, 1)
+	require.Contains(t, retry, `lease = "`+lease+`"`)
+	extra := kafkaSource(f.k.Addr) + retry
+	daemons := []*testsvc.Daemon{
+		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
+		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
+	}
+	waitTotal(t, daemons[0], "orders.dlq.v1", n, 2*time.Minute)
+	waitTotal(t, daemons[0], "billing.dlq.v1", 40, 2*time.Minute)
+	f.bystanders = stateDigests(t, daemons[0], "billing.dlq.v1")
+	if beforeRetry != nil {
+		beforeRetry(f.k)
+	}
+
+	daemons[0].JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 20}, 202, &f.op)
+	require.EqualValues(t, n, f.op.Matched)
+	// Which daemon runs it is whichever claimed it first. At 20/s the rest
+	// takes the other daemon 8 s: what the test does next is read before
+	// it ends.
+	testsvc.Eventually(t, time.Minute, func() bool {
+		done, by := f.progress(daemons[0])
+		for i, d := range daemons {
+			if done >= 40 && strings.Contains(by, holder(d)) {
+				f.running, f.other = d, daemons[1-i]
+			}
+		}
+		return f.running != nil
+	}, "under way on one daemon")
+	return f
+}
+
+// holder is how an operation's daemon field names d.
+func holder(d *testsvc.Daemon) string { return fmt.Sprintf("/%d/", d.PID()) }
+
+// progress is how much of the operation is done, and which daemon holds it,
+// as d reads it.
+func (f *twoDaemons) progress(d *testsvc.Daemon) (int64, string) {
+	var o struct {
+		Done   int64  `json:"done"`
+		Daemon string `json:"daemon"`
+	}
+	d.JSON("GET", "/api/v1/dlq/operations/"+f.op.ID, nil, 200, &o)
+	return o.Done, o.Daemon
+}
+
+// requireCompletedOnce waits until the other daemon completed the
+// operation and checks that every message was counted, RESOLVED and sent
+// once, and that nothing of billing.dlq.v1 changed or was sent.
+func (f *twoDaemons) requireCompletedOnce(t *testing.T) {
+	t.Helper()
+	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, f.other, f.op.ID).State == "COMPLETED" }, "completed by the other daemon")
+	done := getOperation(t, f.other, f.op.ID)
+	require.EqualValues(t, f.n, done.Done)
+	require.Equal(t, map[string]int64{"retried": int64(f.n)}, done.Outcomes, "each message counted once")
+	require.EqualValues(t, f.n, list(t, f.other, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount, "every message RESOLVED")
+	sent := map[string]int{}
+	for _, m := range consumeKcat(t, f.k, "orders.events.v1") {
+		id, ok := header(m, "x-dlq-id")
+		require.True(t, ok)
+		sent[id]++
+	}
+	require.Len(t, sent, f.n)
+	for id, times := range sent {
+		require.Equal(t, 1, times, "%s sent once", id)
+	}
+	require.Empty(t, consumeKcat(t, f.k, "billing.events.v1"), "nothing of the other topic was sent")
+	require.Equal(t, f.bystanders, stateDigests(t, f.other, "billing.dlq.v1"), "the other topic's dead letters are unchanged")
+}
+
 // Two daemons share a PostgreSQL state store. The one running a rated bulk
 // retry is stopped (SIGTERM) in the middle: it hands the operation back,
 // and the other takes it at once (the lease, ten minutes, is far from
@@ -279,156 +371,51 @@ func TestBulkOperationIdempotencyKey(t *testing.T) {
 func TestABulkRetryMovesToTheOtherDaemonWhenItsDaemonStops(t *testing.T) {
 	t.Parallel()
 	const n = 200
-	k := testsvc.Kafka(t, 1)
-	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1", "billing.dlq.v1", "billing.events.v1")
-	produce(t, k, "orders.dlq.v1", n)
-	produce(t, k, "billing.dlq.v1", 40)
-	state := testsvc.PGDatabase(t)
-	retry := strings.Replace(retryBlock(false, "1h"), `lease = "2s"`, `lease = "10m"`, 1)
-	require.Contains(t, retry, `lease = "10m"`)
-	extra := kafkaSource(k.Addr) + retry
-	daemons := []*testsvc.Daemon{
-		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
-		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
-	}
-	waitTotal(t, daemons[0], "orders.dlq.v1", n, 2*time.Minute)
-	waitTotal(t, daemons[0], "billing.dlq.v1", 40, 2*time.Minute)
-	bystanders := stateDigests(t, daemons[0], "billing.dlq.v1")
-
-	var op operationJSON
-	daemons[0].JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 20}, 202, &op)
-	require.EqualValues(t, n, op.Matched)
-	// Which daemon runs it is whichever claimed it first. At 20/s the rest
-	// takes the other daemon 8 s: the stop is read before it ends.
-	var running, other *testsvc.Daemon
-	testsvc.Eventually(t, time.Minute, func() bool {
-		var o struct {
-			Done   int64  `json:"done"`
-			Daemon string `json:"daemon"`
-		}
-		daemons[0].JSON("GET", "/api/v1/dlq/operations/"+op.ID, nil, 200, &o)
-		for i, d := range daemons {
-			if o.Done >= 40 && strings.Contains(o.Daemon, fmt.Sprintf("/%d/", d.PID())) {
-				running, other = d, daemons[1-i]
-			}
-		}
-		return running != nil
-	}, "under way on one daemon")
-	running.Signal(syscall.SIGTERM)
-	require.Equal(t, 0, running.Wait(time.Minute))
-	mid := getOperation(t, other, op.ID)
+	f := startBulkRetryOnOneOfTwo(t, n, "10m", nil)
+	f.running.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, f.running.Wait(time.Minute))
+	mid := getOperation(t, f.other, f.op.ID)
 	t.Logf("after the stop: %d/%d done", mid.Done, n)
 	require.Equal(t, "RUNNING", mid.State, "a stop is not an end")
 	require.Less(t, mid.Done, int64(n), "stopped in the middle")
-
 	// Well within the lease: only a hand-back lets the other daemon in.
-	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, other, op.ID).State == "COMPLETED" }, "completed by the other daemon")
-	done := getOperation(t, other, op.ID)
-	require.EqualValues(t, n, done.Done)
-	require.Equal(t, map[string]int64{"retried": n}, done.Outcomes)
-	require.EqualValues(t, n, list(t, other, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount, "every message RESOLVED")
-	sent := map[string]int{}
-	for _, m := range consumeKcat(t, k, "orders.events.v1") {
-		id, ok := header(m, "x-dlq-id")
-		require.True(t, ok)
-		sent[id]++
-	}
-	require.Len(t, sent, n)
-	for id, times := range sent {
-		require.Equal(t, 1, times, "%s sent once", id)
-	}
-	require.Empty(t, consumeKcat(t, k, "billing.events.v1"), "nothing of the other topic was sent")
-	require.Equal(t, bystanders, stateDigests(t, other, "billing.dlq.v1"), "the other topic's dead letters are unchanged")
+	f.requireCompletedOnce(t)
 }
 
 // Two daemons share a PostgreSQL state store. The one running a rated bulk
 // retry is frozen (SIGSTOP) in the middle, a page almost surely under way
-// (the broker answers sends late): its lease (5 s) runs out and the other daemon takes the operation over. A
-// page the frozen daemon holds keeps its messages locked, so the other
-// waits for them; when the frozen one thaws (SIGCONT) it records that
-// page's outcomes, finds the operation lost and lets it go, and the other
-// completes it. Every message of the set reaches the broker exactly once
-// and is RESOLVED and counted once, the other topic's dead letters do not
-// change, and the thawed daemon serves on.
+// (the broker answers sends late): its lease (5 s) runs out and the other
+// daemon takes the operation over. A page the frozen daemon holds keeps
+// its messages locked, so the other waits for them; when the frozen one
+// thaws (SIGCONT) it records that page's outcomes, finds the operation
+// lost and lets it go, and the other completes it. Every message of the
+// set reaches the broker exactly once and is RESOLVED and counted once,
+// the other topic's dead letters do not change, and the thawed daemon
+// serves on.
 func TestABulkRetryTakenFromAFrozenDaemonSendsEachMessageOnce(t *testing.T) {
 	t.Parallel()
 	const n = 200
-	k := testsvc.Kafka(t, 1)
-	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1", "billing.dlq.v1", "billing.events.v1")
-	produce(t, k, "orders.dlq.v1", n)
-	produce(t, k, "billing.dlq.v1", 40)
-	state := testsvc.PGDatabase(t)
-	retry := strings.Replace(retryBlock(false, "1h"), `lease = "2s"`, `lease = "5s"`, 1)
-	require.Contains(t, retry, `lease = "5s"`)
-	extra := kafkaSource(k.Addr) + retry
-	daemons := []*testsvc.Daemon{
-		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
-		testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra}),
-	}
-	waitTotal(t, daemons[0], "orders.dlq.v1", n, 2*time.Minute)
-	waitTotal(t, daemons[0], "billing.dlq.v1", 40, 2*time.Minute)
-	bystanders := stateDigests(t, daemons[0], "billing.dlq.v1")
 	// Each send takes 300 ms at the broker: at 20/s, a page of 4 is out
 	// most of the time, so the freeze almost always holds one.
-	k.SlowProduce(300 * time.Millisecond)
-
-	var op operationJSON
-	daemons[0].JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 20}, 202, &op)
-	require.EqualValues(t, n, op.Matched)
-	runsOn := func(d *testsvc.Daemon) (int64, string) {
-		var o struct {
-			Done   int64  `json:"done"`
-			Daemon string `json:"daemon"`
-		}
-		d.JSON("GET", "/api/v1/dlq/operations/"+op.ID, nil, 200, &o)
-		return o.Done, o.Daemon
-	}
-	holder := func(d *testsvc.Daemon) string { return fmt.Sprintf("/%d/", d.PID()) }
-	var frozen, other *testsvc.Daemon
-	testsvc.Eventually(t, time.Minute, func() bool {
-		done, by := runsOn(daemons[0])
-		for i, d := range daemons {
-			if done >= 40 && strings.Contains(by, holder(d)) {
-				frozen, other = d, daemons[1-i]
-			}
-		}
-		return frozen != nil
-	}, "under way on one daemon")
+	f := startBulkRetryOnOneOfTwo(t, n, "5s", func(k *testsvc.KafkaBroker) { k.SlowProduce(300 * time.Millisecond) })
+	frozen := f.running
 	frozen.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { frozen.Signal(syscall.SIGCONT) }) // before the daemons' own clean-up stops them
-	atFreeze, _ := runsOn(other)
+	atFreeze, _ := f.progress(f.other)
 	t.Logf("frozen at %d/%d done", atFreeze, n)
 
 	testsvc.Eventually(t, time.Minute, func() bool {
-		_, by := runsOn(other)
-		return strings.Contains(by, holder(other))
+		_, by := f.progress(f.other)
+		return strings.Contains(by, holder(f.other))
 	}, "taken over by the other daemon once the lease ran out")
 	// The other runs while the first stays frozen: any page the frozen one
 	// holds waits for it.
 	time.Sleep(3 * time.Second)
 	frozen.Signal(syscall.SIGCONT)
-
-	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, other, op.ID).State == "COMPLETED" }, "completed by the other daemon")
-	done := getOperation(t, other, op.ID)
-	require.EqualValues(t, n, done.Done)
-	require.Equal(t, map[string]int64{"retried": n}, done.Outcomes, "each message counted once")
-	require.EqualValues(t, n, list(t, other, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount, "every message RESOLVED")
-	sent := map[string]int{}
-	for _, m := range consumeKcat(t, k, "orders.events.v1") {
-		id, ok := header(m, "x-dlq-id")
-		require.True(t, ok)
-		sent[id]++
-	}
-	require.Len(t, sent, n)
-	for id, times := range sent {
-		require.Equal(t, 1, times, "%s sent once", id)
-	}
-	require.Empty(t, consumeKcat(t, k, "billing.events.v1"), "nothing of the other topic was sent")
-	require.Equal(t, bystanders, stateDigests(t, other, "billing.dlq.v1"), "the other topic's dead letters are unchanged")
+	f.requireCompletedOnce(t)
 
 	// The thawed daemon serves on and knows it lost the operation.
 	frozen.WaitServing(30 * time.Second)
 	testsvc.Eventually(t, 30*time.Second, func() bool { return strings.Contains(frozen.Logs(), "lease lost") }, "the thawed daemon says it lost the lease")
-	after := getOperation(t, frozen, op.ID)
-	require.Equal(t, "COMPLETED", after.State)
+	require.Equal(t, "COMPLETED", getOperation(t, frozen, f.op.ID).State)
 }
