@@ -55,3 +55,29 @@ func TestParseNotBeforeFlag(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
+
+// TestBulkRefusesFilterTextJSONCannotCarry: JSON carries a bad byte of a
+// flag as U+FFFD, so a bulk operation would act on other messages than
+// `dlq search` with the same flag finds (outside attack: `dlq bulk delete
+// --q $'\xff'` deleted a message holding U+FFFD and no 0xFF). It is
+// refused as usage before any request.
+func TestBulkRefusesFilterTextJSONCannotCarry(t *testing.T) {
+	for _, args := range [][]string{
+		{"--q", "\xff"},
+		{"--error", "abc\xffdef"},
+		{"--key", "k\xfe"},
+		{"--header", "tenant=\xff"},
+		{"--topic", "orders.dlq.v1", "--group", "\xc3"},
+	} {
+		var stdout, stderr strings.Builder
+		err := Execute(append([]string{"--addr", "unix:///nonexistent/lifecycled.sock", "dlq", "bulk", "delete", "--dry-run"}, args...), &stdout, &stderr)
+		require.Error(t, err, "%q", args)
+		require.Equal(t, ExitLocal, ExitCode(err), "%q: refused here, not by the daemon", args)
+		require.Contains(t, err.Error(), "not valid UTF-8", "%q", args)
+	}
+	// Valid text goes on to the daemon (absent here).
+	var stdout, stderr strings.Builder
+	err := Execute([]string{"--addr", "unix:///nonexistent/lifecycled.sock", "dlq", "bulk", "delete", "--dry-run", "--q", "Überweisung \u00ff"}, &stdout, &stderr)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "UTF-8")
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
@@ -48,9 +49,13 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{"action": args[0]}
 			filter := map[string]any{}
+			var notJSON []string
 			set := func(name, v string) {
 				if cmd.Flags().Changed(name) {
 					filter[name] = v
+					if !utf8.ValidString(v) {
+						notJSON = append(notJSON, "--"+name)
+					}
 				}
 			}
 			now := time.Now()
@@ -70,6 +75,18 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			}
 			if len(headers) > 0 {
 				filter["header"] = headers
+				for _, h := range headers {
+					if !utf8.ValidString(h) {
+						notJSON = append(notJSON, "--header")
+					}
+				}
+			}
+			if len(notJSON) > 0 {
+				// JSON would carry such text as U+FFFD in place of each bad
+				// byte: the operation would act on other messages than
+				// `dlq search` with the same text finds.
+				return usageErrorf("%s: not valid UTF-8; a bulk operation's filter is JSON, which cannot carry these bytes (dlq search can)",
+					strings.Join(notJSON, ", "))
 			}
 			switch {
 			case len(ids) > 0 && len(filter) > 0:
