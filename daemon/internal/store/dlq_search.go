@@ -58,10 +58,16 @@ var pgSearch = searchDialect{
 		}
 		return "strpos(lower(error_message), lower(" + q.arg(s) + "::text)) > 0"
 	},
-	// The payload's bytes in escape encoding, like the trigram index's
-	// expression; the query's bytes are encoded the same way.
+	// The payload's bytes with their ASCII letters lowered, and the query's
+	// the same way: lower() on the escape encoding (what the trigram
+	// index's expression holds) changes only ASCII letters, and decoding
+	// it back compares bytes. Compared in the escape encoding, a match
+	// could start inside an escape: "\x00 text" (\000 text) was found in
+	// the ASCII text `\000 text` (\\000 text), "7377" in the byte 0xff
+	// before "377" (\377377).
 	textMatch: func(q *searchQuery, _ string, s string) string {
-		return "strpos(lower(encode(raw_payload, 'escape')), lower(" + q.arg(pgEscapeEncode([]byte(s))) + "::text)) > 0"
+		return "position(decode(lower(" + q.arg(pgEscapeEncode([]byte(s))) + "::text), 'escape') IN " +
+			"decode(lower(encode(raw_payload, 'escape')), 'escape')) > 0"
 	},
 	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
 		return "convert_from(headers, 'UTF8')::jsonb @> " + q.arg(headerContains(h)) + "::jsonb"
@@ -74,9 +80,9 @@ var sqliteSearch = searchDialect{
 	groups: "dlq_failure_groups", groupCounts: "dlq_group_counts", topicCounts: "dlq_topic_counts",
 	placeholder: func(n int) string { return "?" + strconv.Itoa(n) },
 	errorMatch: func(q *searchQuery, _ string, s string) string {
-		if strings.ContainsRune(s, 0) {
+		if !likeSafe(s) {
 			// LIKE stops reading its pattern at a NUL: "%x\0y%" would be
-			// "%x", every error that ends with x.
+			// "%x", every error that ends with x (see likeSafe).
 			return "instr(CAST(error_message AS BLOB), CAST(" + q.arg(s) + " AS BLOB)) > 0"
 		}
 		return "error_message LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'`
@@ -102,11 +108,19 @@ var sqliteSearch = searchDialect{
 // at a NUL ("%x\0y%" would be "%x", every payload that ends with x): a
 // text holding one is searched as bytes only, in its exact case.
 func sqliteTextMatch(q *searchQuery, _ string, s string) string {
-	if strings.ContainsRune(s, 0) {
+	if !likeSafe(s) {
 		return "instr(raw_payload, CAST(" + q.arg(s) + " AS BLOB)) > 0"
 	}
 	return "(CAST(raw_payload AS TEXT) LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'` +
 		" OR instr(raw_payload, CAST(" + q.arg(s) + " AS BLOB)) > 0)"
+}
+
+// likeSafe reports whether SQLite's LIKE finds s as the bytes it holds:
+// LIKE stops reading its pattern at a NUL, and reads a bad byte (of the
+// pattern or of the text) as U+FFFD, so that "\xff" and "\ufffd" matched
+// every payload holding either.
+func likeSafe(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0) && !strings.ContainsRune(s, utf8.RuneError)
 }
 
 // pgText reports whether PostgreSQL takes s as text: valid UTF-8 without

@@ -274,3 +274,76 @@ func TestSearchIndexBatchIsBoundedByBytes(t *testing.T) {
 		}
 	})
 }
+
+// TestTextSearchMatchesBytesNotTheirEscapes: a text filter finds the
+// payloads that hold its bytes (ASCII case aside), and no other (outside
+// attack). PostgreSQL compared escaped forms, where a NUL or a byte above
+// 0x7f is \ooo and a backslash \\: "\x00 text" matched the ASCII text
+// `\000 text`, and "7377" matched the byte 0xff before "377". SQLite's
+// LIKE read a bad byte, in the filter or in a payload, as U+FFFD: "\xff"
+// and "\ufffd" matched every payload holding either.
+func TestTextSearchMatchesBytesNotTheirEscapes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		payloads := map[string]string{
+			"escaped-nul":  `literal \000 text`,
+			"escaped-ff":   `octal \377 text`,
+			"replacement":  "replacement \uFFFD char",
+			"ff-digits":    "\xff377 tail",
+			"nul-text":     "a\x00 text",
+			"backslashes":  `two \\ and one \ here`,
+			"plain":        "Plain Text",
+			"latin1-e":     "caf\xe9 cr\xe8me",
+			"utf8-e":       "café crème",
+			"ff-fe":        "\xfe\xff",
+			"high-at-end":  "ends with \xff",
+			"digits-after": "\x00123",
+		}
+		var in []dlq.Incoming
+		i := 0
+		for name, p := range payloads {
+			m := incoming("bytes.dlq.v1", int64(i), p)
+			m.Key = []byte(name)
+			in = append(in, m)
+			i++
+		}
+		ingest(t, s, t0, in...)
+		filters := map[string]struct {
+			f    dlq.SearchFilter
+			want []string
+		}{
+			"NUL then text":            {dlq.SearchFilter{Text: "\x00 text"}, []string{"nul-text"}},
+			"0xff then text":           {dlq.SearchFilter{Text: "\xff text"}, nil},
+			"digits inside an escape":  {dlq.SearchFilter{Text: "7377"}, nil},
+			"digits after a byte":      {dlq.SearchFilter{Text: "377 tail"}, []string{"ff-digits"}},
+			"0xff":                     {dlq.SearchFilter{Text: "\xff"}, []string{"ff-digits", "ff-fe", "high-at-end"}},
+			"0xff 0xfe":                {dlq.SearchFilter{Text: "\xff\xfe"}, nil},
+			"U+FFFD":                   {dlq.SearchFilter{Text: "\uFFFD"}, []string{"replacement"}},
+			"ASCII backslash zeros":    {dlq.SearchFilter{Text: `\000`}, []string{"escaped-nul"}},
+			"ASCII backslash 377":      {dlq.SearchFilter{Text: `\377 TEXT`}, []string{"escaped-ff"}},
+			"one backslash":            {dlq.SearchFilter{Text: `one \ here`}, []string{"backslashes"}},
+			"two backslashes":          {dlq.SearchFilter{Text: `\\`}, []string{"backslashes"}},
+			"ASCII case":               {dlq.SearchFilter{Text: "plain TEXT"}, []string{"plain"}},
+			"Latin-1 byte":             {dlq.SearchFilter{Text: "caf\xe9"}, []string{"latin1-e"}},
+			"UTF-8 letter":             {dlq.SearchFilter{Text: "café"}, []string{"utf8-e"}},
+			"NUL then digits":          {dlq.SearchFilter{Text: "\x00123"}, []string{"digits-after"}},
+			"digits after NUL":         {dlq.SearchFilter{Text: "0123"}, nil},
+			"escape of NUL, ASCII":     {dlq.SearchFilter{Text: `\000123`}, nil},
+			"NUL then digits in topic": {dlq.SearchFilter{Text: "\x00123", Topic: "bytes.dlq.v1"}, []string{"digits-after"}},
+		}
+		for _, state := range []string{"nothing indexed", "indexed"} {
+			if state == "indexed" {
+				indexAll(t, ctx, s)
+			}
+			for name, c := range filters {
+				f := c.f
+				f.Limit = 100
+				var got []string
+				for _, m := range search(t, s, f).Messages {
+					got = append(got, string(m.Key))
+				}
+				require.ElementsMatch(t, c.want, got, "%s: %s", state, name)
+				requireMatchSet(t, ctx, s, c.f, state+": "+name)
+			}
+		}
+	})
+}
