@@ -307,6 +307,16 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 			return req, false, invalidField("header", "an empty list: name the headers, or leave header out")
 		}
 		v := fb.values()
+		// The filter is stored with the operation, and PostgreSQL keeps no
+		// NUL in its JSON: refused on both stores alike, before anything
+		// runs. A search takes it.
+		for name, vals := range v {
+			for _, s := range vals {
+				if strings.ContainsRune(s, 0) {
+					return req, false, invalidField(name, "holds a NUL byte, which a bulk operation's stored filter cannot keep (GET /api/v1/dlq/messages searches for it)")
+				}
+			}
+		}
 		if len(v) == 0 {
 			return req, false, invalidField("filter", "give at least one filter; to act on every message, name the statuses (\"status\": [\"PENDING\", \"DEAD\"])")
 		}

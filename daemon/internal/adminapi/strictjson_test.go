@@ -81,6 +81,13 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 		{"a comma before a time's fraction", "GET", "/api/v1/dlq/messages?since=2026-01-01T00:00:00,5Z", "", "since"},
 		{"a time past nanoseconds", "GET", "/api/v1/dlq/messages?until=2026-01-01T00:00:00.1234567891Z", "", "until"},
 		{"a bulk filter's time with a comma", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders.dlq.v1","since":"2026-01-01T00:00:00,5Z"}}`, "since"},
+		// A stored filter cannot keep a NUL (PostgreSQL answered 500 when it
+		// stored one, second outside attack): refused the same on both stores.
+		{"a NUL in a bulk filter's q", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"q":"\u0000 text"}}`, "q"},
+		{"a NUL in a bulk filter's error, dry run", "POST", "/api/v1/dlq/operations", `{"action":"delete","dry_run":true,"filter":{"error":"x\u0000"}}`, "error"},
+		{"a NUL in a bulk filter's key", "POST", "/api/v1/dlq/operations", `{"action":"dead","filter":{"key":"\u0000"}}`, "key"},
+		{"a NUL in a bulk filter's header", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"header":["tenant=a\u0000b"]}}`, "header"},
+		{"a NUL in a bulk filter's topic", "POST", "/api/v1/dlq/operations", `{"action":"delete","filter":{"topic":"orders\u0000"}}`, "topic"},
 	}
 	for _, c := range cases {
 		rec := triageSend(h, c.method, c.path, c.body, nil)
