@@ -69,8 +69,19 @@ var pgSearch = searchDialect{
 		return "position(decode(lower(" + q.arg(pgEscapeEncode([]byte(s))) + "::text), 'escape') IN " +
 			"decode(lower(encode(raw_payload, 'escape')), 'escape')) > 0"
 	},
+	// jsonb refuses the \u0000 of a stored header name that holds a NUL,
+	// and a search that read such a row failed: such rows (encoding/json
+	// wrote them; jsonb can hold none) are matched on their JSON text.
 	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
-		return "convert_from(headers, 'UTF8')::jsonb @> " + q.arg(headerContains(h)) + "::jsonb"
+		if !utf8.ValidString(h.Name) {
+			return "FALSE" // such a name is stored as key_b64; JSON would make it U+FFFD
+		}
+		text := "strpos(convert_from(headers, 'UTF8'), " + q.arg(storedHeaderText(h)) + ") > 0"
+		if strings.ContainsRune(h.Name, 0) {
+			return text
+		}
+		return "CASE WHEN strpos(convert_from(headers, 'UTF8'), '\\u0000') = 0 THEN convert_from(headers, 'UTF8')::jsonb @> " +
+			q.arg(headerContains(h)) + "::jsonb ELSE " + text + " END"
 	},
 	indexed: pgIndexed, unindexed: "SELECT id FROM dlq.dlq_search_pending", ids: pgIds,
 }
@@ -158,6 +169,19 @@ func headerContains(h dlq.HeaderFilter) string {
 	}
 	b, _ := json.Marshal([]map[string]string{m}) // strings always encode
 	return string(b)
+}
+
+// storedHeaderText is the text headersJSON writes for a header h matches:
+// its name, then its value's base64 or (no value in h) the start of any.
+// A string's quote and a brace are escaped inside a JSON string, so this
+// is found only at a header's start.
+func storedHeaderText(h dlq.HeaderFilter) string {
+	name, _ := json.Marshal(h.Name) // strings always encode
+	if h.Value == nil {
+		return `{"key":` + string(name) + `,"value":`
+	}
+	value, _ := json.Marshal(base64.StdEncoding.EncodeToString([]byte(*h.Value)))
+	return `{"key":` + string(name) + `,"value":` + string(value) + `}`
 }
 
 // searchQuery builds one statement and its arguments.
