@@ -73,9 +73,6 @@ var pgSearch = searchDialect{
 	// and a search that read such a row failed: such rows (encoding/json
 	// wrote them; jsonb can hold none) are matched on their JSON text.
 	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
-		if !utf8.ValidString(h.Name) {
-			return "FALSE" // such a name is stored as key_b64; JSON would make it U+FFFD
-		}
 		text := "strpos(convert_from(headers, 'UTF8'), " + q.arg(storedHeaderText(h)) + ") > 0"
 		if strings.ContainsRune(h.Name, 0) {
 			return text
@@ -102,7 +99,8 @@ var sqliteSearch = searchDialect{
 		return sqliteTextMatch(q, table, s)
 	},
 	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
-		cond := "json_extract(h.value, '$.key') = " + q.arg(h.Name)
+		field, stored := storedName(h.Name)
+		cond := "json_extract(h.value, '$." + field + "') = " + q.arg(stored)
 		if h.Value != nil {
 			cond += " AND json_extract(h.value, '$.value') = " + q.arg(base64.StdEncoding.EncodeToString([]byte(*h.Value)))
 		}
@@ -113,17 +111,14 @@ var sqliteSearch = searchDialect{
 	ids:       sqliteIds,
 }
 
-// sqliteTextMatch checks a payload: LIKE ignores ASCII case but stops at a NUL byte,
-// so the bytes are also searched as they are (instr on blobs), which finds
-// text after a NUL in the exact case. LIKE also stops reading its pattern
-// at a NUL ("%x\0y%" would be "%x", every payload that ends with x): a
-// text holding one is searched as bytes only, in its exact case.
+// sqliteTextMatch checks a payload's bytes, ASCII letters lowered on both
+// sides (SQLite's lower() changes those only and keeps every other byte,
+// a NUL included), as PostgreSQL does. LIKE would stop reading its pattern
+// at a NUL, stop reading the payload at one, and read bad bytes as
+// characters: a lone 0xa9 as U+00A9, an overlong E0 83 A9 as U+00E9, others
+// as U+FFFD, which filters holding those characters then matched.
 func sqliteTextMatch(q *searchQuery, _ string, s string) string {
-	if !likeSafe(s) {
-		return "instr(raw_payload, CAST(" + q.arg(s) + " AS BLOB)) > 0"
-	}
-	return "(CAST(raw_payload AS TEXT) LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'` +
-		" OR instr(raw_payload, CAST(" + q.arg(s) + " AS BLOB)) > 0)"
+	return "instr(CAST(lower(CAST(raw_payload AS TEXT)) AS BLOB), CAST(lower(" + q.arg(s) + ") AS BLOB)) > 0"
 }
 
 // likeSafe reports whether SQLite's LIKE finds s as the bytes it holds:
@@ -163,7 +158,8 @@ func pgEscapeEncode(b []byte) string {
 // headerContains is the JSON a headers column contains when it has h:
 // keys as text, values as base64 (see storedHeader).
 func headerContains(h dlq.HeaderFilter) string {
-	m := map[string]string{"key": h.Name}
+	name, stored := storedName(h.Name)
+	m := map[string]string{name: stored}
 	if h.Value != nil {
 		m["value"] = base64.StdEncoding.EncodeToString([]byte(*h.Value))
 	}
@@ -176,12 +172,23 @@ func headerContains(h dlq.HeaderFilter) string {
 // A string's quote and a brace are escaped inside a JSON string, so this
 // is found only at a header's start.
 func storedHeaderText(h dlq.HeaderFilter) string {
-	name, _ := json.Marshal(h.Name) // strings always encode
+	field, stored := storedName(h.Name)
+	name, _ := json.Marshal(stored) // strings always encode
+	start := `{"` + field + `":` + string(name) + `,"value":`
 	if h.Value == nil {
-		return `{"key":` + string(name) + `,"value":`
+		return start
 	}
 	value, _ := json.Marshal(base64.StdEncoding.EncodeToString([]byte(*h.Value)))
-	return `{"key":` + string(name) + `,"value":` + string(value) + `}`
+	return start + string(value) + `}`
+}
+
+// storedName is the field a header's name is stored in and what it holds
+// there (headersJSON): the name as text when it is UTF-8, else its base64.
+func storedName(name string) (field, stored string) {
+	if utf8.ValidString(name) {
+		return "key", name
+	}
+	return "key_b64", base64.StdEncoding.EncodeToString([]byte(name))
 }
 
 // searchQuery builds one statement and its arguments.

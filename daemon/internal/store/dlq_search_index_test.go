@@ -297,6 +297,11 @@ func TestTextSearchMatchesBytesNotTheirEscapes(t *testing.T) {
 			"ff-fe":        "\xfe\xff",
 			"high-at-end":  "ends with \xff",
 			"digits-after": "\x00123",
+			// SQLite's LIKE read a lone continuation byte as U+00A9 and an
+			// overlong E0 83 A9 as U+00E9 (third outside attack).
+			"lone-a9":     "lone\xa9cont",
+			"overlong-e9": "over\xe0\x83\xa9long",
+			"after-nul":   "nul\x00AfterNUL tail",
 		}
 		var in []dlq.Incoming
 		i := 0
@@ -329,6 +334,11 @@ func TestTextSearchMatchesBytesNotTheirEscapes(t *testing.T) {
 			"digits after NUL":         {dlq.SearchFilter{Text: "0123"}, nil},
 			"escape of NUL, ASCII":     {dlq.SearchFilter{Text: `\000123`}, nil},
 			"NUL then digits in topic": {dlq.SearchFilter{Text: "\x00123", Topic: "bytes.dlq.v1"}, []string{"digits-after"}},
+			"U+00A9":                   {dlq.SearchFilter{Text: "lone\u00a9cont"}, nil},
+			"U+00E9":                   {dlq.SearchFilter{Text: "over\u00e9long"}, nil},
+			"é alone":                  {dlq.SearchFilter{Text: "\u00e9"}, []string{"utf8-e"}},
+			"the lone byte":            {dlq.SearchFilter{Text: "LONE\xa9"}, []string{"lone-a9"}},
+			"after a NUL, any case":    {dlq.SearchFilter{Text: "afternul"}, []string{"after-nul"}},
 		}
 		for _, state := range []string{"nothing indexed", "indexed"} {
 			if state == "indexed" {
@@ -358,7 +368,7 @@ func TestHeaderFiltersWithANULInAStoredHeaderName(t *testing.T) {
 		nul := incoming("h.dlq.v1", 2, "{}")
 		nul.Headers = []dlq.Header{{Key: []byte("nul\x00name"), Value: []byte("acme\x00evil")}, {Key: []byte("tenant"), Value: []byte("other")}}
 		other := incoming("h.dlq.v1", 3, "{}")
-		other.Headers = []dlq.Header{{Key: []byte("tenant<&>"), Value: []byte("acme")}}
+		other.Headers = []dlq.Header{{Key: []byte("tenant<&>"), Value: []byte("acme")}, {Key: []byte("\xffbad"), Value: []byte("v8")}}
 		ingest(t, s, t0, acme, nul, other)
 		v := func(s string) *string { return &s }
 		for name, c := range map[string]struct {
@@ -372,6 +382,9 @@ func TestHeaderFiltersWithANULInAStoredHeaderName(t *testing.T) {
 			"another value":          {dlq.HeaderFilter{Name: "nul\x00name", Value: v("acme")}, nil},
 			"HTML characters":        {dlq.HeaderFilter{Name: "tenant<&>", Value: v("acme")}, []string{"h.dlq.v1/3"}},
 			"a name that is no text": {dlq.HeaderFilter{Name: "tenant\xff"}, nil},
+			"a stored name no text":  {dlq.HeaderFilter{Name: "\xffbad"}, []string{"h.dlq.v1/3"}},
+			"and its value too":      {dlq.HeaderFilter{Name: "\xffbad", Value: v("v8")}, []string{"h.dlq.v1/3"}},
+			"and another value":      {dlq.HeaderFilter{Name: "\xffbad", Value: v("v9")}, nil},
 		} {
 			f := dlq.SearchFilter{Headers: []dlq.HeaderFilter{c.h}}
 			require.ElementsMatch(t, c.want, offsets(search(t, s, f)), name)
