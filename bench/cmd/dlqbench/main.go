@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -356,27 +355,9 @@ group_id = "dlqbench"
 	return d
 }
 
-func (d *daemon) get(path string) []byte {
-	resp, err := d.http.Get("http://localhost" + path)
-	benchkit.Must(err, "GET "+path)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "GET "+path)
-	}
-	return b
-}
+func (d *daemon) get(path string) []byte { return benchkit.Call(d.http, "GET", path, "") }
 
-func (d *daemon) post(path string) []byte {
-	resp, err := d.http.Post("http://localhost"+path, "application/json", nil)
-	benchkit.Must(err, "POST "+path)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "POST "+path)
-	}
-	return b
-}
+func (d *daemon) post(path string) []byte { return benchkit.Call(d.http, "POST", path, "") }
 
 // waitStored returns how long the daemon took to store messages up to n,
 // from the moment the count first moved (so the consumer group's join is not

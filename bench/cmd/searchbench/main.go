@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -391,27 +390,9 @@ topic_pattern = "*.dlq.v1"
 	return d
 }
 
-func (d *daemon) post(path, body string) []byte {
-	resp, err := d.http.Post("http://localhost"+path, "application/json", strings.NewReader(body))
-	benchkit.Must(err, "POST "+path)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "POST "+path)
-	}
-	return b
-}
+func (d *daemon) post(path, body string) []byte { return benchkit.Call(d.http, "POST", path, body) }
 
-func (d *daemon) get(path string) []byte {
-	resp, err := d.http.Get("http://localhost" + path)
-	benchkit.Must(err, "GET "+path)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "GET "+path)
-	}
-	return b
-}
+func (d *daemon) get(path string) []byte { return benchkit.Call(d.http, "GET", path, "") }
 
 // waitStored returns how long the daemon took to store n messages, from
 // the moment the count first moved (the consumer group's join is not

@@ -7,6 +7,8 @@ package benchkit
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +33,25 @@ func Root() string {
 
 // Bin is ./bin, where `make build` puts the binaries.
 func Bin() string { return filepath.Join(Root(), "bin") }
+
+// Call sends a request to the daemon through c (a client of its admin
+// socket) and returns the body of its 200 answer; any other answer stops
+// the benchmark.
+func Call(c *http.Client, method, path, body string) []byte {
+	req, err := http.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
+	Must(err, method+" "+path)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	Must(err, method+" "+path)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		Must(fmt.Errorf("%d %s", resp.StatusCode, b), method+" "+path)
+	}
+	return b
+}
 
 // Must stops the benchmark on error.
 func Must(err error, what string) {

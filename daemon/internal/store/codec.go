@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -34,6 +35,16 @@ type storedHeader struct {
 	Value  []byte  `json:"value"`
 }
 
+// storedName is the field a header's name is stored in and what it holds
+// there: the name as text when it is UTF-8, else its base64. Both the
+// writer (headersJSON) and the header filters (dlq_search.go) use it.
+func storedName(name string) (field, stored string) {
+	if utf8.ValidString(name) {
+		return "key", name
+	}
+	return "key_b64", base64.StdEncoding.EncodeToString([]byte(name))
+}
+
 func headersJSON(hs []dlq.Header) string {
 	if len(hs) == 0 {
 		return "[]"
@@ -41,9 +52,8 @@ func headersJSON(hs []dlq.Header) string {
 	out := make([]storedHeader, len(hs))
 	for i, h := range hs {
 		out[i].Value = h.Value
-		if utf8.Valid(h.Key) {
-			k := string(h.Key)
-			out[i].Key = &k
+		if field, stored := storedName(string(h.Key)); field == "key" {
+			out[i].Key = &stored
 		} else {
 			out[i].KeyB64 = h.Key
 		}

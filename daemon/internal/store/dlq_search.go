@@ -182,15 +182,6 @@ func storedHeaderText(h dlq.HeaderFilter) string {
 	return start + string(value) + `}`
 }
 
-// storedName is the field a header's name is stored in and what it holds
-// there (headersJSON): the name as text when it is UTF-8, else its base64.
-func storedName(name string) (field, stored string) {
-	if utf8.ValidString(name) {
-		return "key", name
-	}
-	return "key_b64", base64.StdEncoding.EncodeToString([]byte(name))
-}
-
 // searchQuery builds one statement and its arguments.
 type searchQuery struct {
 	d    *searchDialect
