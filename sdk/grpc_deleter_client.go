@@ -50,7 +50,8 @@ func (c *deleterClient) Delete(ctx context.Context, req *DeleteRequest, progress
 				progress(lastProgress)
 			}
 		case *pb.DeleteEvent_Result:
-			return &DeleteResponse{DeletedCount: x.Result.GetDeletedCount(), Breakdown: x.Result.GetBreakdown()}, nil
+			return &DeleteResponse{DeletedCount: x.Result.GetDeletedCount(), Breakdown: x.Result.GetBreakdown(),
+				Proof: proofFromPB(x.Result.GetProof())}, nil
 		}
 	}
 }

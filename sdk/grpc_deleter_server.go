@@ -57,6 +57,6 @@ func (s *deleterServer) Delete(req *pb.DeleteRequest, stream pb.TenantDeleter_De
 		mu.Lock()
 		defer mu.Unlock()
 		return stream.Send(&pb.DeleteEvent{Event: &pb.DeleteEvent_Result{Result: &pb.DeleteResult{
-			DeletedCount: resp.DeletedCount, Breakdown: resp.Breakdown}}})
+			DeletedCount: resp.DeletedCount, Breakdown: resp.Breakdown, Proof: proofToPB(resp.Proof)}}})
 	})
 }

@@ -105,8 +105,15 @@ type DeleteRequest struct {
 
 // DeleteResponse is the result of a successful Delete.
 type DeleteResponse struct {
+	// DeletedCount is every item the delete removed, cascades and
+	// triggers included: the sum of Breakdown when there is one.
 	DeletedCount int64
 	Breakdown    map[string]int64
+	// Proof is what a Verifier checked once its deletes were done (the
+	// identities it recorded before them, and what referenced them); nil
+	// from a deleter that is not a Verifier. A Delete whose proof finds
+	// anything left fails instead of returning it.
+	Proof []ProofCheck
 }
 
 // Progress receives the number of items deleted so far. Calls may be

@@ -147,7 +147,9 @@ type jobBody struct {
 	Status   string `json:"status"`
 	Attempts int    `json:"attempts"`
 	Verified bool   `json:"verified"`
-	Report   struct {
+	// LastError is why the job is not done.
+	LastError string `json:"last_error"`
+	Report    struct {
 		Succeeded map[string]struct {
 			DeletedCount int64 `json:"deleted_count"`
 		} `json:"succeeded"`

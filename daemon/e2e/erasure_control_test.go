@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -282,4 +283,40 @@ func TestHoldBlocksAScheduledJobAndReleaseLetsItRun(t *testing.T) {
 			require.NotNil(t, holds.Holds[0].ReleasedByUID, "who released it")
 		})
 	}
+}
+
+// A deleter whose plugin refuses its config (here: a foreign key cycle no
+// delete order satisfies) can never run: the job is BLOCKED with the
+// plugin's reason, not PARTIAL and retried forever, and `tenant delete
+// --wait` returns.
+func TestAJobWhoseDeleterRefusesItsConfigIsBlockedWithTheReason(t *testing.T) {
+	t.Parallel()
+	dsn := testsvc.PGDatabase(t)
+	pool, err := pgxpool.New(testsvc.Context(t, time.Minute), dsn)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(testsvc.Context(t, time.Minute), `
+CREATE TABLE store (store_id int PRIMARY KEY, tenant_id text NOT NULL, manager_staff_id int NOT NULL);
+CREATE TABLE staff (staff_id int PRIMARY KEY, tenant_id text NOT NULL, store_id int NOT NULL CONSTRAINT fk_staff_store REFERENCES store);
+ALTER TABLE store ADD CONSTRAINT fk_store_staff FOREIGN KEY (manager_staff_id) REFERENCES staff;`)
+	require.NoError(t, err)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(`
+[deletion]
+retry_initial_delay = "200ms"
+retry_max_delay = "1s"
+poll_interval = "100ms"
+
+[[deleter]]
+name = "postgres:sakila"
+plugin = "postgres"
+[deleter.config]
+dsn = %q
+discover = true
+`, dsn)})
+	tenant := uuid.NewString()
+	out, errOut, code := d.CLIWithin(time.Minute, "tenant", "delete", tenant, "--yes", "--wait")
+	require.NotEqual(t, 0, code, "%s\n%s", out, errOut)
+	job := waitJob(t, d, tenant, "BLOCKED", 30*time.Second)
+	require.Contains(t, job.LastError, "fk_store_staff", "the plugin's reason is the job's")
+	require.Contains(t, out+errOut, "BLOCKED")
 }

@@ -312,11 +312,27 @@ func (d *Daemon) JSON(method, path string, body any, want int, out any) []byte {
 // CLI runs the lifecycled binary as a client of this daemon.
 func (d *Daemon) CLI(args ...string) (stdout, stderr string, code int) {
 	d.t.Helper()
-	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), append([]string{"--addr", "unix://" + d.Socket}, args...)...)
+	return d.CLIWithin(0, args...)
+}
+
+// CLIWithin is CLI for a command that must end within timeout (0: no
+// limit): one still running then is killed and fails the test.
+func (d *Daemon) CLIWithin(timeout time.Duration, args ...string) (stdout, stderr string, code int) {
+	d.t.Helper()
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(d.Bin, "lifecycled"), append([]string{"--addr", "unix://" + d.Socket}, args...)...)
 	cmd.Dir = d.Dir
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		d.t.Fatalf("lifecycled %s did not end within %s; stdout: %s; stderr: %s", strings.Join(args, " "), timeout, o.String(), e.String())
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -22,6 +23,12 @@ type catalog struct {
 	mariadb bool
 	// store names the server and database (storeIdentity), for the fingerprint.
 	store string
+	// foldTableNames: lower_case_table_names is 1 or 2, so the server
+	// compares table and database names without regard to case.
+	foldTableNames bool
+	// session is what the session settings that change a delete's meaning
+	// are, on the deleter's connections and on the server.
+	session sessionSettings
 }
 
 // storeIdentity names the server and database the deleter is connected
@@ -56,14 +63,33 @@ func (k tkey) String() string { return k[0] + "." + k[1] }
 
 // catTable is one base table.
 type catTable struct {
-	key          tkey
-	engine       string
-	cols         map[string]catColumn // only the candidate tenant columns
-	pk           []string             // primary key columns, in order; nil without one
-	indexedFirst map[string]bool      // an index leads with the column
+	key    tkey
+	engine string
+	// versioned: a MariaDB system-versioned table, which keeps every row a
+	// delete removes as history (readable FOR SYSTEM_TIME ALL).
+	versioned bool
+	// cols are the candidate tenant columns, by lower-case name: MySQL
+	// compares column names without regard to case.
+	cols         map[string]catColumn
+	pk           []string        // primary key columns, in order; nil without one
+	indexedFirst map[string]bool // an index leads with the column
 	// deleteTriggers are the table's DELETE triggers, each with its
 	// statement: code every delete of its rows runs.
 	deleteTriggers []string
+	// beforeTriggers are the names of its BEFORE DELETE triggers, which
+	// run before each row goes and may write it elsewhere.
+	beforeTriggers []string
+	// identity are the columns that tell its rows apart: the primary key,
+	// else a unique key of NOT NULL columns; nil when there is none.
+	identity []string
+	// columns are all its columns in order (for a whole-row identity).
+	columns []string
+}
+
+// col returns the candidate tenant column named name, in any case.
+func (t *catTable) col(name string) (catColumn, bool) {
+	c, ok := t.cols[strings.ToLower(name)]
+	return c, ok
 }
 
 func (t *catTable) name() string  { return t.key.String() }
@@ -87,6 +113,8 @@ type catFK struct {
 	refCols       []string
 	action        byte // c cascade, n set null, d set default, r restrict, a no action
 	nullable      bool // every referencing column allows NULL
+	// nullCols are the referencing columns that allow NULL.
+	nullCols map[string]bool
 }
 
 func (f *catFK) describe() string {
@@ -108,14 +136,25 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 	}
 	c.store = store
 
-	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(ENGINE, '') FROM information_schema.TABLES
-		WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN `+systemSchemas)
+	var lctn int
+	if err := db.QueryRowContext(ctx, `SELECT @@lower_case_table_names`).Scan(&lctn); err != nil {
+		return nil, classify(fmt.Errorf("read lower_case_table_names: %w", err))
+	}
+	c.foldTableNames = lctn != 0
+	if c.session, err = readSession(ctx, db); err != nil {
+		return nil, err
+	}
+
+	// MariaDB lists a system-versioned table as SYSTEM VERSIONED, not
+	// BASE TABLE: it holds rows all the same.
+	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(ENGINE, ''), TABLE_TYPE = 'SYSTEM VERSIONED' FROM information_schema.TABLES
+		WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN `+systemSchemas)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read tables: %w", err))
 	}
 	for rows.Next() {
 		t := &catTable{cols: map[string]catColumn{}, indexedFirst: map[string]bool{}}
-		if err := rows.Scan(&t.key[0], &t.key[1], &t.engine); err != nil {
+		if err := rows.Scan(&t.key[0], &t.key[1], &t.engine, &t.versioned); err != nil {
 			rows.Close()
 			return nil, classify(err)
 		}
@@ -126,16 +165,19 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		return nil, classify(fmt.Errorf("read tables: %w", err))
 	}
 
-	if len(tenantColumns) > 0 {
+	wanted := map[string]bool{}
+	for _, n := range tenantColumns {
+		wanted[strings.ToLower(n)] = true
+	}
+	{
+		// Every column, in order: the candidates (by lower-case name, as
+		// the server compares column names), and the list a whole-row
+		// identity is made of.
 		q := `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE,
 				COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, '')
-			FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ` + systemSchemas +
-			` AND COLUMN_NAME IN (?` + strings.Repeat(", ?", len(tenantColumns)-1) + `)`
-		args := make([]any, len(tenantColumns))
-		for i, n := range tenantColumns {
-			args[i] = n
-		}
-		rows, err = db.QueryContext(ctx, q, args...)
+			FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ` + systemSchemas + `
+			ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`
+		rows, err = db.QueryContext(ctx, q)
 		if err != nil {
 			return nil, classify(fmt.Errorf("read columns: %w", err))
 		}
@@ -146,8 +188,13 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 				rows.Close()
 				return nil, classify(err)
 			}
-			if t := c.tables[k]; t != nil {
-				t.cols[col.name] = col
+			t := c.tables[k]
+			if t == nil {
+				continue
+			}
+			t.columns = append(t.columns, col.name)
+			if wanted[strings.ToLower(col.name)] {
+				t.cols[strings.ToLower(col.name)] = col
 			}
 		}
 		rows.Close()
@@ -156,17 +203,28 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		}
 	}
 
-	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME
-		FROM information_schema.STATISTICS WHERE TABLE_SCHEMA NOT IN `+systemSchemas+`
-		ORDER BY TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`)
+	rows, err = db.QueryContext(ctx, `SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX, s.COLUMN_NAME, s.NON_UNIQUE = 0,
+			s.SUB_PART IS NULL AND c.IS_NULLABLE = 'NO'
+		FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c
+			ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
+		WHERE s.TABLE_SCHEMA NOT IN `+systemSchemas+`
+		ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX`)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read indexes: %w", err))
 	}
+	// unique keys of NOT NULL whole columns, per table and index name:
+	// candidates for the rows' identity when there is no primary key.
+	type uniq struct {
+		cols []string
+		ok   bool
+	}
+	uniques := map[tkey]map[string]*uniq{}
 	for rows.Next() {
 		var k tkey
 		var index, col string
 		var seq int
-		if err := rows.Scan(&k[0], &k[1], &index, &seq, &col); err != nil {
+		var unique, whole bool
+		if err := rows.Scan(&k[0], &k[1], &index, &seq, &col, &unique, &whole); err != nil {
 			rows.Close()
 			return nil, classify(err)
 		}
@@ -179,6 +237,39 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		}
 		if index == "PRIMARY" {
 			t.pk = append(t.pk, col)
+		} else if unique {
+			if uniques[k] == nil {
+				uniques[k] = map[string]*uniq{}
+			}
+			u := uniques[k][index]
+			if u == nil {
+				u = &uniq{ok: true}
+				uniques[k][index] = u
+			}
+			u.cols = append(u.cols, col)
+			u.ok = u.ok && whole
+		}
+	}
+	for k, t := range c.tables {
+		if len(t.pk) > 0 {
+			t.identity = t.pk
+			continue
+		}
+		var names []string
+		for name, u := range uniques[k] {
+			if u.ok {
+				names = append(names, name)
+			}
+		}
+		sort.Slice(names, func(i, j int) bool {
+			a, b := uniques[k][names[i]], uniques[k][names[j]]
+			if len(a.cols) != len(b.cols) {
+				return len(a.cols) < len(b.cols)
+			}
+			return names[i] < names[j]
+		})
+		if len(names) > 0 {
+			t.identity = uniques[k][names[0]].cols
 		}
 	}
 	rows.Close()
@@ -216,10 +307,14 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 				f.action = 'a' // NO ACTION
 			}
 			f.nullable = true
+			f.nullCols = map[string]bool{}
 			last = &f
 			c.fks = append(c.fks, last)
 		}
 		last.nullable = last.nullable && nullable.Valid && nullable.Bool
+		if nullable.Valid && nullable.Bool {
+			last.nullCols[strings.ToLower(col)] = true
+		}
 		last.fkCols = append(last.fkCols, col)
 		last.refCols = append(last.refCols, refCol)
 	}
@@ -259,6 +354,9 @@ func readDeleteTriggers(ctx context.Context, db *sql.DB, c *catalog) error {
 		}
 		if t := c.tables[k]; t != nil {
 			t.deleteTriggers = append(t.deleteTriggers, fmt.Sprintf("trigger %s %s DELETE: %s", quoteIdent(name), timing, stmt))
+			if strings.EqualFold(timing, "BEFORE") {
+				t.beforeTriggers = append(t.beforeTriggers, name)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -276,11 +374,11 @@ func (c *catalog) lookup(name, defaultSchema string) (*catTable, error) {
 		if name[i] != '.' {
 			continue
 		}
-		if t := c.tables[tkey{name[:i], name[i+1:]}]; t != nil {
+		if t := c.table(tkey{name[:i], name[i+1:]}); t != nil {
 			found = append(found, t)
 		}
 	}
-	if t := c.tables[tkey{defaultSchema, name}]; t != nil {
+	if t := c.table(tkey{defaultSchema, name}); t != nil {
 		found = append(found, t)
 	}
 	switch len(found) {
@@ -294,6 +392,20 @@ func (c *catalog) lookup(name, defaultSchema string) (*catTable, error) {
 		names = append(names, fmt.Sprintf("%s in schema %s", t.key[1], t.key[0]))
 	}
 	return nil, fmt.Errorf("%q is ambiguous: it names %s; rename one of them", name, strings.Join(names, " and "))
+}
+
+// table finds a table by its names as the server compares them: exactly,
+// or without regard to case under lower_case_table_names 1 or 2.
+func (c *catalog) table(k tkey) *catTable {
+	if t := c.tables[k]; t != nil || !c.foldTableNames {
+		return t
+	}
+	for key, t := range c.tables {
+		if strings.EqualFold(key[0], k[0]) && strings.EqualFold(key[1], k[1]) {
+			return t
+		}
+	}
+	return nil
 }
 
 // quoteIdent quotes a MySQL identifier.

@@ -24,16 +24,40 @@ type config struct {
 	Password     string `json:"password"`
 	TenantColumn string `json:"tenant_column"`
 	// TenantColumns overrides the tenant column per table.
-	TenantColumns    map[string]string `json:"tenant_columns"`
-	Tables           []string          `json:"tables"`
-	Discover         bool              `json:"discover"`
-	Schemas          []string          `json:"schemas"`
-	BatchSize        int               `json:"batch_size"`
-	LockTimeout      string            `json:"lock_timeout"`
-	StatementTimeout string            `json:"statement_timeout"`
+	TenantColumns map[string]string `json:"tenant_columns"`
+	Tables        []string          `json:"tables"`
+	// IgnoreTables are tables with the tenant column that are kept on
+	// purpose (audit logs, another application's data): the independent
+	// proof reports their tenant rows as kept instead of left.
+	IgnoreTables     []string `json:"ignore_tables"`
+	Discover         bool     `json:"discover"`
+	Schemas          []string `json:"schemas"`
+	BatchSize        int      `json:"batch_size"`
+	LockTimeout      string   `json:"lock_timeout"`
+	StatementTimeout string   `json:"statement_timeout"`
+	// AcknowledgedHooks names, as "database.table.trigger", the BEFORE
+	// DELETE triggers on tables the erasure reaches that the operator has
+	// looked at: such a trigger runs before each row goes and can write it
+	// elsewhere, so any other is refused. The independent proof still
+	// decides whether the erasure is verified.
+	AcknowledgedHooks []string `json:"acknowledged_hooks"`
+	// GlobalRows: rows whose tenant column is NULL are shared by every
+	// tenant, never deleted and never another tenant's. Default true.
+	GlobalRows *bool `json:"global_rows"`
+	// SystemVersioned says what to do with a MariaDB system-versioned
+	// table the erasure reaches: "refuse" (the default: its history keeps
+	// every row a delete removes), or "delete_history" (after the delete,
+	// DELETE HISTORY removes the table's whole history, every tenant's:
+	// MariaDB cannot remove one tenant's).
+	SystemVersioned string `json:"system_versioned"`
 
 	database string // the DSN's database: where unqualified table names are
+	// asked are the pinned session variables the DSN asked for.
+	asked map[string]string
 }
+
+// globalRows is GlobalRows with its default.
+func (cfg config) globalRows() bool { return cfg.GlobalRows == nil || *cfg.GlobalRows }
 
 type deleter struct {
 	mu     sync.Mutex
@@ -59,7 +83,7 @@ func (driverLog) Print(v ...any) {
 var safeName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
-	cfg := config{TenantColumn: "tenant_id", BatchSize: 5000, LockTimeout: "1s", StatementTimeout: "30s"}
+	cfg := config{TenantColumn: "tenant_id", BatchSize: 5000, LockTimeout: "1s", StatementTimeout: "30s", SystemVersioned: "refuse"}
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
 		return nil, err
 	}
@@ -91,6 +115,9 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	case !cfg.Discover && len(cfg.Schemas) > 0:
 		problems = append(problems, sdk.FieldError{Field: "schemas", Problem: "only with discover = true (name tables as schema.table)"})
 	}
+	if cfg.SystemVersioned != "refuse" && cfg.SystemVersioned != "delete_history" {
+		problems = append(problems, sdk.FieldError{Field: "system_versioned", Problem: `must be "refuse" or "delete_history"`})
+	}
 	if cfg.BatchSize < 1 || cfg.BatchSize > 1_000_000 {
 		problems = append(problems, sdk.FieldError{Field: "batch_size", Problem: "must be between 1 and 1000000"})
 	}
@@ -114,6 +141,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if cfg.Password != "" {
 		mcfg.Passwd = cfg.Password
 	}
+	cfg.asked = pinSession(mcfg)
 	if mcfg.Timeout == 0 {
 		mcfg.Timeout = 5 * time.Second
 	}
@@ -155,7 +183,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	}
 	d.db, d.cfg, d.format = db, cfg, req.TenantIDFormat
 	d.mu.Unlock()
-	return &sdk.ConfigureResponse{PluginVersion: version, Warnings: warningsFor(m)}, nil
+	return &sdk.ConfigureResponse{PluginVersion: version, Warnings: warningsFor(cfg, m)}, nil
 }
 
 // open connects with mcfg and checks the server answers.
@@ -220,6 +248,22 @@ func (d *deleter) prepare(ctx context.Context, tenant string) (*sql.DB, *model, 
 	}
 	vals := map[*mtable]any{}
 	charsets := map[string]bool{}
+	for _, t := range m.bystanders {
+		// A bystander is only counted: an id its column cannot hold has no
+		// rows there to count.
+		if v, err := tenantArg(tenant, *t.tenant, ""); err == nil && t.tenant.kind() != kindText {
+			vals[t] = v
+		} else if err == nil && safeName.MatchString(t.tenant.charset) && safeName.MatchString(t.tenant.collation) {
+			vals[t] = v
+		}
+	}
+	var watched []*mtable
+	for _, t := range m.bystanders {
+		if _, ok := vals[t]; ok {
+			watched = append(watched, t)
+		}
+	}
+	m.bystanders = watched
 	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
 		if t.tenant == nil {
 			continue
@@ -341,6 +385,11 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	for _, name := range m.names {
 		t.byTable[name] = 0
 	}
+	w, err := record(ctx, db, m, vals)
+	if err != nil {
+		return nil, sdk.PartialDeletion(0, err)
+	}
+	defer w.close()
 	x := &eraser{db: db, m: m, vals: vals, batch: cfg.BatchSize, tally: t}
 	if err := x.run(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -348,13 +397,23 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		}
 		return nil, sdk.PartialDeletion(t.total, classify(err))
 	}
-	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable}, nil
+	proof, err := w.check(ctx)
+	if err != nil {
+		return nil, sdk.PartialDeletion(t.total, err)
+	}
+	if sdk.ProofLeft(proof) > 0 {
+		return nil, sdk.PartialDeletion(t.total, proofFailure(proof))
+	}
+	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable, Proof: proof}, nil
 }
 
 // warningsFor lists the usual cause of slow deletes: no index leading with
 // the tenant column (InnoDB indexes foreign key columns itself).
-func warningsFor(m *model) []string {
+func warningsFor(cfg config, m *model) []string {
 	var warnings []string
+	for _, name := range m.unusedAcknowledgements(cfg) {
+		warnings = append(warnings, fmt.Sprintf("acknowledged_hooks names %q, which is no BEFORE DELETE trigger on a table this deleter reaches", name))
+	}
 	for _, t := range m.tables {
 		if t.tenant != nil && !t.cat.indexedFirst[t.tenant.name] {
 			warnings = append(warnings, fmt.Sprintf("table %s has no index leading with %s: every delete batch scans the table (CREATE INDEX ... ON %s (%s))",

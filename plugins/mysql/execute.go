@@ -36,6 +36,18 @@ type eraser struct {
 
 func (x *eraser) run(ctx context.Context) error {
 	for _, t := range x.m.order {
+		// A table with DELETE triggers: what they remove from the other
+		// tables with the tenant column is counted from the tenant's rows
+		// of each before and after (MySQL reports no per-table figures).
+		var watched []*mtable
+		var before []int64
+		if len(t.cat.deleteTriggers) > 0 {
+			watched = x.m.watchedBy(t)
+			var err error
+			if before, err = x.tenantCounts(ctx, watched); err != nil {
+				return err
+			}
+		}
 		var err error
 		if len(t.self) == 0 && len(t.cascades) == 0 {
 			err = x.deleteTable(ctx, t)
@@ -45,8 +57,47 @@ func (x *eraser) run(ctx context.Context) error {
 		if err != nil {
 			return x.explain(ctx, err)
 		}
+		if watched != nil {
+			after, err := x.tenantCounts(ctx, watched)
+			if err != nil {
+				return err
+			}
+			for i, u := range watched {
+				if n := before[i] - after[i]; n > 0 {
+					x.tally.add(u.name(), n)
+				}
+			}
+			x.tally.progress(x.tally.total)
+		}
+	}
+	// The history of a system-versioned table keeps every row deleted
+	// above; system_versioned = "delete_history" (checkReached refuses
+	// such a table otherwise) removes it, all of it: MariaDB has no
+	// per-row form.
+	for _, t := range x.m.order {
+		if t.cat.versioned {
+			if _, err := x.db.ExecContext(ctx, "DELETE HISTORY FROM "+t.cat.ident()); err != nil {
+				return fmt.Errorf("delete the history of %s: %w", t.name(), err)
+			}
+		}
 	}
 	return nil
+}
+
+// tenantCounts counts the tenant's rows of each table: by the tenant
+// column where it has one (a cascade target's rows stop matching its
+// predicate once their parents are gone, not once they are), else by its
+// keys to the set.
+func (x *eraser) tenantCounts(ctx context.Context, tables []*mtable) ([]int64, error) {
+	out := make([]int64, len(tables))
+	for i, t := range tables {
+		p := newPredicate(x.vals)
+		cond := p.own(t, "a")
+		if err := x.db.QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*) FROM %s a WHERE %s", t.cat.ident(), cond), p.args...).Scan(&out[i]); err != nil {
+			return nil, fmt.Errorf("count %s: %w", t.name(), err)
+		}
+	}
+	return out, nil
 }
 
 // orderBy is the ORDER BY of a batch: the primary key, so that batches take
@@ -120,23 +171,25 @@ func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
 	}
 	// What is left references itself in loops. MySQL checks keys row by
 	// row, even within one statement, so the loops are cut first: in one
-	// transaction, the self keys of these rows are set to NULL and the rows
-	// deleted. Nobody sees the NULLs, and only this tenant's rows change
-	// (the preflight refused any other row referencing them).
+	// transaction, a column of each self key that allows NULL (never the
+	// tenant column: that would make the rows global, or fail on the keys
+	// referencing them) is set to NULL and the rows deleted. A NULL in one
+	// column of a key is enough for MySQL not to check it. Nobody sees the
+	// NULLs, and only this tenant's rows change (the preflight refused any
+	// other row referencing them, and any loop no column can cut).
+	var set []string
 	for _, e := range t.self {
-		if !e.fk.nullable {
-			return sdk.Permanent(fmt.Errorf("%s of %s reference each other in a loop through %s, whose column does not allow NULL: "+
-				"MySQL checks keys row by row, so the loop cannot be deleted; allow NULL in %s (the deleter then cuts the loop inside its transaction)",
-				rows(left), t.name(), e.fk.name, strings.Join(e.fk.fkCols, ", ")))
-		}
-	}
-	_, err := x.inTx(ctx, t, func(tx *sql.Tx) (int64, error) {
-		var set []string
-		for _, e := range t.self {
-			for _, c := range e.fk.fkCols {
+		for _, c := range e.fk.fkCols {
+			if e.fk.nullCols[strings.ToLower(c)] && (t.tenant == nil || !strings.EqualFold(c, t.tenant.name)) {
 				set = append(set, quoteIdent(c)+" = NULL")
 			}
 		}
+	}
+	if len(set) == 0 {
+		return sdk.Permanent(fmt.Errorf("%s of %s reference each other in a loop through a key none of whose columns but the tenant column allows NULL: "+
+			"MySQL checks keys row by row, so the loop cannot be deleted", rows(left), t.name()))
+	}
+	_, err := x.inTx(ctx, t, func(tx *sql.Tx) (int64, error) {
 		p := newPredicate(x.vals)
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET %s WHERE %s", t.cat.ident(), strings.Join(set, ", "), p.gone(t, t.cat.ident())), p.args...); err != nil {
 			return 0, err

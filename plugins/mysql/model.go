@@ -34,6 +34,19 @@ type model struct {
 	names   []string // breakdown keys: the set, then targets
 	// store names the server and database (storeIdentity).
 	store string
+	// cat is the catalogue the model was built from.
+	cat *catalog
+	// globalRows: rows with a NULL tenant column are shared data.
+	globalRows bool
+	// bystanders are the tables with the tenant column in the schemas of
+	// the set that the erasure does not delete from: a trigger may remove
+	// rows of them, which the erasure counts.
+	bystanders []*mtable
+	// stuckLoops are self keys of the set whose loops of this tenant's
+	// rows could only be cut through the tenant column (no other column of
+	// the key allows NULL): the preflight refuses the tenant if it has
+	// rows referencing each other through one.
+	stuckLoops []*medge
 }
 
 // mtable is one table of the set or a target.
@@ -104,11 +117,20 @@ func fieldOf(cfg config, t *mtable) string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byKey: map[tkey]*mtable{}, store: cat.store}
+	m := &model{byKey: map[tkey]*mtable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
 	var problems []sdk.FieldError
+	ignored := map[tkey]bool{}
+	for i, name := range cfg.IgnoreTables {
+		t, err := cat.lookup(name, cfg.database)
+		if err != nil {
+			problems = append(problems, sdk.FieldError{Field: fmt.Sprintf("ignore_tables[%d]", i), Problem: err.Error()})
+			continue
+		}
+		ignored[t.key] = true
+	}
 	add := func(ct *catTable, pos int) *mtable {
 		t := &mtable{cat: ct, listed: true, pos: pos}
-		if col, ok := ct.cols[cfg.tenantColumnFor(ct)]; ok {
+		if col, ok := ct.col(cfg.tenantColumnFor(ct)); ok {
 			t.tenant = &col
 		}
 		m.byKey[ct.key] = t
@@ -122,13 +144,13 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		}
 		var cands []*catTable
 		for _, t := range cat.tables {
-			if schemas[t.key[0]] {
+			if schemas[t.key[0]] && !ignored[t.key] {
 				cands = append(cands, t)
 			}
 		}
 		sort.Slice(cands, func(i, j int) bool { return cands[i].name() < cands[j].name() })
 		for _, t := range cands {
-			if _, ok := t.cols[cfg.tenantColumnFor(t)]; ok {
+			if _, ok := t.col(cfg.tenantColumnFor(t)); ok {
 				add(t, len(m.tables))
 			}
 		}
@@ -163,6 +185,9 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 				continue
 			case seen[t.key]:
 				problems = append(problems, sdk.FieldError{Field: field, Problem: fmt.Sprintf("%s is listed twice", t.name())})
+				continue
+			case ignored[t.key]:
+				problems = append(problems, sdk.FieldError{Field: field, Problem: fmt.Sprintf("%s is in both tables and ignore_tables", t.name())})
 				continue
 			}
 			seen[t.key] = true
@@ -215,10 +240,14 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 	if err := m.addCascadeTargets(cfg, cat); err != nil {
 		return nil, err
 	}
+	if problems := m.checkReached(cfg); len(problems) > 0 {
+		return nil, sdk.InvalidConfig(problems...)
+	}
 	if err := m.sortTables(cfg); err != nil {
 		return nil, err
 	}
 	m.planCascades()
+	m.findBystanders(cfg, cat)
 	for _, t := range m.tables {
 		m.names = append(m.names, t.name())
 	}
@@ -276,7 +305,7 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 				continue
 			}
 			child := e.child
-			col, ok := child.cols[cfg.tenantColumnFor(child)]
+			col, ok := child.col(cfg.tenantColumnFor(child))
 			if !ok {
 				continue // not provably this tenant's: the preflight refuses such rows
 			}
@@ -332,5 +361,54 @@ func setNullStripsTenant(e *medge) bool {
 	if e.childT.tenant == nil {
 		return owner(e)
 	}
-	return slices.Contains(e.fk.fkCols, e.childT.tenant.name)
+	return containsFold(e.fk.fkCols, e.childT.tenant.name)
+}
+
+// containsFold reports whether names holds name in any case (MySQL
+// compares column names without regard to case).
+func containsFold(names []string, name string) bool {
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// findBystanders lists the tables with a tenant column of a supported type
+// in the schemas of the set that are neither in the set nor targets.
+func (m *model) findBystanders(cfg config, cat *catalog) {
+	schemas := map[string]bool{}
+	for _, t := range m.tables {
+		schemas[t.cat.key[0]] = true
+	}
+	var keys []tkey
+	for k, ct := range cat.tables {
+		if !schemas[k[0]] || m.byKey[k] != nil {
+			continue
+		}
+		if col, ok := ct.col(cfg.tenantColumnFor(ct)); ok && columnProblem(col) == "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		ct := cat.tables[k]
+		col, _ := ct.col(cfg.tenantColumnFor(ct))
+		m.bystanders = append(m.bystanders, &mtable{cat: ct, tenant: &col, listed: true})
+	}
+}
+
+// watchedBy are the tables whose tenant rows a delete of t's rows may
+// remove through a trigger: every other table with the tenant column the
+// model knows (set, targets and bystanders), and the set's dependent
+// tables.
+func (m *model) watchedBy(t *mtable) []*mtable {
+	var out []*mtable
+	for _, u := range append(append([]*mtable(nil), m.order...), m.bystanders...) {
+		if u != t {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/internal/fkgraph"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -21,9 +22,9 @@ func (m *model) sortTables(cfg config) error {
 			edges = append(edges, e)
 		}
 	}
-	cyclic := sccs(all, edges)
+	cyclic := fkgraph.Components(all, graphEdges(edges))
 	for _, drop := range []string{"c", "nd"} {
-		comp := sccs(all, edges)
+		comp := fkgraph.Components(all, graphEdges(edges))
 		kept := edges[:0:0]
 		for _, e := range edges {
 			if comp[e.childT] == comp[e.parentT] && strings.IndexByte(drop, e.fk.action) >= 0 && !owner(e) {
@@ -60,24 +61,26 @@ func (m *model) sortTables(cfg config) error {
 		}
 		return a.name() < b.name()
 	}
-	order, cyc := topoOrder(all, edges, before)
-	if cyc != nil {
-		var names []string
-		for _, t := range cyc {
-			names = append(names, t.name())
-		}
-		sort.Strings(names)
-		var culprit *medge
-		for _, e := range edges {
-			if slices.Contains(cyc, e.childT) && slices.Contains(cyc, e.parentT) {
-				culprit = e
-				break
+	order, ok := fkgraph.Order(all, graphEdges(edges), before)
+	if !ok {
+		var problems []string
+		for _, cyc := range fkgraph.Cycles(all, graphEdges(edges)) {
+			var names, keys []string
+			for _, t := range cyc {
+				names = append(names, t.name())
 			}
+			for _, e := range fkgraph.Within(cyc, edges, func(e *medge) fkgraph.Edge[*mtable] { return fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT} }) {
+				keys = append(keys, fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)))
+			}
+			sort.Strings(names)
+			sort.Strings(keys)
+			problems = append(problems, fmt.Sprintf(
+				"foreign keys form a cycle between %s that no delete order satisfies (%s), and MySQL checks keys row by row without deferring them: "+
+					"make one key of the cycle ON DELETE SET NULL on a column that is not the tenant column, or every key of it ON DELETE CASCADE",
+				strings.Join(names, ", "), strings.Join(keys, "; ")))
 		}
-		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
-			"foreign keys form a cycle between %s that no delete order satisfies (%s is %s), and MySQL checks keys row by row without deferring them: "+
-				"make one key of the cycle ON DELETE SET NULL on a column that is not the tenant column, or every key of it ON DELETE CASCADE",
-			strings.Join(names, ", "), culprit.describe(), actionName(culprit.fk))})
+		sort.Strings(problems)
+		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: strings.Join(problems, "; ")})
 	}
 	m.order = order
 	if !cfg.Discover {
@@ -98,96 +101,13 @@ func actionName(f *catFK) string {
 	return map[byte]string{'a': "NO ACTION", 'r': "RESTRICT", 'c': "ON DELETE CASCADE", 'n': "ON DELETE SET NULL", 'd': "ON DELETE SET DEFAULT"}[f.action]
 }
 
-// topoOrder sorts nodes so that the child of every edge comes before its
-// parent, taking the first by before among those ready. When the edges
-// form a cycle it returns the nodes left over.
-func topoOrder(nodes []*mtable, edges []*medge, before func(a, b *mtable) bool) (order, cycle []*mtable) {
-	pending := map[*mtable]int{}
-	parents := map[*mtable][]*mtable{}
-	seen := map[[2]*mtable]bool{}
-	for _, e := range edges {
-		k := [2]*mtable{e.childT, e.parentT}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		pending[e.parentT]++
-		parents[e.childT] = append(parents[e.childT], e.parentT)
+// graphEdges are keys as edges of the table graph.
+func graphEdges(es []*medge) []fkgraph.Edge[*mtable] {
+	out := make([]fkgraph.Edge[*mtable], len(es))
+	for i, e := range es {
+		out[i] = fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT}
 	}
-	var ready []*mtable
-	for _, n := range nodes {
-		if pending[n] == 0 {
-			ready = append(ready, n)
-		}
-	}
-	for len(ready) > 0 {
-		sort.Slice(ready, func(i, j int) bool { return before(ready[i], ready[j]) })
-		n := ready[0]
-		ready = ready[1:]
-		order = append(order, n)
-		for _, p := range parents[n] {
-			pending[p]--
-			if pending[p] == 0 {
-				ready = append(ready, p)
-			}
-		}
-	}
-	if len(order) < len(nodes) {
-		for _, n := range nodes {
-			if !slices.Contains(order, n) {
-				cycle = append(cycle, n)
-			}
-		}
-		return nil, cycle
-	}
-	return order, nil
-}
-
-// sccs labels the strongly connected components of the child->parent graph
-// (Tarjan).
-func sccs(nodes []*mtable, edges []*medge) map[*mtable]int {
-	out := map[*mtable][]*mtable{}
-	for _, e := range edges {
-		out[e.childT] = append(out[e.childT], e.parentT)
-	}
-	index, low := map[*mtable]int{}, map[*mtable]int{}
-	onStack := map[*mtable]bool{}
-	var stack []*mtable
-	comp := map[*mtable]int{}
-	next, label := 0, 0
-	var strong func(v *mtable)
-	strong = func(v *mtable) {
-		index[v], low[v] = next, next
-		next++
-		stack = append(stack, v)
-		onStack[v] = true
-		for _, w := range out[v] {
-			if _, seen := index[w]; !seen {
-				strong(w)
-				low[v] = min(low[v], low[w])
-			} else if onStack[w] {
-				low[v] = min(low[v], index[w])
-			}
-		}
-		if low[v] == index[v] {
-			for {
-				w := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[w] = false
-				comp[w] = label
-				if w == v {
-					break
-				}
-			}
-			label++
-		}
-	}
-	for _, v := range nodes {
-		if _, seen := index[v]; !seen {
-			strong(v)
-		}
-	}
-	return comp
+	return out
 }
 
 // stepOf is t's place in the delete order (-1 outside it).

@@ -34,6 +34,16 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	for _, l := range deleteHookLines(m) {
 		resp.Notes = append(resp.Notes, l+" (runs with every delete of this tenant's rows; part of the plan: a change needs a new approval)")
 	}
+	for _, name := range []string{"foreign_key_checks", "sql_mode"} {
+		if asked, ok := cfg.asked[name]; ok && !strings.EqualFold(strings.Trim(asked, "'"), pinnedSession[name]) {
+			resp.Notes = append(resp.Notes, fmt.Sprintf("the DSN sets %s = %s; the deleter sets it to %s on every connection", name, asked, pinnedSession[name]))
+		}
+	}
+	for _, t := range m.order {
+		if t.cat.versioned {
+			resp.Notes = append(resp.Notes, fmt.Sprintf("%s is system-versioned: after the delete its whole history is removed (DELETE HISTORY), every tenant's", t.name()))
+		}
+	}
 	return resp, nil
 }
 
@@ -79,7 +89,17 @@ func via(t *mtable) string {
 // the deletion involves. Batch size, timeouts, credentials, the tenant and
 // the counts are left out.
 func fingerprintLines(cfg config, m *model) []string {
-	lines := []string{"lifecycled mysql plan 2", "store " + m.store}
+	lines := []string{"lifecycled mysql plan 3", "store " + m.store}
+	if m.cat != nil {
+		lines = append(lines, settingLines(m.cat.session, cfg.asked)...)
+	}
+	lines = append(lines, fmt.Sprintf("global rows %t", m.globalRows), fmt.Sprintf("system_versioned %q", cfg.SystemVersioned))
+	for _, a := range cfg.AcknowledgedHooks {
+		lines = append(lines, fmt.Sprintf("acknowledged hook %q", a))
+	}
+	for _, name := range cfg.IgnoreTables {
+		lines = append(lines, fmt.Sprintf("ignore %q", name))
+	}
 	if cfg.Discover {
 		schemas := append([]string(nil), cfg.Schemas...)
 		sort.Strings(schemas)
@@ -90,6 +110,9 @@ func fingerprintLines(cfg config, m *model) []string {
 	var order []string
 	for _, t := range m.order {
 		order = append(order, t.name())
+		if t.cat.versioned {
+			lines = append(lines, fmt.Sprintf("system-versioned %q", t.name()))
+		}
 		if t.tenant != nil {
 			lines = append(lines, fmt.Sprintf("table %q listed=%t tenant %q %q %q", t.name(), t.listed, t.tenant.name, t.tenant.columnType, t.tenant.collation))
 			continue

@@ -17,18 +17,28 @@ import (
 //     that reference the tenant's rows through any key (CASCADE would delete
 //     them, SET NULL would change them, NO ACTION/RESTRICT would make the
 //     delete fail half way);
+//
 //   - the tenant's own rows that a SET NULL key given up in a cycle would
 //     take out of the tenant (tenant column nulled, or the only key through
 //     which a row without a tenant column belongs to it);
+//
 //   - rows without a tenant column that reference rows of two tenants.
 //
+//   - this tenant's rows that reference each other in a loop through a
+//     self key whose only column that may be NULL is the tenant column:
+//     MySQL checks keys row by row, and a loop can only be cut by clearing
+//     a column of the key, never the tenant column.
+//
 // Any of these refuses the whole deletion with a permanent error naming the
-// key, the table and how many rows; nothing has been changed.
+// key, the table and how many rows; nothing has been changed. Every key is
+// checked here, NO ACTION and RESTRICT ones too: leaving those to the
+// server stopped the erasure half way (and with foreign_key_checks = 0 in
+// a DSN, not at all).
 func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) error {
 	var problems []string
 	for _, e := range m.inbound {
 		stripping := slices.Contains(m.dropped, e) && setNullStripsTenant(e)
-		if !stripping && (aligned(e) || m.enforcedByDelete(e)) {
+		if !stripping && aligned(e) {
 			continue
 		}
 		n, err := strangers(ctx, db, e, vals, stripping)
@@ -48,8 +58,14 @@ func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) 
 		var other []string
 		for _, e := range t.owners {
 			b := p.alias()
-			other = append(other, fmt.Sprintf("EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s) AND (%s) IS NOT TRUE)",
-				e.parent.ident(), b, cols(b, e.fk.refCols), cols("c", e.fk.fkCols), p.own(e.parentT, b)))
+			// A global row (NULL tenant column) is nobody's: a row linking
+			// this tenant's row to one is this tenant's.
+			global := ""
+			if m.globalRows && e.parentT.tenant != nil {
+				global = fmt.Sprintf(" AND %s.%s IS NOT NULL", b, quoteIdent(e.parentT.tenant.name))
+			}
+			other = append(other, fmt.Sprintf("EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s) AND (%s) IS NOT TRUE%s)",
+				e.parent.ident(), b, cols(b, e.fk.refCols), cols("c", e.fk.fkCols), p.own(e.parentT, b), global))
 		}
 		q := fmt.Sprintf("SELECT COUNT(*) FROM %s c WHERE %s AND (%s)", t.cat.ident(), own, strings.Join(other, " OR "))
 		var n int64
@@ -60,6 +76,26 @@ func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) 
 			problems = append(problems, fmt.Sprintf(
 				"%s of %s reference rows of two tenants (this tenant's through one foreign key, a row that is not this tenant's through another): "+
 					"whose they are cannot be told, so correct those rows first", rows(n), t.name()))
+		}
+	}
+	for _, e := range m.stuckLoops {
+		t := e.childT
+		p := newPredicate(vals)
+		own, ownB := p.own(t, "a"), ""
+		b := p.alias()
+		ownB = p.own(t, b)
+		var n int64
+		q := fmt.Sprintf("SELECT COUNT(*) FROM %s a WHERE %s AND (%s) IN (SELECT %s FROM %s %s WHERE %s)",
+			t.cat.ident(), own, cols("a", e.fk.fkCols), cols(b, e.fk.refCols), t.cat.ident(), b, ownB)
+		if err := db.QueryRowContext(ctx, q, p.args...).Scan(&n); err != nil {
+			return classify(fmt.Errorf("preflight check of %s: %w", e.fk.name, err))
+		}
+		if n > 0 {
+			problems = append(problems, fmt.Sprintf(
+				"%s of %s reference this tenant's rows through %s (%s), whose columns other than the tenant column do not allow NULL: "+
+					"MySQL checks keys row by row, so rows that reference each other in a loop cannot be deleted, and the loop is never cut through the tenant column; "+
+					"allow NULL in a column of the key other than the tenant column (the deleter then clears it inside its transaction)",
+				rows(n), t.name(), e.fk.name, e.describe()))
 		}
 	}
 	if len(problems) > 0 {
@@ -86,23 +122,6 @@ func strangers(ctx context.Context, db *sql.DB, e *medge, vals map[*mtable]any, 
 	return n, nil
 }
 
-// enforcedByDelete reports whether the server itself refuses, without
-// changing any other row, what e would do wrong: a NO ACTION or RESTRICT key
-// from a table of the set that is emptied of this tenant before its parent.
-// Another tenant's row referencing this tenant's then makes the parent's
-// delete fail (1451), which stops the erasure at that table with an error
-// naming the key; checking it up front as well would read every
-// referencing row twice.
-func (m *model) enforcedByDelete(e *medge) bool {
-	if e.fk.action != 'a' && e.fk.action != 'r' {
-		return false
-	}
-	if e.childT == nil || !e.childT.listed || e.childT == e.parentT {
-		return false
-	}
-	return m.stepOf(e.childT) < m.stepOf(e.parentT)
-}
-
 // aligned reports whether a key maps a listed child's tenant column onto
 // its parent's (composite keys led by the tenant): a referencing row then
 // has the parent's tenant. Only for columns that compare exactly: a key on
@@ -116,7 +135,7 @@ func aligned(e *medge) bool {
 		return false
 	}
 	for i, c := range e.fk.fkCols {
-		if c == e.childT.tenant.name && e.fk.refCols[i] == e.parentT.tenant.name {
+		if strings.EqualFold(c, e.childT.tenant.name) && strings.EqualFold(e.fk.refCols[i], e.parentT.tenant.name) {
 			return true
 		}
 	}

@@ -65,9 +65,25 @@ type catRel struct {
 	// privileges, unforced; a NOINHERIT member of the owner role has not).
 	hiddenRows bool
 	// hooks are the DELETE triggers and rules declared on the relation
-	// itself (not clones of a partitioned parent's), each as its
-	// definition: code every delete of its rows runs.
-	hooks []string
+	// itself (not clones of a partitioned parent's): code every delete of
+	// its rows runs.
+	hooks []catHook
+	// identity are the columns that tell its rows apart: the primary key,
+	// else a unique key of NOT NULL columns without expressions or a
+	// predicate; nil when there is none (the whole row then identifies it).
+	identity []string
+}
+
+// catHook is a DELETE trigger or rule.
+type catHook struct {
+	name string
+	rule bool // a rule (DO ALSO or DO INSTEAD), else a trigger
+	// swallows: it can keep or redirect the rows a delete removes: a rule,
+	// or a row-level BEFORE DELETE trigger that fires in an origin session
+	// (its RETURN NULL skips the row; it may write the row elsewhere).
+	swallows bool
+	// text is how the plan shows it: "trigger soft (disabled): CREATE ...".
+	text string
 }
 
 func (r *catRel) qualified() string { return r.schema + "." + r.name }
@@ -123,6 +139,11 @@ type catFK struct {
 	setCols    []string // SET NULL / SET DEFAULT (cols): the columns it changes; nil means fkCols
 	deferrable bool
 	fkIndexed  bool
+	// triggersOff: a trigger that carries out the key (its ON DELETE
+	// action, its check) does not fire in an origin session, on the table
+	// it is declared on or any partition (ALTER TABLE ... DISABLE TRIGGER
+	// ALL, ENABLE REPLICA TRIGGER).
+	triggersOff bool
 }
 
 // changed is the set of columns an ON DELETE SET NULL/DEFAULT writes.
@@ -269,6 +290,9 @@ func readCatalog(ctx context.Context, pool pgx.Tx, tenantColumns []string) (*cat
 	if err := readDeleteHooks(ctx, pool, c); err != nil {
 		return nil, err
 	}
+	if err := readIdentities(ctx, pool, c); err != nil {
+		return nil, err
+	}
 
 	rows, err = pool.Query(ctx, `
 		SELECT a.attrelid::int8, a.attname, format_type(a.atttypid, a.atttypmod),
@@ -327,7 +351,10 @@ func readCatalog(ctx context.Context, pool pgx.Tx, tenantColumns []string) (*cat
 				CROSS JOIN LATERAL (`+baseTypeOf("ra.atttypid")+`) rb),
 			`+setCols+`,
 			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid
-				AND (i.indkey::int2[])[0:cardinality(c.conkey) - 1] @> c.conkey::int2[])
+				AND (i.indkey::int2[])[0:cardinality(c.conkey) - 1] @> c.conkey::int2[]),
+			EXISTS (WITH RECURSIVE tree(oid, depth) AS (SELECT c.oid, 0
+					UNION ALL SELECT k.oid, tree.depth + 1 FROM pg_constraint k JOIN tree ON k.conparentid = tree.oid WHERE tree.depth < 64)
+				SELECT 1 FROM pg_trigger t JOIN tree ON t.tgconstraint = tree.oid WHERE t.tgenabled NOT IN ('O', 'A'))
 		FROM pg_constraint c
 		WHERE c.contype = 'f' AND c.conparentid = 0
 		ORDER BY c.conname, c.conrelid`)
@@ -338,7 +365,7 @@ func readCatalog(ctx context.Context, pool pgx.Tx, tenantColumns []string) (*cat
 		var f catFK
 		var child, parent int64
 		var action string
-		if err := rows.Scan(&f.name, &child, &parent, &action, &f.deferrable, &f.fkCols, &f.refCols, &f.refTypes, &f.setCols, &f.fkIndexed); err != nil {
+		if err := rows.Scan(&f.name, &child, &parent, &action, &f.deferrable, &f.fkCols, &f.refCols, &f.refTypes, &f.setCols, &f.fkIndexed, &f.triggersOff); err != nil {
 			rows.Close()
 			return nil, classify(err)
 		}
@@ -424,30 +451,68 @@ func readDeleteHooks(ctx context.Context, q pgx.Tx, c *catalog) error {
 	if c.version >= 130000 {
 		notClone = "AND t.tgparentid = 0"
 	}
+	// tgtype: 1 row-level, 2 BEFORE, 8 DELETE. Under session_replication_role
+	// origin (which the deleter pins), triggers enabled O (origin) or A
+	// (always) fire.
 	rows, err := q.Query(ctx, `
-		SELECT t.tgrelid::int8, 'trigger ' || quote_ident(t.tgname) || CASE t.tgenabled WHEN 'D' THEN ' (disabled)' ELSE '' END
+		SELECT t.tgrelid::int8, t.tgname::text, false,
+			(t.tgtype & 3) = 3 AND t.tgenabled IN ('O', 'A'),
+			'trigger ' || quote_ident(t.tgname) || CASE t.tgenabled WHEN 'D' THEN ' (disabled)' ELSE '' END
 			|| ': ' || pg_get_triggerdef(t.oid)
 		FROM pg_trigger t WHERE NOT t.tgisinternal AND (t.tgtype & 8) <> 0 `+notClone+`
 		UNION ALL
-		SELECT r.ev_class::int8, 'rule ' || quote_ident(r.rulename) || ': ' || pg_get_ruledef(r.oid)
+		SELECT r.ev_class::int8, r.rulename::text, true, true, 'rule ' || quote_ident(r.rulename) || ': ' || pg_get_ruledef(r.oid)
 		FROM pg_rewrite r WHERE r.ev_type = '4'
-		ORDER BY 1, 2`)
+		ORDER BY 1, 5`)
 	if err != nil {
 		return classify(fmt.Errorf("read delete triggers and rules: %w", err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var oid int64
-		var hook string
-		if err := rows.Scan(&oid, &hook); err != nil {
+		var h catHook
+		if err := rows.Scan(&oid, &h.name, &h.rule, &h.swallows, &h.text); err != nil {
 			return classify(err)
 		}
 		if r := c.rels[uint32(oid)]; r != nil {
-			r.hooks = append(r.hooks, hook)
+			r.hooks = append(r.hooks, h)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return classify(fmt.Errorf("read delete triggers and rules: %w", err))
+	}
+	return nil
+}
+
+// readIdentities reads, for every table, the columns that tell its rows
+// apart (catRel.identity): the primary key, else the unique key of NOT
+// NULL plain columns with the fewest columns (then by name).
+func readIdentities(ctx context.Context, q pgx.Tx, c *catalog) error {
+	rows, err := q.Query(ctx, `
+		SELECT i.indrelid::int8, array_agg(a.attname::text ORDER BY k.ord)
+		FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+			CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE (i.indisprimary OR i.indisunique) AND i.indpred IS NULL AND i.indexprs IS NULL AND i.indisvalid
+		GROUP BY i.indrelid, i.indexrelid, i.indisprimary, ic.relname
+		HAVING bool_and(a.attnotnull)
+		ORDER BY i.indrelid, i.indisprimary DESC, count(*), ic.relname`)
+	if err != nil {
+		return classify(fmt.Errorf("read unique keys: %w", err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var oid int64
+		var cols []string
+		if err := rows.Scan(&oid, &cols); err != nil {
+			return classify(err)
+		}
+		if r := c.rels[uint32(oid)]; r != nil && r.identity == nil {
+			r.identity = cols
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(fmt.Errorf("read unique keys: %w", err))
 	}
 	return nil
 }

@@ -34,7 +34,20 @@ type config struct {
 	BatchSize        int      `json:"batch_size"`
 	LockTimeout      string   `json:"lock_timeout"`
 	StatementTimeout string   `json:"statement_timeout"`
+	// AcknowledgedHooks names, as "schema.table.name", the row-level
+	// BEFORE DELETE triggers and DELETE rules on tables the erasure
+	// reaches that the operator has looked at: such a hook can keep or
+	// redirect the rows a delete removes, so any other is refused. The
+	// independent proof still decides whether the erasure is verified.
+	AcknowledgedHooks []string `json:"acknowledged_hooks"`
+	// GlobalRows: rows whose tenant column is NULL are shared by every
+	// tenant, never deleted and never another tenant's (a row linking
+	// this tenant's row to a global one is this tenant's). Default true.
+	GlobalRows *bool `json:"global_rows"`
 }
+
+// globalRows is GlobalRows with its default.
+func (cfg config) globalRows() bool { return cfg.GlobalRows == nil || *cfg.GlobalRows }
 
 type deleter struct {
 	mu     sync.Mutex
@@ -45,6 +58,9 @@ type deleter struct {
 	// computed from, so that Delete can name what changed since the
 	// daemon's check.
 	fps sdk.Fingerprints
+	// guard pins, on every connection, the session settings that change
+	// what a delete does, and remembers what it found.
+	guard *sessionGuard
 }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
@@ -107,6 +123,8 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	// durable. Waiting for one flush per batch costs a third of the time.
 	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	pcfg.MaxConns = 4
+	guard := &sessionGuard{}
+	pcfg.AfterConnect = guard.afterConnect
 	// Connection errors name the key the operator fixes.
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -116,28 +134,34 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 		pool.Close()
 		return nil, classify(fmt.Errorf("dsn: connect: %w", err))
 	}
-	m, err := plan(ctx, pool, cfg)
+	m, err := plan(ctx, pool, cfg, guard)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	warnings := warningsFor(m)
+	warnings := warningsFor(cfg, m)
 	d.mu.Lock()
 	if d.pool != nil {
 		d.pool.Close()
 	}
-	d.pool, d.cfg, d.format = pool, cfg, req.TenantIDFormat
+	d.pool, d.cfg, d.format, d.guard = pool, cfg, req.TenantIDFormat, guard
 	d.mu.Unlock()
 	return &sdk.ConfigureResponse{PluginVersion: version, Warnings: warnings}, nil
 }
 
-// plan reads the schema as it is now and derives the deletion model from it.
-func plan(ctx context.Context, pool *pgxpool.Pool, cfg config) (*model, error) {
+// plan reads the schema as it is now and derives the deletion model from
+// it, with the session settings the guard found.
+func plan(ctx context.Context, pool *pgxpool.Pool, cfg config, guard *sessionGuard) (*model, error) {
 	cat, err := loadCatalog(ctx, pool, cfg.tenantColumnNames())
 	if err != nil {
 		return nil, err
 	}
-	return buildModel(cfg, cat)
+	m, err := buildModel(cfg, cat)
+	if err != nil {
+		return nil, err
+	}
+	m.settings = guard.found()
+	return m, nil
 }
 
 // prepare is the common start of Count and Delete: the model for the schema
@@ -145,7 +169,7 @@ func plan(ctx context.Context, pool *pgxpool.Pool, cfg config) (*model, error) {
 // and the preflight.
 func (d *deleter) prepare(ctx context.Context, tenant string) (*pgxpool.Pool, *model, config, error) {
 	d.mu.Lock()
-	pool, cfg, format := d.pool, d.cfg, d.format
+	pool, cfg, format, guard := d.pool, d.cfg, d.format, d.guard
 	d.mu.Unlock()
 	if pool == nil {
 		return nil, nil, cfg, sdk.Unavailable(errors.New("not configured"))
@@ -155,7 +179,7 @@ func (d *deleter) prepare(ctx context.Context, tenant string) (*pgxpool.Pool, *m
 	if err := sdk.CheckTenantID(format, tenant); err != nil {
 		return nil, nil, cfg, err
 	}
-	m, err := plan(ctx, pool, cfg)
+	m, err := plan(ctx, pool, cfg, guard)
 	if err != nil {
 		var se *sdk.Error
 		if errors.As(err, &se) && se.Code == sdk.CodeInvalidConfig {
@@ -239,6 +263,11 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	if progress == nil {
 		progress = func(int64) {}
 	}
+	w, err := record(ctx, pool, m, req.TenantID)
+	if err != nil {
+		return nil, sdk.PartialDeletion(0, err)
+	}
+	defer w.close()
 	t := &tally{byTable: map[string]int64{}, progress: progress}
 	for _, name := range m.names {
 		t.byTable[name] = 0
@@ -253,7 +282,14 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	if err := durable(ctx, pool); err != nil {
 		return nil, sdk.PartialDeletion(t.total, classify(fmt.Errorf("flush deletes to disk: %w", err)))
 	}
-	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable}, nil
+	proof, err := w.check(ctx)
+	if err != nil {
+		return nil, sdk.PartialDeletion(t.total, err)
+	}
+	if sdk.ProofLeft(proof) > 0 {
+		return nil, sdk.PartialDeletion(t.total, proofFailure(proof))
+	}
+	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable, Proof: proof}, nil
 }
 
 // durable waits until every batch committed so far is on disk (and on the
@@ -271,8 +307,11 @@ func durable(ctx context.Context, pool *pgxpool.Pool) error {
 
 // warningsFor lists the usual causes of slow deletes: no index on the tenant
 // column, and no index on a key that the delete checks.
-func warningsFor(m *model) []string {
+func warningsFor(cfg config, m *model) []string {
 	var warnings []string
+	for _, name := range m.unusedAcknowledgements(cfg) {
+		warnings = append(warnings, fmt.Sprintf("acknowledged_hooks names %q, which is no DELETE trigger or rule on a table this deleter reaches", name))
+	}
 	for _, t := range m.tables {
 		if t.tenant != nil && !t.rel.indexedFirst[t.tenant.name] {
 			warnings = append(warnings, fmt.Sprintf("table %s has no index leading with %s: every delete batch scans the table (CREATE INDEX ON %s (%s))",

@@ -135,7 +135,7 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 // by cascade when t has cascades (read from the transaction's statistics,
 // which see every tuple the cascade deleted).
 func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (int64, error) {
-	if len(t.cascades) == 0 && !deferred {
+	if len(t.cascades) == 0 && !deferred && !x.m.hooked(t) {
 		var tag pgconn.CommandTag
 		err := x.stoppable(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 			var err error
@@ -186,7 +186,7 @@ func (x *eraser) execIn(ctx context.Context, tx pgx.Tx, t *mtable, q string, def
 	}
 	// t itself is read too: a cascade through a cycle can come back and
 	// remove more of t's rows than the statement did.
-	start, err := x.deletedSoFar(ctx, tx, append([]*mtable{t}, t.cascades...))
+	start, err := x.deletedSoFar(ctx, tx, []*mtable{t})
 	if err != nil {
 		return err
 	}
@@ -270,12 +270,7 @@ func (x *eraser) deleteCycleIn(ctx context.Context, conn *pgxpool.Conn, tables [
 		if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
 			return err
 		}
-		var all []*mtable
-		for _, t := range tables {
-			all = append(all, t)
-			all = append(all, t.cascades...)
-		}
-		start, err := x.deletedSoFar(ctx, tx, all)
+		start, err := x.deletedSoFar(ctx, tx, tables)
 		if err != nil {
 			return err
 		}
@@ -300,22 +295,43 @@ type deleted struct {
 	counts []int64
 }
 
-// deletedSoFar reads the backend's deleted-row counters for the tables'
-// leaves. They include earlier transactions whose statistics the backend
-// has not flushed yet, but they are not flushed inside a transaction block,
-// so the difference of two readings in one transaction is exactly what the
-// transaction deleted, cascades included.
+// deletedSoFar reads the backend's deleted-row counters for the leaves of
+// the tables and of every table their cascades reach; when deleting them
+// runs a trigger or rule, for every table of the database, so that what a
+// trigger removed elsewhere is counted under that table's name. The
+// counters include earlier transactions whose statistics the backend has
+// not flushed yet, but they are not flushed inside a transaction block, so
+// the difference of two readings in one transaction is exactly what the
+// transaction deleted, cascades and triggers included.
 func (x *eraser) deletedSoFar(ctx context.Context, tx pgx.Tx, tables []*mtable) (*deleted, error) {
 	d := &deleted{}
+	hooked := false
 	seen := map[*mtable]bool{}
 	for _, t := range tables {
-		if seen[t] {
-			continue
+		hooked = hooked || x.m.hooked(t)
+		for _, u := range append([]*mtable{t}, t.cascades...) {
+			if seen[u] {
+				continue
+			}
+			seen[u] = true
+			for _, leaf := range u.leaves {
+				d.oids = append(d.oids, int64(leaf.oid))
+				d.owner = append(d.owner, u.name())
+			}
 		}
-		seen[t] = true
-		for _, leaf := range t.leaves {
-			d.oids = append(d.oids, int64(leaf.oid))
-			d.owner = append(d.owner, t.name())
+	}
+	if hooked {
+		d.oids, d.owner = nil, nil
+		for oid, r := range x.m.cat.rels {
+			if r.kind != 'r' {
+				continue
+			}
+			owner := x.m.cat.rels[x.m.cat.root(oid)].qualified()
+			if mt := x.m.byRoot[x.m.cat.root(oid)]; mt != nil {
+				owner = mt.name()
+			}
+			d.oids = append(d.oids, int64(oid))
+			d.owner = append(d.owner, owner)
 		}
 	}
 	var err error

@@ -66,6 +66,16 @@ func (e *schemaEnv) count(t *testing.T, tenant string) (*sdk.CountResponse, erro
 	return e.d.Count(testsvc.Context(t, time.Minute), &sdk.CountRequest{TenantID: tenant})
 }
 
+// verify runs the independent proof for tenant.
+func (e *schemaEnv) verify(t *testing.T, tenant string) *sdk.VerifyResponse {
+	t.Helper()
+	v, ok := e.d.(sdk.Verifier)
+	require.True(t, ok, "the deleter's client is a Verifier")
+	resp, err := v.Verify(testsvc.Context(t, time.Minute), &sdk.VerifyRequest{TenantID: tenant})
+	require.NoError(t, err, "Verify(%s)", tenant)
+	return resp
+}
+
 func (e *schemaEnv) delete(t *testing.T, tenant string) (*sdk.DeleteResponse, error) {
 	return e.d.Delete(testsvc.Context(t, 5*time.Minute), &sdk.DeleteRequest{TenantID: tenant}, func(int64) {})
 }
@@ -158,6 +168,11 @@ func (e *schemaEnv) expectErased(t *testing.T, tenant string, victims victimRows
 	}
 	require.Equal(t, total, resp.DeletedCount, "reported deleted count")
 	require.Equal(t, gone, nonZero(resp.Breakdown), "reported breakdown")
+
+	require.NotEmpty(t, resp.Proof, "Delete reports its proof")
+	require.Zero(t, sdk.ProofLeft(resp.Proof), "Delete's proof: %+v", resp.Proof)
+	v := e.verify(t, tenant)
+	require.Zero(t, v.Left(), "the independent proof after deleting: %+v", v.Checks)
 
 	c, err = e.count(t, tenant)
 	require.NoError(t, err)

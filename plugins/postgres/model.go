@@ -34,6 +34,11 @@ type model struct {
 	store string
 	// cat is the catalog the model was built from.
 	cat *catalog
+	// settings are the session settings the deleter found before pinning
+	// them (sessionGuard), for the plan and its fingerprint.
+	settings map[string]string
+	// globalRows: rows with a NULL tenant column are shared data.
+	globalRows bool
 }
 
 // mtable is one logical table (a plain table or the root of a partition or
@@ -109,7 +114,7 @@ func (cfg config) tenantColumnNames() []string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byRoot: map[uint32]*mtable{}, store: cat.store, cat: cat}
+	m := &model{byRoot: map[uint32]*mtable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
 	ignored, problems := resolveIgnored(cfg, cat)
 	m.ignored = ignored
 	add := func(r *catRel, pos int) *mtable {
@@ -261,6 +266,9 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 	}
 	if err := m.checkVisibility(cfg, cat); err != nil {
 		return nil, err
+	}
+	if problems := m.checkHooks(cfg); len(problems) > 0 {
+		return nil, sdk.InvalidConfig(problems...)
 	}
 	if err := m.order(cfg); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/internal/fkgraph"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -41,7 +42,7 @@ func (m *model) order(cfg config) error {
 	}
 	owner := func(e *medge) bool { return e.childT.tenant == nil && slices.Contains(e.childT.owners, e) }
 	for _, dropAction := range []string{"c", "nd"} {
-		comp := sccs(m.tables, edges)
+		comp := fkgraph.Components(m.tables, graphEdges(edges))
 		kept := edges[:0:0]
 		for _, e := range edges {
 			if comp[e.childT] == comp[e.parentT] && strings.IndexByte(dropAction, e.fk.action) >= 0 && !owner(e) {
@@ -52,7 +53,7 @@ func (m *model) order(cfg config) error {
 		}
 		edges = kept
 	}
-	comp := sccs(m.tables, edges)
+	comp := fkgraph.Components(m.tables, graphEdges(edges))
 	members := map[int][]*mtable{}
 	for _, t := range m.tables {
 		members[comp[t]] = append(members[comp[t]], t)
@@ -75,6 +76,7 @@ func (m *model) order(cfg config) error {
 	// the cycle is deleted in one transaction in the order its other keys
 	// need; those others must not form a cycle themselves.
 	inner := map[int][]*mtable{}
+	var cycles []string
 	for c, ts := range members {
 		if len(ts) == 1 {
 			inner[c] = ts
@@ -89,26 +91,16 @@ func (m *model) order(cfg config) error {
 				hard = append(hard, e)
 			}
 		}
-		order, cyc := topoOrder(ts, hard, before)
-		if cyc != nil {
-			var names []string
-			for _, t := range cyc {
-				names = append(names, t.name())
-			}
-			sort.Strings(names)
-			var culprit *medge
-			for _, e := range hard {
-				if slices.Contains(cyc, e.childT) && slices.Contains(cyc, e.parentT) {
-					culprit = e
-					break
-				}
-			}
-			return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
-				"foreign keys form a cycle between %s that no delete order satisfies (%s is %s): "+
-					"make one key of the cycle DEFERRABLE (the cycle is then deleted in one transaction with its keys deferred) or ON DELETE CASCADE",
-				strings.Join(names, ", "), culprit.describe(), actionName(culprit.fk))})
+		order, ok := fkgraph.Order(ts, graphEdges(hard), before)
+		if !ok {
+			cycles = append(cycles, cycleProblems(ts, hard)...)
+			continue
 		}
 		inner[c] = order
+	}
+	if len(cycles) > 0 {
+		sort.Strings(cycles)
+		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: strings.Join(cycles, "; ")})
 	}
 
 	// The components in order, child first.
@@ -126,13 +118,13 @@ func (m *model) order(cfg config) error {
 			headOf[t] = head
 		}
 	}
-	var between []*medge
+	var between []fkgraph.Edge[*mtable]
 	for _, e := range edges {
 		if comp[e.childT] != comp[e.parentT] {
-			between = append(between, &medge{fk: e.fk, childT: headOf[e.childT], parentT: headOf[e.parentT]})
+			between = append(between, fkgraph.Edge[*mtable]{Child: headOf[e.childT], Parent: headOf[e.parentT]})
 		}
 	}
-	order, _ := topoOrder(heads, between, before) // acyclic: components
+	order, _ := fkgraph.Order(heads, between, before) // acyclic: components
 	m.tables = nil
 	for _, head := range order {
 		ts := inner[comp[head]]
@@ -153,49 +145,35 @@ func (m *model) order(cfg config) error {
 	return nil
 }
 
-// topoOrder sorts nodes so that the child of every edge comes before its
-// parent, taking the first by before among those ready. When the edges
-// form a cycle it returns the nodes left over.
-func topoOrder(nodes []*mtable, edges []*medge, before func(a, b *mtable) bool) (order, cycle []*mtable) {
-	pending := map[*mtable]int{}
-	parents := map[*mtable][]*mtable{}
-	seen := map[[2]*mtable]bool{}
-	for _, e := range edges {
-		k := [2]*mtable{e.childT, e.parentT}
-		if e.childT == e.parentT || seen[k] {
-			continue
-		}
-		seen[k] = true
-		pending[e.parentT]++
-		parents[e.childT] = append(parents[e.childT], e.parentT)
+// graphEdges are keys as edges of the table graph.
+func graphEdges(es []*medge) []fkgraph.Edge[*mtable] {
+	out := make([]fkgraph.Edge[*mtable], len(es))
+	for i, e := range es {
+		out[i] = fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT}
 	}
-	var ready []*mtable
-	for _, n := range nodes {
-		if pending[n] == 0 {
-			ready = append(ready, n)
+	return out
+}
+
+// cycleProblems names each cycle of hard (keys no delete order can
+// satisfy) among tables, with exactly the keys that form it: never a key
+// that only leads into the cycle.
+func cycleProblems(tables []*mtable, hard []*medge) []string {
+	var out []string
+	for _, cyc := range fkgraph.Cycles(tables, graphEdges(hard)) {
+		var names, keys []string
+		for _, t := range cyc {
+			names = append(names, t.name())
 		}
-	}
-	for len(ready) > 0 {
-		sort.Slice(ready, func(i, j int) bool { return before(ready[i], ready[j]) })
-		n := ready[0]
-		ready = ready[1:]
-		order = append(order, n)
-		for _, p := range parents[n] {
-			pending[p]--
-			if pending[p] == 0 {
-				ready = append(ready, p)
-			}
+		for _, e := range fkgraph.Within(cyc, hard, func(e *medge) fkgraph.Edge[*mtable] { return fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT} }) {
+			keys = append(keys, fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)))
 		}
+		sort.Strings(names)
+		sort.Strings(keys)
+		out = append(out, fmt.Sprintf("foreign keys form a cycle between %s that no delete order satisfies (%s): "+
+			"make one key of the cycle DEFERRABLE (the cycle is then deleted in one transaction with its keys deferred) or ON DELETE CASCADE",
+			strings.Join(names, ", "), strings.Join(keys, "; ")))
 	}
-	if len(order) < len(nodes) {
-		for _, n := range nodes {
-			if !slices.Contains(order, n) {
-				cycle = append(cycle, n)
-			}
-		}
-		return nil, cycle
-	}
-	return order, nil
+	return out
 }
 
 func fieldName(cfg config) string {
@@ -211,51 +189,4 @@ func actionName(f catFK) string {
 		s += ", not deferrable"
 	}
 	return s
-}
-
-// sccs labels the strongly connected components of the child->parent graph
-// (Tarjan).
-func sccs(nodes []*mtable, edges []*medge) map[*mtable]int {
-	out := map[*mtable][]*mtable{}
-	for _, e := range edges {
-		out[e.childT] = append(out[e.childT], e.parentT)
-	}
-	index, low := map[*mtable]int{}, map[*mtable]int{}
-	onStack := map[*mtable]bool{}
-	var stack []*mtable
-	comp := map[*mtable]int{}
-	next, label := 0, 0
-	var strong func(v *mtable)
-	strong = func(v *mtable) {
-		index[v], low[v] = next, next
-		next++
-		stack = append(stack, v)
-		onStack[v] = true
-		for _, w := range out[v] {
-			if _, seen := index[w]; !seen {
-				strong(w)
-				low[v] = min(low[v], low[w])
-			} else if onStack[w] {
-				low[v] = min(low[v], index[w])
-			}
-		}
-		if low[v] == index[v] {
-			for {
-				w := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[w] = false
-				comp[w] = label
-				if w == v {
-					break
-				}
-			}
-			label++
-		}
-	}
-	for _, v := range nodes {
-		if _, seen := index[v]; !seen {
-			strong(v)
-		}
-	}
-	return comp
 }

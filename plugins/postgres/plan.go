@@ -100,7 +100,10 @@ func via(t *mtable) string {
 // timeouts, credentials, the tenant and the counts are left out: none
 // changes what is deleted or how it is reached.
 func fingerprintLines(cfg config, m *model) []string {
-	lines := []string{"lifecycled postgres plan 2", "store " + m.store}
+	lines := []string{"lifecycled postgres plan 3", "store " + m.store}
+	lines = append(lines, settingLines(m.settings)...)
+	lines = append(lines, fmt.Sprintf("global rows %t", m.globalRows))
+	lines = append(lines, acknowledgedLines(cfg)...)
 	if cfg.Discover {
 		schemas := append([]string(nil), cfg.Schemas...)
 		sort.Strings(schemas)
@@ -151,7 +154,7 @@ func deleteHookLines(m *model) []string {
 				lines = append(lines, fmt.Sprintf("inheritance child %q of %q", r.qualified(), t.name()))
 			}
 			for _, h := range r.hooks {
-				lines = append(lines, fmt.Sprintf("delete hook on %q: %s", r.qualified(), h))
+				lines = append(lines, fmt.Sprintf("delete hook on %q: %s", r.qualified(), h.text))
 			}
 		}
 	}
@@ -176,6 +179,12 @@ func tableIdentity(t *mtable) string {
 // the fingerprint, so attaching one does not invalidate an approved plan).
 func planNotes(m *model) []string {
 	var notes []string
+	for name, want := range pinnedSettings {
+		if found := m.settings[name]; found != want {
+			notes = append(notes, fmt.Sprintf("sessions start with %s = %s; the deleter sets it to %s on every connection", name, found, want))
+		}
+	}
+
 	for _, l := range deleteHookLines(m) {
 		notes = append(notes, l+" (runs with every delete of this tenant's rows; part of the plan: a change needs a new approval)")
 	}

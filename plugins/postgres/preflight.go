@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/sdk"
@@ -24,12 +25,15 @@ import (
 //   - rows without a tenant column that reference rows of two tenants.
 //
 // Any of these refuses the whole deletion with a permanent error naming the
-// key, the table and how many rows; nothing has been changed.
+// key, the table and how many rows; nothing has been changed. Every key is
+// checked here, NO ACTION and RESTRICT ones too: leaving those to the
+// database would stop the erasure half way, with the tenant's rows in the
+// tables deleted before gone and the rest still there.
 func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string) error {
 	var problems []string
 	for _, e := range m.inbound {
 		stripping := slices.Contains(m.dropped, e) && setNullStripsTenant(e)
-		if !stripping && (aligned(e) || m.enforcedByDelete(e)) {
+		if !stripping && aligned(e) {
 			continue
 		}
 		n, err := strangers(ctx, pool, e, tenant, stripping)
@@ -48,8 +52,14 @@ func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string)
 		var other []string
 		for _, e := range t.owners {
 			b := p.alias()
-			other = append(other, fmt.Sprintf("EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s) AND (%s) IS NOT TRUE)",
-				e.parent.scan(), b, cols(b, e.fk.refCols), cols("c", e.fk.fkCols), p.own(e.parentT, b)))
+			// A global row (NULL tenant column) is nobody's: a row linking
+			// this tenant's row to one is this tenant's.
+			global := ""
+			if m.globalRows && e.parentT.tenant != nil {
+				global = fmt.Sprintf(" AND %s.%s IS NOT NULL", b, pgx.Identifier{e.parentT.tenant.name}.Sanitize())
+			}
+			other = append(other, fmt.Sprintf("EXISTS (SELECT 1 FROM %s %s WHERE (%s) = (%s) AND (%s) IS NOT TRUE%s)",
+				e.parent.scan(), b, cols(b, e.fk.refCols), cols("c", e.fk.fkCols), p.own(e.parentT, b), global))
 		}
 		q := fmt.Sprintf("SELECT count(*) FROM %s c WHERE %s AND (%s)", t.rel.ident(), p.own(t, "c"), strings.Join(other, " OR "))
 		var n int64
@@ -87,24 +97,6 @@ func strangers(ctx context.Context, pool *pgxpool.Pool, e *medge, tenant string,
 		return 0, classify(fmt.Errorf("preflight check of %s: %w", e.fk.name, err))
 	}
 	return n, nil
-}
-
-// enforcedByDelete reports whether the database itself refuses, without
-// changing any other row, what e would do wrong: a NO ACTION or RESTRICT key
-// from a table of the set that is emptied of this tenant before its parent.
-// Another tenant's row referencing this tenant's then makes the parent's
-// delete fail (23503), which stops the erasure at that table with an error
-// naming the key; checking it up front as well would read every
-// referencing row twice (on a large tenant, as long as a third of the
-// delete), so the preflight leaves these keys to the database.
-func (m *model) enforcedByDelete(e *medge) bool {
-	if e.fk.action != 'a' && e.fk.action != 'r' {
-		return false
-	}
-	if e.childT == nil || !e.childT.listed || e.childT == e.parentT || !e.parentT.listed {
-		return false
-	}
-	return m.stepOf(e.childT) < m.stepOf(e.parentT)
 }
 
 // aligned reports whether a key into the set maps a listed child's tenant

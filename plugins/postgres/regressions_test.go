@@ -408,10 +408,11 @@ INSERT INTO events VALUES (1, 'a'), (2, 'b'), (150, 'a'), (151, 'b');`)
 	require.Equal(t, c.Count, resp.DeletedCount, "Count and Delete must agree")
 }
 
-// Held: a soft-delete trigger (BEFORE DELETE ... RETURN NULL) makes Delete
-// report 0, and the count afterwards still sees the rows, so the daemon's
-// verification would not call the job complete.
-func TestAttackHeldSoftDeleteTriggerIsSeenByVerification(t *testing.T) {
+// A soft-delete trigger (BEFORE DELETE ... RETURN NULL) made Delete report
+// 0 while the rows stayed. It is refused before anything is deleted; once
+// acknowledged, the delete runs and the independent proof finds the rows
+// it recorded still there, so Delete fails and nothing is verified.
+func TestSoftDeleteTriggerIsRefusedAndOnceAcknowledgedCaughtByTheProof(t *testing.T) {
 	t.Parallel()
 	e := newSchemaEnv(t, `
 CREATE TABLE docs (id int PRIMARY KEY, tenant_id text NOT NULL, deleted_at timestamptz);
@@ -419,12 +420,17 @@ CREATE FUNCTION soft_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN UPDATE docs SET deleted_at = now() WHERE id = OLD.id; RETURN NULL; END $$;
 CREATE TRIGGER soft BEFORE DELETE ON docs FOR EACH ROW EXECUTE FUNCTION soft_delete();
 INSERT INTO docs SELECT g, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(1, 10) g;`)
-	e.mustConfigure(t, map[string]any{"tables": []any{"docs"}, "batch_size": 2})
-	resp, err := e.delete(t, "a")
-	require.NoError(t, err)
-	after, err := e.count(t, "a")
-	require.NoError(t, err)
-	require.Zero(t, resp.DeletedCount)
-	require.EqualValues(t, 5, after.Count)
+	_, err := e.configure(t, map[string]any{"tables": []any{"docs"}, "batch_size": 2})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "public.docs.soft")
+
+	e.mustConfigure(t, map[string]any{"tables": []any{"docs"}, "batch_size": 2, "acknowledged_hooks": []any{"public.docs.soft"}})
+	_, err = e.delete(t, "a")
+	require.Error(t, err)
+	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err), "%v", err)
+	require.Contains(t, err.Error(), "5 of the 5 rows of public.docs recorded before the delete are still there")
+	require.Contains(t, err.Error(), "public.docs.soft can keep rows")
+	v := e.verify(t, "a")
+	require.EqualValues(t, 5, v.Left(), "the catalogue re-read finds the rows too: %+v", v.Checks)
 	require.Equal(t, []string{}, e.rowsWhere(t, "public.docs", "x.tenant_id = 'b' AND x.deleted_at IS NOT NULL"))
 }

@@ -151,13 +151,38 @@ func printJob(g *globals, job *adminapi.JobJSON) {
 	}
 	fmt.Fprintln(out)
 	w = tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(w, "VERIFIED\tLEFT")
+	fmt.Fprintln(w, "VERIFIED\tMETHOD\tLEFT")
 	for _, n := range sortedKeys(job.Report.Verification) {
 		v := job.Report.Verification[n]
-		fmt.Fprintf(w, "%s\t%d\n", n, v.Count)
-		printBreakdown(w, v.Breakdown, "")
+		method := v.Method
+		if method == "" {
+			method = deletion.MethodCount
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\n", n, method, v.Count)
+		if len(v.Checks) == 0 {
+			printBreakdown(w, v.Breakdown, "\t")
+		}
+		for _, c := range v.Checks {
+			fmt.Fprintf(w, "  %s\t%s\t%d\n", c.Kind, proofTarget(c), c.Found)
+		}
 	}
 	w.Flush()
+}
+
+// proofTarget says what a proof check looked at: "public.docs (12
+// recorded)", "public.docs (kept: ignore_tables)".
+func proofTarget(c deletion.ProofCheck) string {
+	s := c.Target
+	switch {
+	case c.Kind == "identities":
+		s += fmt.Sprintf(" (%d recorded)", c.Checked)
+	case c.Checked > 0:
+		s += fmt.Sprintf(" (%d checked)", c.Checked)
+	}
+	if c.Detail != "" {
+		s += ": " + oneLine(c.Detail)
+	}
+	return s
 }
 
 func byUID(uid *int64) string {

@@ -13,6 +13,7 @@ func (d *DeleterState) settle(count int64, breakdown map[string]int64) {
 	}
 	d.DeletedCount = max(d.DeletedCount, d.Total-count)
 	d.settleBreakdown(breakdown)
+	d.agree()
 }
 
 // settleBreakdown is settle per key of the plugin's breakdown. A key seen
@@ -43,12 +44,24 @@ func (d *DeleterState) settleBreakdown(left map[string]int64) {
 // breakdown to the next count (the verification) to bring up to date.
 func (d *DeleterState) succeeded(base int64, baseBreakdown map[string]int64, res Result) {
 	d.DeletedCount = base + res.DeletedCount
+	d.Proof = res.Proof
 	if len(res.Breakdown) == 0 {
 		return
 	}
 	d.DeletedBreakdown = copyBreakdown(baseBreakdown)
 	for k, n := range res.Breakdown {
 		d.DeletedBreakdown[k] += n
+	}
+	d.agree()
+}
+
+// agree keeps the deleted total and its breakdown one number: each is a
+// reading of what went, and neither may say less than the other (a
+// plugin's total that left out what a trigger removed, a breakdown a
+// count brought up to date).
+func (d *DeleterState) agree() {
+	if len(d.DeletedBreakdown) > 0 {
+		d.DeletedCount = max(d.DeletedCount, sum(d.DeletedBreakdown))
 	}
 }
 

@@ -10,10 +10,11 @@ import (
 )
 
 // conclude decides the job's status after an attempt. A job is COMPLETED
-// when every one of its deleters succeeded and, with verify on, a count
-// with the canonical id afterwards found nothing left in any of them: a
-// deleter that cannot count (its store is down, it is no longer
-// configured) leaves the job PARTIAL, never verified. ctx is the attempt's:
+// when every one of its deleters succeeded and, with verify on, a check
+// with the canonical id afterwards found nothing left in any of them: the
+// deleter's independent proof where it has one, else a count. A deleter
+// that cannot check (its store is down, it is no longer configured) leaves
+// the job PARTIAL, never verified. ctx is the attempt's:
 // the verification stops with it. why is the stop cause when the attempt
 // was stopped before its deletes ended.
 func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states map[string]*DeleterState, cfg RunnerConfig, why error) JobUpdate {
@@ -55,8 +56,12 @@ func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states m
 	if !cfg.Verify {
 		return JobUpdate{Status: JobCompleted, Verified: false, Now: now}
 	}
-	counts := r.reg.CountSome(ctx, tenant, names)
-	// Counting a large store takes a while: the outcome is as of now.
+	deleteProof := map[string][]ProofCheck{}
+	for _, name := range names {
+		deleteProof[name] = states[name].Proof
+	}
+	outcomes := r.reg.VerifySome(ctx, tenant, names, deleteProof)
+	// Verifying a large store takes a while: the outcome is as of now.
 	now = r.now()
 	backoff = now.Add(cfg.RetryPolicy.Delay(job.Attempts - 1))
 	if why := stopCause(ctx); why != nil {
@@ -69,31 +74,37 @@ func (r *Runner) conclude(ctx context.Context, job *Job, tenant string, states m
 	wctx, wcancel := recordContext()
 	defer wcancel()
 	var left []string
+	unverified := false
 	for _, name := range names {
-		n, ok := counts.Counts[name]
-		if !ok {
-			continue // in counts.Failed
+		o := outcomes[name]
+		if o.err != nil {
+			left = append(left, fmt.Sprintf("%s could not verify: %s", name, o.err))
+			unverified = true
+			continue
 		}
 		d := states[name]
-		b := counts.Breakdown[name]
-		d.Verification = &Verification{Count: n, Breakdown: b}
-		d.settleBreakdown(b)
+		v := o.v
+		d.Verification = &v
+		if v.Method == MethodCount {
+			d.settleBreakdown(v.Breakdown)
+		}
 		// A breakdown that disagrees with its count is not a zero.
-		if found := max(n, sum(b)); found > 0 {
-			left = append(left, fmt.Sprintf("%s has %d left", name, found))
-			d.Status, d.Error = DeleterPending, fmt.Sprintf("verification found %d items left", found)
+		if found := max(v.Count, sum(v.Breakdown)); found > 0 {
+			proof := ""
+			if v.Method == MethodIndependent {
+				proof = " by its independent proof (" + leftText(v) + ")"
+			}
+			left = append(left, fmt.Sprintf("%s has %d left%s", name, found, proof))
+			d.Status, d.Error = DeleterPending, fmt.Sprintf("verification found %d items left%s", found, proof)
 		}
 		d.UpdatedAt = now
 		if err := r.store.SetDeleterState(wctx, job.ID, r.owner, *d); err != nil {
 			r.log.Error("store verification", "job_id", job.ID.String(), "deleter", name, "error", err)
 		}
 	}
-	for _, f := range counts.Failed {
-		left = append(left, fmt.Sprintf("%s could not verify: %s", f.Deleter, f.Error))
-	}
-	if len(left) > 0 || len(counts.Counts) != len(names) {
+	if len(left) > 0 || unverified {
 		// Data appeared after the delete (a writer still running), or a
-		// count failed: back to work, with backoff.
+		// check failed: back to work, with backoff.
 		return JobUpdate{Status: JobPartial, LastError: "verification: " + strings.Join(sortedStrings(left), "; "), NextAttemptAt: &backoff, Now: now}
 	}
 	return JobUpdate{Status: JobCompleted, Verified: true, Now: now}

@@ -119,12 +119,15 @@ type DeleterState struct {
 	// table, key pattern, ... (the plugin's keys); nil when unknown.
 	TotalBreakdown   map[string]int64
 	DeletedBreakdown map[string]int64
-	// Verification is the count after the job's deletes; nil until the
+	// Verification is the check after the job's deletes; nil until the
 	// verification ran for the deleter's latest delete.
 	Verification *Verification
-	Attempts     int
-	Error        string
-	UpdatedAt    time.Time
+	// Proof is what the deleter's last successful Delete checked of its
+	// own (sdk.Verifier: the identities it recorded); nil otherwise.
+	Proof     []ProofCheck
+	Attempts  int
+	Error     string
+	UpdatedAt time.Time
 }
 
 // JobUpdate ends one attempt of a job.

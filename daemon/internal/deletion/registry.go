@@ -27,6 +27,10 @@ type Result struct {
 	// Breakdown is what was deleted per table, key pattern, ... (the keys
 	// are the plugin's); empty when the plugin reports none.
 	Breakdown map[string]int64 `json:"breakdown"`
+	// Proof is what the deleter checked once its deletes were done (the
+	// identities it recorded before them); absent from a deleter that
+	// proves nothing of its own (sdk.Verifier).
+	Proof []ProofCheck `json:"proof,omitempty"`
 }
 
 // Failure is one deleter's failure.
@@ -50,13 +54,6 @@ type DeletionReport struct {
 	// Cancelled is what each deleter a cancel stopped had deleted by then;
 	// absent unless a cancel stopped one.
 	Cancelled map[string]Result `json:"cancelled,omitempty"`
-}
-
-// Verification is one deleter's count after a job's deletes: zero
-// everywhere is what makes a job verified.
-type Verification struct {
-	Count     int64            `json:"count"`
-	Breakdown map[string]int64 `json:"breakdown"`
 }
 
 // CountReport is the outcome of counting with every deleter.
@@ -125,7 +122,7 @@ func (r *Registry) DeleteSome(ctx context.Context, tenant string, names []string
 			report.Failed = append(report.Failed, Failure{Deleter: name, Error: err.Error(), Deleted: deleted, Err: err})
 			return
 		}
-		report.Succeeded[name] = Result{DeletedCount: resp.DeletedCount, Breakdown: copyBreakdown(resp.Breakdown)}
+		report.Succeeded[name] = Result{DeletedCount: resp.DeletedCount, Breakdown: copyBreakdown(resp.Breakdown), Proof: proofChecks(resp.Proof)}
 	})
 	sortFailures(report.Failed, names)
 	return report

@@ -31,7 +31,10 @@ func (j *Job) Report() DeletionReport {
 			if out.Verification == nil {
 				out.Verification = map[string]Verification{}
 			}
-			out.Verification[d.Name] = Verification{Count: d.Verification.Count, Breakdown: copyBreakdown(d.Verification.Breakdown)}
+			v := *d.Verification
+			v.Breakdown = copyBreakdown(v.Breakdown)
+			v.Checks = append([]ProofCheck(nil), v.Checks...)
+			out.Verification[d.Name] = v
 		}
 	}
 	return out

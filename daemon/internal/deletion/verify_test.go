@@ -81,7 +81,7 @@ func TestBreakdownIsExactAcrossADeadDaemon(t *testing.T) {
 		want := map[string]int64{"public.steps": 8, "public.instances": 4}
 		require.Equal(t, deletion.Result{DeletedCount: 12, Breakdown: want}, j.Report.Succeeded["postgres:app"])
 		require.Equal(t, want, deleterJSON(j, "postgres:app").Breakdown)
-		require.Equal(t, map[string]deletion.Verification{"postgres:app": {Count: 0, Breakdown: map[string]int64{"public.steps": 0, "public.instances": 0}}},
+		require.Equal(t, map[string]deletion.Verification{"postgres:app": {Count: 0, Breakdown: map[string]int64{"public.steps": 0, "public.instances": 0}, Method: deletion.MethodCount}},
 			j.Report.Verification)
 		require.Equal(t, map[string]int64{"public.steps": 5}, d.left("other"), "the other tenant is untouched")
 	})

@@ -10,8 +10,18 @@ import (
 
 // unavailable is the error callers get while a plugin is not running: a
 // retryable one, so jobs and retries wait for the restart instead of failing.
+// A deleter whose Configure refused its config at the last start answers
+// that refusal instead, permanent: a job waiting for it would retry
+// forever, and what it needs is an operator (a fixed config and a reload,
+// a fixed schema).
 func (in *instance) unavailable() error {
 	st := in.status()
+	in.mu.Lock()
+	refused := in.refused
+	in.mu.Unlock()
+	if refused != nil && in.cfg.Kind == KindDeleter {
+		return sdk.Permanent(fmt.Errorf("plugin %s refuses its config (fix the config or the store, then reload): %w", in.cfg.Name, refused))
+	}
 	msg := fmt.Sprintf("plugin %s is %s", in.cfg.Name, st.State)
 	if st.LastError != "" {
 		msg += ": " + st.LastError

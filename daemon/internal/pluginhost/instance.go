@@ -78,6 +78,12 @@ type instance struct {
 	pid       int
 	startedAt *time.Time
 
+	// refused is the permanent error Configure answered at the last start
+	// (an invalid config, a schema no deletion can work with); nil after a
+	// start that succeeded. A deleter's callers get it rather than "not
+	// running": no retry can help until the config or the store changes.
+	refused error
+
 	kick         chan struct{}
 	stopCh       chan struct{}
 	stopOnce     sync.Once
@@ -375,6 +381,11 @@ func (in *instance) launch() error {
 		return fail(fmt.Errorf("plugin dispensed an unexpected %T", raw))
 	}
 	if err != nil {
+		if sdk.ClassOf(err) == sdk.ClassPermanent {
+			in.mu.Lock()
+			in.refused = err
+			in.mu.Unlock()
+		}
 		return fail(fmt.Errorf("configure: %w", err))
 	}
 	now := time.Now().UTC()
@@ -384,6 +395,7 @@ func (in *instance) launch() error {
 	}
 	in.mu.Lock()
 	in.version, in.warnings, in.startedAt, in.pid = resp.PluginVersion, resp.Warnings, &now, pid
+	in.refused = nil
 	in.mu.Unlock()
 	for _, w := range resp.Warnings {
 		in.log.Warn("plugin warning", "warning", w)

@@ -15,11 +15,12 @@ import (
 )
 
 // Type and Version name the document format. Version 2 added
-// requested_by_uid, plan_hash and approval; receipts of version 1 still
-// verify.
+// requested_by_uid, plan_hash and approval; version 3 says how each
+// deleter's verification was done (method) and, for an independent proof,
+// its checks. Receipts of versions 1 and 2 still verify.
 const (
 	Type    = "lifecycled.erasure-receipt"
-	Version = 2
+	Version = 3
 )
 
 // Document is a receipt as issued. Every field but Signature is signed.
@@ -82,10 +83,27 @@ type Deleter struct {
 	Verification Verification     `json:"verification"`
 }
 
-// Verification is what the count after the deletes found: zero everywhere.
+// Verification is what the check after the deletes found: zero everywhere.
 type Verification struct {
 	Count     int64            `json:"count"`
 	Breakdown map[string]int64 `json:"breakdown"`
+	// Method is "independent" (the deleter's own proof, by a path that
+	// does not re-run its deletion: identities recorded before the delete,
+	// the catalogue re-read, orphans looked for) or "count" (the deleter's
+	// count, which follows its deletion's model). Version 3.
+	Method string `json:"method,omitempty"`
+	// Checks are the independent proof's checks, each with what it found:
+	// 0 everywhere but in "kept" (what the config keeps on purpose).
+	Checks []ProofCheck `json:"checks,omitempty"`
+}
+
+// ProofCheck is one check of an independent proof (deletion.ProofCheck).
+type ProofCheck struct {
+	Kind    string `json:"kind"`
+	Target  string `json:"target"`
+	Checked int64  `json:"checked"`
+	Found   int64  `json:"found"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // Approval is the approval part of a receipt (version 2).
@@ -159,7 +177,13 @@ func build(job *deletion.Job, finishedAt, issuedAt time.Time, plugins map[string
 			ConfigSHA256: p.ConfigSHA256, DeletedCount: d.DeletedCount, Deleted: counts(d.DeletedBreakdown),
 			Verification: Verification{Breakdown: map[string]int64{}}}
 		if d.Verification != nil {
-			entry.Verification = Verification{Count: d.Verification.Count, Breakdown: counts(d.Verification.Breakdown)}
+			entry.Verification = Verification{Count: d.Verification.Count, Breakdown: counts(d.Verification.Breakdown), Method: d.Verification.Method}
+			if entry.Verification.Method == "" {
+				entry.Verification.Method = deletion.MethodCount
+			}
+			for _, c := range d.Verification.Checks {
+				entry.Verification.Checks = append(entry.Verification.Checks, ProofCheck(c))
+			}
 		}
 		doc.DeletedTotal += d.DeletedCount
 		doc.Deleters = append(doc.Deleters, entry)

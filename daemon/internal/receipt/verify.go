@@ -152,7 +152,7 @@ func formProblem(obj map[string]any, doc *Document) string {
 	switch {
 	case doc.Type != Type:
 		return fmt.Sprintf("type is %q", doc.Type)
-	case doc.Version != 1 && doc.Version != Version:
+	case doc.Version < 1 || doc.Version > Version:
 		return fmt.Sprintf("version %d is not one this lifecycled knows", doc.Version)
 	case doc.TenantID == "" || doc.JobID == "":
 		return "tenant_id or job_id is empty"
@@ -180,6 +180,11 @@ func contentProblem(doc *Document) string {
 		for k, n := range d.Verification.Breakdown {
 			if n != 0 {
 				return fmt.Sprintf("deleter %s: the verification counted %d items left in %s", d.Name, n, k)
+			}
+		}
+		if doc.Version >= 3 {
+			if problem := proofProblem(d); problem != "" {
+				return fmt.Sprintf("deleter %s: %s", d.Name, problem)
 			}
 		}
 	}
@@ -231,6 +236,35 @@ func approvalProblem(doc *Document) string {
 	}
 	if doc.PlanHash == nil {
 		return "the receipt records an approval but no plan_hash: an approval is of a plan"
+	}
+	return ""
+}
+
+// proofProblem checks a version 3 deleter entry: a known method, no check
+// that found something left, and a deleted count that is the sum of its
+// breakdown (one number for what went, whatever triggers or cascades did).
+func proofProblem(d Deleter) string {
+	switch d.Verification.Method {
+	case deletion.MethodIndependent, deletion.MethodCount:
+	default:
+		return fmt.Sprintf("verification method %q is not one this lifecycled knows", d.Verification.Method)
+	}
+	if d.Verification.Method == deletion.MethodIndependent && len(d.Verification.Checks) == 0 {
+		return "an independent proof with no checks"
+	}
+	for _, c := range d.Verification.Checks {
+		if c.Kind != "kept" && c.Found != 0 {
+			return fmt.Sprintf("the proof's %s check of %s found %d items left", c.Kind, c.Target, c.Found)
+		}
+	}
+	if len(d.Deleted) > 0 {
+		var sum int64
+		for _, n := range d.Deleted {
+			sum += n
+		}
+		if sum != d.DeletedCount {
+			return fmt.Sprintf("deleted_count %d is not the sum of its breakdown (%d)", d.DeletedCount, sum)
+		}
 	}
 	return ""
 }

@@ -123,13 +123,15 @@ func decodeAttempts(b []byte) ([]dlq.Attempt, error) {
 type deleterBreakdown struct {
 	Total   map[string]int64 `json:"total,omitempty"`
 	Deleted map[string]int64 `json:"deleted,omitempty"`
+	// Proof is what the deleter's last Delete checked of its own.
+	Proof []deletion.ProofCheck `json:"proof,omitempty"`
 }
 
 // encodeDeleterDetail returns the breakdown and verification columns of a
 // deleter's row as JSON text; nil is NULL (nothing known).
 func encodeDeleterDetail(st deletion.DeleterState) (breakdown, verification *string, err error) {
-	if st.TotalBreakdown != nil || st.DeletedBreakdown != nil {
-		if breakdown, err = jsonText(deleterBreakdown{Total: st.TotalBreakdown, Deleted: st.DeletedBreakdown}); err != nil {
+	if st.TotalBreakdown != nil || st.DeletedBreakdown != nil || st.Proof != nil {
+		if breakdown, err = jsonText(deleterBreakdown{Total: st.TotalBreakdown, Deleted: st.DeletedBreakdown, Proof: st.Proof}); err != nil {
 			return nil, nil, fmt.Errorf("encode breakdown of %s: %w", st.Name, err)
 		}
 	}
@@ -167,7 +169,7 @@ func decodeDeleterDetail(d *deletion.DeleterState, breakdown, verification []byt
 		if err := json.Unmarshal(breakdown, &b); err != nil {
 			return fmt.Errorf("decode breakdown of %s: %w", d.Name, err)
 		}
-		d.TotalBreakdown, d.DeletedBreakdown = nonNilCounts(b.Total), nonNilCounts(b.Deleted)
+		d.TotalBreakdown, d.DeletedBreakdown, d.Proof = nonNilCounts(b.Total), nonNilCounts(b.Deleted), b.Proof
 	}
 	if len(verification) > 0 {
 		var v deletion.Verification

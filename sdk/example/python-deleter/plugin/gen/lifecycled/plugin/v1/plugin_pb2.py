@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!lifecycled/plugin/v1/plugin.proto\x12\x14lifecycled.plugin.v1\"b\n\x10\x43onfigureRequest\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x03 \x01(\x0c\x12\x18\n\x10tenant_id_format\x18\x04 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"=\n\x11\x43onfigureResponse\x12\x16\n\x0eplugin_version\x18\x01 \x01(\t\x12\x10\n\x08warnings\x18\x02 \x03(\t\"4\n\x0c\x43ountRequest\x12\x11\n\ttenant_id\x18\x02 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"\x97\x01\n\rCountResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\x12\x45\n\tbreakdown\x18\x02 \x03(\x0b\x32\x32.lifecycled.plugin.v1.CountResponse.BreakdownEntry\x1a\x30\n\x0e\x42reakdownEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"O\n\rDeleteRequest\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x18\n\x10plan_fingerprint\x18\x03 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"\x86\x01\n\x0b\x44\x65leteEvent\x12\x38\n\x08progress\x18\x01 \x01(\x0b\x32$.lifecycled.plugin.v1.DeleteProgressH\x00\x12\x34\n\x06result\x18\x02 \x01(\x0b\x32\".lifecycled.plugin.v1.DeleteResultH\x00\x42\x07\n\x05\x65vent\"(\n\x0e\x44\x65leteProgress\x12\x16\n\x0e\x64\x65leted_so_far\x18\x01 \x01(\x03\"\x9d\x01\n\x0c\x44\x65leteResult\x12\x15\n\rdeleted_count\x18\x01 \x01(\x03\x12\x44\n\tbreakdown\x18\x02 \x03(\x0b\x32\x31.lifecycled.plugin.v1.DeleteResult.BreakdownEntry\x1a\x30\n\x0e\x42reakdownEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"3\n\x0bPlanRequest\x12\x11\n\ttenant_id\x18\x02 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"9\n\x08PlanStep\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0b\n\x03via\x18\x02 \x01(\t\x12\x10\n\x08\x65xpected\x18\x03 \x01(\x03\"a\n\x0cPlanResponse\x12-\n\x05steps\x18\x01 \x03(\x0b\x32\x1e.lifecycled.plugin.v1.PlanStep\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\r\n\x05notes\x18\x03 \x03(\t\"s\n\x0c\x46\x65tchRequest\x12\x14\n\x0cmax_messages\x18\x02 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x03\x12\x11\n\tmax_bytes\x18\x04 \x01(\x03\x12\x16\n\x0ereceived_batch\x18\x05 \x01(\x06J\x04\x08\x01\x10\x02R\x0binstance_id\"U\n\rFetchResponse\x12\x32\n\x08messages\x18\x01 \x03(\x0b\x32 .lifecycled.plugin.v1.DeadLetter\x12\x10\n\x08\x62\x61tch_id\x18\x02 \x01(\x06\"<\n\x08Position\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x0e\n\x06offset\x18\x03 \x01(\x03\"$\n\x06Header\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05value\x18\x02 \x01(\x0c\"\xf8\x01\n\nDeadLetter\x12\x30\n\x08position\x18\x01 \x01(\x0b\x32\x1e.lifecycled.plugin.v1.Position\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x10\n\x08key_null\x18\x03 \x01(\x08\x12-\n\x07headers\x18\x04 \x03(\x0b\x32\x1c.lifecycled.plugin.v1.Header\x12\r\n\x05value\x18\x05 \x01(\x0c\x12\x19\n\x11timestamp_unix_ms\x18\x06 \x01(\x03\x12\x16\n\x0eoriginal_topic\x18\x07 \x01(\t\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x15\n\roriginal_size\x18\t \x01(\x03\"U\n\rCommitRequest\x12\x31\n\tpositions\x18\x02 \x03(\x0b\x32\x1e.lifecycled.plugin.v1.PositionJ\x04\x08\x01\x10\x02R\x0binstance_id\"\x10\n\x0e\x43ommitResponse\"\x8a\x01\n\x10RepublishMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\x0c\x12\x10\n\x08key_null\x18\x04 \x01(\x08\x12-\n\x07headers\x18\x05 \x03(\x0b\x32\x1c.lifecycled.plugin.v1.Header\x12\r\n\x05value\x18\x06 \x01(\x0c\"_\n\x10RepublishRequest\x12\x38\n\x08messages\x18\x02 \x03(\x0b\x32&.lifecycled.plugin.v1.RepublishMessageJ\x04\x08\x01\x10\x02R\x0binstance_id\"s\n\x0fRepublishResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61\x63ked\x18\x02 \x01(\x08\x12.\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1f.lifecycled.plugin.v1.ErrorInfo\x12\x15\n\rerror_message\x18\x04 \x01(\t\"K\n\x11RepublishResponse\x12\x36\n\x07results\x18\x01 \x03(\x0b\x32%.lifecycled.plugin.v1.RepublishResult\"\xee\x03\n\tErrorInfo\x12\x34\n\x05\x63lass\x18\x01 \x01(\x0e\x32%.lifecycled.plugin.v1.ErrorInfo.Class\x12\x32\n\x04\x63ode\x18\x02 \x01(\x0e\x32$.lifecycled.plugin.v1.ErrorInfo.Code\x12\x16\n\x0eretry_after_ms\x18\x03 \x01(\x03\x12\x36\n\x0c\x66ield_errors\x18\x04 \x03(\x0b\x32 .lifecycled.plugin.v1.FieldError\x12\x13\n\x0bhas_deleted\x18\x05 \x01(\x08\x12\x0f\n\x07\x64\x65leted\x18\x06 \x01(\x03\"H\n\x05\x43lass\x12\x15\n\x11\x43LASS_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x43LASS_RETRYABLE\x10\x01\x12\x13\n\x0f\x43LASS_PERMANENT\x10\x02\"\xb6\x01\n\x04\x43ode\x12\x14\n\x10\x43ODE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43ODE_INVALID_CONFIG\x10\x01\x12\x19\n\x15\x43ODE_INVALID_ARGUMENT\x10\x02\x12\x12\n\x0e\x43ODE_NOT_FOUND\x10\x03\x12\x14\n\x10\x43ODE_UNSUPPORTED\x10\x04\x12\x14\n\x10\x43ODE_UNAVAILABLE\x10\x05\x12\x11\n\rCODE_INTERNAL\x10\x06\x12\x11\n\rCODE_CANCELED\x10\x07\",\n\nFieldError\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x0f\n\x07problem\x18\x02 \x01(\t2\xe2\x02\n\rTenantDeleter\x12\\\n\tConfigure\x12&.lifecycled.plugin.v1.ConfigureRequest\x1a\'.lifecycled.plugin.v1.ConfigureResponse\x12P\n\x05\x43ount\x12\".lifecycled.plugin.v1.CountRequest\x1a#.lifecycled.plugin.v1.CountResponse\x12R\n\x06\x44\x65lete\x12#.lifecycled.plugin.v1.DeleteRequest\x1a!.lifecycled.plugin.v1.DeleteEvent0\x01\x12M\n\x04Plan\x12!.lifecycled.plugin.v1.PlanRequest\x1a\".lifecycled.plugin.v1.PlanResponse2\xee\x02\n\tDLQSource\x12\\\n\tConfigure\x12&.lifecycled.plugin.v1.ConfigureRequest\x1a\'.lifecycled.plugin.v1.ConfigureResponse\x12P\n\x05\x46\x65tch\x12\".lifecycled.plugin.v1.FetchRequest\x1a#.lifecycled.plugin.v1.FetchResponse\x12S\n\x06\x43ommit\x12#.lifecycled.plugin.v1.CommitRequest\x1a$.lifecycled.plugin.v1.CommitResponse\x12\\\n\tRepublish\x12&.lifecycled.plugin.v1.RepublishRequest\x1a\'.lifecycled.plugin.v1.RepublishResponseBJZHgithub.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1;pluginv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!lifecycled/plugin/v1/plugin.proto\x12\x14lifecycled.plugin.v1\"b\n\x10\x43onfigureRequest\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x03 \x01(\x0c\x12\x18\n\x10tenant_id_format\x18\x04 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"=\n\x11\x43onfigureResponse\x12\x16\n\x0eplugin_version\x18\x01 \x01(\t\x12\x10\n\x08warnings\x18\x02 \x03(\t\"4\n\x0c\x43ountRequest\x12\x11\n\ttenant_id\x18\x02 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"\x97\x01\n\rCountResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\x12\x45\n\tbreakdown\x18\x02 \x03(\x0b\x32\x32.lifecycled.plugin.v1.CountResponse.BreakdownEntry\x1a\x30\n\x0e\x42reakdownEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"O\n\rDeleteRequest\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x18\n\x10plan_fingerprint\x18\x03 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"\x86\x01\n\x0b\x44\x65leteEvent\x12\x38\n\x08progress\x18\x01 \x01(\x0b\x32$.lifecycled.plugin.v1.DeleteProgressH\x00\x12\x34\n\x06result\x18\x02 \x01(\x0b\x32\".lifecycled.plugin.v1.DeleteResultH\x00\x42\x07\n\x05\x65vent\"(\n\x0e\x44\x65leteProgress\x12\x16\n\x0e\x64\x65leted_so_far\x18\x01 \x01(\x03\"\xce\x01\n\x0c\x44\x65leteResult\x12\x15\n\rdeleted_count\x18\x01 \x01(\x03\x12\x44\n\tbreakdown\x18\x02 \x03(\x0b\x32\x31.lifecycled.plugin.v1.DeleteResult.BreakdownEntry\x12/\n\x05proof\x18\x03 \x03(\x0b\x32 .lifecycled.plugin.v1.ProofCheck\x1a\x30\n\x0e\x42reakdownEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"5\n\rVerifyRequest\x12\x11\n\ttenant_id\x18\x02 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"Z\n\nProofCheck\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0f\n\x07\x63hecked\x18\x03 \x01(\x03\x12\r\n\x05\x66ound\x18\x04 \x01(\x03\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"B\n\x0eVerifyResponse\x12\x30\n\x06\x63hecks\x18\x01 \x03(\x0b\x32 .lifecycled.plugin.v1.ProofCheck\"3\n\x0bPlanRequest\x12\x11\n\ttenant_id\x18\x02 \x01(\tJ\x04\x08\x01\x10\x02R\x0binstance_id\"9\n\x08PlanStep\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0b\n\x03via\x18\x02 \x01(\t\x12\x10\n\x08\x65xpected\x18\x03 \x01(\x03\"a\n\x0cPlanResponse\x12-\n\x05steps\x18\x01 \x03(\x0b\x32\x1e.lifecycled.plugin.v1.PlanStep\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\r\n\x05notes\x18\x03 \x03(\t\"s\n\x0c\x46\x65tchRequest\x12\x14\n\x0cmax_messages\x18\x02 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x03\x12\x11\n\tmax_bytes\x18\x04 \x01(\x03\x12\x16\n\x0ereceived_batch\x18\x05 \x01(\x06J\x04\x08\x01\x10\x02R\x0binstance_id\"U\n\rFetchResponse\x12\x32\n\x08messages\x18\x01 \x03(\x0b\x32 .lifecycled.plugin.v1.DeadLetter\x12\x10\n\x08\x62\x61tch_id\x18\x02 \x01(\x06\"<\n\x08Position\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x0e\n\x06offset\x18\x03 \x01(\x03\"$\n\x06Header\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05value\x18\x02 \x01(\x0c\"\xf8\x01\n\nDeadLetter\x12\x30\n\x08position\x18\x01 \x01(\x0b\x32\x1e.lifecycled.plugin.v1.Position\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x10\n\x08key_null\x18\x03 \x01(\x08\x12-\n\x07headers\x18\x04 \x03(\x0b\x32\x1c.lifecycled.plugin.v1.Header\x12\r\n\x05value\x18\x05 \x01(\x0c\x12\x19\n\x11timestamp_unix_ms\x18\x06 \x01(\x03\x12\x16\n\x0eoriginal_topic\x18\x07 \x01(\t\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x15\n\roriginal_size\x18\t \x01(\x03\"U\n\rCommitRequest\x12\x31\n\tpositions\x18\x02 \x03(\x0b\x32\x1e.lifecycled.plugin.v1.PositionJ\x04\x08\x01\x10\x02R\x0binstance_id\"\x10\n\x0e\x43ommitResponse\"\x8a\x01\n\x10RepublishMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\x0c\x12\x10\n\x08key_null\x18\x04 \x01(\x08\x12-\n\x07headers\x18\x05 \x03(\x0b\x32\x1c.lifecycled.plugin.v1.Header\x12\r\n\x05value\x18\x06 \x01(\x0c\"_\n\x10RepublishRequest\x12\x38\n\x08messages\x18\x02 \x03(\x0b\x32&.lifecycled.plugin.v1.RepublishMessageJ\x04\x08\x01\x10\x02R\x0binstance_id\"s\n\x0fRepublishResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61\x63ked\x18\x02 \x01(\x08\x12.\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1f.lifecycled.plugin.v1.ErrorInfo\x12\x15\n\rerror_message\x18\x04 \x01(\t\"K\n\x11RepublishResponse\x12\x36\n\x07results\x18\x01 \x03(\x0b\x32%.lifecycled.plugin.v1.RepublishResult\"\xee\x03\n\tErrorInfo\x12\x34\n\x05\x63lass\x18\x01 \x01(\x0e\x32%.lifecycled.plugin.v1.ErrorInfo.Class\x12\x32\n\x04\x63ode\x18\x02 \x01(\x0e\x32$.lifecycled.plugin.v1.ErrorInfo.Code\x12\x16\n\x0eretry_after_ms\x18\x03 \x01(\x03\x12\x36\n\x0c\x66ield_errors\x18\x04 \x03(\x0b\x32 .lifecycled.plugin.v1.FieldError\x12\x13\n\x0bhas_deleted\x18\x05 \x01(\x08\x12\x0f\n\x07\x64\x65leted\x18\x06 \x01(\x03\"H\n\x05\x43lass\x12\x15\n\x11\x43LASS_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x43LASS_RETRYABLE\x10\x01\x12\x13\n\x0f\x43LASS_PERMANENT\x10\x02\"\xb6\x01\n\x04\x43ode\x12\x14\n\x10\x43ODE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43ODE_INVALID_CONFIG\x10\x01\x12\x19\n\x15\x43ODE_INVALID_ARGUMENT\x10\x02\x12\x12\n\x0e\x43ODE_NOT_FOUND\x10\x03\x12\x14\n\x10\x43ODE_UNSUPPORTED\x10\x04\x12\x14\n\x10\x43ODE_UNAVAILABLE\x10\x05\x12\x11\n\rCODE_INTERNAL\x10\x06\x12\x11\n\rCODE_CANCELED\x10\x07\",\n\nFieldError\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x0f\n\x07problem\x18\x02 \x01(\t2\xb7\x03\n\rTenantDeleter\x12\\\n\tConfigure\x12&.lifecycled.plugin.v1.ConfigureRequest\x1a\'.lifecycled.plugin.v1.ConfigureResponse\x12P\n\x05\x43ount\x12\".lifecycled.plugin.v1.CountRequest\x1a#.lifecycled.plugin.v1.CountResponse\x12R\n\x06\x44\x65lete\x12#.lifecycled.plugin.v1.DeleteRequest\x1a!.lifecycled.plugin.v1.DeleteEvent0\x01\x12M\n\x04Plan\x12!.lifecycled.plugin.v1.PlanRequest\x1a\".lifecycled.plugin.v1.PlanResponse\x12S\n\x06Verify\x12#.lifecycled.plugin.v1.VerifyRequest\x1a$.lifecycled.plugin.v1.VerifyResponse2\xee\x02\n\tDLQSource\x12\\\n\tConfigure\x12&.lifecycled.plugin.v1.ConfigureRequest\x1a\'.lifecycled.plugin.v1.ConfigureResponse\x12P\n\x05\x46\x65tch\x12\".lifecycled.plugin.v1.FetchRequest\x1a#.lifecycled.plugin.v1.FetchResponse\x12S\n\x06\x43ommit\x12#.lifecycled.plugin.v1.CommitRequest\x1a$.lifecycled.plugin.v1.CommitResponse\x12\\\n\tRepublish\x12&.lifecycled.plugin.v1.RepublishRequest\x1a\'.lifecycled.plugin.v1.RepublishResponseBJZHgithub.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1;pluginv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'lifecycled.plugin.v1.plugin_pb2', globals())
@@ -42,47 +42,53 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DELETEPROGRESS._serialized_start=648
   _DELETEPROGRESS._serialized_end=688
   _DELETERESULT._serialized_start=691
-  _DELETERESULT._serialized_end=848
+  _DELETERESULT._serialized_end=897
   _DELETERESULT_BREAKDOWNENTRY._serialized_start=380
   _DELETERESULT_BREAKDOWNENTRY._serialized_end=428
-  _PLANREQUEST._serialized_start=850
-  _PLANREQUEST._serialized_end=901
-  _PLANSTEP._serialized_start=903
-  _PLANSTEP._serialized_end=960
-  _PLANRESPONSE._serialized_start=962
-  _PLANRESPONSE._serialized_end=1059
-  _FETCHREQUEST._serialized_start=1061
-  _FETCHREQUEST._serialized_end=1176
-  _FETCHRESPONSE._serialized_start=1178
-  _FETCHRESPONSE._serialized_end=1263
-  _POSITION._serialized_start=1265
-  _POSITION._serialized_end=1325
-  _HEADER._serialized_start=1327
-  _HEADER._serialized_end=1363
-  _DEADLETTER._serialized_start=1366
-  _DEADLETTER._serialized_end=1614
-  _COMMITREQUEST._serialized_start=1616
-  _COMMITREQUEST._serialized_end=1701
-  _COMMITRESPONSE._serialized_start=1703
-  _COMMITRESPONSE._serialized_end=1719
-  _REPUBLISHMESSAGE._serialized_start=1722
-  _REPUBLISHMESSAGE._serialized_end=1860
-  _REPUBLISHREQUEST._serialized_start=1862
-  _REPUBLISHREQUEST._serialized_end=1957
-  _REPUBLISHRESULT._serialized_start=1959
-  _REPUBLISHRESULT._serialized_end=2074
-  _REPUBLISHRESPONSE._serialized_start=2076
-  _REPUBLISHRESPONSE._serialized_end=2151
-  _ERRORINFO._serialized_start=2154
-  _ERRORINFO._serialized_end=2648
-  _ERRORINFO_CLASS._serialized_start=2391
-  _ERRORINFO_CLASS._serialized_end=2463
-  _ERRORINFO_CODE._serialized_start=2466
-  _ERRORINFO_CODE._serialized_end=2648
-  _FIELDERROR._serialized_start=2650
-  _FIELDERROR._serialized_end=2694
-  _TENANTDELETER._serialized_start=2697
-  _TENANTDELETER._serialized_end=3051
-  _DLQSOURCE._serialized_start=3054
-  _DLQSOURCE._serialized_end=3420
+  _VERIFYREQUEST._serialized_start=899
+  _VERIFYREQUEST._serialized_end=952
+  _PROOFCHECK._serialized_start=954
+  _PROOFCHECK._serialized_end=1044
+  _VERIFYRESPONSE._serialized_start=1046
+  _VERIFYRESPONSE._serialized_end=1112
+  _PLANREQUEST._serialized_start=1114
+  _PLANREQUEST._serialized_end=1165
+  _PLANSTEP._serialized_start=1167
+  _PLANSTEP._serialized_end=1224
+  _PLANRESPONSE._serialized_start=1226
+  _PLANRESPONSE._serialized_end=1323
+  _FETCHREQUEST._serialized_start=1325
+  _FETCHREQUEST._serialized_end=1440
+  _FETCHRESPONSE._serialized_start=1442
+  _FETCHRESPONSE._serialized_end=1527
+  _POSITION._serialized_start=1529
+  _POSITION._serialized_end=1589
+  _HEADER._serialized_start=1591
+  _HEADER._serialized_end=1627
+  _DEADLETTER._serialized_start=1630
+  _DEADLETTER._serialized_end=1878
+  _COMMITREQUEST._serialized_start=1880
+  _COMMITREQUEST._serialized_end=1965
+  _COMMITRESPONSE._serialized_start=1967
+  _COMMITRESPONSE._serialized_end=1983
+  _REPUBLISHMESSAGE._serialized_start=1986
+  _REPUBLISHMESSAGE._serialized_end=2124
+  _REPUBLISHREQUEST._serialized_start=2126
+  _REPUBLISHREQUEST._serialized_end=2221
+  _REPUBLISHRESULT._serialized_start=2223
+  _REPUBLISHRESULT._serialized_end=2338
+  _REPUBLISHRESPONSE._serialized_start=2340
+  _REPUBLISHRESPONSE._serialized_end=2415
+  _ERRORINFO._serialized_start=2418
+  _ERRORINFO._serialized_end=2912
+  _ERRORINFO_CLASS._serialized_start=2655
+  _ERRORINFO_CLASS._serialized_end=2727
+  _ERRORINFO_CODE._serialized_start=2730
+  _ERRORINFO_CODE._serialized_end=2912
+  _FIELDERROR._serialized_start=2914
+  _FIELDERROR._serialized_end=2958
+  _TENANTDELETER._serialized_start=2961
+  _TENANTDELETER._serialized_end=3400
+  _DLQSOURCE._serialized_start=3403
+  _DLQSOURCE._serialized_end=3769
 # @@protoc_insertion_point(module_scope)

@@ -34,6 +34,11 @@ class TenantDeleterStub(object):
         request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanRequest.SerializeToString,
         response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanResponse.FromString,
         )
+    self.Verify = channel.unary_unary(
+        '/lifecycled.plugin.v1.TenantDeleter/Verify',
+        request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyRequest.SerializeToString,
+        response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyResponse.FromString,
+        )
 
 
 class TenantDeleterServicer(object):
@@ -70,6 +75,16 @@ class TenantDeleterServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def Verify(self, request, context):
+    """Verify proves, independently of the deletion's own model, that the
+    tenant's data is gone: it re-reads the store's catalogue and looks for
+    the tenant's items wherever they could be. Optional: UNIMPLEMENTED when
+    the plugin cannot.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_TenantDeleterServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -92,6 +107,11 @@ def add_TenantDeleterServicer_to_server(servicer, server):
           servicer.Plan,
           request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanRequest.FromString,
           response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.PlanResponse.SerializeToString,
+      ),
+      'Verify': grpc.unary_unary_rpc_method_handler(
+          servicer.Verify,
+          request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyRequest.FromString,
+          response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

@@ -1,0 +1,142 @@
+// Package fkgraph orders tables by their foreign keys for the SQL deleters
+// (postgres and mysql): children before parents, strongly connected
+// components for cycles, and the cycles themselves when no order exists.
+// An edge is a foreign key from its child (the referencing table, whose
+// rows must go first) to its parent.
+package fkgraph
+
+import "sort"
+
+// Edge is a foreign key from Child to Parent.
+type Edge[N comparable] struct{ Child, Parent N }
+
+// Components labels the strongly connected components of the graph
+// (Tarjan): two nodes share a label when each reaches the other.
+func Components[N comparable](nodes []N, edges []Edge[N]) map[N]int {
+	out := map[N][]N{}
+	for _, e := range edges {
+		out[e.Child] = append(out[e.Child], e.Parent)
+	}
+	index, low := map[N]int{}, map[N]int{}
+	onStack := map[N]bool{}
+	var stack []N
+	comp := map[N]int{}
+	next, label := 0, 0
+	var strong func(v N)
+	strong = func(v N) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range out[v] {
+			if _, seen := index[w]; !seen {
+				strong(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				comp[w] = label
+				if w == v {
+					break
+				}
+			}
+			label++
+		}
+	}
+	for _, v := range nodes {
+		if _, seen := index[v]; !seen {
+			strong(v)
+		}
+	}
+	return comp
+}
+
+// Order sorts nodes so that the child of every edge comes before its
+// parent, taking the first by before among those ready (edges from a node
+// to itself are ignored). When the edges form a cycle, ok is false and
+// Cycles names it.
+func Order[N comparable](nodes []N, edges []Edge[N], before func(a, b N) bool) (order []N, ok bool) {
+	pending := map[N]int{}
+	parents := map[N][]N{}
+	seen := map[Edge[N]]bool{}
+	for _, e := range edges {
+		if e.Child == e.Parent || seen[e] {
+			continue
+		}
+		seen[e] = true
+		pending[e.Parent]++
+		parents[e.Child] = append(parents[e.Child], e.Parent)
+	}
+	var ready []N
+	for _, n := range nodes {
+		if pending[n] == 0 {
+			ready = append(ready, n)
+		}
+	}
+	for len(ready) > 0 {
+		sort.SliceStable(ready, func(i, j int) bool { return before(ready[i], ready[j]) })
+		n := ready[0]
+		ready = ready[1:]
+		order = append(order, n)
+		for _, p := range parents[n] {
+			pending[p]--
+			if pending[p] == 0 {
+				ready = append(ready, p)
+			}
+		}
+	}
+	return order, len(order) == len(nodes)
+}
+
+// Cycles returns the graph's cycles: each strongly connected component of
+// two or more nodes (edges from a node to itself are not cycles here), its
+// nodes in the order given, components in the order of their first node.
+// The nodes a failed Order leaves over are these and every node that can
+// only come after one of them; only these form the cycle.
+func Cycles[N comparable](nodes []N, edges []Edge[N]) [][]N {
+	var proper []Edge[N]
+	for _, e := range edges {
+		if e.Child != e.Parent {
+			proper = append(proper, e)
+		}
+	}
+	comp := Components(nodes, proper)
+	members := map[int][]N{}
+	var labels []int
+	for _, n := range nodes {
+		c := comp[n]
+		if len(members[c]) == 0 {
+			labels = append(labels, c)
+		}
+		members[c] = append(members[c], n)
+	}
+	var out [][]N
+	for _, c := range labels {
+		if len(members[c]) > 1 {
+			out = append(out, members[c])
+		}
+	}
+	return out
+}
+
+// Within returns the edges whose two ends are both in nodes (the keys of
+// a cycle Cycles returned), in their order.
+func Within[N comparable, E any](nodes []N, edges []E, ends func(E) Edge[N]) []E {
+	in := map[N]bool{}
+	for _, n := range nodes {
+		in[n] = true
+	}
+	var out []E
+	for _, e := range edges {
+		if x := ends(e); in[x.Child] && in[x.Parent] && x.Child != x.Parent {
+			out = append(out, e)
+		}
+	}
+	return out
+}
