@@ -51,6 +51,12 @@ func (m *model) sortTables(cfg config) error {
 			}
 		}
 	}
+	extra, problems := m.cascadeRegions(edges)
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: strings.Join(problems, "; ")})
+	}
+	edges = append(edges, extra...)
 	before := func(a, b *mtable) bool {
 		pa, pb := a.pos, b.pos
 		if cfg.Discover && a.listed && b.listed {
@@ -99,6 +105,54 @@ func (m *model) sortTables(cfg config) error {
 
 func actionName(f *catFK) string {
 	return map[byte]string{'a': "NO ACTION", 'r': "RESTRICT", 'c': "ON DELETE CASCADE", 'n': "ON DELETE SET NULL", 'd': "ON DELETE SET DEFAULT"}[f.action]
+}
+
+// cascadeRegions orders what a cascade given up in a cycle needs. Each
+// batch of the cascade's parent t removes, with t's rows, the rows of its
+// child and of every table that cascades from those (the region). InnoDB
+// checks every key row by row: a row that references the region through a
+// plain key (NO ACTION, RESTRICT) must be gone before t's batch runs. From
+// a table outside the region and other than t, that table is ordered
+// before t (the returned edges; an order no key allows is refused as a
+// cycle); from the region itself (a self key of a table the cascade
+// reaches, a key back into it) no order helps, and the erasure is refused
+// at Configure, naming both keys.
+func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string) {
+	seen := map[[2]*mtable]bool{}
+	for _, d := range m.dropped {
+		if d.fk.action != 'c' {
+			continue
+		}
+		t := d.parentT
+		region := map[*mtable]bool{d.childT: true}
+		for grew := true; grew; {
+			grew = false
+			for _, e := range m.inbound {
+				if e.fk.action == 'c' && e.childT != nil && region[e.parentT] && !region[e.childT] && e.childT != t {
+					region[e.childT] = true
+					grew = true
+				}
+			}
+		}
+		for _, f := range m.inbound {
+			if !region[f.parentT] || f.childT == nil || (f.fk.action != 'a' && f.fk.action != 'r') {
+				continue
+			}
+			w := f.childT
+			if w != t && !region[w] {
+				if !seen[[2]*mtable{w, t}] {
+					seen[[2]*mtable{w, t}] = true
+					extra = append(extra, &medge{fk: f.fk, child: f.child, parent: t.cat, childT: w, parentT: t})
+				}
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("foreign keys form a cycle in which %s cascades into %s, which %s references with %s: "+
+				"MySQL checks keys row by row, so a batch of %s would fail half way on rows the cascade removes; make %s ON DELETE CASCADE too, "+
+				"or break the cycle with ON DELETE SET NULL on a column that is not the tenant column",
+				d.describe(), f.parent.name(), f.describe(), actionName(f.fk), t.name(), f.fk.name))
+		}
+	}
+	return extra, problems
 }
 
 // graphEdges are keys as edges of the table graph.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,12 @@ func (x *eraser) explain(ctx context.Context, err error) error {
 		if e.fk.name != pgErr.ConstraintName || e.parentT == nil {
 			continue
 		}
+		if e.childT != nil {
+			if hooks := swallowingHooks(x.m, e.childT); len(hooks) > 0 {
+				return sdk.Permanent(fmt.Errorf("erasure stopped at %s: rows of %s that %s kept (acknowledged_hooks) still reference it through %s (%w)",
+					e.parent.qualified(), e.child.qualified(), strings.Join(hooks, ", "), e.fk.name, err))
+			}
+		}
 		n, cerr := strangers(ctx, x.pool, e, x.tenant, false)
 		if cerr != nil || n == 0 {
 			break
@@ -80,6 +87,15 @@ func (x *eraser) explain(ctx context.Context, err error) error {
 // in each batch; rows that reference each other in a loop are deleted
 // together in one statement at the end.
 func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
+	if t.whole {
+		// Rows of t reference rows its own cascade removes: one statement,
+		// so that its NO ACTION keys are checked once all of them are gone.
+		p := &predicate{}
+		if _, err := x.exec(ctx, t, fmt.Sprintf("DELETE FROM %s a WHERE %s", t.rel.ident(), p.own(t, "a")), true); err != nil {
+			return fmt.Errorf("delete from %s in one statement: %w", t.name(), err)
+		}
+		return nil
+	}
 	p := &predicate{}
 	ownA, ownB := p.own(t, "a"), p.own(t, "b")
 	ready := ""

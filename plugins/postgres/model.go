@@ -58,6 +58,9 @@ type mtable struct {
 	// cascade, counted per batch from the transaction's statistics.
 	cascades []*mtable
 	pos      int // configured position (explicit list), for tie breaks
+	// whole: the tenant's rows are deleted in one statement, not in
+	// batches (see cascadeRegions).
+	whole bool
 }
 
 func (t *mtable) name() string { return t.rel.qualified() }

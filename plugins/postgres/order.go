@@ -53,6 +53,12 @@ func (m *model) order(cfg config) error {
 		}
 		edges = kept
 	}
+	extra, problems := m.cascadeRegions(edges)
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: strings.Join(problems, "; ")})
+	}
+	edges = append(edges, extra...)
 	comp := fkgraph.Components(m.tables, graphEdges(edges))
 	members := map[int][]*mtable{}
 	for _, t := range m.tables {
@@ -143,6 +149,63 @@ func (m *model) order(cfg config) error {
 		}
 	}
 	return nil
+}
+
+// cascadeRegions orders what a cascade given up in a cycle needs. Each
+// batch of the cascade's parent t removes, with t's rows, the rows of its
+// child and of every table that cascades from those (the region). A row
+// that references the region through a plain key (NO ACTION, RESTRICT)
+// must be gone first, or the batch fails half way:
+//
+//   - from a table outside the region and other than t: that table is
+//     ordered before t (the returned edges: an order no key allows is a
+//     cycle, refused as one);
+//   - from t itself or the region: no order helps. With NO ACTION keys,
+//     checked when the statement ends, t is deleted in one statement (its
+//     rows referencing the region go in it too); a RESTRICT key, checked
+//     row by row, is refused.
+func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string) {
+	isKept := map[*medge]bool{}
+	for _, e := range kept {
+		isKept[e] = true
+	}
+	seen := map[[2]*mtable]bool{}
+	for _, d := range m.dropped {
+		if d.fk.action != 'c' {
+			continue
+		}
+		t := d.parentT
+		region := map[*mtable]bool{d.childT: true}
+		for grew := true; grew; {
+			grew = false
+			for _, e := range m.inbound {
+				if e.fk.action == 'c' && e.childT != nil && e.childT.listed && region[e.parentT] && !region[e.childT] && e.childT != t {
+					region[e.childT] = true
+					grew = true
+				}
+			}
+		}
+		for _, f := range m.inbound {
+			if !region[f.parentT] || f.childT == nil || !f.childT.listed || (f.fk.action != 'a' && f.fk.action != 'r') || f.childT == f.parentT {
+				continue
+			}
+			w := f.childT
+			switch {
+			case w != t && !region[w]:
+				if !seen[[2]*mtable{w, t}] {
+					seen[[2]*mtable{w, t}] = true
+					extra = append(extra, &medge{fk: f.fk, child: f.child, parent: t.rel, childT: w, parentT: t})
+				}
+			case f.fk.action == 'r':
+				problems = append(problems, fmt.Sprintf("foreign keys form a cycle in which %s cascades but %s is RESTRICT, checked row by row: "+
+					"a delete of %s's rows would remove, by the cascade, rows that rows not yet deleted still reference; "+
+					"make %s NO ACTION or DEFERRABLE, or ON DELETE CASCADE too", d.describe(), f.describe(), t.name(), f.fk.name))
+			default:
+				t.whole = true
+			}
+		}
+	}
+	return extra, problems
 }
 
 // graphEdges are keys as edges of the table graph.

@@ -18,7 +18,12 @@ func (p *predicate) alias() string {
 // own is true for rows of t (as alias a) that belong to the tenant.
 func (p *predicate) own(t *mtable, a string) string {
 	if t.tenant != nil {
-		return a + "." + pgx.Identifier{t.tenant.name}.Sanitize() + " = $1"
+		// $1 is one parameter for every table of a statement, whose tenant
+		// columns may differ in type (uuid here, text there): it is sent
+		// as text and cast to each column's base type, never to a type
+		// with a length (which would cut the id short).
+		nsp, typ, _ := strings.Cut(t.tenant.base, ".")
+		return a + "." + pgx.Identifier{t.tenant.name}.Sanitize() + " = $1::text::" + pgx.Identifier{nsp, typ}.Sanitize()
 	}
 	var ors []string
 	for _, e := range t.owners {

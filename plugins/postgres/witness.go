@@ -183,8 +183,9 @@ func (w *witness) check(ctx context.Context) ([]sdk.ProofCheck, error) {
 	return out, nil
 }
 
-// hookHint names what may have kept rows of t: its delete hooks.
-func hookHint(m *model, t *mtable) string {
+// swallowingHooks names the hooks of t's tree that can keep or redirect
+// the rows a delete removes.
+func swallowingHooks(m *model, t *mtable) []string {
 	var names []string
 	for _, oid := range m.cat.tree(t.rel.oid) {
 		for _, h := range m.cat.rels[oid].hooks {
@@ -193,6 +194,12 @@ func hookHint(m *model, t *mtable) string {
 			}
 		}
 	}
+	return names
+}
+
+// hookHint names what may have kept rows of t: its delete hooks.
+func hookHint(m *model, t *mtable) string {
+	names := swallowingHooks(m, t)
 	if len(names) == 0 {
 		return "still there after their delete"
 	}

@@ -1,0 +1,555 @@
+// Package erasurefuzz generates multi-tenant schemas nobody here designed,
+// fills them for three tenants and global rows, erases one tenant through
+// a real deleter plugin over gRPC, and checks the erasure invariant against
+// the generator's own record of whose each row is:
+//
+//   - every row of another tenant, every global row and every row nobody
+//     owns is unchanged, whatever the outcome;
+//   - a refusal before deleting anything changed nothing at all;
+//   - a Delete that succeeded counted exactly what went: its total, its
+//     breakdown and the rows really removed, table by table, are one number;
+//   - the independent proof (Verify) says nothing is left only when the
+//     tenant's rows are gone from every table the config does not keep.
+//
+// The generator covers tables with and without the tenant column (in
+// varied case and types), nullable tenant columns with global rows,
+// composite, self and cyclic keys with every ON DELETE action, deferrable
+// keys and partitions (PostgreSQL), system-versioned tables (MariaDB),
+// audit, clean-up and soft-delete triggers, and session settings in the
+// DSN. A seed fully determines the schema, the data and the config.
+package erasurefuzz
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// Dialect is the database a schema is generated for.
+type Dialect string
+
+// The dialects.
+const (
+	Postgres Dialect = "postgres"
+	MariaDB  Dialect = "mariadb"
+)
+
+// Owner is whose a row is, by the generator's record: a tenant ("A", "B",
+// "C"), global ("G": a NULL tenant column), mixed ("X": a row referencing
+// two tenants' rows) or nobody's ("N": a row without the tenant column
+// whose owning keys are all NULL).
+type Owner string
+
+// The tenant erased is always A.
+const erased Owner = "A"
+
+// Schema is one generated case.
+type Schema struct {
+	Seed    uint64
+	Dialect Dialect
+	// Name is the PostgreSQL schema or the MariaDB database.
+	Name    string
+	Family  string // tenant id family: "text", "uuid" or "int"
+	Tenants map[Owner]string
+	Tables  []*Table
+	Keys    []*Key
+	// Triggers are extra DDL (functions and triggers), in order.
+	Triggers []string
+	// Audit is the table audit triggers write into, or nil.
+	Audit *Table
+	// Settings are DSN parameters (PostgreSQL: libpq options; MariaDB:
+	// session variables), and Alter are statements run after the data.
+	Settings map[string]string
+	Alter    []string
+	Config   map[string]any
+	// Kept are the tables the config keeps (ignore_tables).
+	Kept map[string]bool
+	// Notes say which features the seed drew, for the report.
+	Notes []string
+}
+
+// Table is one generated table.
+type Table struct {
+	Name string
+	// Tenant is the tenant column's spelling, "" without one; TenantType
+	// its type, TenantNull whether it allows NULL (global rows).
+	Tenant     string
+	TenantType string
+	TenantNull bool
+	// PK: "id", "tenant" ((tenant, id)) or "" (no primary key).
+	PK          string
+	Partitioned bool // PostgreSQL: PARTITION BY HASH (id)
+	Versioned   bool // MariaDB: WITH SYSTEM VERSIONING
+	// Cols are the key columns the table's keys added: name -> nullable.
+	Cols     map[string]bool
+	colOrder []string
+	Rows     []*Row
+}
+
+// Row is one generated row.
+type Row struct {
+	ID    int
+	Owner Owner
+	// Refs are the key column values (nil: NULL), set after insertion for
+	// the keys of a cycle.
+	Refs map[string]*int
+}
+
+// Key is one generated foreign key.
+type Key struct {
+	Name          string
+	Child, Parent *Table
+	// Col is the child's column holding the parent's id; Aligned keys
+	// also carry the tenant column (composite, onto (tenant, id)).
+	Col        string
+	Aligned    bool
+	Action     string // NO ACTION, RESTRICT, CASCADE, SET NULL, SET DEFAULT
+	Deferrable bool
+	Nullable   bool
+	// Late: the key's values are set by an UPDATE after every insert (a
+	// key of a cycle, or a self key that may loop).
+	Late bool
+}
+
+func (s *Schema) has(d Dialect) bool { return s.Dialect == d }
+
+// Generate draws the schema of a seed.
+func Generate(d Dialect, seed uint64) *Schema {
+	r := rand.New(rand.NewPCG(seed, 0x1f2e3d4c5b6a7988))
+	s := &Schema{Seed: seed, Dialect: d, Name: fmt.Sprintf("fz_%d", seed), Settings: map[string]string{}, Kept: map[string]bool{}}
+	s.Family = pick(r, "text", "text", "uuid", "int")
+	switch s.Family {
+	case "text":
+		// B differs from A in case only: a case-insensitive collation
+		// calls them equal, the deleter must not.
+		s.Tenants = map[Owner]string{"A": "acme", "B": "Acme", "C": "acme-2"}
+	case "uuid":
+		s.Tenants = map[Owner]string{"A": "6f1c2a10-0000-4000-8000-00000000000a", "B": "6f1c2a10-0000-4000-8000-00000000000b", "C": "6f1c2a10-0000-4000-8000-00000000000c"}
+	case "int":
+		s.Tenants = map[Owner]string{"A": "1001", "B": "1002", "C": "10010"}
+	}
+	n := 2 + r.IntN(5)
+	for i := 0; i < n; i++ {
+		s.Tables = append(s.Tables, s.newTable(r, i))
+	}
+	s.drawKeys(r)
+	s.fill(r)
+	s.drawTriggers(r)
+	s.drawSettings(r)
+	s.drawConfig(r)
+	return s
+}
+
+func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
+
+func (s *Schema) tenantType(r *rand.Rand) string {
+	switch {
+	case s.has(Postgres) && s.Family == "text":
+		return pick(r, "text", "varchar(64)", "char(12)")
+	case s.has(Postgres) && s.Family == "uuid":
+		return pick(r, "uuid", "uuid", "text")
+	case s.has(Postgres):
+		return pick(r, "int", "bigint")
+	case s.Family == "text":
+		return pick(r, "VARCHAR(64)", "CHAR(12)", "VARCHAR(64) COLLATE utf8mb4_bin")
+	case s.Family == "uuid":
+		return pick(r, "CHAR(36)", "VARCHAR(36)")
+	}
+	return pick(r, "INT", "BIGINT")
+}
+
+func (s *Schema) newTable(r *rand.Rand, i int) *Table {
+	t := &Table{Name: fmt.Sprintf("t%d", i), Cols: map[string]bool{}}
+	if r.IntN(8) == 0 {
+		t.Name = fmt.Sprintf("T%d_Mixed", i)
+	}
+	if r.IntN(4) != 0 {
+		t.Tenant = "tenant_id"
+		if s.has(MariaDB) && r.IntN(6) == 0 {
+			t.Tenant = "Tenant_ID" // the same column to MySQL
+			s.note("tenant column spelled Tenant_ID")
+		}
+		t.TenantType = s.tenantType(r)
+		t.TenantNull = r.IntN(3) == 0
+	}
+	switch x := r.IntN(10); {
+	case x < 7:
+		t.PK = "id"
+	case x < 9 && t.Tenant != "":
+		t.PK = "tenant"
+	default:
+		t.PK = ""
+	}
+	if t.PK == "tenant" && t.TenantNull {
+		t.TenantNull = false // a primary key column is NOT NULL
+	}
+	if s.has(Postgres) && t.PK == "id" && r.IntN(6) == 0 {
+		t.Partitioned = true
+		s.note("partitioned table")
+	}
+	if s.has(MariaDB) && r.IntN(10) == 0 {
+		t.Versioned = true
+		s.note("system-versioned table")
+	}
+	return t
+}
+
+func (s *Schema) note(n string) {
+	for _, x := range s.Notes {
+		if x == n {
+			return
+		}
+	}
+	s.Notes = append(s.Notes, n)
+}
+
+func (t *Table) addCol(name string, nullable bool) {
+	if _, ok := t.Cols[name]; !ok {
+		t.colOrder = append(t.colOrder, name)
+	}
+	t.Cols[name] = nullable
+}
+
+// referable reports whether a key can reference t by its id alone.
+func (t *Table) referable() bool { return t.PK == "id" }
+
+func (s *Schema) drawKeys(r *rand.Rand) {
+	actions := []string{"NO ACTION", "RESTRICT", "CASCADE", "CASCADE", "SET NULL"}
+	if s.has(Postgres) {
+		actions = append(actions, "SET DEFAULT")
+	}
+	add := func(child, parent *Table, late bool) {
+		k := &Key{Child: child, Parent: parent, Late: late}
+		k.Col = fmt.Sprintf("%s_ref%d", strings.ToLower(parent.Name), len(s.Keys))
+		k.Name = fmt.Sprintf("fk%d_%s", len(s.Keys), strings.ToLower(child.Name))
+		k.Aligned = parent.PK == "tenant" && child.Tenant != "" && child.TenantType == parent.TenantType && r.IntN(4) != 0
+		if !k.Aligned && !parent.referable() {
+			return
+		}
+		if k.Aligned && child.TenantNull {
+			return
+		}
+		k.Nullable = late || r.IntN(2) == 0
+		k.Action = pick(r, actions...)
+		if (k.Action == "SET NULL" || k.Action == "SET DEFAULT") && !k.Nullable {
+			k.Action = "NO ACTION"
+		}
+		if k.Aligned && (k.Action == "SET NULL" || k.Action == "SET DEFAULT") {
+			k.Action = "CASCADE" // SET NULL would clear the tenant column too
+		}
+		if s.has(Postgres) && k.Action == "NO ACTION" && r.IntN(4) == 0 {
+			k.Deferrable = true
+		}
+		if child.Partitioned && k.Action == "SET DEFAULT" {
+			k.Action = "SET NULL"
+		}
+		child.addCol(k.Col, k.Nullable)
+		s.Keys = append(s.Keys, k)
+	}
+	for i, t := range s.Tables {
+		for j := 0; j < i; j++ {
+			if r.IntN(3) == 0 {
+				add(t, s.Tables[j], false)
+			}
+		}
+		if r.IntN(6) == 0 {
+			add(t, t, true)
+			s.note("self key")
+		}
+	}
+	// A back edge closes a cycle.
+	if len(s.Tables) > 1 && r.IntN(4) == 0 {
+		i := r.IntN(len(s.Tables) - 1)
+		j := i + 1 + r.IntN(len(s.Tables)-i-1)
+		before := len(s.Keys)
+		add(s.Tables[i], s.Tables[j], true)
+		if len(s.Keys) > before {
+			s.note("key cycle")
+		}
+	}
+}
+
+// fill draws the rows: for every table in order, rows of each tenant and
+// global rows, each key pointing at a row of the same owner mostly, at
+// another owner's now and then.
+func (s *Schema) fill(r *rand.Rand) {
+	next := 1
+	for _, t := range s.Tables {
+		owners := []Owner{"A", "B", "C"}
+		if t.Tenant == "" || t.TenantNull {
+			owners = append(owners, "G")
+		}
+		for _, o := range owners {
+			for k := r.IntN(5); k > 0; k-- {
+				t.Rows = append(t.Rows, &Row{ID: next, Owner: o, Refs: map[string]*int{}})
+				next++
+			}
+		}
+	}
+	for _, k := range s.Keys {
+		for _, row := range k.Child.Rows {
+			row.Refs[k.Col] = s.target(r, k, row)
+		}
+	}
+	// Rows without the tenant column belong to whoever their keys point at.
+	for _, t := range s.Tables {
+		if t.Tenant != "" {
+			continue
+		}
+		for _, row := range t.Rows {
+			row.Owner = s.ownerThroughKeys(t, row, map[*Row]bool{})
+		}
+	}
+}
+
+// target picks the parent row a key of row points at (nil: NULL).
+func (s *Schema) target(r *rand.Rand, k *Key, row *Row) *int {
+	if k.Nullable && r.IntN(5) == 0 {
+		return nil
+	}
+	var same, any []*Row
+	for _, p := range k.Parent.Rows {
+		if k.Aligned && p.Owner != row.Owner {
+			continue // a composite key carries the tenant: only the same tenant's rows
+		}
+		any = append(any, p)
+		if p.Owner == row.Owner || (k.Child.Tenant == "" && row.Owner == "G") {
+			same = append(same, p)
+		}
+	}
+	var pool []*Row
+	switch {
+	case len(same) > 0 && r.IntN(25) != 0:
+		pool = same
+	case len(any) > 0:
+		pool = any
+	}
+	if len(pool) == 0 {
+		if k.Parent == k.Child && !k.Nullable {
+			id := row.ID // no other row to point at: itself
+			return &id
+		}
+		// Nothing to point at: the key allows NULL after all.
+		k.Nullable = true
+		k.Child.Cols[k.Col] = true
+		return nil
+	}
+	id := pool[r.IntN(len(pool))].ID
+	return &id
+}
+
+// ownerThroughKeys is the owner of a row without the tenant column: the
+// tenant of the rows its keys reference (global rows are nobody's), mixed
+// when two tenants', nobody's when none.
+func (s *Schema) ownerThroughKeys(t *Table, row *Row, seen map[*Row]bool) Owner {
+	if seen[row] {
+		return "N" // a loop of rows without the tenant column owns nothing
+	}
+	seen[row] = true
+	owners := map[Owner]bool{}
+	for _, k := range s.Keys {
+		if k.Child != t || k.Parent == t {
+			continue
+		}
+		v := row.Refs[k.Col]
+		if v == nil {
+			continue
+		}
+		for _, p := range k.Parent.Rows {
+			if p.ID == *v {
+				o := p.Owner
+				if k.Parent.Tenant == "" {
+					o = s.ownerThroughKeys(k.Parent, p, seen)
+				}
+				if o != "G" && o != "N" {
+					owners[o] = true
+				}
+			}
+		}
+	}
+	switch len(owners) {
+	case 0:
+		return "N"
+	case 1:
+		for o := range owners {
+			return o
+		}
+	}
+	return "X"
+}
+
+func (s *Schema) drawTriggers(r *rand.Rand) {
+	if r.IntN(3) != 0 {
+		return
+	}
+	var withPK []*Table
+	for _, t := range s.Tables {
+		if t.PK == "id" && !t.Partitioned && !t.Versioned {
+			withPK = append(withPK, t)
+		}
+	}
+	if len(withPK) == 0 {
+		return
+	}
+	t := withPK[r.IntN(len(withPK))]
+	switch r.IntN(3) {
+	case 0:
+		s.Audit = &Table{Name: "audit_log", Tenant: "tenant_id", TenantType: s.auditType(), TenantNull: true, Cols: map[string]bool{}}
+		s.Triggers = append(s.Triggers, s.auditTrigger(t))
+		s.note("audit trigger")
+	case 1:
+		if s.has(MariaDB) {
+			// MySQL cannot skip a row's delete: its "soft delete" copies
+			// the row elsewhere before it goes.
+			s.Audit = &Table{Name: "audit_log", Tenant: "tenant_id", TenantType: s.auditType(), TenantNull: true, Cols: map[string]bool{}}
+		}
+		s.Triggers = append(s.Triggers, s.softDeleteTrigger(t))
+		s.note("soft-delete trigger")
+		if r.IntN(3) == 0 {
+			s.ack(t, "soft_"+strings.ToLower(t.Name))
+			s.note("acknowledged soft-delete trigger")
+		}
+	case 2:
+		if trig := s.cleanupTrigger(r, t); trig != "" {
+			s.Triggers = append(s.Triggers, trig)
+			s.note("clean-up trigger")
+		}
+	}
+}
+
+func (s *Schema) auditType() string {
+	if s.has(Postgres) {
+		return "text"
+	}
+	return "VARCHAR(64)"
+}
+
+func (s *Schema) ack(t *Table, trigger string) {
+	var acks []any
+	if v, ok := s.Config["acknowledged_hooks"].([]any); ok {
+		acks = v
+	}
+	if s.Config == nil {
+		s.Config = map[string]any{}
+	}
+	s.Config["acknowledged_hooks"] = append(acks, s.Name+"."+t.Name+"."+trigger)
+}
+
+func (s *Schema) drawSettings(r *rand.Rand) {
+	if s.has(Postgres) {
+		if r.IntN(10) == 0 {
+			s.Settings["options"] = "-c session_replication_role=replica"
+			s.note("session_replication_role=replica in the DSN")
+		}
+		if r.IntN(25) == 0 {
+			t := s.Tables[r.IntN(len(s.Tables))]
+			s.Alter = append(s.Alter, fmt.Sprintf("ALTER TABLE %s DISABLE TRIGGER ALL", s.qual(t)))
+			s.note("DISABLE TRIGGER ALL")
+		}
+		return
+	}
+	if r.IntN(10) == 0 {
+		s.Settings["foreign_key_checks"] = "0"
+		s.note("foreign_key_checks=0 in the DSN")
+	}
+	if r.IntN(10) == 0 {
+		s.Settings["sql_mode"] = "'PAD_CHAR_TO_FULL_LENGTH'"
+		s.note("sql_mode=PAD_CHAR_TO_FULL_LENGTH in the DSN")
+	}
+}
+
+func (s *Schema) drawConfig(r *rand.Rand) {
+	if s.Config == nil {
+		s.Config = map[string]any{}
+	}
+	s.Config["batch_size"] = float64(pick(r, 1, 2, 3, 1000))
+	if r.IntN(8) == 0 {
+		s.Config["global_rows"] = false
+		s.note("global_rows = false")
+	}
+	if s.has(MariaDB) && r.IntN(2) == 0 {
+		s.Config["system_versioned"] = "delete_history"
+	}
+	if s.Audit != nil && r.IntN(2) == 0 {
+		s.Config["ignore_tables"] = []any{s.qualName(s.Audit)}
+		s.Kept[s.Audit.Name] = true
+	}
+	if r.IntN(3) != 0 {
+		s.Config["discover"] = true
+		if s.has(Postgres) {
+			s.Config["schemas"] = []any{s.Name}
+		}
+		return
+	}
+	// An explicit list: every table with the tenant column or a key into
+	// a listed one, children first (a list the plugin refuses is a
+	// refusal like any other).
+	s.Config["tables"] = s.childFirst()
+}
+
+// childFirst lists the tables with the tenant column and those with a key
+// into a listed one (and the audit table unless kept), children before
+// parents where the keys allow, by name otherwise.
+func (s *Schema) childFirst() []any {
+	listed := map[*Table]bool{}
+	for _, t := range s.Tables {
+		listed[t] = t.Tenant != ""
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, k := range s.Keys {
+			if listed[k.Parent] && !listed[k.Child] {
+				listed[k.Child] = true
+				grew = true
+			}
+		}
+	}
+	var all []*Table
+	for _, t := range s.Tables {
+		if listed[t] {
+			all = append(all, t)
+		}
+	}
+	if s.Audit != nil && !s.Kept[s.Audit.Name] {
+		all = append(all, s.Audit)
+	}
+	placed := map[*Table]bool{}
+	var out []any
+	for len(placed) < len(all) {
+		progress := false
+		for _, t := range all {
+			if placed[t] {
+				continue
+			}
+			ready := true
+			for _, k := range s.Keys {
+				if k.Parent == t && k.Child != t && !placed[k.Child] {
+					ready = false
+				}
+			}
+			if ready {
+				placed[t] = true
+				out = append(out, s.qualName(t))
+				progress = true
+			}
+		}
+		if !progress { // a cycle: the rest by name
+			var rest []*Table
+			for _, t := range all {
+				if !placed[t] {
+					rest = append(rest, t)
+				}
+			}
+			sort.Slice(rest, func(i, j int) bool { return rest[i].Name < rest[j].Name })
+			for _, t := range rest {
+				placed[t] = true
+				out = append(out, s.qualName(t))
+			}
+		}
+	}
+	return out
+}
+
+// qualName is how the config names a table.
+func (s *Schema) qualName(t *Table) string { return s.Name + "." + t.Name }
