@@ -77,7 +77,9 @@ func (env *Env) Run(ctx context.Context, seed uint64) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	violate := func(format string, args ...any) { res.Violations = append(res.Violations, fmt.Sprintf(format, args...)) }
+	violate := func(format string, args ...any) {
+		res.Violations = append(res.Violations, fmt.Sprintf(format, args...))
+	}
 
 	cfg := map[string]any{"dsn": env.pluginDSN(s)}
 	for k, v := range s.Config {
