@@ -11,6 +11,9 @@ benches=${BENCH:-"pluginrpc deletebench dlqbench searchbench archivebench planbe
 for b in $benches; do
   go build -o "bin/bench-$b" "./bench/cmd/$b"
 done
+# deletebench compares the postgres plugin with the same plugin built
+# without its independent proof, to measure what the proof costs.
+go build -tags lifecycled_noproof -o bin/lifecycled-plugin-postgres-noproof ./plugins/postgres
 {
   echo "lifecycled benchmarks, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPU, $(go version | cut -d' ' -f3)"
   for b in $benches; do

@@ -74,7 +74,12 @@ func TestSQLModeFromTheDSNDoesNotChangeWhatMatches(t *testing.T) {
 	e := newSchemaEnv(t, `
 CREATE TABLE accounts (id INT PRIMARY KEY, tenant_id CHAR(36) NOT NULL);
 INSERT INTO accounts VALUES (1, 'a'), (2, 'b'), (3, 'a');`)
+	e.mustConfigure(t, map[string]any{"tables": []any{"accounts"}})
+	plain := e.mustPlan(t, "a")
 	e.mustConfigure(t, map[string]any{"dsn": dsnWithParam(e.dsn, "sql_mode", "'PAD_CHAR_TO_FULL_LENGTH'"), "tables": []any{"accounts"}})
+	padded := e.mustPlan(t, "a")
+	require.NotEqual(t, plain.Fingerprint, padded.Fingerprint, "the settings the deleter found are part of the plan")
+	require.Contains(t, strings.Join(padded.Notes, "\n"), "the DSN sets sql_mode = 'PAD_CHAR_TO_FULL_LENGTH'; the deleter sets it to STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION")
 	e.expectErased(t, "a", victimRows{"accounts": "x.tenant_id = 'a'"})
 }
 

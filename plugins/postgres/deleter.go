@@ -263,11 +263,13 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	if progress == nil {
 		progress = func(int64) {}
 	}
-	w, err := record(ctx, pool, m, req.TenantID)
-	if err != nil {
-		return nil, sdk.PartialDeletion(0, err)
+	var w *witness
+	if proofEnabled {
+		if w, err = record(ctx, pool, m, req.TenantID); err != nil {
+			return nil, sdk.PartialDeletion(0, err)
+		}
+		defer w.close()
 	}
-	defer w.close()
 	t := &tally{byTable: map[string]int64{}, progress: progress}
 	for _, name := range m.names {
 		t.byTable[name] = 0
@@ -282,9 +284,11 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	if err := durable(ctx, pool); err != nil {
 		return nil, sdk.PartialDeletion(t.total, classify(fmt.Errorf("flush deletes to disk: %w", err)))
 	}
-	proof, err := w.check(ctx)
-	if err != nil {
-		return nil, sdk.PartialDeletion(t.total, err)
+	var proof []sdk.ProofCheck
+	if w != nil {
+		if proof, err = w.check(ctx); err != nil {
+			return nil, sdk.PartialDeletion(t.total, err)
+		}
 	}
 	if sdk.ProofLeft(proof) > 0 {
 		return nil, sdk.PartialDeletion(t.total, proofFailure(proof))

@@ -240,3 +240,21 @@ INSERT INTO t2 VALUES (100, 'a', 10), (101, 'a', 11), (102, 'b', 20);`)
 		e.expectErased(t, "a", victimRows{"public.t0": "x.tenant_id = 'a'", "public.t1": "x.tenant_id = 'a'", "public.t2": "x.tenant_id = 'a'"})
 	})
 }
+
+// A role whose sessions start as replicas (ALTER ROLE ... SET
+// session_replication_role = replica) and that may not set it back: the
+// deleter cannot pin origin, so it refuses to run at all.
+func TestASessionTheDeleterCannotPinIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t, `
+CREATE TABLE accounts (id int PRIMARY KEY, tenant_id text NOT NULL);
+INSERT INTO accounts VALUES (1, 'a'), (2, 'b');`)
+	role := e.role(t, "lcd_replica", "LOGIN")
+	e.exec(t, `GRANT SELECT, DELETE ON accounts TO `+role)
+	e.exec(t, `ALTER ROLE `+role+` SET session_replication_role = replica`)
+	err := e.configureAs(t, role, map[string]any{"tables": []any{"accounts"}})
+	require.Error(t, err)
+	require.Equal(t, sdk.ClassPermanent, sdk.ClassOf(err), "%v", err)
+	require.Contains(t, err.Error(), "session_replication_role = replica")
+	require.Contains(t, err.Error(), "cannot set it to origin")
+}

@@ -142,6 +142,10 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 
 	t.Run("hostile tenant ids delete nothing of anyone else", func(t *testing.T) { k.hostile(t, b) })
 
+	t.Run("Verify finds the tenant's items before anything is deleted", func(t *testing.T) { k.proofBefore(t, a, seededA) })
+
+	var deletedA *sdk.DeleteResponse
+
 	t.Run("Delete returns the count, streams progress, and leaves B and the bystanders untouched", func(t *testing.T) {
 		var mu sync.Mutex
 		var progress []int64
@@ -154,6 +158,7 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 		if err != nil {
 			t.Fatalf("Delete(A): %v", err)
 		}
+		deletedA = resp
 		if resp.DeletedCount != seededA {
 			t.Errorf("Delete(A) = %d, want %d", resp.DeletedCount, seededA)
 		}
@@ -197,6 +202,10 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 	})
 
 	t.Run("after Delete, Plan expects 0 under the same fingerprint", func(t *testing.T) { k.planAfter(t, a) })
+
+	t.Run("after Delete, the independent proof finds nothing of A and still finds B", func(t *testing.T) {
+		k.proofAfter(t, deletedA, a, b, seededB)
+	})
 
 	t.Run("ids that differ only in Unicode form, accents, case or the spelling of a number are other tenants", k.deleteVictims)
 	t.Run("under a permissive tenant id format too", k.permissive)

@@ -104,6 +104,33 @@ func pgBench(steps, instances, defs, batch, rounds int) {
 	d := p.Deleter(map[string]any{"dsn": dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"},
 		"batch_size": batch, "lock_timeout": "5s", "statement_timeout": "60s"})
 
+	// The same plugin built without its proof (-tags lifecycled_noproof,
+	// built by bench/run.sh): the difference is what recording and
+	// checking the identities costs; Verify is timed on its own.
+	np := benchkit.Launch(plugin("postgres-noproof"), sdk.KindTenantDeleter, pluginEnv...)
+	defer np.Kill()
+	dNoProof := np.Deleter(map[string]any{"dsn": dsn, "tables": []any{"workflow_steps", "workflow_instances", "workflow_definitions"},
+		"batch_size": batch, "lock_timeout": "5s", "statement_timeout": "60s"})
+	noProofRun := func() time.Duration {
+		n, took := deleteWithPlugin(dNoProof, tenantA)
+		if n != total || count(tenantA) != 0 || count(tenantB) != total {
+			benchkit.Must(fmt.Errorf("deleted %d of %d, %d left, B has %d", n, total, count(tenantA), count(tenantB)), "plugin delete without proof")
+		}
+		return took
+	}
+	verifyRun := func() time.Duration {
+		var left int64
+		took := benchkit.Time(func() {
+			resp, err := d.(sdk.Verifier).Verify(context.Background(), &sdk.VerifyRequest{TenantID: tenantA})
+			benchkit.Must(err, "verify")
+			left = resp.Left()
+		})
+		if left != 0 {
+			benchkit.Must(fmt.Errorf("the proof found %d left", left), "verify")
+		}
+		return took
+	}
+
 	var longest time.Duration
 	pluginRun := func() time.Duration {
 		// Sample the plugin's open transactions to find the longest one.
@@ -138,7 +165,7 @@ func pgBench(steps, instances, defs, batch, rounds int) {
 
 	// This machine is shared and noisy: alternate baseline and plugin runs
 	// on freshly seeded data and compare medians.
-	var baselines, plugins []time.Duration
+	var baselines, plugins, noProofs, verifies []time.Duration
 	for i := 0; i < rounds; i++ {
 		if i > 0 {
 			seed(tenantA)
@@ -148,10 +175,24 @@ func pgBench(steps, instances, defs, batch, rounds int) {
 		seed(tenantA)
 		vacuum()
 		plugins = append(plugins, pluginRun())
+		verifies = append(verifies, verifyRun())
+		seed(tenantA)
+		vacuum()
+		noProofs = append(noProofs, noProofRun())
 	}
 	benchkit.Sort(baselines)
 	benchkit.Sort(plugins)
+	benchkit.Sort(noProofs)
+	benchkit.Sort(verifies)
 	baseline, took := baselines[rounds/2], plugins[rounds/2]
+	deletion, verify := noProofs[rounds/2], verifies[rounds/2]
+	proof := took - deletion + verify
+	benchkit.Report(fmt.Sprintf("plugin without its proof (the deletion alone), median of %d", rounds), "%v; runs %v", deletion.Round(time.Millisecond), noProofs)
+	benchkit.Report(fmt.Sprintf("Verify (catalogue re-read, every tenant column counted), median of %d", rounds), "%v; runs %v", verify.Round(time.Millisecond), verifies)
+	share := proof.Seconds() / deletion.Seconds()
+	benchkit.Report("independent proof: identities and orphans in Delete + Verify (target <= 10% of the deletion)",
+		"%v = %v in Delete + %v Verify: %.1f%% of the deletion %s; plugin peak RSS %d MiB",
+		proof.Round(time.Millisecond), (took - deletion).Round(time.Millisecond), verify.Round(time.Millisecond), 100*share, verdict(share <= 0.10), p.PeakRSS()>>20)
 	benchkit.Report(fmt.Sprintf("baseline: 3 DELETEs in one psql transaction, median of %d", rounds), "%v (%s); runs %v", baseline.Round(time.Millisecond), benchkit.Rate(total, baseline), baselines)
 	benchkit.Report(fmt.Sprintf("plugin: batches of %d, median of %d", batch, rounds), "%v (%s), %d rows, exact; runs %v", took.Round(time.Millisecond), benchkit.Rate(total, took), total, plugins)
 	ratio := took.Seconds() / baseline.Seconds()

@@ -97,6 +97,27 @@ func (p *Plugin) Deleter(cfg map[string]any) sdk.TenantDeleter {
 // Kill stops the plugin.
 func (p *Plugin) Kill() { p.client.Kill() }
 
+// PeakRSS is the plugin process's peak resident set (VmHWM), or 0 when it
+// cannot be read.
+func (p *Plugin) PeakRSS() int64 {
+	rc := p.client.ReattachConfig()
+	if rc == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", rc.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
 // Time runs fn and returns how long it took.
 func Time(fn func()) time.Duration {
 	start := time.Now()

@@ -178,6 +178,17 @@ func TestContentChecks(t *testing.T) {
 		"total off":       {func(d *Document) { d.DeletedTotal++ }, "not the sum"},
 		"no deleters":     {func(d *Document) { d.Deleters = nil; d.DeletedTotal = 0 }, "names no deleter"},
 		"time order":      {func(d *Document) { d.StartedAt = "2026-10-01T00:00:00.000+00:00" }, "before the time"},
+		"unknown method":  {func(d *Document) { d.Deleters[0].Verification.Method = "trust" }, `method "trust"`},
+		"proof without checks": {func(d *Document) {
+			d.Deleters[0].Verification.Method, d.Deleters[0].Verification.Checks = deletion.MethodIndependent, nil
+		}, "independent proof with no checks"},
+		"a check found rows": {func(d *Document) {
+			d.Deleters[0].Verification.Method = deletion.MethodIndependent
+			d.Deleters[0].Verification.Checks = []ProofCheck{{Kind: "identities", Target: "public.t", Checked: 3, Found: 1}}
+		}, "identities check of public.t found 1 items left"},
+		"breakdown off its count": {func(d *Document) {
+			d.Deleters[1].Deleted = map[string]int64{"public.workflow_instances": 1}
+		}, "not the sum of its breakdown"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -185,6 +196,7 @@ func TestContentChecks(t *testing.T) {
 			doc.Deleters = append([]Deleter(nil), base.Deleters...)
 			for i := range doc.Deleters {
 				doc.Deleters[i].Verification.Breakdown = counts(doc.Deleters[i].Verification.Breakdown)
+				doc.Deleters[i].Deleted = counts(doc.Deleters[i].Deleted)
 			}
 			tc.edit(&doc)
 			// Signed as it is: the signature is right, the claim is not.
