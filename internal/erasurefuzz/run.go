@@ -89,7 +89,7 @@ func (env *Env) Run(ctx context.Context, seed uint64) (res Result, err error) {
 	for k, v := range s.Config {
 		cfg[k] = v
 	}
-	if _, err := env.Deleter.Configure(ctx, &sdk.ConfigureRequest{Name: "fuzz", Config: cfg, TenantIDFormat: `^.+$`}); err != nil {
+	if _, err := env.Deleter.Configure(ctx, &sdk.ConfigureRequest{Name: "fuzz", Config: cfg, TenantIDFormat: tenantIDFormat}); err != nil {
 		res.Outcome, res.Detail = Refused, err.Error()
 		if ctx.Err() != nil {
 			return res, errors.New(ctxTimeoutNote)
@@ -299,3 +299,9 @@ func (s *Schema) Describe() string {
 	}
 	return b.String()
 }
+
+// tenantIDFormat is the daemon's tenant_id_format the seeds run under:
+// letters, digits and hyphens, as most deployments' ids (uuids, slugs,
+// numbers). It allows no blank, so tables may mix char(n) and varchar
+// tenant columns.
+const tenantIDFormat = `^[A-Za-z0-9-]{1,64}$`

@@ -141,7 +141,7 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		return nil, classify(fmt.Errorf("read lower_case_table_names: %w", err))
 	}
 	c.foldTableNames = lctn != 0
-	if c.session, err = readSession(ctx, db); err != nil {
+	if c.session, err = readSession(ctx, db, c.mariadb); err != nil {
 		return nil, err
 	}
 
@@ -406,6 +406,16 @@ func (c *catalog) table(k tkey) *catTable {
 		}
 	}
 	return nil
+}
+
+// hasSchema reports whether some table of the catalogue is in database s.
+func (c *catalog) hasSchema(s string) bool {
+	for k := range c.tables {
+		if k[0] == s || (c.foldTableNames && strings.EqualFold(k[0], s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // quoteIdent quotes a MySQL identifier.

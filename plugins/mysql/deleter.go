@@ -51,6 +51,10 @@ type config struct {
 	// MariaDB cannot remove one tenant's).
 	SystemVersioned string `json:"system_versioned"`
 
+	// format is the daemon's tenant_id_format, for the rules that depend
+	// on which ids can exist.
+	format string
+
 	database string // the DSN's database: where unqualified table names are
 	// asked are the pinned session variables the DSN asked for.
 	asked map[string]string
@@ -138,10 +142,10 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if cfg.Discover && len(cfg.Schemas) == 0 {
 		cfg.Schemas = []string{cfg.database}
 	}
+	cfg.format = req.TenantIDFormat
 	if cfg.Password != "" {
 		mcfg.Passwd = cfg.Password
 	}
-	cfg.asked = pinSession(mcfg)
 	if mcfg.Timeout == 0 {
 		mcfg.Timeout = 5 * time.Second
 	}
@@ -164,11 +168,13 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 		return nil, classify(fmt.Errorf("dsn: connect: %w", err))
 	}
 	db.Close()
-	if strings.Contains(strings.ToLower(ver), "mariadb") {
+	mariadb := strings.Contains(strings.ToLower(ver), "mariadb")
+	if mariadb {
 		mcfg.Params["max_statement_time"] = fmt.Sprint(st.Seconds())
 	} else {
 		mcfg.Params["max_execution_time"] = fmt.Sprint(st.Milliseconds())
 	}
+	cfg.asked = pinSession(mcfg, mariadb)
 	if db, err = d.open(ctx, mcfg); err != nil {
 		return nil, classify(fmt.Errorf("dsn: connect: %w", err))
 	}
@@ -210,6 +216,13 @@ func plan(ctx context.Context, db *sql.DB, cfg config) (*model, *catalog, error)
 	}
 	m, err := buildModel(cfg, cat)
 	if err != nil {
+		return nil, nil, err
+	}
+	whole := map[string]bool{cfg.database: true}
+	for _, t := range m.order {
+		whole[t.cat.key[0]] = true
+	}
+	if err := checkWholeSchemas(ctx, db, whole); err != nil {
 		return nil, nil, err
 	}
 	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
@@ -384,6 +397,9 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	t := &tally{byTable: map[string]int64{}, progress: progress}
 	for _, name := range m.names {
 		t.byTable[name] = 0
+	}
+	if err := rehearse(ctx, db, m, vals); err != nil {
+		return nil, sdk.PartialDeletion(0, err)
 	}
 	w, err := record(ctx, db, m, vals)
 	if err != nil {

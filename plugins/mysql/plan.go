@@ -34,11 +34,7 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 	for _, l := range deleteHookLines(m) {
 		resp.Notes = append(resp.Notes, l+" (runs with every delete of this tenant's rows; part of the plan: a change needs a new approval)")
 	}
-	for _, name := range []string{"foreign_key_checks", "sql_mode"} {
-		if asked, ok := cfg.asked[name]; ok && !strings.EqualFold(strings.Trim(asked, "'"), pinnedSession[name]) {
-			resp.Notes = append(resp.Notes, fmt.Sprintf("the DSN sets %s = %s; the deleter sets it to %s on every connection", name, asked, pinnedSession[name]))
-		}
-	}
+	resp.Notes = append(resp.Notes, settingNotes(cfg.asked)...)
 	for _, t := range m.order {
 		if t.cat.versioned {
 			resp.Notes = append(resp.Notes, fmt.Sprintf("%s is system-versioned: after the delete its whole history is removed (DELETE HISTORY), every tenant's", t.name()))

@@ -64,6 +64,25 @@ func (m *model) checkReached(cfg config) []sdk.FieldError {
 			}
 		}
 	}
+	// CHAR drops trailing spaces when it stores a value, VARCHAR, TEXT and
+	// the binary types keep them: where ids may hold a space, "acme " is
+	// another tenant in one table and acme in the other.
+	var padded, exact []string
+	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+		if t.tenant == nil {
+			continue
+		}
+		if t.tenant.dataType == "char" {
+			padded = append(padded, t.name())
+		} else if t.tenant.kind() == kindText || t.tenant.kind() == kindBytes {
+			exact = append(exact, t.name())
+		}
+	}
+	if len(padded) > 0 && len(exact) > 0 && sdk.TenantIDMayContain(cfg.format, ' ') {
+		problems = append(problems, fmt.Sprintf("the tenant column is CHAR in %s, which drops trailing spaces, but VARCHAR, TEXT or binary in %s, which keeps them: "+
+			"under tenant_id_format %q, \"acme \" would be another tenant in some tables and acme in others; use one kind of column, one deleter for each, or a format that allows no space",
+			strings.Join(padded, ", "), strings.Join(exact, ", "), cfg.format))
+	}
 	sort.Strings(problems)
 	out := make([]sdk.FieldError, len(problems))
 	for i, p := range problems {

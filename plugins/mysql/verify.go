@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -98,8 +99,35 @@ func proofScope(cfg config, cat *catalog) (map[string]bool, map[tkey]bool) {
 				grew = true
 			}
 		}
+		// A delete trigger may copy the tenant's rows into another
+		// database (an audit schema): the databases its statement names
+		// are looked in too. A procedure it calls is not read.
+		for k, t := range cat.tables {
+			if !in[k[0]] {
+				continue
+			}
+			for _, trig := range t.deleteTriggers {
+				for _, m := range qualifiedName.FindAllStringSubmatch(trig, -1) {
+					if db := unquoteIdent(m[1]); cat.hasSchema(db) && !in[db] {
+						in[db] = true
+						grew = true
+					}
+				}
+			}
+		}
 	}
 	return in, kept
+}
+
+// qualifiedName finds database.table after the words that introduce a
+// table in a statement.
+var qualifiedName = regexp.MustCompile("(?i)(?:INTO|UPDATE|FROM|JOIN|TABLE)\\s+(`(?:[^`]|``)+`|[A-Za-z0-9_$]+)\\s*\\.\\s*(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)")
+
+func unquoteIdent(s string) string {
+	if strings.HasPrefix(s, "`") && strings.HasSuffix(s, "`") && len(s) >= 2 {
+		return strings.ReplaceAll(s[1:len(s)-1], "``", "`")
+	}
+	return s
 }
 
 // tenantMatch is the condition on a.<column> that the row holds the tenant

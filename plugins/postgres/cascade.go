@@ -106,6 +106,27 @@ func (m *model) checkVisibility(cfg config, cat *catalog) error {
 			"the tenant column compares case-insensitively in %s (citext) but not in %s: \"ACME\" and \"acme\" would be one tenant in some tables and two in others; use one kind of column, or one deleter for each",
 			strings.Join(ci, ", "), strings.Join(cs, ", "))})
 	}
+	// char(n) ignores trailing blanks, text and varchar do not: where ids
+	// may hold a blank, "acme " is another tenant in one table and acme in
+	// the other.
+	var padded, exact []string
+	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+		if t.tenant == nil {
+			continue
+		}
+		switch t.tenant.kind() {
+		case "bpchar":
+			padded = append(padded, t.name())
+		case "text", "varchar", "citext":
+			exact = append(exact, t.name())
+		}
+	}
+	if len(padded) > 0 && len(exact) > 0 && sdk.TenantIDMayContain(cfg.format, ' ') {
+		problems = append(problems, sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
+			"the tenant column is char(n) in %s, which ignores trailing blanks, but text or varchar in %s, which does not: under tenant_id_format %q, "+
+				"\"acme \" would be another tenant in some tables and acme in others; use one kind of column, one deleter for each, or a format that allows no blank",
+			strings.Join(padded, ", "), strings.Join(exact, ", "), cfg.format)})
+	}
 	if len(problems) > 0 {
 		return sdk.InvalidConfig(problems...)
 	}

@@ -44,6 +44,10 @@ type config struct {
 	// tenant, never deleted and never another tenant's (a row linking
 	// this tenant's row to a global one is this tenant's). Default true.
 	GlobalRows *bool `json:"global_rows"`
+
+	// format is the daemon's tenant_id_format, for the rules that depend
+	// on which ids can exist.
+	format string
 }
 
 // globalRows is GlobalRows with its default.
@@ -107,6 +111,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if len(problems) > 0 {
 		return nil, sdk.InvalidConfig(problems...)
 	}
+	cfg.format = req.TenantIDFormat
 	if cfg.Password != "" {
 		pcfg.ConnConfig.Password = cfg.Password
 	}
@@ -262,6 +267,9 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	}
 	if progress == nil {
 		progress = func(int64) {}
+	}
+	if err := rehearse(ctx, pool, m, req.TenantID); err != nil {
+		return nil, sdk.PartialDeletion(0, err)
 	}
 	var w *witness
 	if proofEnabled {

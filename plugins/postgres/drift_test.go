@@ -226,6 +226,11 @@ CREATE MATERIALIZED VIEW elsewhere.copy AS SELECT * FROM orders;
 	// Ignoring a view is a decision about what is deleted: in the fingerprint.
 	e.mustConfigure(t, map[string]any{"discover": true, "ignore_tables": []any{"order_summary", "order_notes"}})
 	require.NotEqual(t, withView, e.mustPlan(t, "a").Fingerprint)
+	// The proof looks in every schema: elsewhere.copy holds a's row, which
+	// no delete reaches; left until it is kept on purpose.
+	v := e.verify(t, "a")
+	require.Contains(t, v.Checks, sdk.ProofCheck{Kind: sdk.ProofTenantItems, Target: "elsewhere.copy.tenant_id", Found: 1})
+	e.mustConfigure(t, map[string]any{"discover": true, "ignore_tables": []any{"order_summary", "order_notes", "elsewhere.copy"}})
 	e.expectErased(t, "a", victimRows{"public.orders": "x.tenant_id = 'a'"})
 
 	// tenant_columns names a view's tenant column as it names a table's.

@@ -179,11 +179,7 @@ func tableIdentity(t *mtable) string {
 // the fingerprint, so attaching one does not invalidate an approved plan).
 func planNotes(m *model) []string {
 	var notes []string
-	for name, want := range pinnedSettings {
-		if found := m.settings[name]; found != want {
-			notes = append(notes, fmt.Sprintf("sessions start with %s = %s; the deleter sets it to %s on every connection", name, found, want))
-		}
-	}
+	notes = append(notes, settingNotes(m.settings)...)
 
 	for _, l := range deleteHookLines(m) {
 		notes = append(notes, l+" (runs with every delete of this tenant's rows; part of the plan: a change needs a new approval)")

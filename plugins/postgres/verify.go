@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,13 +17,13 @@ import (
 
 // Verify is the second half of the erasure's independent proof (the
 // witness in Delete is the first): it re-reads the catalogue and counts the
-// tenant's rows in every relation that has a column named like a tenant
-// column, in any case, whether or not the plan lists it: the tables of the
-// configured schemas (discover) or of the listed and ignored tables, and of
-// every table that references them through a key. It builds no model and
-// follows no join: a table the model missed, a column spelled "Tenant_ID",
-// rows a trigger kept all count as left. Tables ignore_tables names are
-// reported as kept.
+// tenant's rows in every relation of the database that has a column named
+// like a tenant column, in any case, whether or not the plan lists it: a
+// trigger may have copied a row into any schema. It builds no model and
+// follows no join: a table the model missed, a column spelled
+// "Tenant_ID", rows a trigger kept or copied all count as left. Tables
+// ignore_tables names, and lifecycled's own state store when it shares
+// the database, are reported as kept.
 func (d *deleter) Verify(ctx context.Context, req *sdk.VerifyRequest) (*sdk.VerifyResponse, error) {
 	d.mu.Lock()
 	pool, cfg, format := d.pool, d.cfg, d.format
@@ -44,12 +45,17 @@ func (d *deleter) Verify(ctx context.Context, req *sdk.VerifyRequest) (*sdk.Veri
 	return &sdk.VerifyResponse{Checks: checks}, nil
 }
 
-// scope is where the proof looks: schemas, and the relations the config
-// keeps on purpose.
+// scope is where the proof looks: every schema of the database but the
+// system's, and the relations the config keeps on purpose.
 type scope struct {
 	schemas []string
-	kept    map[string]bool // "schema.name" of ignore_tables' tables and views
+	kept    map[string]string // "schema.name" -> why it is kept
 }
+
+// stateSchemas are the schemas of lifecycled's own PostgreSQL state store:
+// its jobs, holds and ledger hold tenant ids by design (the record of the
+// erasure), and are kept when the state store shares the database.
+var stateSchemas = []string{"lifecycle", "dlq"}
 
 // proofScope reads the catalogue afresh for the schemas to look in.
 func proofScope(ctx context.Context, pool *pgxpool.Pool, cfg config) (scope, error) {
@@ -57,35 +63,25 @@ func proofScope(ctx context.Context, pool *pgxpool.Pool, cfg config) (scope, err
 	if err != nil {
 		return scope{}, err
 	}
-	sc := scope{kept: map[string]bool{}}
-	in := map[string]bool{}
-	if cfg.Discover {
-		for _, s := range cfg.Schemas {
-			in[s] = true
-		}
-	}
-	for _, name := range cfg.Tables {
-		if r, err := cat.lookup(name); err == nil {
-			in[r.schema] = true
-		}
-	}
+	sc := scope{kept: map[string]string{}}
 	for _, name := range cfg.IgnoreTables {
 		if r, err := cat.lookup(name); err == nil {
-			in[r.schema] = true
-			sc.kept[cat.rels[cat.root(r.oid)].qualified()] = true
+			sc.kept[cat.rels[cat.root(r.oid)].qualified()] = "ignore_tables: kept on purpose"
 		} else if v, ok := cat.lookupMatview(name); ok {
-			sc.kept[v.qualified()] = true
+			sc.kept[v.qualified()] = "ignore_tables: kept on purpose"
 		}
 	}
-	// A table that references one in scope holds rows hanging off the
-	// tenant's, wherever its schema is.
-	for grew := true; grew; {
-		grew = false
-		for _, f := range cat.fks {
-			c, p := cat.rels[f.child], cat.rels[f.parent]
-			if in[p.schema] && !in[c.schema] {
-				in[c.schema] = true
-				grew = true
+	in := map[string]bool{}
+	for _, r := range cat.rels {
+		in[r.schema] = true
+	}
+	for _, v := range cat.matviews {
+		in[v.schema] = true
+	}
+	if _, ok := cat.byName[[2]string{"lifecycle", "deletion_jobs"}]; ok {
+		for _, r := range cat.rels {
+			if slices.Contains(stateSchemas, r.schema) {
+				sc.kept[r.qualified()] = "lifecycled's own state store: the record of the erasure"
 			}
 		}
 	}
@@ -158,7 +154,11 @@ func countTenantRows(ctx context.Context, pool *pgxpool.Pool, cfg config, sc sco
 	var out []sdk.ProofCheck
 	for _, c := range cands {
 		kind := sdk.ProofTenantItems
-		if sc.kept[c.root[0]+"."+c.root[1]] || sc.kept[c.qualified()] {
+		why, kept := sc.kept[c.root[0]+"."+c.root[1]]
+		if !kept {
+			why, kept = sc.kept[c.qualified()]
+		}
+		if kept {
 			kind = sdk.ProofKept
 		}
 		if c.hidden && kind != sdk.ProofKept {
@@ -175,8 +175,8 @@ func countTenantRows(ctx context.Context, pool *pgxpool.Pool, cfg config, sc sco
 				return nil, classify(fmt.Errorf("proof: count the tenant's rows in %s: %w", c.qualified(), err))
 			}
 		}
-		if kind == sdk.ProofKept {
-			check.Detail = "ignore_tables: kept on purpose"
+		if kept {
+			check.Detail = why
 		}
 		out = append(out, check)
 	}
