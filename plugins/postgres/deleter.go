@@ -294,7 +294,7 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	}
 	var proof []sdk.ProofCheck
 	if w != nil {
-		if proof, err = w.check(ctx); err != nil {
+		if proof, err = w.check(ctx, req.TenantID, t.byTable); err != nil {
 			return nil, sdk.PartialDeletion(t.total, err)
 		}
 	}
