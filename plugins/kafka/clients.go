@@ -26,20 +26,20 @@ func connection(cfg config, mech sasl.Mechanism, tlsCfg *tls.Config) []kgo.Opt {
 	return opts
 }
 
-// deliveryTimeout bounds how long a record may wait for the broker before it
-// fails (retryable), so that a Republish answers even to a caller without a
-// deadline; it was kafka-go's write timeout. franz-go never fails a record
-// whose request is in flight: what the broker may have written is waited for.
-const deliveryTimeout = 30 * time.Second
-
 // newProducer is the client that republishes and that lists topics and
 // offsets: acks=all, one record batch at most max_message_bytes.
+//
+// A record that has waited metadata_wait for the broker fails, retryable:
+// franz-go retries a partition without a leader with fresh metadata until
+// then, and a Republish answers before the daemon's call timeout instead
+// of leaving it to guess which messages went out. franz-go never fails a
+// record whose request is in flight: a slow acknowledgement is waited for.
 //
 // Its partitioner is franz-go's default: a record with a key goes where a
 // Java producer puts it (murmur2 of the key), one without a key to any
 // partition. franz-go sends a nil key, value or header value as null and an
 // empty one as empty (kbin.AppendVarintBytes).
-func newProducer(conn []kgo.Opt, cfg config) (*kgo.Client, error) {
+func newProducer(conn []kgo.Opt, cfg config, metadataWait time.Duration) (*kgo.Client, error) {
 	return kgo.NewClient(slices.Concat(conn, []kgo.Opt{
 		// A listing or an offset request gives up after this long, as
 		// the kafka-go client's timeout did: Configure and Fetch answer.
@@ -52,7 +52,8 @@ func newProducer(conn []kgo.Opt, cfg config) (*kgo.Client, error) {
 		// refuses it, or not, depending on the codec.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(time.Millisecond),
-		kgo.RecordDeliveryTimeout(deliveryTimeout),
+		// 0 would be no limit, and franz-go takes none under 1 s.
+		kgo.RecordDeliveryTimeout(max(time.Second, metadataWait)),
 	})...)
 }
 

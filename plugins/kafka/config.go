@@ -96,7 +96,7 @@ func (s *source) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk
 		return nil, sdk.InvalidConfig(problems...)
 	}
 	conn := connection(cfg, mech, tlsCfg)
-	producer, err := newProducer(conn, cfg)
+	producer, err := newProducer(conn, cfg, metadataWait)
 	if err != nil {
 		return nil, sdk.InvalidConfig(sdk.FieldError{Field: "brokers", Problem: err.Error()})
 	}

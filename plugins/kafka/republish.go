@@ -144,12 +144,13 @@ func toRecord(m sdk.RepublishMessage) *kgo.Record {
 // (nil when acknowledged).
 //
 // franz-go retries a partition without a leader by itself, with fresh
-// metadata, until the record's delivery timeout; but it gives up on a topic
-// it cannot find after a few metadata loads, however recent the topic, and
-// it cannot be asked how long to look. So the topic is looked up here first,
-// in metadata of the broker's own (not franz-go's cache), every 250 ms
-// backing off to 2 s for up to metadata_wait, and records that fail for
-// want of metadata all the same are tried again within that time.
+// metadata, until the record's delivery timeout (metadata_wait); but it
+// gives up on a topic it cannot find after a few metadata loads, however
+// recent the topic, and it cannot be asked how long to look. So the topic
+// is looked up here first, in metadata of the broker's own (not franz-go's
+// cache), every 250 ms backing off to 2 s for up to metadata_wait, and
+// records that fail for want of metadata all the same are tried again
+// within that time.
 func writeTopic(ctx context.Context, cl *kgo.Client, wait time.Duration, topic string, recs []*kgo.Record) []error {
 	errs := make([]error, len(recs))
 	pending := make([]int, len(recs))
