@@ -237,11 +237,15 @@ lease = "30s"
 	// The broker takes 8 s to acknowledge the next republish: time for a
 	// return to be taken in meanwhile, even on a loaded machine.
 	c := k.Cluster()
+	events, err := kadm.NewClient(k.Client(t)).ListTopics(testsvc.Context(t, time.Minute), "orders.events.v1")
+	require.NoError(t, err)
+	eventsID := events["orders.events.v1"].ID
 	var slow atomic.Bool
 	slow.Store(true)
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
-			if tp.Topic == "orders.events.v1" && slow.CompareAndSwap(true, false) {
+			// Produce v13+ names topics by id only.
+			if (tp.Topic == "orders.events.v1" || tp.TopicID == eventsID) && slow.CompareAndSwap(true, false) {
 				c.SleepControl(func() { time.Sleep(8 * time.Second) })
 			}
 		}

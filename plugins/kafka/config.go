@@ -7,8 +7,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -97,20 +95,21 @@ func (s *source) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk
 	if len(problems) > 0 {
 		return nil, sdk.InvalidConfig(problems...)
 	}
-	dialer := &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tlsCfg}
-	tr := newTransport(mech, tlsCfg, 0)
-	writer := newWriter(cfg, tr)
-	s.mu.Lock()
-	old, oldWriter := s.reader, s.writer
-	s.cfg, s.refresh, s.session, s.dialer, s.tr, s.writer = cfg, refresh, session, dialer, tr, writer
-	s.mech, s.tlsCfg, s.metadataWait = mech, tlsCfg, metadataWait
-	s.reader, s.topics, s.nextScan = nil, nil, time.Time{}
-	s.mu.Unlock()
-	if old != nil {
-		_ = old.Close()
+	conn := connection(cfg, mech, tlsCfg)
+	producer, err := newProducer(conn, cfg, metadataWait)
+	if err != nil {
+		return nil, sdk.InvalidConfig(sdk.FieldError{Field: "brokers", Problem: err.Error()})
 	}
-	if oldWriter != nil {
-		_ = oldWriter.Close()
+	s.mu.Lock()
+	oldConsumer, oldProducer := s.consumer, s.producer
+	s.cfg, s.refresh, s.session, s.metadataWait, s.conn, s.producer = cfg, refresh, session, metadataWait, conn, producer
+	s.consumer, s.topics, s.nextScan = nil, nil, time.Time{}
+	s.mu.Unlock()
+	if oldConsumer != nil {
+		oldConsumer.Close()
+	}
+	if oldProducer != nil {
+		oldProducer.Close()
 	}
 	// Reachability: list topics now so that a wrong address fails here.
 	if _, err := s.matchingTopics(ctx); err != nil {

@@ -6,22 +6,33 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// matchingTopics lists the broker's topics that match the pattern.
-func (s *source) matchingTopics(ctx context.Context) ([]string, error) {
+// dlqTopic is a dead-letter topic as the broker knows it now. A topic
+// deleted and created again keeps its name and gets a new id, and franz-go
+// never takes up the new id of a topic it consumes (it fails the topic with
+// UNKNOWN_TOPIC_ID), so the consumer is made anew when an id changes.
+type dlqTopic struct {
+	name string
+	id   [16]byte
+}
+
+// matchingTopics lists the broker's topics that match the pattern, by name.
+func (s *source) matchingTopics(ctx context.Context) ([]dlqTopic, error) {
 	s.mu.Lock()
-	cfg, tr := s.cfg, s.tr
+	cfg, cl := s.cfg, s.producer
 	s.mu.Unlock()
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: tr, Timeout: 10 * time.Second}
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{})
+	// A request of its own: kadm answers from franz-go's metadata cache,
+	// which may be seconds old.
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
 		err = fmt.Errorf("list topics on %s: %w", strings.Join(cfg.Brokers, ","), err)
 		if cfg.SASL != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
@@ -32,89 +43,85 @@ func (s *source) matchingTopics(ctx context.Context) ([]string, error) {
 		}
 		return nil, classify(err)
 	}
-	var out []string
-	for _, t := range meta.Topics {
-		if t.Error != nil || t.Internal {
+	var out []dlqTopic
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || t.IsInternal || t.Topic == nil {
 			continue
 		}
-		if ok, _ := path.Match(cfg.TopicPattern, t.Name); ok {
-			out = append(out, t.Name)
+		if ok, _ := path.Match(cfg.TopicPattern, *t.Topic); ok {
+			out = append(out, dlqTopic{name: *t.Topic, id: t.TopicID})
 		}
 	}
-	sort.Strings(out)
+	slices.SortFunc(out, func(a, b dlqTopic) int { return strings.Compare(a.name, b.name) })
 	return out, nil
 }
 
-// currentReader returns the reader, recreating it when the set of matching
-// topics changed (new DLQ topics are picked up without a restart).
-func (s *source) currentReader(ctx context.Context) (*kafka.Reader, error) {
+func names(topics []dlqTopic) []string {
+	out := make([]string, len(topics))
+	for i, t := range topics {
+		out[i] = t.name
+	}
+	return out
+}
+
+// currentConsumer returns the consumer, making it anew when the set of
+// matching topics changed (new DLQ topics are picked up without a restart).
+func (s *source) currentConsumer(ctx context.Context) (*kgo.Client, error) {
 	s.mu.Lock()
 	due := time.Now().After(s.nextScan)
-	r := s.reader
+	c := s.consumer
 	s.mu.Unlock()
-	if !due && r != nil {
-		return r, nil
+	if !due && c != nil {
+		return c, nil
 	}
 	topics, err := s.matchingTopics(ctx)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil {
 		s.nextScan = time.Now().Add(time.Second)
-		if s.reader != nil {
-			return s.reader, nil // keep consuming what we know
+		c := s.consumer
+		s.mu.Unlock()
+		if c != nil {
+			return c, nil // keep consuming what we know
 		}
 		return nil, err
 	}
 	s.nextScan = time.Now().Add(s.refresh)
-	if s.reader != nil && equal(topics, s.topics) {
-		return s.reader, nil
+	if s.consumer != nil && slices.Equal(topics, s.topics) {
+		c := s.consumer
+		s.mu.Unlock()
+		return c, nil
 	}
-	if s.reader != nil {
-		sdk.Logger().Info("dead-letter topics changed; rejoining the group", "topics", topics)
-		_ = s.reader.Close()
-		s.reader = nil
+	old := s.consumer
+	s.consumer, s.topics = nil, topics
+	conn, cfg, refresh, session := s.conn, s.cfg, s.refresh, s.session
+	s.mu.Unlock()
+	if old != nil {
+		sdk.Logger().Info("dead-letter topics changed; rejoining the group", "topics", names(topics))
+		old.Close()
 	}
-	s.topics = topics
 	if len(topics) == 0 {
 		return nil, nil
 	}
-	start := kafka.FirstOffset
-	if s.cfg.StartOffset == "latest" {
-		start = kafka.LastOffset
+	c, err = newConsumer(conn, cfg, names(topics), refresh, session)
+	if err != nil {
+		return nil, sdk.Permanent(fmt.Errorf("consumer: %w", err))
 	}
-	s.reader = kafka.NewReader(kafka.ReaderConfig{
-		Brokers:               s.cfg.Brokers,
-		GroupID:               s.cfg.GroupID,
-		GroupTopics:           topics,
-		Dialer:                s.dialer,
-		StartOffset:           start,
-		CommitInterval:        0, // commit synchronously, and only when told
-		MinBytes:              1,
-		MaxBytes:              16 << 20,
-		MaxWait:               250 * time.Millisecond,
-		QueueCapacity:         10000,
-		WatchPartitionChanges: true,
-		HeartbeatInterval:     min(time.Second, s.session/3),
-		SessionTimeout:        s.session,
-		RebalanceTimeout:      s.session,
-		// An offset past the end of a partition is reported, not waited
-		// out (see offsets.go).
-		OffsetOutOfRangeError: true,
-		ErrorLogger:           s.outOfRange.logger(),
-	})
-	return s.reader, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.consumer != nil || !slices.Equal(s.topics, topics) {
+		// Configure ran meanwhile: its state wins.
+		c.Close()
+		return s.consumer, nil
+	}
+	s.consumer = c
+	return c, nil
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+// rescanSoon makes the next Fetch look at the broker's topics again.
+func (s *source) rescanSoon() {
+	s.mu.Lock()
+	s.nextScan = time.Time{}
+	s.mu.Unlock()
 }
 
 func (s *source) originalTopic(dlqTopic string) string {

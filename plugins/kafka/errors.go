@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -35,37 +35,43 @@ func (c errClass) String() string {
 }
 
 // metadataErrors are the produce errors fresh metadata can cure.
-var metadataErrors = map[kafka.Error]bool{
-	kafka.UnknownTopicOrPartition: true,
-	kafka.LeaderNotAvailable:      true,
-	kafka.NotLeaderForPartition:   true,
-	kafka.BrokerNotAvailable:      true,
-	kafka.ReplicaNotAvailable:     true,
-	kafka.FencedLeaderEpoch:       true,
-	kafka.UnknownLeaderEpoch:      true,
+// UNKNOWN_TOPIC_ID is among them because franz-go keeps the id of a topic
+// it has seen: a topic deleted and created again fails with it until the
+// client forgets the topic (see writeTopic).
+var metadataErrors = []*kerr.Error{
+	kerr.UnknownTopicOrPartition,
+	kerr.UnknownTopicID,
+	kerr.LeaderNotAvailable,
+	kerr.NotLeaderForPartition,
+	kerr.BrokerNotAvailable,
+	kerr.ReplicaNotAvailable,
+	kerr.FencedLeaderEpoch,
+	kerr.UnknownLeaderEpoch,
 }
 
-// classOf sorts an error from a kafka-go call into an errClass.
+// classOf sorts an error from a franz-go call into an errClass. franz-go
+// wraps the broker's error (a *kerr.Error) in its own where it adds context
+// (a record that timed out says what it last failed with), so the broker's
+// error is looked for inside.
 func classOf(err error) errClass {
-	var tooLarge kafka.MessageTooLargeError
-	if errors.As(err, &tooLarge) {
-		return classTooLarge
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		// Network errors, timeouts, a cancelled call, a closed client.
+		return classRetryable
 	}
-	var kerr kafka.Error
-	if errors.As(err, &kerr) {
-		switch {
-		case metadataErrors[kerr]:
+	for _, m := range metadataErrors {
+		if ke == m {
 			return classMetadata
-		case kerr == kafka.MessageSizeTooLarge || kerr == kafka.RecordListTooLarge:
-			return classTooLarge
-		case kerr.Temporary():
-			return classRetryable
-		default:
-			return classPermanent
 		}
 	}
-	// Network errors, timeouts, a cancelled call, a closed writer.
-	return classRetryable
+	switch {
+	case ke == kerr.MessageTooLarge || ke == kerr.RecordListTooLarge:
+		return classTooLarge
+	case ke.Retriable:
+		return classRetryable
+	default:
+		return classPermanent
+	}
 }
 
 // classify turns an error of a call that is not retried here (a commit, a
@@ -88,7 +94,7 @@ func classify(err error) error {
 func republishError(topic string, err error, waited time.Duration) error {
 	switch classOf(err) {
 	case classMetadata:
-		if errors.Is(err, kafka.UnknownTopicOrPartition) {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
 			return sdk.Permanent(fmt.Errorf("republish to %s: the broker does not know the topic (still %w after %s of metadata refreshes)",
 				topic, err, waited.Round(time.Millisecond)))
 		}

@@ -68,6 +68,30 @@ func TestRecreatedTopicIsReadFromItsStart(t *testing.T) {
 	}
 }
 
+// The group's committed offset lies past the end of the partition (a
+// partition truncated, a topic deleted and created again while the group
+// kept its offsets): the source does not wait there, nor skip to the end
+// because start_offset says latest; it reads the partition from its start.
+func TestCommittedOffsetPastTheEndIsReadFromTheStart(t *testing.T) {
+	t.Parallel()
+	broker := testsvc.Kafka(t, 1)
+	broker.CreateTopics(t, 1, "orders.dlq.v1")
+	ctx := testsvc.Context(t, time.Minute)
+	require.NoError(t, broker.Client(t).ProduceSync(ctx,
+		&kgo.Record{Topic: "orders.dlq.v1", Value: []byte("m-0")}, &kgo.Record{Topic: "orders.dlq.v1", Value: []byte("m-1")}).FirstErr())
+	var past kadm.Offsets
+	past.AddOffset("orders.dlq.v1", 0, 10, -1)
+	require.NoError(t, kadm.NewClient(broker.Client(t)).CommitAllOffsets(ctx, "republish", past))
+
+	s := configured(t, broker.Addr, map[string]any{"start_offset": "latest"})
+	got := fetchN(t, s, 2, 30*time.Second)
+	require.Len(t, got, 2)
+	for i, m := range got {
+		require.EqualValues(t, i, m.Position.Offset)
+		require.Equal(t, fmt.Sprintf("m-%d", i), string(m.Value))
+	}
+}
+
 // A republish into a topic the source reads dead letters from would only
 // come back: refused, permanently.
 func TestRepublishIntoADeadLetterTopicIsRefused(t *testing.T) {

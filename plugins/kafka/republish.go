@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"path"
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/sasl"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -19,36 +20,21 @@ import (
 // (1048588), which limits a whole record batch, with room for its header.
 const defaultMaxMessageBytes = 1_000_000
 
-func newTransport(mech sasl.Mechanism, tlsCfg *tls.Config, metadataTTL time.Duration) *kafka.Transport {
-	return &kafka.Transport{SASL: mech, TLS: tlsCfg, DialTimeout: 10 * time.Second, ClientID: "lifecycled", MetadataTTL: metadataTTL}
-}
+// recordBatchOverhead is the header of a record batch (magic v2), which
+// franz-go counts against ProducerBatchMaxBytes with the records.
+const recordBatchOverhead = 61
 
-func newWriter(cfg config, tr *kafka.Transport) *kafka.Writer {
-	return &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Transport:    tr,
-		RequiredAcks: kafka.RequireAll,
-		// Same partition for the same key as Java producers.
-		Balancer:     &kafka.Murmur2Balancer{},
-		BatchTimeout: time.Millisecond,
-		BatchSize:    1000,
-		// A record batch larger than the broker's max.message.bytes is
-		// refused whole, good messages and all.
-		BatchBytes:   int64(cfg.MaxMessageBytes),
-		MaxAttempts:  3,
-		WriteTimeout: 30 * time.Second,
-		ReadTimeout:  30 * time.Second,
-	}
-}
-
-// recordSize is a message's size in a record batch, as kafka-go counts it
-// against BatchBytes, plus the varint lengths it leaves out.
-func recordSize(m kafka.Message) int {
-	n := 4 + 1 + 1 + 8 + 4 + len(m.Key) + 4 + len(m.Value) + 5
+// recordSize is the size of a record batch holding m alone, as franz-go
+// counts it against max_message_bytes (sink.go, recordNumbersAt).
+func recordSize(m sdk.RepublishMessage) int {
+	n := 1 + 1 + 1 + // attributes, timestamp and offset deltas (0: first)
+		kbin.VarintLen(int32(len(m.Key))) + len(m.Key) +
+		kbin.VarintLen(int32(len(m.Value))) + len(m.Value) +
+		kbin.VarintLen(int32(len(m.Headers)))
 	for _, h := range m.Headers {
-		n += 10 + len(h.Key) + len(h.Value)
+		n += kbin.VarintLen(int32(len(h.Key))) + len(h.Key) + kbin.VarintLen(int32(len(h.Value))) + len(h.Value)
 	}
-	return n
+	return recordBatchOverhead + kbin.VarintLen(int32(n)) + n
 }
 
 // Republish writes every message with acks=all and reports, per message,
@@ -66,9 +52,9 @@ func recordSize(m kafka.Message) int {
 // any message.
 func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
 	s.mu.Lock()
-	w, cfg, wait := s.writer, s.cfg, s.metadataWait
+	cl, cfg, wait := s.producer, s.cfg, s.metadataWait
 	s.mu.Unlock()
-	if w == nil {
+	if cl == nil {
 		return nil, sdk.Unavailable(errors.New("not configured"))
 	}
 	resp := &sdk.RepublishResponse{Results: make([]sdk.RepublishResult, len(req.Messages))}
@@ -76,7 +62,6 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 	var topics []string
 	for i, m := range req.Messages {
 		resp.Results[i] = sdk.RepublishResult{ID: m.ID, Acked: true}
-		msg := toKafka(m)
 		if err := validTopic(m.Topic); err != nil {
 			resp.Results[i] = sdk.RepublishResult{ID: m.ID, Err: sdk.Permanent(err)}
 			continue
@@ -89,7 +74,7 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 				"republish to %s refused: it matches topic_pattern %q, so it is a dead-letter topic this source reads", m.Topic, cfg.TopicPattern))}
 			continue
 		}
-		if n := recordSize(msg); n > cfg.MaxMessageBytes {
+		if n := recordSize(m); n > cfg.MaxMessageBytes {
 			resp.Results[i] = sdk.RepublishResult{ID: m.ID, Err: sdk.Permanent(fmt.Errorf(
 				"republish to %s: message too large: %d bytes, over max_message_bytes = %d (the broker's max.message.bytes)", m.Topic, n, cfg.MaxMessageBytes))}
 			continue
@@ -106,11 +91,11 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			msgs := make([]kafka.Message, len(idx))
+			recs := make([]*kgo.Record, len(idx))
 			for j, i := range idx {
-				msgs[j] = toKafka(req.Messages[i])
+				recs[j] = toRecord(req.Messages[i])
 			}
-			for j, err := range s.writeTopic(ctx, w, cfg, wait, topic, msgs) {
+			for j, err := range writeTopic(ctx, cl, wait, topic, recs) {
 				errs[idx[j]] = err
 			}
 		}()
@@ -125,8 +110,8 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 				continue
 			}
 			resp.Results[i] = sdk.RepublishResult{ID: req.Messages[i].ID, Err: errs[i]}
-			var kerr kafka.Error
-			if !errors.As(errs[i], &kerr) && sdk.ClassOf(errs[i]) == sdk.ClassRetryable {
+			var ke *kerr.Error
+			if !errors.As(errs[i], &ke) && sdk.ClassOf(errs[i]) == sdk.ClassRetryable {
 				unreachable++
 				if firstErr == nil {
 					firstErr = errs[i]
@@ -140,54 +125,80 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 	return resp, nil
 }
 
-func toKafka(m sdk.RepublishMessage) kafka.Message {
-	hs := make([]kafka.Header, len(m.Headers))
-	for j, h := range m.Headers {
-		// A Go string holds any bytes: the key goes out as it came in.
-		hs[j] = kafka.Header{Key: string(h.Key), Value: h.Value}
+// toRecord sends the message as given: a nil key, value or header value as
+// null (a tombstone stays one), an empty one as empty, headers in order
+// with duplicates.
+func toRecord(m sdk.RepublishMessage) *kgo.Record {
+	var hs []kgo.RecordHeader
+	if len(m.Headers) > 0 {
+		hs = make([]kgo.RecordHeader, len(m.Headers))
+		for j, h := range m.Headers {
+			// A Go string holds any bytes: the key goes out as it came in.
+			hs[j] = kgo.RecordHeader{Key: string(h.Key), Value: h.Value}
+		}
 	}
-	return kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Headers: hs}
+	return &kgo.Record{Topic: m.Topic, Key: m.Key, Value: m.Value, Headers: hs}
 }
 
-// writeTopic writes one topic's messages and returns each one's final
-// error (nil when acknowledged).
-func (s *source) writeTopic(ctx context.Context, w *kafka.Writer, cfg config, wait time.Duration, topic string, msgs []kafka.Message) []error {
-	errs := write(ctx, w, msgs)
-
-	// Stale metadata: a fresh transport (an empty metadata cache refreshed
-	// every 250 ms) for every round, until the messages go through or the
-	// wait is over.
+// writeTopic writes one topic's records and returns each one's final error
+// (nil when acknowledged).
+//
+// franz-go retries a partition without a leader by itself, with fresh
+// metadata, until the record's delivery timeout (metadata_wait); but it
+// gives up on a topic it cannot find after a few metadata loads, however
+// recent the topic, and it cannot be asked how long to look. So the topic
+// is looked up here first, in metadata of the broker's own (not franz-go's
+// cache), every 250 ms backing off to 2 s for up to metadata_wait, and
+// records that fail for want of metadata all the same are tried again
+// within that time.
+func writeTopic(ctx context.Context, cl *kgo.Client, wait time.Duration, topic string, recs []*kgo.Record) []error {
+	errs := make([]error, len(recs))
+	pending := make([]int, len(recs))
+	for i := range pending {
+		pending[i] = i
+	}
 	start := time.Now()
 	backoff := 250 * time.Millisecond
-	for pending := failedWith(errs, classMetadata); len(pending) > 0 && time.Since(start) < wait && ctx.Err() == nil; pending = failedWith(errs, classMetadata) {
-		if !sleep(ctx, min(backoff, wait-time.Since(start))) {
+	for {
+		err := topicKnown(ctx, cl, topic)
+		if err == nil {
+			retry := make([]*kgo.Record, len(pending))
+			for j, i := range pending {
+				retry[j] = recs[i]
+			}
+			for j, err := range produce(ctx, cl, retry) {
+				errs[pending[j]] = err
+			}
+		} else {
+			for _, i := range pending {
+				errs[i] = err
+			}
+		}
+		pending = failedWith(errs, classMetadata)
+		if len(pending) == 0 || time.Since(start) >= wait || !sleep(ctx, min(backoff, wait-time.Since(start))) {
 			break
 		}
 		backoff = min(2*backoff, 2*time.Second)
-		s.mu.Lock()
-		tr := newTransport(s.mech, s.tlsCfg, 250*time.Millisecond)
-		s.mu.Unlock()
-		fresh := newWriter(cfg, tr)
-		retry := make([]kafka.Message, len(pending))
-		for j, i := range pending {
-			retry[j] = msgs[i]
+		for _, i := range pending {
+			if errors.Is(errs[i], kerr.UnknownTopicID) || errors.Is(errs[i], kerr.UnknownTopicOrPartition) {
+				// franz-go holds on to a topic it could not load, and to
+				// the id of one deleted since (it fails it for good with
+				// UNKNOWN_TOPIC_ID): forgotten, it is loaded afresh.
+				cl.PurgeTopicsFromProducing(topic)
+				break
+			}
 		}
-		for j, err := range write(ctx, fresh, retry) {
-			errs[pending[j]] = err
-		}
-		_ = fresh.Close()
-		tr.CloseIdleConnections()
 	}
 
-	// Too large: the batch may have been, the message alone may not be.
-	if tooLarge := failedWith(errs, classTooLarge); len(msgs) > 1 {
+	// Too large: the batch may have been, the record alone may not be.
+	if tooLarge := failedWith(errs, classTooLarge); len(recs) > 1 {
 		for _, i := range tooLarge {
-			errs[i] = write(ctx, w, msgs[i:i+1])[0]
+			errs[i] = produce(ctx, cl, recs[i:i+1])[0]
 		}
 	}
 
 	waited := time.Since(start)
-	out := make([]error, len(msgs))
+	out := make([]error, len(recs))
 	for i, err := range errs {
 		if err != nil {
 			out[i] = republishError(topic, err, waited)
@@ -196,28 +207,46 @@ func (s *source) writeTopic(ctx context.Context, w *kafka.Writer, cfg config, wa
 	return out
 }
 
-// write is one WriteMessages call with its error spread over the messages.
-func write(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) []error {
-	errs := make([]error, len(msgs))
-	err := w.WriteMessages(ctx, msgs...)
-	var (
-		werrs    kafka.WriteErrors
-		tooLarge kafka.MessageTooLargeError
-	)
-	switch {
-	case err == nil:
-	case errors.As(err, &werrs) && len(werrs) == len(msgs):
-		copy(errs, werrs)
-	case errors.As(err, &tooLarge) && len(msgs) > 1:
-		// kafka-go checks sizes before sending anything: write each alone.
-		for i := range msgs {
-			errs[i] = write(ctx, w, msgs[i:i+1])[0]
+// topicKnown asks the broker whether it has the topic: nil when it does,
+// the topic's error when it does not (UNKNOWN_TOPIC_OR_PARTITION, or
+// LEADER_NOT_AVAILABLE while it is being created), or the request's.
+func topicKnown(ctx context.Context, cl *kgo.Client, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
 		}
-	default:
-		// Nothing was sent (no metadata for the topic, broker unreachable).
-		for i := range errs {
-			errs[i] = err
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return err
 		}
+		if len(t.Partitions) == 0 {
+			return kerr.LeaderNotAvailable
+		}
+		return nil
+	}
+	return kerr.UnknownTopicOrPartition
+}
+
+// produce is one synchronous produce with each record's error (nil when
+// acknowledged), in the order of recs.
+func produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) []error {
+	at := make(map[*kgo.Record]int, len(recs))
+	for i, r := range recs {
+		at[r] = i
+		// A record failed before is a record again: franz-go set its
+		// partition, offset and timestamp.
+		*r = kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
+	}
+	errs := make([]error, len(recs))
+	for _, res := range cl.ProduceSync(ctx, recs...) {
+		errs[at[res.Record]] = res.Err
 	}
 	return errs
 }

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -25,22 +26,25 @@ func TestErrorClasses(t *testing.T) {
 		err  error
 		want errClass
 	}{
-		"unknown topic (stale metadata)": {kafka.UnknownTopicOrPartition, classMetadata},
-		"leader not available":           {kafka.LeaderNotAvailable, classMetadata},
-		"not leader for partition":       {fmt.Errorf("write: %w", kafka.NotLeaderForPartition), classMetadata},
-		"broker not available":           {kafka.BrokerNotAvailable, classMetadata},
-		"fenced leader epoch":            {kafka.FencedLeaderEpoch, classMetadata},
-		"message too large (broker)":     {kafka.MessageSizeTooLarge, classTooLarge},
-		"record list too large":          {kafka.RecordListTooLarge, classTooLarge},
-		"message too large (kafka-go)":   {kafka.MessageTooLargeError{}, classTooLarge},
-		"not enough replicas":            {kafka.NotEnoughReplicas, classRetryable},
-		"request timed out":              {kafka.RequestTimedOut, classRetryable},
-		"topic authorization failed":     {kafka.TopicAuthorizationFailed, classPermanent},
-		"invalid topic":                  {kafka.InvalidTopic, classPermanent},
-		"invalid record":                 {kafka.InvalidRecord, classPermanent},
-		"connection refused":             {&net.OpError{Op: "dial", Err: errors.New("connection refused")}, classRetryable},
-		"broker hung up":                 {io.ErrUnexpectedEOF, classRetryable},
-		"cancelled":                      {context.Canceled, classRetryable},
+		"unknown topic (stale metadata)":  {kerr.UnknownTopicOrPartition, classMetadata},
+		"topic deleted and created again": {kerr.UnknownTopicID, classMetadata},
+		"leader not available":            {kerr.LeaderNotAvailable, classMetadata},
+		"not leader for partition":        {fmt.Errorf("write: %w", kerr.NotLeaderForPartition), classMetadata},
+		"broker not available":            {kerr.BrokerNotAvailable, classMetadata},
+		"fenced leader epoch":             {kerr.FencedLeaderEpoch, classMetadata},
+		"no leader until the timeout":     {fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, kerr.LeaderNotAvailable), classMetadata},
+		"message too large (broker)":      {kerr.MessageTooLarge, classTooLarge},
+		"record list too large":           {kerr.RecordListTooLarge, classTooLarge},
+		"message too large (franz-go)":    {fmt.Errorf("%w (uncompressed_bytes=%d)", kerr.MessageTooLarge, 2<<20), classTooLarge},
+		"not enough replicas":             {kerr.NotEnoughReplicas, classRetryable},
+		"request timed out":               {kerr.RequestTimedOut, classRetryable},
+		"record timed out":                {kgo.ErrRecordTimeout, classRetryable},
+		"topic authorization failed":      {kerr.TopicAuthorizationFailed, classPermanent},
+		"invalid topic":                   {kerr.InvalidTopicException, classPermanent},
+		"invalid record":                  {kerr.InvalidRecord, classPermanent},
+		"connection refused":              {&net.OpError{Op: "dial", Err: errors.New("connection refused")}, classRetryable},
+		"broker hung up":                  {io.ErrUnexpectedEOF, classRetryable},
+		"cancelled":                       {context.Canceled, classRetryable},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -58,12 +62,12 @@ func TestRepublishErrorsAfterTheMetadataWait(t *testing.T) {
 		wantClass sdk.Class
 		wantText  string
 	}{
-		"unknown topic":       {kafka.UnknownTopicOrPartition, sdk.ClassPermanent, "the broker does not know the topic"},
-		"no leader":           {kafka.LeaderNotAvailable, sdk.ClassRetryable, "metadata refreshes"},
-		"too large":           {kafka.MessageSizeTooLarge, sdk.ClassPermanent, "too large"},
-		"not authorised":      {kafka.TopicAuthorizationFailed, sdk.ClassPermanent, "Authorization"},
+		"unknown topic":       {kerr.UnknownTopicOrPartition, sdk.ClassPermanent, "the broker does not know the topic"},
+		"no leader":           {kerr.LeaderNotAvailable, sdk.ClassRetryable, "metadata refreshes"},
+		"too large":           {kerr.MessageTooLarge, sdk.ClassPermanent, "too large"},
+		"not authorised":      {kerr.TopicAuthorizationFailed, sdk.ClassPermanent, "TOPIC_AUTHORIZATION_FAILED"},
 		"broker unreachable":  {io.EOF, sdk.ClassRetryable, "EOF"},
-		"not enough replicas": {kafka.NotEnoughReplicas, sdk.ClassRetryable, "Replicas"},
+		"not enough replicas": {kerr.NotEnoughReplicas, sdk.ClassRetryable, "NOT_ENOUGH_REPLICAS"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

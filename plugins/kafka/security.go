@@ -5,9 +5,9 @@ import (
 	"crypto/x509"
 	"strings"
 
-	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -16,19 +16,15 @@ func security(cfg config) (sasl.Mechanism, *tls.Config, error) {
 	var problems []sdk.FieldError
 	var mech sasl.Mechanism
 	if cfg.SASL != nil {
-		var err error
 		switch strings.ToLower(cfg.SASL.Mechanism) {
 		case "plain":
-			mech = plain.Mechanism{Username: cfg.SASL.Username, Password: cfg.SASL.Password}
+			mech = plain.Auth{User: cfg.SASL.Username, Pass: cfg.SASL.Password}.AsMechanism()
 		case "scram-sha-256":
-			mech, err = scram.Mechanism(scram.SHA256, cfg.SASL.Username, cfg.SASL.Password)
+			mech = scram.Auth{User: cfg.SASL.Username, Pass: cfg.SASL.Password}.AsSha256Mechanism()
 		case "scram-sha-512":
-			mech, err = scram.Mechanism(scram.SHA512, cfg.SASL.Username, cfg.SASL.Password)
+			mech = scram.Auth{User: cfg.SASL.Username, Pass: cfg.SASL.Password}.AsSha512Mechanism()
 		default:
 			problems = append(problems, sdk.FieldError{Field: "sasl.mechanism", Problem: "must be plain, scram-sha-256 or scram-sha-512"})
-		}
-		if err != nil {
-			problems = append(problems, sdk.FieldError{Field: "sasl", Problem: err.Error()})
 		}
 		if cfg.SASL.Username == "" {
 			problems = append(problems, sdk.FieldError{Field: "sasl.username", Problem: "required"})

@@ -2,38 +2,38 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/sasl"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// source is the Kafka DLQSource: a consumer-group reader over every topic
-// matching the pattern (recreated when the matching set changes) and an
-// acks=all writer for republishing.
+// source is the Kafka DLQSource: a consumer group member over every topic
+// matching the pattern (made anew when the matching set changes) and an
+// acks=all producer for republishing, which also lists topics and offsets.
 type source struct {
-	mu       sync.Mutex
-	cfg      config
-	refresh  time.Duration
-	session  time.Duration
-	dialer   *kafka.Dialer
-	tr       *kafka.Transport
-	reader   *kafka.Reader
-	topics   []string
-	writer   *kafka.Writer
-	nextScan time.Time
-	// For fresh writers on stale metadata (see Republish).
-	mech         sasl.Mechanism
-	tlsCfg       *tls.Config
+	mu           sync.Mutex
+	cfg          config
+	refresh      time.Duration
+	session      time.Duration
 	metadataWait time.Duration
-	fetchMu      sync.Mutex // one Fetch at a time: the reader is not shared
-	outOfRange   outOfRange // a partition reader is past its partition's end
+	conn         []kgo.Opt // how every client reaches the brokers
+	producer     *kgo.Client
+	consumer     *kgo.Client
+	topics       []dlqTopic // what consumer consumes
+	nextScan     time.Time
+
+	fetchMu sync.Mutex // one Fetch at a time: polling is not shared
+	// outOfRange is a partition's offset past its end, seen by a Fetch that
+	// had messages to hand over first; the next Fetch resets it. Guarded
+	// by fetchMu.
+	outOfRange error
 }
 
 // Fetch waits up to req.Wait for a first message, then takes what is
@@ -41,69 +41,78 @@ type source struct {
 func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchResponse, error) {
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
-	r, err := s.currentReader(ctx)
+	c, err := s.currentConsumer(ctx)
 	if err != nil {
 		return nil, err
 	}
 	resp := &sdk.FetchResponse{}
-	if r == nil {
+	if c == nil {
 		// No matching topic yet: wait, then report nothing.
-		t := time.NewTimer(req.Wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
+		sleep(ctx, req.Wait)
 		return resp, nil
 	}
-	if s.outOfRange.seen.Swap(false) {
-		if err := s.resetOutOfRange(ctx, r, errors.New(outOfRangeMessage)); err != nil {
-			return nil, err
-		}
+	if cause := s.outOfRange; cause != nil {
+		s.outOfRange = nil
+		return resp, s.resetOutOfRange(ctx, c, cause)
+	}
+	if req.Max <= 0 {
 		return resp, nil
 	}
-	wait := req.Wait
-	for len(resp.Messages) < req.Max {
-		fctx, cancel := context.WithTimeout(ctx, wait)
-		m, err := r.FetchMessage(fctx)
-		cancel()
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				break
-			}
-			if errors.Is(err, kafka.OffsetOutOfRange) {
-				if len(resp.Messages) > 0 {
-					s.outOfRange.seen.Store(true) // after these are handed over
-					break
-				}
-				if err := s.resetOutOfRange(ctx, r, err); err != nil {
-					return nil, err
-				}
-				return resp, nil
-			}
-			if len(resp.Messages) > 0 {
-				break
-			}
-			return nil, classify(fmt.Errorf("fetch: %w", err))
+	pctx, cancel := context.WithTimeout(ctx, req.Wait)
+	fetches := c.PollRecords(pctx, req.Max)
+	cancel()
+	fetches.EachRecord(func(r *kgo.Record) {
+		resp.Messages = append(resp.Messages, toDeadLetter(r, s.originalTopic(r.Topic)))
+	})
+	var failed error
+	for _, fe := range fetches.Errors() {
+		var dataLoss *kgo.ErrDataLoss
+		switch {
+		case errors.Is(fe.Err, context.DeadlineExceeded), errors.Is(fe.Err, context.Canceled), errors.Is(fe.Err, kgo.ErrClientClosed):
+			// The wait is over, or Configure replaced the consumer.
+		case errors.Is(fe.Err, kerr.OffsetOutOfRange):
+			s.outOfRange = fmt.Errorf("%s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+		case errors.As(fe.Err, &dataLoss):
+			// franz-go found where a truncated partition's log diverged
+			// from what was read, and reads on from there: nothing is
+			// skipped that the partition still has.
+			sdk.Logger().Warn("dead-letter partition truncated (unclean leader election?): reading on from where its log diverged",
+				"topic", fe.Topic, "partition", fe.Partition, "cause", dataLoss.Error())
+		case errors.Is(fe.Err, kerr.UnknownTopicOrPartition), errors.Is(fe.Err, kerr.UnknownTopicID):
+			// Deleted, or deleted and created again: the next scan of the
+			// topics sees it and makes the consumer anew.
+			s.rescanSoon()
+		case failed == nil:
+			failed = fmt.Errorf("fetch %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
 		}
-		resp.Messages = append(resp.Messages, toDeadLetter(m, s.originalTopic(m.Topic)))
-		// After the first message, only take what is already there.
-		wait = 2 * time.Millisecond
+	}
+	if cause := s.outOfRange; cause != nil && len(resp.Messages) == 0 {
+		s.outOfRange = nil
+		return resp, s.resetOutOfRange(ctx, c, cause)
+	}
+	if failed != nil {
+		if len(resp.Messages) == 0 {
+			return nil, classify(failed)
+		}
+		sdk.Logger().Warn("a dead-letter partition failed; handing over the messages of the others", "error", failed.Error())
 	}
 	return resp, nil
 }
 
-func toDeadLetter(m kafka.Message, original string) sdk.DeadLetter {
-	hs := make([]sdk.Header, len(m.Headers))
-	for i, h := range m.Headers {
+// toDeadLetter keeps null apart from empty: franz-go decodes a null key,
+// value or header value as nil and an empty one as an empty slice
+// (kbin.Reader.VarintBytes), and so does the SDK for the key.
+func toDeadLetter(r *kgo.Record, original string) sdk.DeadLetter {
+	hs := make([]sdk.Header, len(r.Headers))
+	for i, h := range r.Headers {
 		hs[i] = sdk.Header{Key: []byte(h.Key), Value: h.Value}
 	}
 	return sdk.DeadLetter{
-		Position:      sdk.Position{Topic: m.Topic, Partition: int32(m.Partition), Offset: m.Offset},
-		Key:           m.Key,
+		Position:      sdk.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
+		Key:           r.Key,
 		Headers:       hs,
-		Value:         m.Value,
-		Timestamp:     m.Time,
+		Value:         r.Value,
+		Timestamp:     r.Timestamp,
 		OriginalTopic: original,
 	}
 }
@@ -111,17 +120,42 @@ func toDeadLetter(m kafka.Message, original string) sdk.DeadLetter {
 // Commit commits the consumer group's offsets past these positions.
 func (s *source) Commit(ctx context.Context, req *sdk.CommitRequest) (*sdk.CommitResponse, error) {
 	s.mu.Lock()
-	r := s.reader
+	c := s.consumer
 	s.mu.Unlock()
-	if r == nil || len(req.Positions) == 0 {
+	if c == nil || len(req.Positions) == 0 {
 		return &sdk.CommitResponse{}, nil
 	}
-	msgs := make([]kafka.Message, len(req.Positions))
-	for i, p := range req.Positions {
-		msgs[i] = kafka.Message{Topic: p.Topic, Partition: int(p.Partition), Offset: p.Offset}
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, p := range req.Positions {
+		if offsets[p.Topic] == nil {
+			offsets[p.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		if o, ok := offsets[p.Topic][p.Partition]; !ok || p.Offset+1 > o.Offset {
+			offsets[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: -1, Offset: p.Offset + 1}
+		}
 	}
-	if err := r.CommitMessages(ctx, msgs...); err != nil {
+	if err := commit(ctx, c, offsets); err != nil {
 		return nil, classify(fmt.Errorf("commit offsets: %w", err))
 	}
 	return &sdk.CommitResponse{}, nil
+}
+
+// commit commits offsets in c's group generation and returns the request's
+// error or the first partition's.
+func commit(ctx context.Context, c *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var first error
+	c.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			first = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && first == nil {
+					first = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	return first
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/lifecycled/lifecycled/sdk/plugintest"
 )
 
-// fixture produces and consumes with franz-go, a client independent of the
-// plugin's kafka-go.
+// fixture produces and consumes with franz-go clients of its own, as a
+// producer or consumer of the DLQ topics would.
 type fixture struct {
 	addr string
 	c    *kgo.Client
