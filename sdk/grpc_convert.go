@@ -9,7 +9,7 @@ import (
 func headersToPB(hs []Header) []*pb.Header {
 	out := make([]*pb.Header, len(hs))
 	for i, h := range hs {
-		out[i] = &pb.Header{Key: h.Key, Value: h.Value}
+		out[i] = &pb.Header{Key: h.Key, Value: h.Value, ValueNull: h.Value == nil}
 	}
 	return out
 }
@@ -20,7 +20,7 @@ func headersFromPB(hs []*pb.Header) []Header {
 	}
 	out := make([]Header, len(hs))
 	for i, h := range hs {
-		out[i] = Header{Key: h.GetKey(), Value: h.GetValue()}
+		out[i] = Header{Key: h.GetKey(), Value: valueFromPB(h.GetValue(), h.GetValueNull())}
 	}
 	return out
 }
@@ -34,20 +34,26 @@ func positionFromPB(p *pb.Position) Position {
 }
 
 // keyFromPB keeps the difference between no key and an empty key.
-func keyFromPB(key []byte, null bool) []byte {
+func keyFromPB(key []byte, null bool) []byte { return valueFromPB(key, null) }
+
+// valueFromPB keeps the difference between null (nil) and empty bytes,
+// which proto3 bytes fields cannot tell apart by themselves: a peer built
+// before the *_null fields sends none, and its values arrive as empty, as
+// they always did.
+func valueFromPB(b []byte, null bool) []byte {
 	if null {
 		return nil
 	}
-	if key == nil {
+	if b == nil {
 		return []byte{}
 	}
-	return key
+	return b
 }
 
 func deadLetterToPB(m DeadLetter) *pb.DeadLetter {
 	return &pb.DeadLetter{
 		Position: positionToPB(m.Position), Key: m.Key, KeyNull: m.Key == nil,
-		Headers: headersToPB(m.Headers), Value: m.Value, TimestampUnixMs: m.Timestamp.UnixMilli(),
+		Headers: headersToPB(m.Headers), Value: m.Value, ValueNull: m.Value == nil, TimestampUnixMs: m.Timestamp.UnixMilli(),
 		OriginalTopic: m.OriginalTopic,
 	}
 }

@@ -40,7 +40,7 @@ func (c *sourceClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResp
 	for i, m := range resp.GetMessages() {
 		out.Messages[i] = DeadLetter{
 			Position: positionFromPB(m.GetPosition()), Key: keyFromPB(m.GetKey(), m.GetKeyNull()), Headers: headersFromPB(m.GetHeaders()),
-			Value: m.GetValue(), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(), OriginalTopic: m.GetOriginalTopic(),
+			Value: valueFromPB(m.GetValue(), m.GetValueNull()), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(), OriginalTopic: m.GetOriginalTopic(),
 			Truncated: m.GetTruncated(), OriginalSize: m.GetOriginalSize(),
 		}
 	}
@@ -113,7 +113,7 @@ func (c *sourceClient) Republish(ctx context.Context, req *RepublishRequest) (*R
 	}
 	for i, m := range req.Messages {
 		pm := &pb.RepublishMessage{Id: m.ID, Topic: m.Topic, Key: m.Key, KeyNull: m.Key == nil,
-			Headers: headersToPB(m.Headers), Value: m.Value}
+			Headers: headersToPB(m.Headers), Value: m.Value, ValueNull: m.Value == nil}
 		n := sizeInList(pm)
 		if n > budget {
 			out.Results[i] = RepublishResult{ID: m.ID, Err: &Error{Class: ClassPermanent, Code: CodeInvalidArgument,

@@ -118,7 +118,7 @@ func packFetch(msgs []DeadLetter, budget int) (*pb.FetchResponse, []DeadLetter) 
 		n := sizeInList(dl)
 		if n > budget {
 			dl.Truncated, dl.OriginalSize = true, int64(proto.Size(dl))
-			dl.Value = nil
+			dl.Value, dl.ValueNull = nil, true // not stored; Truncated says why
 			if sizeInList(dl) > budget {
 				dl.Key, dl.KeyNull, dl.Headers = nil, true, nil
 			}
@@ -154,7 +154,7 @@ func (s *sourceServer) Republish(ctx context.Context, req *pb.RepublishRequest) 
 		msgs := make([]RepublishMessage, len(req.GetMessages()))
 		for i, m := range req.GetMessages() {
 			msgs[i] = RepublishMessage{ID: m.GetId(), Topic: m.GetTopic(), Key: keyFromPB(m.GetKey(), m.GetKeyNull()),
-				Headers: headersFromPB(m.GetHeaders()), Value: m.GetValue()}
+				Headers: headersFromPB(m.GetHeaders()), Value: valueFromPB(m.GetValue(), m.GetValueNull())}
 		}
 		resp, err := s.impl.Republish(ctx, &RepublishRequest{Messages: msgs})
 		if err != nil {

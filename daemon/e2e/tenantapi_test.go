@@ -34,6 +34,13 @@ type apiJob struct {
 		Verification map[string]struct {
 			Count     int64            `json:"count"`
 			Breakdown map[string]int64 `json:"breakdown"`
+			Method    string           `json:"method"`
+			Checks    []struct {
+				Kind    string `json:"kind"`
+				Target  string `json:"target"`
+				Checked int64  `json:"checked"`
+				Found   int64  `json:"found"`
+			} `json:"checks"`
 		} `json:"verification"`
 	} `json:"report"`
 	Deleters []struct {

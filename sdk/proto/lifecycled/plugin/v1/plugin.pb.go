@@ -22,6 +22,10 @@
 //   DeleteRequest.plan_fingerprint was added within version 2: a plugin
 //      built before it ignores it (and deletes as before), a daemon built
 //      before it sends none (and the plugin does not check).
+//   DeadLetter.value_null, RepublishMessage.value_null and Header.value_null
+//      were added within version 2: null is not empty (a tombstone is not an
+//      empty value). A peer built before them sends none, so its nulls arrive
+//      as empty, as they always did.
 //   TenantDeleter.Verify and DeleteResult.proof were added within version 2:
 //      a plugin built before them answers UNIMPLEMENTED (the daemon then
 //      verifies with Count, and says so) and sends no proof.
@@ -1162,8 +1166,10 @@ func (x *Position) GetOffset() int64 {
 type Header struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Kafka header keys are bytes; protocol 1 had string here.
-	Key           []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Key   []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// The value is null, not empty (proto3 bytes cannot tell them apart).
+	ValueNull     bool `protobuf:"varint,3,opt,name=value_null,json=valueNull,proto3" json:"value_null,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1212,6 +1218,13 @@ func (x *Header) GetValue() []byte {
 	return nil
 }
 
+func (x *Header) GetValueNull() bool {
+	if x != nil {
+		return x.ValueNull
+	}
+	return false
+}
+
 type DeadLetter struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Position        *Position              `protobuf:"bytes,1,opt,name=position,proto3" json:"position,omitempty"`
@@ -1226,8 +1239,10 @@ type DeadLetter struct {
 	// Set when the message alone was larger than max_bytes: its value (and,
 	// when still too large, its key and headers) was not sent.
 	// original_size is the size the message had.
-	Truncated     bool  `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
-	OriginalSize  int64 `protobuf:"varint,9,opt,name=original_size,json=originalSize,proto3" json:"original_size,omitempty"`
+	Truncated    bool  `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	OriginalSize int64 `protobuf:"varint,9,opt,name=original_size,json=originalSize,proto3" json:"original_size,omitempty"`
+	// The value is null (a tombstone), not empty.
+	ValueNull     bool `protobuf:"varint,10,opt,name=value_null,json=valueNull,proto3" json:"value_null,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1325,6 +1340,13 @@ func (x *DeadLetter) GetOriginalSize() int64 {
 	return 0
 }
 
+func (x *DeadLetter) GetValueNull() bool {
+	if x != nil {
+		return x.ValueNull
+	}
+	return false
+}
+
 type CommitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Positions     []*Position            `protobuf:"bytes,2,rep,name=positions,proto3" json:"positions,omitempty"`
@@ -1406,13 +1428,15 @@ func (*CommitResponse) Descriptor() ([]byte, []int) {
 }
 
 type RepublishMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Topic         string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
-	Key           []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	KeyNull       bool                   `protobuf:"varint,4,opt,name=key_null,json=keyNull,proto3" json:"key_null,omitempty"`
-	Headers       []*Header              `protobuf:"bytes,5,rep,name=headers,proto3" json:"headers,omitempty"`
-	Value         []byte                 `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Topic   string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	Key     []byte                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	KeyNull bool                   `protobuf:"varint,4,opt,name=key_null,json=keyNull,proto3" json:"key_null,omitempty"`
+	Headers []*Header              `protobuf:"bytes,5,rep,name=headers,proto3" json:"headers,omitempty"`
+	Value   []byte                 `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
+	// The value is null: send a tombstone, not an empty value.
+	ValueNull     bool `protobuf:"varint,7,opt,name=value_null,json=valueNull,proto3" json:"value_null,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1487,6 +1511,13 @@ func (x *RepublishMessage) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *RepublishMessage) GetValueNull() bool {
+	if x != nil {
+		return x.ValueNull
+	}
+	return false
 }
 
 type RepublishRequest struct {
@@ -1854,10 +1885,12 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bPosition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
-	"\x06offset\x18\x03 \x01(\x03R\x06offset\"0\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"O\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xd9\x02\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1d\n" +
+	"\n" +
+	"value_null\x18\x03 \x01(\bR\tvalueNull\"\xf8\x02\n" +
 	"\n" +
 	"DeadLetter\x12:\n" +
 	"\bposition\x18\x01 \x01(\v2\x1e.lifecycled.plugin.v1.PositionR\bposition\x12\x10\n" +
@@ -1868,17 +1901,22 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x11timestamp_unix_ms\x18\x06 \x01(\x03R\x0ftimestampUnixMs\x12%\n" +
 	"\x0eoriginal_topic\x18\a \x01(\tR\roriginalTopic\x12\x1c\n" +
 	"\ttruncated\x18\b \x01(\bR\ttruncated\x12#\n" +
-	"\roriginal_size\x18\t \x01(\x03R\foriginalSize\"`\n" +
+	"\roriginal_size\x18\t \x01(\x03R\foriginalSize\x12\x1d\n" +
+	"\n" +
+	"value_null\x18\n" +
+	" \x01(\bR\tvalueNull\"`\n" +
 	"\rCommitRequest\x12<\n" +
 	"\tpositions\x18\x02 \x03(\v2\x1e.lifecycled.plugin.v1.PositionR\tpositionsJ\x04\b\x01\x10\x02R\vinstance_id\"\x10\n" +
-	"\x0eCommitResponse\"\xb3\x01\n" +
+	"\x0eCommitResponse\"\xd2\x01\n" +
 	"\x10RepublishMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x19\n" +
 	"\bkey_null\x18\x04 \x01(\bR\akeyNull\x126\n" +
 	"\aheaders\x18\x05 \x03(\v2\x1c.lifecycled.plugin.v1.HeaderR\aheaders\x12\x14\n" +
-	"\x05value\x18\x06 \x01(\fR\x05value\"i\n" +
+	"\x05value\x18\x06 \x01(\fR\x05value\x12\x1d\n" +
+	"\n" +
+	"value_null\x18\a \x01(\bR\tvalueNull\"i\n" +
 	"\x10RepublishRequest\x12B\n" +
 	"\bmessages\x18\x02 \x03(\v2&.lifecycled.plugin.v1.RepublishMessageR\bmessagesJ\x04\b\x01\x10\x02R\vinstance_id\"\x93\x01\n" +
 	"\x0fRepublishResult\x12\x0e\n" +

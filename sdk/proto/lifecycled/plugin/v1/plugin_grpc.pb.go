@@ -22,6 +22,10 @@
 //   DeleteRequest.plan_fingerprint was added within version 2: a plugin
 //      built before it ignores it (and deletes as before), a daemon built
 //      before it sends none (and the plugin does not check).
+//   DeadLetter.value_null, RepublishMessage.value_null and Header.value_null
+//      were added within version 2: null is not empty (a tombstone is not an
+//      empty value). A peer built before them sends none, so its nulls arrive
+//      as empty, as they always did.
 //   TenantDeleter.Verify and DeleteResult.proof were added within version 2:
 //      a plugin built before them answers UNIMPLEMENTED (the daemon then
 //      verifies with Count, and says so) and sends no proof.
