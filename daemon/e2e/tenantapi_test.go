@@ -22,7 +22,9 @@ type apiJob struct {
 	Status   string `json:"status"`
 	Attempts int    `json:"attempts"`
 	Verified bool   `json:"verified"`
-	Report   struct {
+	// LastError is why the job stopped, BLOCKED or FAILED.
+	LastError string `json:"last_error"`
+	Report    struct {
 		Succeeded map[string]struct {
 			DeletedCount int64            `json:"deleted_count"`
 			Breakdown    map[string]int64 `json:"breakdown"`

@@ -82,10 +82,10 @@ postgres:app        SUCCEEDED  12       12     2
   public.instances             4
   public.steps                 8
 
-VERIFIED            LEFT
-postgres:app        0
-  public.instances  0
-  public.steps      0
+VERIFIED            METHOD  LEFT
+postgres:app        count   0
+  public.instances          0
+  public.steps              0
 `
 	require.True(t, strings.HasSuffix(got, want), "got:\n%s", got)
 	require.Contains(t, got, "verified  true")
