@@ -11,9 +11,8 @@ import (
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// inProcess is the source configured in the test's own process: the
-// plugin protocol carries whether a key is null, but not a value or a
-// header value, so their null and empty are checked on this side of it.
+// inProcess is the source configured in the test's own process, to check
+// the plugin itself apart from the plugin protocol.
 func inProcess(t *testing.T, addr string) sdk.DLQSource {
 	t.Helper()
 	s := &source{}
@@ -55,11 +54,15 @@ func TestNullIsNotEmpty(t *testing.T) {
 		}
 	})
 
-	t.Run("fetched through the plugin protocol, key", func(t *testing.T) {
+	t.Run("fetched through the plugin protocol", func(t *testing.T) {
 		got := fetchN(t, configured(t, broker.Addr, nil), 2, 30*time.Second)
 		require.Len(t, got, 2)
-		requireNull(t, nil, got[0].Key, "null key")
-		requireNull(t, []byte{}, got[1].Key, "empty key")
+		for i, want := range []*kgo.Record{null, empty} {
+			requireNull(t, want.Key, got[i].Key, "key")
+			requireNull(t, want.Value, got[i].Value, "value")
+			require.Len(t, got[i].Headers, 1)
+			requireNull(t, want.Headers[0].Value, got[i].Headers[0].Value, "header value")
+		}
 	})
 
 	t.Run("republished", func(t *testing.T) {

@@ -22,12 +22,12 @@ type MessageJSON struct {
 	RetryCount    int             `json:"retry_count"`
 	MaxRetries    int             `json:"max_retries"`
 	Payload       json.RawMessage `json:"payload"`
-	PayloadBase64 *string         `json:"payload_base64,omitempty"`
+	PayloadBase64 Base64Field     `json:"payload_base64,omitzero"`
 	// Truncated: the message was larger than the plugin RPC limit at intake
 	// and its value was not kept; it cannot be republished.
 	Truncated   bool          `json:"truncated,omitempty"`
 	Key         *string       `json:"key"`
-	KeyBase64   *string       `json:"key_base64,omitempty"`
+	KeyBase64   Base64Field   `json:"key_base64,omitzero"`
 	Headers     []HeaderJSON  `json:"headers"`
 	Status      dlq.Status    `json:"status"`
 	Source      string        `json:"source"`
@@ -54,13 +54,63 @@ type MessageJSON struct {
 }
 
 // HeaderJSON shows a header's key and value each as text when the bytes are
-// valid UTF-8; otherwise the text field is null and the bytes are in the
-// *_base64 field, which is present only then (the marker).
+// valid UTF-8; otherwise the text field is null and the *_base64 field
+// beside it says what there is (Base64Field): the bytes, or null for a null
+// value.
 type HeaderJSON struct {
-	Key         *string `json:"key"`
-	KeyBase64   *string `json:"key_base64,omitempty"`
-	Value       *string `json:"value"`
-	ValueBase64 *string `json:"value_base64,omitempty"`
+	Key         *string     `json:"key"`
+	KeyBase64   Base64Field `json:"key_base64,omitzero"`
+	Value       *string     `json:"value"`
+	ValueBase64 Base64Field `json:"value_base64,omitzero"`
+}
+
+// Base64Field is a *_base64 field of the API, beside a text field (or, for
+// a payload, the JSON field payload) that is null. Absent: the bytes are in
+// the field beside it. Null: there are no bytes at all, a null value (a
+// Kafka tombstone, a null key or header value), which is not an empty one.
+// A string: the bytes, which are not UTF-8 text (a payload: not JSON), in
+// standard base64; "" is zero bytes.
+type Base64Field struct {
+	Present bool
+	Value   *string
+}
+
+// IsZero makes omitzero leave the field out when it is not Present.
+func (f Base64Field) IsZero() bool { return !f.Present }
+
+// Null reports whether the field says there are no bytes (a null value).
+func (f Base64Field) Null() bool { return f.Present && f.Value == nil }
+
+// MarshalJSON implements json.Marshaler.
+func (f Base64Field) MarshalJSON() ([]byte, error) {
+	if f.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(*f.Value)
+}
+
+// UnmarshalJSON implements json.Unmarshaler; encoding/json calls it for a
+// null too, which is how Present tells null from absent.
+func (f *Base64Field) UnmarshalJSON(b []byte) error {
+	f.Present, f.Value = true, nil
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	f.Value = &s
+	return nil
+}
+
+// base64Of is the field that holds b.
+func base64Of(b []byte) Base64Field {
+	if b == nil {
+		return Base64Field{Present: true}
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return Base64Field{Present: true, Value: &s}
 }
 
 // AttemptJSON is one entry of a message's attempts history.
@@ -75,14 +125,14 @@ type AttemptJSON struct {
 }
 
 // textOrBase64 shows bytes as text when they are valid UTF-8 (JSON carries
-// any valid UTF-8 exactly, control characters escaped), else as base64.
-func textOrBase64(b []byte) (text, b64 *string) {
-	if utf8.Valid(b) {
+// any valid UTF-8 exactly, control characters escaped), else as base64; a
+// null value (nil) as null text and a null base64 field.
+func textOrBase64(b []byte) (*string, Base64Field) {
+	if b != nil && utf8.Valid(b) {
 		s := string(b)
-		return &s, nil
+		return &s, Base64Field{}
 	}
-	s := base64.StdEncoding.EncodeToString(b)
-	return nil, &s
+	return nil, base64Of(b)
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
@@ -124,18 +174,14 @@ func messageJSON(m *dlq.Message, sourceConfigured bool) MessageJSON {
 		out.NextRetryAt = nil
 	}
 	switch {
-	case m.Truncated():
+	case m.Truncated:
 		out.Payload, out.Truncated = json.RawMessage("null"), true
 	case len(m.Payload) > 0 && json.Valid(m.Payload):
 		out.Payload = json.RawMessage(m.Payload)
 	default:
-		out.Payload = json.RawMessage("null")
-		b := base64.StdEncoding.EncodeToString(m.Payload)
-		out.PayloadBase64 = &b
+		out.Payload, out.PayloadBase64 = json.RawMessage("null"), base64Of(m.Payload)
 	}
-	if m.Key != nil {
-		out.Key, out.KeyBase64 = textOrBase64(m.Key)
-	}
+	out.Key, out.KeyBase64 = textOrBase64(m.Key)
 	for _, h := range m.Headers {
 		var hj HeaderJSON
 		hj.Key, hj.KeyBase64 = textOrBase64(h.Key)

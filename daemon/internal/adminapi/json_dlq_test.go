@@ -41,7 +41,23 @@ func TestMessageJSONPayloadAndTimes(t *testing.T) {
 	require.Nil(t, got["payload"])
 	require.Equal(t, "cGxhaW4gdGV4dCAB", got["payload_base64"])
 
-	m.Payload = nil // too large to take in whole: kept without its payload
+	m.Payload = []byte{} // an empty value: zero bytes
+	b, _ = json.Marshal(messageJSON(m, true))
+	got = nil
+	require.NoError(t, json.Unmarshal(b, &got))
+	require.Nil(t, got["payload"])
+	require.Equal(t, "", got["payload_base64"])
+
+	m.Payload = nil // a null value (a tombstone): not an empty one
+	b, _ = json.Marshal(messageJSON(m, true))
+	got = nil
+	require.NoError(t, json.Unmarshal(b, &got))
+	require.Nil(t, got["payload"])
+	require.Contains(t, got, "payload_base64", "null, not absent")
+	require.Nil(t, got["payload_base64"])
+	require.NotContains(t, got, "truncated")
+
+	m.Payload, m.Truncated = nil, true // too large to take in whole: kept without its payload
 	b, _ = json.Marshal(messageJSON(m, true))
 	got = nil
 	require.NoError(t, json.Unmarshal(b, &got))
@@ -56,7 +72,8 @@ func TestMessageJSONShowsBytesAsTextOrBase64WithAMarker(t *testing.T) {
 	m := &dlq.Message{ID: uuid.New(), Payload: []byte("{}"), Key: []byte("k\xfe2"), Headers: []dlq.Header{
 		{Key: []byte("bad\xffkey"), Value: []byte("v\xfe")},
 		{Key: []byte("error"), Value: []byte("tab\tnul\x00")},
-		{Key: []byte{}, Value: nil},
+		{Key: []byte{}, Value: []byte{}},
+		{Key: []byte("trace"), Value: nil},
 	}, LastError: "MESSAGE_TOO_LARGE", Attempts: []dlq.Attempt{{At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Outcome: dlq.OutcomeDead, Error: "too large", Trigger: dlq.TriggerManual}}}
 	b, err := json.Marshal(messageJSON(m, true))
 	require.NoError(t, err)
@@ -72,7 +89,8 @@ func TestMessageJSONShowsBytesAsTextOrBase64WithAMarker(t *testing.T) {
 	require.Equal(t, "a/4y", *got.KeyBase64)
 	require.Equal(t, map[string]any{"key": nil, "key_base64": "YmFk/2tleQ==", "value": nil, "value_base64": "dv4="}, got.Headers[0])
 	require.Equal(t, map[string]any{"key": "error", "value": "tab\tnul\x00"}, got.Headers[1], "valid UTF-8 is text, control characters included")
-	require.Equal(t, map[string]any{"key": "", "value": ""}, got.Headers[2])
+	require.Equal(t, map[string]any{"key": "", "value": ""}, got.Headers[2], "an empty value is text")
+	require.Equal(t, map[string]any{"key": "trace", "value": nil, "value_base64": nil}, got.Headers[3], "a null value says so")
 	require.Equal(t, "MESSAGE_TOO_LARGE", *got.LastError)
 	require.Equal(t, []map[string]any{{"at": "2026-01-02T03:04:05.000+00:00", "outcome": "dead", "error": "too large", "trigger": "manual"}}, got.Attempts)
 
@@ -89,7 +107,15 @@ func TestMessageJSONShowsBytesAsTextOrBase64WithAMarker(t *testing.T) {
 	b, _ = json.Marshal(messageJSON(m, true))
 	plain = nil
 	require.NoError(t, json.Unmarshal(b, &plain))
-	require.Nil(t, plain["key"], "no key")
+	require.Nil(t, plain["key"], "a null key")
+	require.Contains(t, plain, "key_base64", "null, not absent: a null key is not an empty one")
+	require.Nil(t, plain["key_base64"])
+
+	m.Key = []byte{}
+	b, _ = json.Marshal(messageJSON(m, true))
+	plain = nil
+	require.NoError(t, json.Unmarshal(b, &plain))
+	require.Equal(t, "", plain["key"], "an empty key is a key")
 	require.NotContains(t, plain, "key_base64")
 }
 
@@ -123,29 +149,40 @@ func FuzzMessageJSONKeepsEveryByte(f *testing.F) {
 		}
 		for i, h := range back.Headers {
 			k, v := fromJSON(t, h.Key, h.KeyBase64), fromJSON(t, h.Value, h.ValueBase64)
-			if !bytes.Equal(k, headers[i].Key) || !bytes.Equal(v, headers[i].Value) {
+			if !bytes.Equal(k, headers[i].Key) || !bytes.Equal(v, headers[i].Value) || (v == nil) != (headers[i].Value == nil) {
 				t.Fatalf("header %d: JSON gives %q=%q, want %q=%q", i, k, v, headers[i].Key, headers[i].Value)
 			}
 		}
-		if k := fromJSON(t, back.Key, back.KeyBase64); !bytes.Equal(k, key) || (key == nil) != (back.Key == nil && back.KeyBase64 == nil) {
+		if k := fromJSON(t, back.Key, back.KeyBase64); !bytes.Equal(k, key) || (key == nil) != (k == nil) {
 			t.Fatalf("key: JSON gives %q, want %q", k, key)
+		}
+		if back.PayloadBase64.Present {
+			if p := fromJSON(t, nil, back.PayloadBase64); !bytes.Equal(p, payload) || (p == nil) != (payload == nil) {
+				t.Fatalf("payload: JSON gives %q, want %q", p, payload)
+			}
 		}
 	})
 }
 
-func fromJSON(t *testing.T, text, b64 *string) []byte {
+// fromJSON gives back the bytes a text field and its *_base64 field show:
+// nil for a null value, empty for zero bytes.
+func fromJSON(t *testing.T, text *string, b64 Base64Field) []byte {
 	switch {
-	case b64 != nil:
+	case b64.Present:
 		if text != nil {
 			t.Fatalf("both text and base64")
 		}
-		b, err := base64.StdEncoding.DecodeString(*b64)
+		if b64.Value == nil {
+			return nil
+		}
+		b, err := base64.StdEncoding.DecodeString(*b64.Value)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	case text != nil:
-		return []byte(*text)
+		return append([]byte{}, *text...)
 	}
+	t.Fatalf("neither text nor base64")
 	return nil
 }

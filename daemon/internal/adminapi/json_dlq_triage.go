@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"encoding/base64"
 	"encoding/json"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -50,18 +49,16 @@ type ReplayedJSON struct {
 	ID            string          `json:"id"`
 	Topic         string          `json:"topic"`
 	Key           *string         `json:"key"`
-	KeyBase64     *string         `json:"key_base64,omitempty"`
+	KeyBase64     Base64Field     `json:"key_base64,omitzero"`
 	Headers       []HeaderJSON    `json:"headers"`
 	Payload       json.RawMessage `json:"payload,omitempty"`
-	PayloadBase64 *string         `json:"payload_base64,omitempty"`
+	PayloadBase64 Base64Field     `json:"payload_base64,omitzero"`
 }
 
 func replayJSON(r *dlq.Replay, sourceConfigured bool) ReplayBody {
 	out := ReplayBody{Original: messageJSON(r.Original, sourceConfigured), DryRun: r.DryRun, Changed: replayChanges(r)}
 	rj := ReplayedJSON{ID: r.ID.String(), Topic: r.Topic, Headers: make([]HeaderJSON, 0, len(r.Headers))}
-	if r.Key != nil {
-		rj.Key, rj.KeyBase64 = textOrBase64(r.Key)
-	}
+	rj.Key, rj.KeyBase64 = textOrBase64(r.Key)
 	for _, h := range r.Headers {
 		var hj HeaderJSON
 		hj.Key, hj.KeyBase64 = textOrBase64(h.Key)
@@ -71,8 +68,7 @@ func replayJSON(r *dlq.Replay, sourceConfigured bool) ReplayBody {
 	if len(r.Payload) > 0 && json.Valid(r.Payload) {
 		rj.Payload = json.RawMessage(r.Payload)
 	} else {
-		b := base64.StdEncoding.EncodeToString(r.Payload)
-		rj.PayloadBase64 = &b
+		rj.PayloadBase64 = base64Of(r.Payload)
 	}
 	out.Replayed = rj
 	return out

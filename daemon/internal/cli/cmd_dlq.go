@@ -188,9 +188,7 @@ func dlqGetCmd(g *globals) *cobra.Command {
 			if m.LastError != nil {
 				fmt.Fprintf(w, "last error\t%s\n", oneLine(*m.LastError))
 			}
-			if m.Key != nil || m.KeyBase64 != nil {
-				fmt.Fprintf(w, "key\t%s\n", showBytes(m.Key, m.KeyBase64))
-			}
+			fmt.Fprintf(w, "key\t%s\n", showBytes(m.Key, m.KeyBase64))
 			for _, h := range m.Headers {
 				fmt.Fprintf(w, "header\t%s: %s\n", showBytes(h.Key, h.KeyBase64), showBytes(h.Value, h.ValueBase64))
 			}
@@ -215,9 +213,12 @@ func dlqGetCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "payload: not kept (the message was larger than the plugin RPC limit at intake)")
 				return nil
 			}
-			if m.PayloadBase64 != nil {
-				fmt.Fprintf(g.stdout, "payload (not JSON, base64):\n%s\n", *m.PayloadBase64)
-			} else {
+			switch {
+			case m.PayloadBase64.Null():
+				fmt.Fprintln(g.stdout, "payload: null (a tombstone: republished as one)")
+			case m.PayloadBase64.Value != nil:
+				fmt.Fprintf(g.stdout, "payload (not JSON, base64):\n%s\n", *m.PayloadBase64.Value)
+			default:
 				var pretty any
 				_ = json.Unmarshal(m.Payload, &pretty)
 				b, _ := json.MarshalIndent(pretty, "", "  ")
@@ -273,12 +274,14 @@ func dlqRetryCmd(g *globals) *cobra.Command {
 }
 
 // showBytes prints a text/base64 pair of the message JSON on one line.
-func showBytes(text, b64 *string) string {
+func showBytes(text *string, b64 adminapi.Base64Field) string {
 	switch {
 	case text != nil:
 		return oneLine(*text)
-	case b64 != nil:
-		return "(not UTF-8, base64) " + *b64
+	case b64.Value != nil:
+		return "(not UTF-8, base64) " + *b64.Value
+	case b64.Null():
+		return "(null)"
 	default:
 		return ""
 	}

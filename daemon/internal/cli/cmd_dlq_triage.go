@@ -84,15 +84,16 @@ func dlqReplayCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s replayed to %s as %s (changed: %s)\n", id, rep.Replayed.Topic, rep.Replayed.ID, changed)
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
-			if rep.Replayed.Key != nil || rep.Replayed.KeyBase64 != nil {
-				fmt.Fprintf(w, "key\t%s\n", showBytes(rep.Replayed.Key, rep.Replayed.KeyBase64))
-			}
+			fmt.Fprintf(w, "key\t%s\n", showBytes(rep.Replayed.Key, rep.Replayed.KeyBase64))
 			for _, h := range rep.Replayed.Headers {
 				fmt.Fprintf(w, "header\t%s: %s\n", showBytes(h.Key, h.KeyBase64), showBytes(h.Value, h.ValueBase64))
 			}
-			if rep.Replayed.PayloadBase64 != nil {
-				fmt.Fprintf(w, "payload\t(not JSON, base64) %s\n", *rep.Replayed.PayloadBase64)
-			} else {
+			switch {
+			case rep.Replayed.PayloadBase64.Null():
+				fmt.Fprintf(w, "payload\tnull (a tombstone)\n")
+			case rep.Replayed.PayloadBase64.Value != nil:
+				fmt.Fprintf(w, "payload\t(not JSON, base64) %s\n", *rep.Replayed.PayloadBase64.Value)
+			default:
 				fmt.Fprintf(w, "payload\t%s\n", oneLine(string(rep.Replayed.Payload)))
 			}
 			return w.Flush()

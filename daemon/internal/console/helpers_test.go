@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func TestLineDiff(t *testing.T) {
@@ -34,18 +36,23 @@ func TestLineDiff(t *testing.T) {
 }
 
 func TestViewPayload(t *testing.T) {
-	b64 := func(s string) *string { v := base64.StdEncoding.EncodeToString([]byte(s)); return &v }
+	b64 := func(s string) adminapi.Base64Field {
+		v := base64.StdEncoding.EncodeToString([]byte(s))
+		return adminapi.Base64Field{Present: true, Value: &v}
+	}
 	for name, tc := range map[string]struct {
 		raw  json.RawMessage
-		b64  *string
+		b64  adminapi.Base64Field
 		kind string
 		text string
 	}{
-		"json":   {raw: json.RawMessage(`{"a":1}`), kind: "json", text: "{\n  \"a\": 1\n}"},
-		"null":   {raw: json.RawMessage(`null`), kind: "empty"},
-		"text":   {b64: b64("payment 1: not json\n"), kind: "text", text: "payment 1: not json\n"},
-		"binary": {b64: b64("\x00\xff\x01k"), kind: "binary", text: "00000000  00 ff 01 6b                                       |...k|\n"},
-		"latin1": {b64: b64("caf\xe9"), kind: "binary"},
+		"json":      {raw: json.RawMessage(`{"a":1}`), kind: "json", text: "{\n  \"a\": 1\n}"},
+		"not kept":  {raw: json.RawMessage(`null`), kind: "empty"},
+		"tombstone": {raw: json.RawMessage(`null`), b64: adminapi.Base64Field{Present: true}, kind: "null"},
+		"empty":     {raw: json.RawMessage(`null`), b64: b64(""), kind: "text"},
+		"text":      {b64: b64("payment 1: not json\n"), kind: "text", text: "payment 1: not json\n"},
+		"binary":    {b64: b64("\x00\xff\x01k"), kind: "binary", text: "00000000  00 ff 01 6b                                       |...k|\n"},
+		"latin1":    {b64: b64("caf\xe9"), kind: "binary"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := viewPayload(tc.raw, tc.b64, base64.StdEncoding.DecodeString)

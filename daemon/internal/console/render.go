@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 // CSRFHeader carries the session's CSRF token from `lifecycled ui` to the
@@ -231,22 +233,26 @@ func withParam(u *url.URL, k, v string) string {
 }
 
 // payloadView is how a payload is shown: pretty JSON, text, or a hex dump
-// for bytes that are not text.
+// for bytes that are not text; "null" for a null value (a tombstone),
+// "empty" when nothing was kept.
 type payloadView struct {
-	Kind string // "json", "text", "binary", "empty"
+	Kind string // "json", "text", "binary", "null", "empty"
 	Text string
 }
 
-func viewPayload(raw json.RawMessage, b64 *string, decode func(string) ([]byte, error)) payloadView {
-	if b64 == nil {
+func viewPayload(raw json.RawMessage, b64 adminapi.Base64Field, decode func(string) ([]byte, error)) payloadView {
+	if b64.Null() {
+		return payloadView{Kind: "null"}
+	}
+	if b64.Value == nil {
 		if len(raw) == 0 || string(raw) == "null" {
 			return payloadView{Kind: "empty"}
 		}
 		return payloadView{Kind: "json", Text: prettyJSON(raw)}
 	}
-	b, err := decode(*b64)
+	b, err := decode(*b64.Value)
 	if err != nil {
-		return payloadView{Kind: "binary", Text: *b64}
+		return payloadView{Kind: "binary", Text: *b64.Value}
 	}
 	if utf8.Valid(b) && !bytes.ContainsAny(b, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f") {
 		return payloadView{Kind: "text", Text: string(b)}

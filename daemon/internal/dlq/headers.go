@@ -136,9 +136,6 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 		Payload:  d.Value,
 		Digest:   Digest(d),
 	}
-	if in.Payload == nil {
-		in.Payload = []byte{}
-	}
 	if ts := d.Timestamp; !ts.Before(producedAtMin) && ts.Before(producedAtMax) {
 		ts = ts.UTC()
 		in.ProducedAt = &ts
@@ -179,7 +176,7 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 		}
 	}
 	if d.Truncated {
-		in.Payload, in.FeedbackOf = nil, nil
+		in.Payload, in.FeedbackOf, in.Truncated = nil, nil, true
 		in.LastError = fmt.Sprintf("the message was %d bytes, more than the plugin RPC limit ([plugins] max_message_bytes): "+
 			"its value (and, if that was not enough, its key and headers) could not be kept, so it cannot be republished", d.OriginalSize)
 		in.Dead = true

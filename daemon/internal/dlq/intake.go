@@ -371,7 +371,7 @@ func Degrade(m Incoming, storeErr error) Incoming {
 	return Incoming{
 		Position: m.Position, Digest: m.Digest, ErrorMessage: UnknownError,
 		Key: m.Key, Headers: m.Headers, Payload: m.Payload, NoJSON: true,
-		Dead: m.Dead, LastError: reason,
+		Truncated: m.Truncated, Dead: m.Dead, LastError: reason,
 	}
 }
 

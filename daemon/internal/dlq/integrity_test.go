@@ -176,12 +176,12 @@ func TestIntakeStoresATruncatedMessageDeadWithTheReason(t *testing.T) {
 		m := got[1]
 		ok := got[0]
 		require.Equal(t, dlq.StatusDead, m.Status)
-		require.True(t, m.Truncated())
+		require.True(t, m.Truncated)
 		require.Contains(t, m.LastError, "73400320 bytes")
 		require.Equal(t, "NPE", m.ErrorMessage)
 		require.Equal(t, dlq.OutcomeTruncated, m.Attempts[0].Outcome)
 		require.Equal(t, dlq.StatusPending, ok.Status)
-		require.False(t, ok.Truncated())
+		require.False(t, ok.Truncated)
 
 		_, err := f.svc.Revive(ctx, m.ID, 0)
 		var nr *dlq.NotRevivableError

@@ -76,9 +76,13 @@ type Message struct {
 	MaxRetries    int
 	Key           []byte
 	Headers       []Header
-	// Payload is exactly as received; nil when the message was too large to
-	// take in whole (Truncated), so it cannot be republished.
-	Payload     []byte
+	// Payload is exactly as received: nil for a null value (a Kafka
+	// tombstone, republished as one), empty for an empty value; nil too
+	// when the message was too large to take in whole (Truncated).
+	Payload []byte
+	// Truncated: the message was too large to take in whole and its value
+	// was not kept, so it cannot be republished.
+	Truncated   bool
 	ProducedAt  *time.Time
 	Status      Status
 	CreatedAt   time.Time
@@ -98,7 +102,3 @@ type Message struct {
 	// Archived: read from the archive (a search with include_archived).
 	Archived bool
 }
-
-// Truncated reports whether the message was too large to take in whole:
-// its value was not kept, so it cannot be republished.
-func (m *Message) Truncated() bool { return m.Payload == nil }

@@ -91,7 +91,7 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 			return nil, err
 		}
 	}
-	if r.Payload == nil {
+	if m.Truncated && req.Payload == nil {
 		return nil, fmt.Errorf("%w: the message was too large to take in whole and its value was not kept: give a payload to replay", derrors.ErrConflict)
 	}
 	if r.Headers, err = replayHeaders(m, req.Headers, r.ID); err != nil {
@@ -245,7 +245,7 @@ func sameHeaders(a, b []Header) bool {
 		return false
 	}
 	for i := range a {
-		if !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) {
+		if !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) || (a[i].Value == nil) != (b[i].Value == nil) {
 			return false
 		}
 	}
@@ -257,7 +257,7 @@ func sameHeaders(a, b []Header) bool {
 func ReplayChanges(r *Replay) []string {
 	m := r.Original
 	var out []string
-	if !bytes.Equal(m.Payload, r.Payload) {
+	if !bytes.Equal(m.Payload, r.Payload) || (m.Payload == nil) != (r.Payload == nil) {
 		out = append(out, "payload")
 	}
 	if !bytes.Equal(m.Key, r.Key) || (m.Key == nil) != (r.Key == nil) {

@@ -250,7 +250,7 @@ func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid
 	outcomes := make([]Outcome, len(msgs))
 	bySource := map[string][]int{}
 	for i, m := range msgs {
-		if m.Truncated() {
+		if m.Truncated {
 			// Nothing to send: the value was not kept at intake.
 			outcomes[i] = Finish(m, EventRefused)
 			outcomes[i].Error = "the message was too large to take in whole and its value was not kept: it cannot be republished"

@@ -35,9 +35,12 @@ type Incoming struct {
 	// position is recorded with its digest, so that reading the DLQ topic
 	// again never applies a return twice.
 	FeedbackOf *uuid.UUID
+	// Truncated: the message was too large to take in whole and its value
+	// was not kept (Payload is nil, which otherwise is a null value).
+	Truncated bool
 	// Dead stores the message as DEAD (it was too large to take in whole:
-	// Payload is nil), with LastError and Attempt saying why. LastError
-	// also says why a message has no OriginalTopic.
+	// Truncated), with LastError and Attempt saying why. LastError also
+	// says why a message has no OriginalTopic.
 	Dead      bool
 	LastError string
 	Attempt   *Attempt
@@ -213,7 +216,7 @@ func NotRevivable(m *Message) *NotRevivableError {
 	if m.Status == StatusDead && m.OriginalTopic == "" {
 		return &NotRevivableError{Message: m, Reason: "message cannot be revived: it has no original topic to republish to"}
 	}
-	if m.Truncated() {
+	if m.Truncated {
 		return &NotRevivableError{Message: m, Reason: "message cannot be revived: it was too large to take in whole and its value was not kept"}
 	}
 	return &NotRevivableError{Message: m, Reason: fmt.Sprintf("message is not DEAD: status=%s, retry_count=%d/%d; only DEAD messages can be revived",

@@ -48,7 +48,7 @@ type dlqSQL struct {
 // the order both dialects' statements give them.
 const dlqInsertColumns = `id, original_topic, error_message, retry_count, max_retries, payload, status, created_at,
 	updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, produced_at,
-	next_retry_at, last_error, attempt_log, content_digest, failure_group`
+	next_retry_at, last_error, attempt_log, content_digest, failure_group, truncated`
 
 // returnColumns are the columns of a recorded return (dlq_returns).
 const returnColumns = `source, dlq_topic, source_partition, source_offset, content_digest, message_id, applied_at`
@@ -69,20 +69,20 @@ func digestOf(in dlq.Incoming) []byte {
 // for scanMessage; the same list in both dialects.
 const dlqColumns = `id, original_topic, error_message, retry_count, max_retries, status, created_at, updated_at,
 	last_retry_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload,
-	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL, message_key IS NULL, failure_group`
+	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL, message_key IS NULL, failure_group, truncated`
 
 func scanMessage(row scanner) (dlq.Message, error) {
 	var (
 		m                       dlq.Message
 		status                  string
 		headers, attempts       []byte
-		lastError               *string
-		payloadMissing, keyNull bool
+		lastError            *string
+		payloadNull, keyNull bool
 	)
 	err := row.Scan(&m.ID, &m.OriginalTopic, &m.ErrorMessage, &m.RetryCount, &m.MaxRetries, &status,
 		&m.CreatedAt, &m.UpdatedAt, &m.LastRetryAt, &m.Position.Source, &m.Position.Topic,
 		&m.Position.Partition, &m.Position.Offset, &m.Key, &headers, &m.Payload, &m.ProducedAt, &m.NextRetryAt,
-		&lastError, &attempts, &m.RepublishedAt, &payloadMissing, &keyNull, &m.Group)
+		&lastError, &attempts, &m.RepublishedAt, &payloadNull, &keyNull, &m.Group, &m.Truncated)
 	if err != nil {
 		return m, err
 	}
@@ -96,9 +96,9 @@ func scanMessage(row scanner) (dlq.Message, error) {
 	if lastError != nil {
 		m.LastError = *lastError
 	}
-	// A driver may read an empty BLOB as nil: only a NULL means "not kept"
-	// (a payload) or "no key" (a key; an empty key is a key).
-	if payloadMissing {
+	// A driver may read an empty BLOB as nil: only a NULL is a null value
+	// (a tombstone, or one not kept: Truncated) or a null key.
+	if payloadNull {
 		m.Payload = nil
 	} else if m.Payload == nil {
 		m.Payload = []byte{}
@@ -238,28 +238,29 @@ func feedbackOf(in dlq.Incoming) uuid.UUID {
 
 // replayColumns is what intake reads of the record that a returning replay
 // names (x-dlq-id), for scanReplayTarget.
-const replayColumns = `id, status, retry_count, max_retries, source, dlq_topic, republished_at, raw_payload, raw_payload IS NULL`
+const replayColumns = `id, status, retry_count, max_retries, source, dlq_topic, republished_at, raw_payload, raw_payload IS NULL, truncated`
 
 type replayTarget struct {
 	id               uuid.UUID
 	state            dlq.State
 	source, dlqTopic string
 	republishedAt    *time.Time
-	payload          []byte // nil when it was not kept
+	payload          []byte // nil for a null value or one not kept
+	truncated        bool
 }
 
 func scanReplayTarget(row scanner) (*replayTarget, error) {
 	var (
-		r       replayTarget
-		status  string
-		missing bool
+		r      replayTarget
+		status string
+		null   bool
 	)
 	if err := row.Scan(&r.id, &status, &r.state.RetryCount, &r.state.MaxRetries, &r.source, &r.dlqTopic,
-		&r.republishedAt, &r.payload, &missing); err != nil {
+		&r.republishedAt, &r.payload, &null, &r.truncated); err != nil {
 		return nil, err
 	}
 	r.state.Status = dlq.Status(status)
-	if missing {
+	if null {
 		r.payload = nil
 	} else if r.payload == nil {
 		r.payload = []byte{}
@@ -270,11 +271,12 @@ func scanReplayTarget(row scanner) (*replayTarget, error) {
 // ours reports whether in is a replay of r that failed again and came
 // back: the broker acknowledged a republish of r, and in came back on the
 // source and DLQ topic r was read from, with the very value bytes that
-// were republished. A header copied onto another dead letter (Kafka
-// Streams and many frameworks propagate headers) fails it.
+// were republished (a null value is not an empty one). A header copied onto
+// another dead letter (Kafka Streams and many frameworks propagate headers)
+// fails it.
 func (r *replayTarget) ours(in dlq.Incoming) bool {
 	return r.republishedAt != nil && in.Position.Source == r.source && in.Position.Topic == r.dlqTopic &&
-		r.payload != nil && in.Payload != nil && bytes.Equal(r.payload, in.Payload)
+		!r.truncated && !in.Truncated && (r.payload == nil) == (in.Payload == nil) && bytes.Equal(r.payload, in.Payload)
 }
 
 // takeReturn handles in, a message with an x-dlq-id, given r, the record it

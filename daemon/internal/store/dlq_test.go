@@ -137,7 +137,7 @@ func TestKeysAndHeadersAreStoredAsBytes(t *testing.T) {
 			require.Equal(t, want == nil, m.Key == nil, "no key and an empty key differ")
 			require.Equal(t, headers, m.Headers)
 			require.NotNil(t, m.Payload, "an empty payload is not a missing one")
-			require.False(t, m.Truncated())
+			require.False(t, m.Truncated)
 		}
 
 		// A row written before keys were bytes (key as JSON text) reads the same.
@@ -285,5 +285,60 @@ func TestFeedbackOnlyForOurOwnReplays(t *testing.T) {
 		require.Len(t, got.Attempts, 2)
 		require.Equal(t, dlq.OutcomeResolved, got.Attempts[0].Outcome)
 		require.Equal(t, dlq.OutcomeReturned, got.Attempts[1].Outcome)
+	})
+}
+
+// A null value (a tombstone) is stored as null, an empty one as empty, and
+// neither is a message too large to keep (Truncated): both can be retried.
+// Issue 27 case 4: until Truncated had its own column, a stored null meant
+// "not kept", so intake stored tombstones as empty values.
+func TestNullAndEmptyValuesAreStoredApartFromTruncated(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		null := incoming("n.dlq.v1", 0, "")
+		null.Payload, null.Key = nil, nil
+		null.Headers = []dlq.Header{{Key: []byte("trace"), Value: nil}, {Key: []byte("empty"), Value: []byte{}}}
+		empty := incoming("n.dlq.v1", 1, "")
+		empty.Key = []byte{}
+		truncated := incoming("n.dlq.v1", 2, "")
+		truncated.Payload, truncated.Truncated, truncated.Dead = nil, true, true
+		_, err := s.IngestDLQ(ctx, []dlq.Incoming{null, empty, truncated}, dlq.IngestOptions{Now: t0, MaxRetries: 3, FirstRetryAt: at(t0)})
+		require.NoError(t, err)
+
+		msgs, _, err := s.ListDLQ(ctx, dlq.ListFilter{Topic: "n.dlq.v1", Page: 1, PageSize: 10})
+		require.NoError(t, err)
+		byOffset := map[int64]dlq.Message{}
+		for _, m := range msgs {
+			byOffset[m.Position.Offset] = m
+		}
+		require.Len(t, byOffset, 3)
+		n, e, tr := byOffset[0], byOffset[1], byOffset[2]
+		require.Nil(t, n.Payload, "a null value stays null")
+		require.False(t, n.Truncated, "a null value is not one too large to keep")
+		require.Nil(t, n.Key)
+		require.Nil(t, n.Headers[0].Value, "a null header value stays null")
+		require.NotNil(t, n.Headers[1].Value, "an empty header value stays empty")
+		require.NotNil(t, e.Payload, "an empty value stays empty")
+		require.Empty(t, e.Payload)
+		require.NotNil(t, e.Key)
+		require.False(t, e.Truncated)
+		require.True(t, tr.Truncated)
+		require.Equal(t, dlq.StatusDead, tr.Status)
+
+		// Both can be retried: the claim takes them, a truncated one never.
+		now := t0.Add(time.Hour)
+		claimed, err := s.ClaimDueDLQ(ctx, 10, dlq.Claim{Owner: "o", Now: now, LeaseUntil: now.Add(time.Minute), Sources: []string{"kafka"}})
+		require.NoError(t, err)
+		var ids []int64
+		for _, m := range claimed {
+			ids = append(ids, m.Position.Offset)
+			if m.Position.Offset == 0 {
+				require.Nil(t, m.Payload, "the claim reads the null value as null")
+			}
+		}
+		require.ElementsMatch(t, []int64{0, 1}, ids)
+
+		// Revive refuses the truncated one: its value was not kept.
+		_, err = s.ReviveDLQ(ctx, tr.ID, dlq.Revive{Now: now, From: dlq.StatusDead, To: dlq.State{Status: dlq.StatusPending, MaxRetries: 3}})
+		require.Error(t, err)
 	})
 }

@@ -106,7 +106,7 @@ var pgDLQ = dlqSQL{
 		revive: `
 			UPDATE dlq.dlq_messages SET status = $6, retry_count = $7, max_retries = $2, next_retry_at = $3,
 				lease_owner = NULL, lease_expires_at = NULL, updated_at = $4, attempt_log = ` + pgAppendAttempt("$5") + `
-			WHERE id = $1 AND status = $8 AND raw_payload IS NOT NULL AND original_topic <> ''
+			WHERE id = $1 AND status = $8 AND NOT truncated AND original_topic <> ''
 			RETURNING ` + dlqColumns,
 		claimedRead: `SELECT ` + claimedColumns + ` FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
 	},
@@ -156,11 +156,11 @@ const pgIngest = `
 	WITH ins AS (
 		INSERT INTO dlq.dlq_messages (` + dlqInsertColumns + `)
 		SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, u.st, $14, $14, u.src, u.dt, u.pt, u.off, u.k,
-			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb, u.dg, u.fg
+			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb, u.dg, u.fg, u.tr
 		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
 			$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[], $15::text[],
-			$16::timestamptz[], $17::text[], $18::text[], $19::bytea[], $20::text[])
-			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al, dg, fg)
+			$16::timestamptz[], $17::text[], $18::text[], $19::bytea[], $20::text[], $24::bool[])
+			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al, dg, fg, tr)
 		WHERE NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.source = u.src
 				AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off
 				AND (a.content_digest = u.dg OR a.content_digest = '\x'::bytea))
@@ -217,6 +217,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 			logs                        = make([]string, n)
 			digests                     = make([][]byte, n)
 			groups                      = make([]string, n)
+			truncated                   = make([]bool, n)
 			known                       = map[string]bool{}
 			groupIDs, patterns, classes []string
 		)
@@ -231,7 +232,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 				s := string(in.Payload)
 				payloads[i] = &s
 			}
-			raws[i] = in.Payload // nil (NULL) only for a message too large to keep whole
+			raws[i], truncated[i] = in.Payload, in.Truncated // nil (NULL): a null value, or one too large to keep
 			digests[i] = digestOf(in)
 			groups[i] = r.group.ID
 			if !known[r.group.ID] {
@@ -242,7 +243,7 @@ func (p *Postgres) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq
 		var inserted int64
 		if err := q.queryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets,
 			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs, digests, groups,
-			groupIDs, patterns, classes).Scan(&inserted); err != nil {
+			groupIDs, patterns, classes, truncated).Scan(&inserted); err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		res.Inserted = int(inserted)

@@ -107,7 +107,7 @@ var sqliteDLQ = dlqSQL{
 		revive: `
 			UPDATE dlq_messages SET status = ?6, retry_count = ?7, max_retries = ?2, next_retry_at = ?3,
 				lease_owner = NULL, lease_expires_at = NULL, updated_at = ?4, attempt_log = ` + sqliteAppendAttempt("?5") + `
-			WHERE id = ?1 AND status = ?8 AND raw_payload IS NOT NULL AND original_topic <> ''
+			WHERE id = ?1 AND status = ?8 AND NOT truncated AND original_topic <> ''
 			RETURNING ` + dlqColumns,
 		claimedRead: `SELECT ` + claimedColumns + ` FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id`,
 	},
@@ -124,8 +124,9 @@ func sqliteAppendAttempt(param string) string {
 		" ELSE attempt_log END, '$[#]', json(%s))", dlq.MaxAttempts, param)
 }
 
-// rawPayload is what goes into raw_payload: NULL only for a message too
-// large to keep whole (nil), an empty BLOB for an empty one.
+// rawPayload is what goes into raw_payload: NULL for a null value (nil) or
+// one too large to keep whole (truncated says which), an empty BLOB for an
+// empty one.
 func rawPayload(b []byte) any {
 	if b == nil {
 		return nil
@@ -139,7 +140,7 @@ func rawPayload(b []byte) any {
 // position with another digest is a new dead letter.
 const sqliteIngest = `
 	INSERT INTO dlq_messages (` + dlqInsertColumns + `)
-	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20
+	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21
 	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.source = ?8 AND a.dlq_topic = ?9
 			AND a.source_partition = ?10 AND a.source_offset = ?11 AND (a.content_digest = ?19 OR a.content_digest = x''))
 		AND NOT EXISTS (SELECT 1 FROM dlq_messages m WHERE m.source = ?8 AND m.dlq_topic = ?9
@@ -171,7 +172,7 @@ func (s *SQLite) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.I
 			r := newRowOf(in, opts)
 			n, err := ins.exec(ctx, r.id, in.OriginalTopic, in.ErrorMessage, opts.MaxRetries, payload, r.status, opts.Now,
 				in.Position.Source, in.Position.Topic, in.Position.Partition, in.Position.Offset, in.Key, r.headers,
-				rawPayload(in.Payload), in.ProducedAt, r.nextRetryAt, r.lastError, r.attempts, digestOf(in), r.group.ID)
+				rawPayload(in.Payload), in.ProducedAt, r.nextRetryAt, r.lastError, r.attempts, digestOf(in), r.group.ID, in.Truncated)
 			if err != nil {
 				return fmt.Errorf("insert dead letter: %w", err)
 			}
