@@ -73,9 +73,9 @@ const dlqColumns = `id, original_topic, error_message, retry_count, max_retries,
 
 func scanMessage(row scanner) (dlq.Message, error) {
 	var (
-		m                       dlq.Message
-		status                  string
-		headers, attempts       []byte
+		m                    dlq.Message
+		status               string
+		headers, attempts    []byte
 		lastError            *string
 		payloadNull, keyNull bool
 	)
