@@ -173,10 +173,15 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 	if v, ok := lastHeader(d.Headers, HeaderID); ok {
 		if id, err := uuid.Parse(strings.TrimSpace(string(v))); err == nil {
 			in.FeedbackOf = &id
+			if v, ok := lastHeader(d.Headers, HeaderRetryCount); ok {
+				if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n > 0 {
+					in.FeedbackAttempt = n
+				}
+			}
 		}
 	}
 	if d.Truncated {
-		in.Payload, in.FeedbackOf, in.Truncated = nil, nil, true
+		in.Payload, in.FeedbackOf, in.FeedbackAttempt, in.Truncated = nil, nil, 0, true
 		in.LastError = fmt.Sprintf("the message was %d bytes, more than the plugin RPC limit ([plugins] max_message_bytes): "+
 			"its value (and, if that was not enough, its key and headers) could not be kept, so it cannot be republished", d.OriginalSize)
 		in.Dead = true

@@ -168,7 +168,36 @@ func TestInterpretKeepsATruncatedMessageAsDeadWithTheReason(t *testing.T) {
 	require.Contains(t, in.LastError, "73400320 bytes")
 	require.Contains(t, in.LastError, "max_message_bytes")
 	require.Nil(t, in.FeedbackOf, "never an update of another record")
+	require.True(t, in.Truncated)
 	require.Equal(t, &Attempt{At: now, Outcome: OutcomeTruncated, Error: in.LastError}, in.Attempt)
+}
+
+// A null value stays null (a tombstone), an empty one empty: neither is
+// truncated.
+func TestInterpretKeepsNullApartFromEmpty(t *testing.T) {
+	null := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Headers: []sdk.Header{{Key: []byte("h")}}}, time.Now(), nil)
+	require.Nil(t, null.Payload)
+	require.Nil(t, null.Headers[0].Value)
+	require.False(t, null.Truncated)
+	empty := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Value: []byte{},
+		Headers: []sdk.Header{{Key: []byte("h"), Value: []byte{}}}}, time.Now(), nil)
+	require.NotNil(t, empty.Payload)
+	require.NotNil(t, empty.Headers[0].Value)
+	require.False(t, empty.Truncated)
+}
+
+// A returning replay says which attempt failed again (x-dlq-retry-count,
+// the last one when repeated); anything but a positive number says nothing.
+func TestInterpretReadsTheAttemptOfAReturn(t *testing.T) {
+	id := uuid.New()
+	for value, want := range map[string]int{"1": 1, " 3 ": 3, "0": 0, "-2": 0, "x": 0, "": 0} {
+		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Value: []byte("{}"),
+			Headers: hs("x-dlq-retry-count", "9", "x-dlq-id", id.String(), "x-dlq-retry-count", value)}, time.Now(), nil)
+		require.Equal(t, want, in.FeedbackAttempt, "%q", value)
+	}
+	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Value: []byte("{}"),
+		Headers: hs("x-dlq-retry-count", "2")}, time.Now(), nil)
+	require.Zero(t, in.FeedbackAttempt, "without x-dlq-id it is no return")
 }
 
 func TestRepublishHeadersReplaceEarlierDLQHeaders(t *testing.T) {

@@ -35,6 +35,11 @@ type Incoming struct {
 	// position is recorded with its digest, so that reading the DLQ topic
 	// again never applies a return twice.
 	FeedbackOf *uuid.UUID
+	// FeedbackAttempt is the x-dlq-retry-count header of a returning
+	// replay: the number of the attempt that failed again (0 when absent).
+	// A return of an attempt already counted is the same failure written
+	// twice, and is not counted again.
+	FeedbackAttempt int
 	// Truncated: the message was too large to take in whole and its value
 	// was not kept (Payload is nil, which otherwise is a null value).
 	Truncated bool

@@ -307,6 +307,14 @@ func (s *sqlStore) takeReturn(ctx context.Context, q querier, in dlq.Incoming, r
 		res.Duplicates++ // recorded by a concurrent intake of the same position
 		return true, nil
 	}
+	if in.FeedbackAttempt > 0 && in.FeedbackAttempt != r.state.RetryCount+1 {
+		// Not the return of the latest attempt, which is the one not yet
+		// counted: the same failure written twice by the consumer, or a
+		// late copy of an earlier one. Its position is recorded, so that
+		// it is known when read again.
+		res.Duplicates++
+		return true, nil
+	}
 	to, _ := r.state.Next(dlq.EventReturned)
 	var next *time.Time
 	if to.Status == dlq.StatusPending && opts.FeedbackRetryAt != nil {

@@ -310,3 +310,63 @@ func TestNoOriginalTopicIsNeverClaimed(t *testing.T) {
 		require.NoError(t, s.DeleteDLQ(ctx, m.ID))
 	})
 }
+
+// Issue 27 case 3: a consumer that fails a replay may write its return
+// twice (a transaction aborted and redone by a client that reads
+// uncommitted, or an at-least-once retry of the produce): two records at
+// two offsets, both with the attempt's x-dlq-retry-count. The attempt
+// failed once, so it is counted once; the next attempt's return counts
+// again, and a late copy of an earlier one does not.
+func TestAReturnIsCountedOncePerAttempt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		id, back := ourReplay(t, s, "r.dlq.v1")
+		ingest(t, s, t0, digested("bystander.dlq.v1", 0, `{"b":1}`))
+		bystander := onlyMessage(t, s, "bystander.dlq.v1")
+		returnOf := func(offset int64, attempt int) dlq.Incoming {
+			in := back(offset)
+			in.FeedbackAttempt = attempt
+			return in
+		}
+		state := func() (int, []string) {
+			m, err := s.GetDLQ(ctx, id)
+			require.NoError(t, err)
+			var outcomes []string
+			for _, a := range m.Attempts {
+				outcomes = append(outcomes, a.Outcome)
+			}
+			return m.RetryCount, outcomes
+		}
+
+		res := ingest(t, s, t0.Add(time.Minute), returnOf(1, 1))
+		require.Equal(t, dlq.IngestResult{Feedback: 1}, res)
+		res = ingest(t, s, t0.Add(2*time.Minute), returnOf(2, 1))
+		require.Equal(t, dlq.IngestResult{Duplicates: 1}, res, "the same attempt's second return is the same failure")
+		n, outcomes := state()
+		require.Equal(t, 1, n, "one failed attempt")
+		require.Equal(t, []string{dlq.OutcomeResolved, dlq.OutcomeReturned}, outcomes)
+
+		resolve(t, s, id, t0.Add(3*time.Minute)) // attempt 2, acknowledged
+		res = ingest(t, s, t0.Add(4*time.Minute), returnOf(3, 2), returnOf(4, 1), returnOf(5, 2))
+		require.Equal(t, dlq.IngestResult{Feedback: 1, Duplicates: 2}, res, "attempt 2's return counts once; a late copy of attempt 1's does not")
+		n, outcomes = state()
+		require.Equal(t, 2, n)
+		require.Equal(t, []string{dlq.OutcomeResolved, dlq.OutcomeReturned, dlq.OutcomeResolved, dlq.OutcomeReturned}, outcomes)
+
+		// Reading the topic again changes nothing.
+		res = ingest(t, s, t0.Add(5*time.Minute), returnOf(1, 1), returnOf(2, 1), returnOf(3, 2), returnOf(4, 1), returnOf(5, 2))
+		require.Equal(t, dlq.IngestResult{Duplicates: 5}, res)
+		n2, outcomes2 := state()
+		require.Equal(t, n, n2)
+		require.Equal(t, outcomes, outcomes2)
+
+		// A return without the header (a client that drops headers) is
+		// counted as it always was: nothing tells its attempt.
+		resolve(t, s, id, t0.Add(6*time.Minute))
+		res = ingest(t, s, t0.Add(7*time.Minute), returnOf(6, 0))
+		require.Equal(t, dlq.IngestResult{Feedback: 1, Dead: 1}, res, "the third failed attempt of three")
+
+		after, err := s.GetDLQ(ctx, bystander.ID)
+		require.NoError(t, err)
+		require.Equal(t, bystander, *after, "another dead letter does not change")
+	})
+}
