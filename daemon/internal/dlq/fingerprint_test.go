@@ -198,6 +198,50 @@ var corpus = []struct {
 	{"http-log-date", "shipping.events.v1", "",
 		`webhook rejected at Fri Nov 27 07:00:00 UTC 2026: signature mismatch for delivery 0x2b`,
 		`webhook rejected at <ts>: signature mismatch for delivery <hex>`},
+	// Issue 27 case 6: common ids that split groups.
+	{"ulid", "orders.events.v1", "",
+		`order 01HZX3K8V7Q2M9TB4W6N0C5JRD not found in ledger`, `order <id> not found in ledger`},
+	{"ulid", "orders.events.v1", "",
+		`order 01J0A2B3C4D5E6F7G8H9JKMNPQ not found in ledger`, `order <id> not found in ledger`},
+	{"pod", "orders.events.v1", "",
+		`upstream orders-api-7d9f8b6c4-x2x9k refused the connection`, `upstream orders-api-<pod> refused the connection`},
+	{"pod", "orders.events.v1", "",
+		`upstream orders-api-5c4b79d8f9-qw8zt refused the connection`, `upstream orders-api-<pod> refused the connection`},
+	{"pod", "orders.events.v1", "",
+		`upstream orders-api-hx7q2 refused the connection`, `upstream orders-api-<pod> refused the connection`},
+	{"pod-other-service", "orders.events.v1", "",
+		`upstream billing-api-7d9f8b6c4-x2x9k refused the connection`, `upstream billing-api-<pod> refused the connection`},
+	{"https-is-a-word", "orders.events.v1", "",
+		`upstream my-https refused the connection`, `upstream my-https refused the connection`},
+	{"token", "auth.events.v1", "",
+		`token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U expired`, `token <token>.<token>.<token> expired`},
+	{"token", "auth.events.v1", "",
+		`token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI5ODc2NTQzMjEwIn0.Ab3dEf7hIj9kLm1nOp3qRs5tUv7wXy9zAb3dEf7hIj9 expired`, `token <token>.<token>.<token> expired`},
+	{"token-opaque", "auth.events.v1", "",
+		`token dGhpcyBpcyBhIHRva2VuIDEyMw== expired`, `token <token> expired`},
+	{"short-hex", "builds.events.v1", "",
+		`artifact a3f9c2e missing from cache`, `artifact <hex> missing from cache`},
+	{"short-hex", "builds.events.v1", "",
+		`artifact 9be04d1 missing from cache`, `artifact <hex> missing from cache`},
+	{"short-hex", "builds.events.v1", "",
+		`artifact 4f2a1 missing from cache`, `artifact <hex> missing from cache`},
+	{"sci", "metrics.events.v1", "",
+		`value -3.5e10 out of range for column amount`, `value <n> out of range for column amount`},
+	{"sci", "metrics.events.v1", "",
+		`value 1.2E+08 out of range for column amount`, `value <n> out of range for column amount`},
+	{"sci", "metrics.events.v1", "",
+		`value 42 out of range for column amount`, `value <n> out of range for column amount`},
+	{"sci", "metrics.events.v1", "",
+		`value 1,234,567.89 out of range for column amount`, `value <n> out of range for column amount`},
+	{"sci", "metrics.events.v1", "",
+		`value .5 out of range for column amount`, `value <n> out of range for column amount`},
+	{"sci", "metrics.events.v1", "",
+		`value +7 out of range for column amount`, `value <n> out of range for column amount`},
+	// Words that look like ids stay words.
+	{"words", "orders.events.v1", "",
+		`OrderValidationException in decade facade: base64 utf8 sha256 e2e`, `OrderValidationException in decade facade: base64 utf8 sha256 e2e`},
+	{"token-opaque", "auth.events.v1", "",
+		`token Zm9vYmFyLTk4NzY1NDMyMTA= expired`, `token <token> expired`},
 	// No error header at all.
 	{"unknown", "shipping.events.v1", "", UnknownError, UnknownError},
 }
@@ -274,5 +318,16 @@ func TestNormaliseErrorBounds(t *testing.T) {
 	}
 	if !ValidGroupID("0123456789abcdef") {
 		t.Error("a valid group id refused")
+	}
+}
+
+// BenchmarkNormaliseError is the normaliser's cost on the corpus, the work
+// intake does for each new error text (a storm repeats one, which the
+// group cache answers).
+func BenchmarkNormaliseError(b *testing.B) {
+	for b.Loop() {
+		for _, c := range corpus {
+			NormaliseError(c.err)
+		}
 	}
 }
