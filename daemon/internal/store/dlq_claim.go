@@ -28,6 +28,9 @@ const released = `CASE WHEN retry_count < max_retries THEN 'PENDING' ELSE 'DEAD'
 
 // claimSQL is the SQL of claims and what ends them, in one dialect.
 type claimSQL struct {
+	// Every claim and renewal also takes, last, the wall clock when the
+	// store was entered: the lease it writes starts when it is written
+	// (sqliteLeaseEnd).
 	claim string // one message: (id, now, owner, lease until)
 	// claimTopic claims a page of a topic created after a cursor: (topic,
 	// cursor created_at, cursor id, limit, now, owner, lease until).
@@ -51,7 +54,7 @@ type claimSQL struct {
 // ClaimDLQ implements dlq.Store.
 func (s *sqlStore) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
 	return s.changeOne(ctx, "claim dead letter", func(cur *dlq.Message) error { return dlq.NotRetryable(cur) },
-		s.sql.dlq.claim, id, c.Now, c.Owner, c.LeaseUntil)
+		s.sql.dlq.claim, id, c.Now, c.Owner, c.LeaseUntil, time.Now())
 }
 
 // changeOne runs a statement that changes the message whose id is its
@@ -74,12 +77,18 @@ func (s *sqlStore) changeOne(ctx context.Context, what string, refused func(cur 
 
 // ClaimDLQTopic implements dlq.Store.
 func (s *sqlStore) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.Cursor, limit int, c dlq.Claim) ([]dlq.Message, error) {
+	return s.claimTopic(ctx, topic, after, limit, c, time.Now())
+}
+
+// claimTopic is ClaimDLQTopic for a caller that entered the store at
+// entered (the lease starts when it is written: sqliteLeaseEnd).
+func (s *sqlStore) claimTopic(ctx context.Context, topic string, after *dlq.Cursor, limit int, c dlq.Claim, entered time.Time) ([]dlq.Message, error) {
 	var afterT time.Time // before every message
 	afterID := uuid.Nil
 	if after != nil {
 		afterT, afterID = after.CreatedAt, after.ID
 	}
-	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.dlq.claimTopic, topic, afterT, afterID, limit, c.Now, c.Owner, c.LeaseUntil)
+	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.dlq.claimTopic, topic, afterT, afterID, limit, c.Now, c.Owner, c.LeaseUntil, entered)
 	if err != nil {
 		return nil, fmt.Errorf("claim topic: %w", err)
 	}
@@ -104,7 +113,7 @@ func (s *sqlStore) CountRetryableDLQTopic(ctx context.Context, topic string) (in
 // ClaimDueDLQ implements dlq.Store.
 func (s *sqlStore) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
 	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.dlq.claimDue, c.Now, limit, c.Owner, c.LeaseUntil, s.sql.dlq.list(c.Sources),
-		s.sql.dlq.list(c.SkipTopics))
+		s.sql.dlq.list(c.SkipTopics), time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("claim due retries: %w", err)
 	}
@@ -114,7 +123,7 @@ func (s *sqlStore) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]d
 // RenewDLQClaims implements dlq.Store. Only the lease changes: no trigger
 // of the counts, the history or the search index looks at it.
 func (s *sqlStore) RenewDLQClaims(ctx context.Context, ids []uuid.UUID, c dlq.Claim) (int64, error) {
-	n, err := s.db.exec(ctx, s.sql.dlq.renew, s.sql.dlq.list(idStrings(ids)), c.Owner, c.Now, c.LeaseUntil)
+	n, err := s.db.exec(ctx, s.sql.dlq.renew, s.sql.dlq.list(idStrings(ids)), c.Owner, c.Now, c.LeaseUntil, time.Now())
 	if err != nil {
 		return 0, fmt.Errorf("renew retry leases: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -371,5 +372,101 @@ func TestALateOutcomeChangesNothing(t *testing.T) {
 		cur, err = s.GetDLQ(ctx, m.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.State{Status: dlq.StatusPending, RetryCount: 2, MaxRetries: 3}, cur.State())
+	})
+}
+
+// holdConnections takes every connection of the store's pool until the
+// returned release: a claim then waits, as it does behind a busy intake.
+func holdConnections(t *testing.T, s store.Store) (release func()) {
+	t.Helper()
+	switch x := s.(type) {
+	case *store.SQLite:
+		conn, err := x.DB().Conn(ctx(t))
+		require.NoError(t, err)
+		return func() { conn.Close() }
+	case *store.Postgres:
+		var held []*pgxpool.Conn
+		for range x.Pool().Config().MaxConns {
+			c, err := x.Pool().Acquire(ctx(t))
+			require.NoError(t, err)
+			held = append(held, c)
+		}
+		return func() {
+			for _, c := range held {
+				c.Release()
+			}
+		}
+	}
+	t.Fatalf("unknown store %T", s)
+	return nil
+}
+
+// Issue 27 case 5: the lease end was computed before the claim waited for
+// a connection (SQLite has one), so a claim that waited longer than the
+// lease wrote a lease that had already run out: the release of expired
+// leases handed the message back while it was being sent, another claim
+// took it, and it went out twice. A lease starts when it is written, for
+// each kind of claim and for a renewal.
+func TestALeaseStartsWhenTheClaimIsWritten(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		const lease = time.Second
+		now := time.Now().UTC()
+		ingestAt := func(topic string) dlq.Message {
+			t.Helper()
+			_, err := s.IngestDLQ(ctx, []dlq.Incoming{incoming(topic, 0, `{}`)}, dlq.IngestOptions{Now: now.Add(-time.Hour), MaxRetries: 3, FirstRetryAt: at(now.Add(-time.Hour))})
+			require.NoError(t, err)
+			return onlyMessage(t, s, topic)
+		}
+		one, due, page := ingestAt("one.dlq.v1"), ingestAt("due.dlq.v1"), ingestAt("page.dlq.v1")
+		claims := map[string]func(c dlq.Claim) error{
+			"ClaimDLQ": func(c dlq.Claim) error { _, err := s.ClaimDLQ(ctx, one.ID, c); return err },
+			"ClaimDueDLQ": func(c dlq.Claim) error {
+				c.Sources = []string{"kafka"}
+				c.SkipTopics = []string{"one.dlq.v1", "page.dlq.v1"}
+				got, err := s.ClaimDueDLQ(ctx, 10, c)
+				if err == nil && len(got) != 1 {
+					err = fmt.Errorf("claimed %d", len(got))
+				}
+				return err
+			},
+			"ClaimDLQTopic": func(c dlq.Claim) error {
+				got, err := s.ClaimDLQTopic(ctx, "page.dlq.v1", nil, 10, c)
+				if err == nil && len(got) != 1 {
+					err = fmt.Errorf("claimed %d", len(got))
+				}
+				return err
+			},
+		}
+		for _, name := range []string{"ClaimDLQ", "ClaimDueDLQ", "ClaimDLQTopic"} {
+			release := holdConnections(t, s)
+			start := time.Now().UTC()
+			c := dlq.Claim{Owner: "d", Now: start, LeaseUntil: start.Add(lease)}
+			done := make(chan error, 1)
+			go func() { done <- claims[name](c) }()
+			time.Sleep(2 * lease) // longer than the lease
+			release()
+			require.NoError(t, <-done, name)
+			n, err := s.ReleaseExpiredDLQLeases(ctx, time.Now().UTC())
+			require.NoError(t, err)
+			require.Zero(t, n, "%s: a lease written after a wait longer than itself has not run out", name)
+
+			// A renewal that waited as long is not already over either.
+			release = holdConnections(t, s)
+			renewAt := time.Now().UTC()
+			renew := c
+			renew.LeaseUntil = renewAt.Add(lease)
+			ids := []uuid.UUID{one.ID, due.ID, page.ID}
+			go func() { _, err := s.RenewDLQClaims(ctx, ids, renew); done <- err }()
+			time.Sleep(2 * lease)
+			release()
+			require.NoError(t, <-done)
+			n, err = s.ReleaseExpiredDLQLeases(ctx, time.Now().UTC())
+			require.NoError(t, err)
+			require.Zero(t, n, "%s: a renewal written after a long wait", name)
+			// Hand the message back, so that the next claim's check sees
+			// only its own.
+			_, err = s.ReleaseExpiredDLQLeases(ctx, time.Now().Add(time.Hour))
+			require.NoError(t, err)
+		}
 	})
 }

@@ -344,7 +344,7 @@ func (s *sqlStore) claimDLQIDs(ctx context.Context, items []dlq.OperationItem, o
 	}
 	seqJSON, _ := json.Marshal(seqs) // numbers always encode
 	msgs, err := queryAll(ctx, s.db, scanMessage, s.sql.ops.claimIDs, s.sql.dlq.list(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil,
-		op.String(), string(seqJSON))
+		op.String(), string(seqJSON), time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("claim dead letters: %w", err)
 	}

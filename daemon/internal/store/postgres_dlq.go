@@ -61,7 +61,7 @@ var pgDLQ = dlqSQL{
 	claimSQL: claimSQL{
 		claim: `
 			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3,
-				lease_expires_at = $4, updated_at = $2
+				lease_expires_at = ` + pgLeaseEnd("$4", "$5") + `, updated_at = $2
 			WHERE id = $1 AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < $2)
 			RETURNING ` + dlqColumns,
 		claimTopic: `
@@ -78,7 +78,7 @@ var pgDLQ = dlqSQL{
 				FOR UPDATE OF m SKIP LOCKED
 			)
 			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $5, lease_owner = $6,
-				lease_expires_at = $7, updated_at = $5
+				lease_expires_at = ` + pgLeaseEnd("$7", "$8") + `, updated_at = $5
 			FROM pick WHERE id = pick_id
 			RETURNING ` + dlqColumns,
 		countRetryable: `
@@ -93,7 +93,7 @@ var pgDLQ = dlqSQL{
 				ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED
 			)
 			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $1, lease_owner = $3,
-				lease_expires_at = $4, updated_at = $1
+				lease_expires_at = ` + pgLeaseEnd("$4", "$7") + `, updated_at = $1
 			FROM due WHERE id = due_id
 			RETURNING ` + dlqColumns,
 		releaseExpired: `
@@ -101,7 +101,7 @@ var pgDLQ = dlqSQL{
 				next_retry_at = CASE WHEN retry_count < max_retries THEN $1::timestamptz END, updated_at = $1
 			WHERE status = 'RETRYING' AND lease_expires_at < $1`,
 		renew: `
-			UPDATE dlq.dlq_messages SET lease_expires_at = $4
+			UPDATE dlq.dlq_messages SET lease_expires_at = ` + pgLeaseEnd("$4", "$5") + `
 			WHERE id = ANY($1::uuid[]) AND status = 'RETRYING' AND lease_owner = $2 AND last_retry_at = $3`,
 		revive: `
 			UPDATE dlq.dlq_messages SET status = $6, retry_count = $7, max_retries = $2, next_retry_at = $3,
@@ -188,6 +188,13 @@ const pgIngest = `
 		ON CONFLICT (id) DO UPDATE SET last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen)
 	)
 	SELECT count(*) FROM ins`
+
+// pgLeaseEnd is sqliteLeaseEnd on PostgreSQL: a claim waits for a pooled
+// connection, and for the row locks of other claims, after its caller read
+// the clock.
+func pgLeaseEnd(until, entered string) string {
+	return "(" + until + "::timestamptz + GREATEST(interval '0', clock_timestamp() - " + entered + "::timestamptz))"
+}
 
 // IngestDLQ implements dlq.Store: returning replays are applied, and the
 // new messages inserted with pgIngest, in one transaction.
@@ -320,10 +327,11 @@ func (p *Postgres) writeOutcomes(ctx context.Context, now time.Time) func(q quer
 // ClaimDLQTopic implements dlq.Store; the first page of a retry-all
 // refreshes the table's statistics first when they are stale.
 func (p *Postgres) ClaimDLQTopic(ctx context.Context, topic string, after *dlq.Cursor, limit int, c dlq.Claim) ([]dlq.Message, error) {
+	entered := time.Now() // the analysis is part of the claim's wait
 	if after == nil {
 		p.refreshStats(ctx)
 	}
-	return p.sqlStore.ClaimDLQTopic(ctx, topic, after, limit, c)
+	return p.claimTopic(ctx, topic, after, limit, c, entered)
 }
 
 // refreshStats analyzes the dead-letter table when a large share of it

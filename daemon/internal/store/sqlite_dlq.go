@@ -68,13 +68,13 @@ var sqliteDLQ = dlqSQL{
 	},
 	claimSQL: claimSQL{
 		claim: `
-			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4,
-				updated_at = ?2
+			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3,
+				lease_expires_at = ` + sqliteLeaseEnd("?4", "?5") + `, updated_at = ?2
 			WHERE id = ?1 AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < ?2)
 			RETURNING ` + dlqColumns,
 		claimTopic: `
-			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?5, lease_owner = ?6, lease_expires_at = ?7,
-				updated_at = ?5
+			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?5, lease_owner = ?6,
+				lease_expires_at = ` + sqliteLeaseEnd("?7", "?8") + `, updated_at = ?5
 			WHERE id IN (
 				SELECT id FROM (
 					SELECT * FROM (SELECT id, created_at FROM dlq_messages WHERE dlq_topic = ?1 AND status = 'PENDING'
@@ -90,8 +90,8 @@ var sqliteDLQ = dlqSQL{
 				+ (SELECT count(*) FROM dlq_messages WHERE original_topic = ?1 AND dlq_topic <> ?1
 					AND status = 'PENDING' AND ` + retryable + `)`,
 		claimDue: `
-			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?1, lease_owner = ?3, lease_expires_at = ?4,
-				updated_at = ?1
+			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?1, lease_owner = ?3,
+				lease_expires_at = ` + sqliteLeaseEnd("?4", "?7") + `, updated_at = ?1
 			WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'PENDING'
 				AND source IN (SELECT value FROM json_each(?5)) AND next_retry_at <= ?1
 				AND dlq_topic NOT IN (SELECT value FROM json_each(?6)) AND dlq_topic NOT IN (SELECT dlq_topic FROM dlq_topic_pauses WHERE resumed_at IS NULL)
@@ -102,7 +102,7 @@ var sqliteDLQ = dlqSQL{
 				next_retry_at = CASE WHEN retry_count < max_retries THEN ?1 END, updated_at = ?1
 			WHERE status = 'RETRYING' AND lease_expires_at < ?1`,
 		renew: `
-			UPDATE dlq_messages SET lease_expires_at = ?4
+			UPDATE dlq_messages SET lease_expires_at = ` + sqliteLeaseEnd("?4", "?5") + `
 			WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'RETRYING' AND lease_owner = ?2 AND last_retry_at = ?3`,
 		revive: `
 			UPDATE dlq_messages SET status = ?6, retry_count = ?7, max_retries = ?2, next_retry_at = ?3,
@@ -111,6 +111,17 @@ var sqliteDLQ = dlqSQL{
 			RETURNING ` + dlqColumns,
 		claimedRead: `SELECT ` + claimedColumns + ` FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id`,
 	},
+}
+
+// sqliteLeaseEnd is the end of a lease written by a claim or a renewal:
+// the lease the caller computed (until) moved on by the time the statement
+// waited after the caller entered the store (entered, the wall clock then),
+// read from SQLite's own clock when the statement runs. SQLite has one
+// connection: a claim may wait for it longer than a lease, and a lease
+// that ran out before it was written is taken again by another claim while
+// the first one's message is still being sent.
+func sqliteLeaseEnd(until, entered string) string {
+	return "(" + until + " + max(0, CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) - " + entered + "))"
 }
 
 // sqliteSameContent matches the rows of a position whose digest is ?5, or

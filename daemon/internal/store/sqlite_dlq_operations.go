@@ -47,7 +47,8 @@ var sqliteOps = opSQL{
 			lease_expires_at = NULL WHERE id = ?1`,
 	cancelRequested: `SELECT cancel_requested_at IS NOT NULL FROM dlq_operations WHERE id = ?1`,
 	claimIDs: `
-		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3, lease_expires_at = ?4, updated_at = ?2
+		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3,
+			lease_expires_at = ` + sqliteLeaseEnd("?4", "?7") + `, updated_at = ?2
 		WHERE id IN (SELECT value FROM json_each(?1)) AND ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < ?2)
 			AND id NOT IN (SELECT message_id FROM dlq_operation_items WHERE operation_id = ?5
 				AND seq IN (SELECT value FROM json_each(?6)) AND answered IS NOT NULL)
