@@ -40,7 +40,7 @@ E2E_GOTEST_FLAGS ?= -count=1 -timeout 20m
 STORE_PACKAGES = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... | \
 	awk '/\/store\/storetest( |$$)/ && $$1 !~ /storetest$$/ {print $$1}')
 
-.PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz fuzz-erasure bench demo clean htmx screenshots
+.PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz fuzz-erasure fuzz-dlq bench demo clean htmx screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -106,6 +106,9 @@ fuzz: ## run every fuzz target for FUZZTIME each
 SEEDS ?= 10000
 fuzz-erasure: test-deps test-bins ## run the schema fuzzer (internal/erasurefuzz) on SEEDS seeds per dialect (default 10000; make test runs 300), FUZZ_FIRST_SEED to move the window
 	LIFECYCLED_TEST_BIN=$(TEST_BIN) SEEDS=$(SEEDS) ./scripts/test-pg.sh $(GO) test -count=1 -timeout 0 -v -run '^TestSchemaFuzz(Postgres|MariaDB)$$' ./internal/erasurefuzz/
+
+fuzz-dlq: test-deps test-bins ## run the producer fuzzer (daemon/e2e TestProducerFuzz) on SEEDS seeds (default 10000; make test runs 4), DLQ_FUZZ_FIRST_SEED to move the window, DLQ_FUZZ_SEEDS=a,b for a list
+	LIFECYCLED_TEST_BIN=$(TEST_BIN) SEEDS=$(SEEDS) ./scripts/test-pg.sh $(GO) test -count=1 -timeout 0 -v -run '^TestProducerFuzz$$' ./daemon/e2e/
 
 HTMX_VERSION ?= 2.0.4
 htmx: ## refresh the web console's vendored htmx (HTMX_VERSION, via npm) and record its sha256 in htmx.lock
