@@ -27,6 +27,7 @@ func (s *Service) holdClaims(ctx context.Context, msgs []Message, c Claim) (rele
 	for i, m := range msgs {
 		ids[i] = m.ID
 	}
+	s.markSending(ids, +1)
 	pace := s.claimPace
 	if pace == nil {
 		pace = thirdOfTheLease
@@ -67,7 +68,35 @@ func (s *Service) holdClaims(ctx context.Context, msgs []Message, c Claim) (rele
 	return func() {
 		close(done)
 		wg.Wait()
+		s.markSending(ids, -1)
 	}
+}
+
+// markSending adds (+1) or removes (-1) messages from what this daemon is
+// sending (Sending). A message can be under two holds of this daemon at
+// once only when one of them lost it; it counts until both end.
+func (s *Service) markSending(ids []uuid.UUID, delta int) {
+	s.sendingMu.Lock()
+	defer s.sendingMu.Unlock()
+	if s.inFlight == nil {
+		s.inFlight = map[uuid.UUID]int{}
+	}
+	for _, id := range ids {
+		if s.inFlight[id] += delta; s.inFlight[id] <= 0 {
+			delete(s.inFlight, id)
+		}
+	}
+}
+
+// sending is what this daemon is sending now.
+func (s *Service) sending() Sending {
+	s.sendingMu.Lock()
+	defer s.sendingMu.Unlock()
+	out := Sending{Owner: s.owner, IDs: make([]uuid.UUID, 0, len(s.inFlight))}
+	for id := range s.inFlight {
+		out.IDs = append(out.IDs, id)
+	}
+	return out
 }
 
 // thirdOfTheLease renews a lease twice before it could run out.

@@ -42,7 +42,7 @@ func slowBroker(t *testing.T, f *fixture, leased bool) <-chan error {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if n, err := f.store.ReleaseExpiredDLQLeases(ctx, f.clock.now()); err != nil || n != 0 {
+			if n, err := f.store.ReleaseExpiredDLQLeases(ctx, f.clock.now(), dlq.Sending{}); err != nil || n != 0 {
 				errs <- errors.Join(err, errors.New("the release of expired leases took messages under a renewed claim"))
 			}
 		}

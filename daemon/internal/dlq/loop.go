@@ -37,7 +37,7 @@ func (l *RetryLoop) Stop(ctx context.Context) error { return l.loop.Stop(ctx) }
 // republishes every message that is due, a batch at a time.
 func (l *RetryLoop) RunOnce(ctx context.Context) error {
 	now := l.svc.now()
-	if n, err := l.svc.store.ReleaseExpiredDLQLeases(ctx, now); err != nil {
+	if n, err := l.svc.store.ReleaseExpiredDLQLeases(ctx, now, l.svc.sending()); err != nil {
 		return err
 	} else if n > 0 {
 		l.svc.log.Warn("returned messages of an expired retry lease to PENDING", "count", n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,6 +66,10 @@ type Service struct {
 	metrics *Metrics
 	now     func() time.Time
 	rnd     func() float64 // jitter source
+	// inFlight counts, by message, the holds (holdClaims) under which this
+	// daemon is sending it: see Sending.
+	sendingMu sync.Mutex
+	inFlight  map[uuid.UUID]int
 	// operations runs bulk operations; nil until NewOperationRunner.
 	operations *OperationRunner
 	// retryPages has a slot for each page of a bulk retry under way on

@@ -122,6 +122,18 @@ type Claim struct {
 	SkipTopics []string
 }
 
+// Sending is what one daemon (Owner) is sending now, under claims of its
+// own. A lease of these that ran out (its renewals waited behind other
+// statements) is not over: the send is under way and its outcome will be
+// recorded, so neither the release of expired leases nor a claim of this
+// daemon may take the message over and send it a second time. Another
+// daemon's leases, and this one's for messages it is not sending, expire
+// as they always did. The zero value keeps nothing.
+type Sending struct {
+	Owner string
+	IDs   []uuid.UUID
+}
+
 // Cursor walks a topic in creation order for retry-all.
 type Cursor struct {
 	CreatedAt time.Time
@@ -175,8 +187,9 @@ type Store interface {
 	// and returns how many it renewed.
 	RenewDLQClaims(ctx context.Context, ids []uuid.UUID, c Claim) (int64, error)
 	// ReleaseExpiredDLQLeases returns RETRYING messages whose lease ended to
-	// PENDING, due now, without counting an attempt.
-	ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error)
+	// PENDING, due now, without counting an attempt, but for those sending
+	// names: this daemon's own claims still being sent.
+	ReleaseExpiredDLQLeases(ctx context.Context, now time.Time, sending Sending) (int64, error)
 	// ReviveDLQ moves a DEAD message back to PENDING. It returns
 	// derrors.ErrNotFound, or a *NotRevivableError when the message is not
 	// DEAD or was not kept whole.

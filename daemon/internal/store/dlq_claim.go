@@ -39,7 +39,11 @@ type claimSQL struct {
 	// claimDue: PENDING messages due for a retry, but for paused topics:
 	// (now, limit, owner, lease until, sources, topics to skip).
 	claimDue       string
-	releaseExpired string // EventReleased for leases that ran out: (now)
+	// releaseExpired: EventReleased for leases that ran out, but for what
+	// one daemon is still sending (dlq.Sending): (now, owner, ids, a list).
+	// A claim of a single message or of a bulk page takes a RETRYING one
+	// whose lease ran out only from another daemon.
+	releaseExpired string
 	// renew extends the lease of messages still under a claim: (ids, a
 	// list; owner; the claim's time; lease until).
 	renew string
@@ -131,8 +135,8 @@ func (s *sqlStore) RenewDLQClaims(ctx context.Context, ids []uuid.UUID, c dlq.Cl
 }
 
 // ReleaseExpiredDLQLeases implements dlq.Store.
-func (s *sqlStore) ReleaseExpiredDLQLeases(ctx context.Context, now time.Time) (int64, error) {
-	n, err := s.db.exec(ctx, s.sql.dlq.releaseExpired, now)
+func (s *sqlStore) ReleaseExpiredDLQLeases(ctx context.Context, now time.Time, sending dlq.Sending) (int64, error) {
+	n, err := s.db.exec(ctx, s.sql.dlq.releaseExpired, now, sending.Owner, s.sql.dlq.list(idStrings(sending.IDs)))
 	if err != nil {
 		return 0, fmt.Errorf("release expired leases: %w", err)
 	}

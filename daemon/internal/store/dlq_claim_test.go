@@ -182,10 +182,10 @@ func TestExpiredLeasesReleased(t *testing.T) {
 		_, err = s.ClaimDLQ(ctx, msgs[1].ID, dlq.Claim{Owner: "live", Now: t0, LeaseUntil: t0.Add(time.Hour)})
 		require.NoError(t, err)
 
-		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(30*time.Second))
+		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(30*time.Second), dlq.Sending{})
 		require.NoError(t, err)
 		require.Zero(t, n)
-		n, err = s.ReleaseExpiredDLQLeases(ctx, t0.Add(2*time.Minute))
+		n, err = s.ReleaseExpiredDLQLeases(ctx, t0.Add(2*time.Minute), dlq.Sending{})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
 		cur, _ := s.GetDLQ(ctx, msgs[0].ID)
@@ -354,7 +354,7 @@ func TestALateOutcomeChangesNothing(t *testing.T) {
 			return got
 		}
 		first := claim(t0)
-		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(2*time.Minute))
+		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(2*time.Minute), dlq.Sending{})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n, "the first lease ran out")
 		second := claim(t0.Add(3 * time.Minute))
@@ -446,7 +446,7 @@ func TestALeaseStartsWhenTheClaimIsWritten(t *testing.T) {
 			time.Sleep(2 * lease) // longer than the lease
 			release()
 			require.NoError(t, <-done, name)
-			n, err := s.ReleaseExpiredDLQLeases(ctx, time.Now().UTC())
+			n, err := s.ReleaseExpiredDLQLeases(ctx, time.Now().UTC(), dlq.Sending{})
 			require.NoError(t, err)
 			require.Zero(t, n, "%s: a lease written after a wait longer than itself has not run out", name)
 
@@ -460,13 +460,45 @@ func TestALeaseStartsWhenTheClaimIsWritten(t *testing.T) {
 			time.Sleep(2 * lease)
 			release()
 			require.NoError(t, <-done)
-			n, err = s.ReleaseExpiredDLQLeases(ctx, time.Now().UTC())
+			n, err = s.ReleaseExpiredDLQLeases(ctx, time.Now().UTC(), dlq.Sending{})
 			require.NoError(t, err)
 			require.Zero(t, n, "%s: a renewal written after a long wait", name)
 			// Hand the message back, so that the next claim's check sees
 			// only its own.
-			_, err = s.ReleaseExpiredDLQLeases(ctx, time.Now().Add(time.Hour))
+			_, err = s.ReleaseExpiredDLQLeases(ctx, time.Now().Add(time.Hour), dlq.Sending{})
 			require.NoError(t, err)
 		}
+	})
+}
+
+// A daemon's own claim that it is still sending is not over when its lease
+// ran out (its renewals waited behind other statements): neither the
+// release of expired leases nor another claim of the same daemon takes it
+// over, so it is not sent twice. Another daemon's expired lease, and this
+// daemon's for a message it is no longer sending, are taken over as before.
+func TestADaemonNeverTakesOverItsOwnSendStillUnderWay(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		a, b := stored(t, s, "a.dlq.v1"), stored(t, s, "b.dlq.v1")
+		mine := dlq.Claim{Owner: "me", Now: t0, LeaseUntil: t0.Add(time.Minute)}
+		claimed(t, s, a.ID, mine)
+		claimed(t, s, b.ID, mine)
+		late := t0.Add(time.Hour) // both leases ran out
+
+		_, err := s.ClaimDLQ(ctx, a.ID, dlq.Claim{Owner: "me", Now: late, LeaseUntil: late.Add(time.Minute)})
+		require.Error(t, err, "this daemon does not take over its own claim")
+		n, err := s.ReleaseExpiredDLQLeases(ctx, late, dlq.Sending{Owner: "me", IDs: []uuid.UUID{a.ID}})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "only b, which it is no longer sending")
+		got, err := s.GetDLQ(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusRetrying, got.Status, "a is still being sent")
+		got, err = s.GetDLQ(ctx, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusPending, got.Status)
+
+		// Another daemon's expired lease is taken over, as leases are for.
+		m, err := s.ClaimDLQ(ctx, a.ID, dlq.Claim{Owner: "other", Now: late, LeaseUntil: late.Add(time.Minute)})
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusRetrying, m.Status)
 	})
 }

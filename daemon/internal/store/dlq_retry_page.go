@@ -107,9 +107,9 @@ func (s *sqlStore) skippedItem(ctx context.Context, it dlq.OperationItem) (dlq.I
 }
 
 // pgLockPage reads a page's messages under row locks, in id order, and
-// whether each may be claimed now ($2): the claim's predicate of
-// ClaimDLQIDs, evaluated on the locked row.
-const pgLockPage = `SELECT ` + dlqColumns + `, ` + retryable + ` AND (status = 'PENDING' OR lease_expires_at < $2)
+// whether each may be claimed now ($2) by owner ($3): the claim's predicate
+// of ClaimDLQIDs, evaluated on the locked row.
+const pgLockPage = `SELECT ` + dlqColumns + `, ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < $2 AND lease_owner <> $3))
 	FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 
 // lockedMessage is a message read by pgLockPage.
@@ -156,7 +156,7 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		locked, err := queryAll(ctx, q, func(sc scanner) (l lockedMessage, err error) {
 			l.m, err = scanMessage(withExtra{scanner: sc, extra: []any{&l.claimable}})
 			return l, err
-		}, pgLockPage, ids, claimedAt)
+		}, pgLockPage, ids, claimedAt, owner)
 		if err != nil {
 			return fmt.Errorf("lock a page of dead letters: %w", err)
 		}

@@ -208,7 +208,7 @@ func TestAClaimWhoseAttemptsReturnsUsedUpEndsDead(t *testing.T) {
 				got := finished(t, s, "d", t0.Add(time.Hour), []dlq.Outcome{o})
 				require.Equal(t, dlq.OutcomeDead, got[0].Record.Name)
 			} else {
-				n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(3*time.Hour))
+				n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(3*time.Hour), dlq.Sending{})
 				require.NoError(t, err)
 				require.EqualValues(t, 1, n)
 			}
@@ -235,7 +235,7 @@ func TestReleaseOfExpiredLeasesIsTheStateMachines(t *testing.T) {
 				`UPDATE dlq_messages SET status = 'RETRYING', retry_count = ?2, lease_owner = 'x', lease_expires_at = ?3 WHERE id = ?1`,
 				m.ID.String(), int(m.Position.Offset), sqlTime(s, t0))
 		}
-		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(time.Minute))
+		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(time.Minute), dlq.Sending{})
 		require.NoError(t, err)
 		require.EqualValues(t, 5, n)
 		for _, m := range msgs {
