@@ -38,7 +38,7 @@ type claimSQL struct {
 	countRetryable string // what claimTopic would take from the start: (topic)
 	// claimDue: PENDING messages due for a retry, but for paused topics:
 	// (now, limit, owner, lease until, sources, topics to skip).
-	claimDue       string
+	claimDue string
 	// releaseExpired: EventReleased for leases that ran out, but for what
 	// one daemon is still sending (dlq.Sending): (now, owner, ids, a list).
 	// A claim of a single message or of a bulk page takes a RETRYING one
