@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -138,9 +140,12 @@ func (w withExtra) Scan(dest ...any) error { return w.scanner.Scan(append(dest, 
 // they were (PENDING); the operation resumes after its lease and sends
 // them again, as a claim whose lease ran out would be.
 //
-// The transaction is not tried again on a deadlock like others are: the
-// messages went out already, and sending them again is not the store's
-// decision. The page fails, and with it the run.
+// When the transaction is rolled back after the send (a deadlock victim:
+// the counters' rows are taken by other writers too), the messages went
+// out all the same: what was sent is recorded in a transaction of its own
+// (recordSentPage), for every message still as the page locked it, so that
+// a send is not left unrecorded and sent again. The send is never
+// repeated here.
 func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.Recorded, error) {
 	ids := make([]string, len(page.Items))
 	for i, it := range page.Items {
@@ -148,54 +153,16 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 	}
 	owner, claimedAt := page.Claim.Owner, page.Claim.Now
 	var (
-		answer []dlq.Recorded
-		lost   error
+		answer   []dlq.Recorded
+		lost     error
+		outcomes []dlq.Outcome
+		progress func([]dlq.Recorded) *dlq.OperationProgress
+		sent     bool
+		asLocked = map[uuid.UUID]time.Time{} // updated_at of each message sent, as locked
 	)
-	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		q := pgConn{q: tx}
-		locked, err := queryAll(ctx, q, func(sc scanner) (l lockedMessage, err error) {
-			l.m, err = scanMessage(withExtra{scanner: sc, extra: []any{&l.claimable}})
-			return l, err
-		}, pgLockPage, ids, claimedAt, owner)
-		if err != nil {
-			return fmt.Errorf("lock a page of dead letters: %w", err)
-		}
-		byID := make(map[uuid.UUID]lockedMessage, len(locked))
-		for _, l := range locked {
-			byID[l.m.ID] = l
-		}
-		// Read under the locks: a daemon that lost the operation wrote
-		// its answers with the outcomes, before it let the messages go.
-		answered, err := p.answeredItems(ctx, q, page.Operation, page.Items)
-		if err != nil {
-			return err
-		}
-		var (
-			claimed []dlq.Message
-			skipped []dlq.ItemResult
-		)
-		cur := make(map[uuid.UUID]dlq.Current, len(locked))
-		for _, it := range page.Items {
-			l, ok := byID[it.ID]
-			r, sent := answered[it.Seq]
-			switch {
-			case sent:
-				r.ID = it.ID
-				skipped = append(skipped, r)
-			case !ok:
-				skipped = append(skipped, dlq.SkippedItem(it, nil))
-			case !l.claimable:
-				skipped = append(skipped, dlq.SkippedItem(it, &l.m))
-			default:
-				// The message as the claim would have left it.
-				m := l.m
-				at := claimedAt
-				m.Status, m.LastRetryAt = dlq.StatusRetrying, &at
-				claimed = append(claimed, m)
-				cur[m.ID] = dlq.Current{State: m.State(), LeaseOwner: owner, ClaimedAt: &at, Attempts: m.Attempts}
-			}
-		}
-		outcomes, progress := page.Send(claimed, skipped)
+	// record writes the outcomes of the send for the messages of cur, and
+	// the page's progress.
+	record := func(q pgConn, cur map[uuid.UUID]dlq.Current) error {
 		now := page.Now()
 		rows, a, err := finish(owner, now, outcomes, cur)
 		if err != nil {
@@ -220,9 +187,106 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 			}
 		}
 		return nil
+	}
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		q := pgConn{q: tx}
+		locked, err := p.lockPage(ctx, q, ids, claimedAt, owner)
+		if err != nil {
+			return err
+		}
+		// Read under the locks: a daemon that lost the operation wrote
+		// its answers with the outcomes, before it let the messages go.
+		answered, err := p.answeredItems(ctx, q, page.Operation, page.Items)
+		if err != nil {
+			return err
+		}
+		var (
+			claimed []dlq.Message
+			skipped []dlq.ItemResult
+		)
+		cur := make(map[uuid.UUID]dlq.Current, len(locked))
+		for _, it := range page.Items {
+			l, ok := locked[it.ID]
+			r, done := answered[it.Seq]
+			switch {
+			case done:
+				r.ID = it.ID
+				skipped = append(skipped, r)
+			case !ok:
+				skipped = append(skipped, dlq.SkippedItem(it, nil))
+			case !l.claimable:
+				skipped = append(skipped, dlq.SkippedItem(it, &l.m))
+			default:
+				m := claimedAs(l.m, claimedAt)
+				claimed = append(claimed, m)
+				cur[m.ID] = dlq.Current{State: m.State(), LeaseOwner: owner, ClaimedAt: &claimedAt, Attempts: m.Attempts}
+				asLocked[m.ID] = l.m.UpdatedAt
+			}
+		}
+		outcomes, progress = page.Send(claimed, skipped)
+		sent = true
+		return record(q, cur)
 	})
+	if err != nil && sent && rolledBack(err) {
+		err = p.recordSentPage(ctx, ids, claimedAt, owner, asLocked, record)
+	}
 	if err != nil {
 		return nil, pgError(err)
 	}
 	return answer, lost
+}
+
+// lockPage locks a page's messages (pgLockPage), by id.
+func (p *Postgres) lockPage(ctx context.Context, q pgConn, ids []string, claimedAt time.Time, owner string) (map[uuid.UUID]lockedMessage, error) {
+	locked, err := queryAll(ctx, q, func(sc scanner) (l lockedMessage, err error) {
+		l.m, err = scanMessage(withExtra{scanner: sc, extra: []any{&l.claimable}})
+		return l, err
+	}, pgLockPage, ids, claimedAt, owner)
+	if err != nil {
+		return nil, fmt.Errorf("lock a page of dead letters: %w", err)
+	}
+	byID := make(map[uuid.UUID]lockedMessage, len(locked))
+	for _, l := range locked {
+		byID[l.m.ID] = l
+	}
+	return byID, nil
+}
+
+// claimedAs is m as the claim at claimedAt would have left it.
+func claimedAs(m dlq.Message, claimedAt time.Time) dlq.Message {
+	m.Status, m.LastRetryAt = dlq.StatusRetrying, &claimedAt
+	return m
+}
+
+// recordSentPage records, in a transaction of its own, the outcomes of a
+// page whose transaction was rolled back after its messages were sent:
+// for each message still as the page locked it (nobody wrote it since),
+// the outcome applies as it would have; one that changed meanwhile keeps
+// its change, and its outcome is answered as not recorded.
+func (p *Postgres) recordSentPage(ctx context.Context, ids []string, claimedAt time.Time, owner string,
+	asLocked map[uuid.UUID]time.Time, record func(pgConn, map[uuid.UUID]dlq.Current) error) error {
+	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		q := pgConn{q: tx}
+		locked, err := p.lockPage(ctx, q, ids, claimedAt, owner)
+		if err != nil {
+			return err
+		}
+		cur := map[uuid.UUID]dlq.Current{}
+		for id, at := range asLocked {
+			l, ok := locked[id]
+			if !ok || !l.claimable || !l.m.UpdatedAt.Equal(at) {
+				continue
+			}
+			m := claimedAs(l.m, claimedAt)
+			cur[id] = dlq.Current{State: m.State(), LeaseOwner: owner, ClaimedAt: &claimedAt, Attempts: m.Attempts}
+		}
+		return record(q, cur)
+	})
+}
+
+// rolledBack reports whether PostgreSQL rolled a transaction back as a
+// deadlock victim or for a serialization failure.
+func rolledBack(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }

@@ -449,3 +449,47 @@ func TestALostPageIsCountedWhenItsOperationEndsMeanwhile(t *testing.T) {
 	require.Equal(t, dlq.StatusPending, m.Status, "the other item was not sent")
 	require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
 }
+
+// Found by the producer fuzzer (issue 27, seed 255): on PostgreSQL a page
+// is sent while its transaction holds the messages' locks; when that
+// transaction is then rolled back as a deadlock victim (the counters' rows
+// are taken by other writers too), the sent messages stayed PENDING and
+// went out a second time later. What was sent is recorded all the same.
+func TestARetryPageRolledBackAfterItsSendIsRecorded(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		pg, ok := s.(*store.Postgres)
+		if !ok {
+			t.Skip("SQLite writes a page's claims before the send (RetryDLQPage there)")
+		}
+		f := newRetryPageFixture(t, ctx, s, 3)
+		done := make(chan error, 1)
+		rec, err := s.RetryDLQPage(ctx, f.page(0, f.items, acked, func(c []dlq.Message, _ []dlq.ItemResult) {
+			// Another writer takes the topic's counter rows, which recording
+			// the outcomes needs, and then waits for a message the page holds.
+			tx, err := pg.Pool().Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, `SET LOCAL deadlock_timeout = '20s'`) // the page is the one to find the deadlock
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, `SELECT 1 FROM dlq.dlq_topic_counts WHERE dlq_topic = 'orders.dlq.v1' FOR UPDATE`)
+			require.NoError(t, err)
+			go func() {
+				defer tx.Rollback(context.Background())
+				time.Sleep(300 * time.Millisecond) // the page waits for the counters by now
+				_, err := tx.Exec(ctx, `SELECT 1 FROM dlq.dlq_messages WHERE id = $1 FOR UPDATE`, c[0].ID)
+				done <- err
+			}()
+		}))
+		require.NoError(t, <-done, "the other writer got the message once the page's transaction was rolled back")
+		require.NoError(t, err, "what was sent is recorded")
+		require.Len(t, rec, 3)
+		for _, r := range rec {
+			require.True(t, r.Applied)
+		}
+		for _, it := range f.items {
+			m, err := s.GetDLQ(ctx, it.ID)
+			require.NoError(t, err)
+			require.Equal(t, dlq.StatusResolved, m.Status, "sent once, recorded: never sent again")
+		}
+		require.Equal(t, f.bystanders, f.topicJSON(t, ctx, "payments.dlq.v1"))
+	})
+}
