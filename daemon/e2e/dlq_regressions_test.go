@@ -208,11 +208,14 @@ func TestDLQReReadReturnsAreNotCountedAgain(t *testing.T) {
 }
 
 // A replay that comes back while the record's next republish is in flight
-// (a second consumer group also failed on the first replay) took the record
-// out of RETRYING and cleared its lease; the broker then acknowledged the
-// in-flight republish, the outcome no longer applied, and the retry
-// answered 200 RESOLVED while the record stayed PENDING. Now the return is
-// counted under the lease, and the acknowledgement is recorded.
+// took the record out of RETRYING and cleared its lease; the broker then
+// acknowledged the in-flight republish, the outcome no longer applied, and
+// the retry answered 200 RESOLVED while the record stayed PENDING. Now the
+// return is counted under the lease, and the acknowledgement is recorded.
+// A return counts once per attempt (issue 27): a second consumer group's
+// failure of replay 1 is not another failed attempt; a failure of the
+// replay in flight (x-dlq-retry-count 2: a consumer read it before the
+// daemon recorded the broker's acknowledgement) is.
 func TestDLQReturnDuringARetryKeepsTheLeaseAndTheAcknowledgement(t *testing.T) {
 	t.Parallel()
 	k := testsvc.Kafka(t, 1)
@@ -261,8 +264,10 @@ lease = "30s"
 		done <- answer{code, body}
 	}()
 	testsvc.Eventually(t, 3*time.Second, func() bool { return getMessage(t, d, a.ID).Status == "RETRYING" }, "retry in flight")
-	// Meanwhile consumer group Y's failure on replay 1 arrives.
+	// Meanwhile consumer group Y's failure on replay 1 arrives: the same
+	// failed attempt, not counted again; then a failure of replay 2.
 	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "x-dlq-id="+a.ID, "-H", "x-dlq-retry-count=1", "-H", "error=group Y failed")
+	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "x-dlq-id="+a.ID, "-H", "x-dlq-retry-count=2", "-H", "error=group X failed again")
 	testsvc.Eventually(t, 6*time.Second, func() bool { return getMessage(t, d, a.ID).RetryCount == 2 }, "the return is counted during the retry")
 	mid := getMessage(t, d, a.ID)
 	require.Equal(t, "RETRYING", mid.Status, "the return does not take the record out of its retry")
@@ -280,7 +285,7 @@ lease = "30s"
 	require.NoError(t, json.Unmarshal(ans.body, &body))
 	require.Equal(t, m.Status, body["status"], "the answer is the stored status")
 	require.Equal(t, "RESOLVED", m.Status, "the broker's acknowledgement is recorded")
-	require.Equal(t, 2, m.RetryCount, "both returns counted")
+	require.Equal(t, 2, m.RetryCount, "one return of each attempt counted")
 	require.Equal(t, []string{"resolved", "returned", "returned", "resolved"}, outcomesOf(m))
 	require.Len(t, consumeKcat(t, k, "orders.events.v1"), 2, "two republishes")
 }

@@ -111,7 +111,7 @@ func (s *sqlStore) skippedItem(ctx context.Context, it dlq.OperationItem) (dlq.I
 // pgLockPage reads a page's messages under row locks, in id order, and
 // whether each may be claimed now ($2) by owner ($3): the claim's predicate
 // of ClaimDLQIDs, evaluated on the locked row.
-const pgLockPage = `SELECT ` + dlqColumns + `, ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < $2 AND lease_owner <> $3))
+const pgLockPage = `SELECT ` + dlqColumns + `, ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < $2 AND lease_owner IS DISTINCT FROM $3))
 	FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 
 // lockedMessage is a message read by pgLockPage.

@@ -62,7 +62,7 @@ var pgDLQ = dlqSQL{
 		claim: `
 			UPDATE dlq.dlq_messages SET status = 'RETRYING', last_retry_at = $2, lease_owner = $3,
 				lease_expires_at = ` + pgLeaseEnd("$4", "$5") + `, updated_at = $2
-			WHERE id = $1 AND ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < $2 AND lease_owner <> $3))
+			WHERE id = $1 AND ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < $2 AND lease_owner IS DISTINCT FROM $3))
 			RETURNING ` + dlqColumns,
 		claimTopic: `
 			WITH cand AS (
@@ -99,7 +99,7 @@ var pgDLQ = dlqSQL{
 		releaseExpired: `
 			UPDATE dlq.dlq_messages SET status = ` + released + `, lease_owner = NULL, lease_expires_at = NULL,
 				next_retry_at = CASE WHEN retry_count < max_retries THEN $1::timestamptz END, updated_at = $1
-			WHERE status = 'RETRYING' AND lease_expires_at < $1 AND NOT (lease_owner = $2 AND id = ANY($3::uuid[]))`,
+			WHERE status = 'RETRYING' AND lease_expires_at < $1 AND NOT (lease_owner IS NOT DISTINCT FROM $2 AND id = ANY($3::uuid[]))`,
 		renew: `
 			UPDATE dlq.dlq_messages SET lease_expires_at = ` + pgLeaseEnd("$4", "$5") + `
 			WHERE id = ANY($1::uuid[]) AND status = 'RETRYING' AND lease_owner = $2 AND last_retry_at = $3`,

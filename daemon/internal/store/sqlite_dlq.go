@@ -70,7 +70,7 @@ var sqliteDLQ = dlqSQL{
 		claim: `
 			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3,
 				lease_expires_at = ` + sqliteLeaseEnd("?4", "?5") + `, updated_at = ?2
-			WHERE id = ?1 AND ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < ?2 AND lease_owner <> ?3))
+			WHERE id = ?1 AND ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < ?2 AND lease_owner IS NOT ?3))
 			RETURNING ` + dlqColumns,
 		claimTopic: `
 			UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?5, lease_owner = ?6,
@@ -101,7 +101,7 @@ var sqliteDLQ = dlqSQL{
 			UPDATE dlq_messages SET status = ` + released + `, lease_owner = NULL, lease_expires_at = NULL,
 				next_retry_at = CASE WHEN retry_count < max_retries THEN ?1 END, updated_at = ?1
 			WHERE status = 'RETRYING' AND lease_expires_at < ?1
-				AND NOT (lease_owner = ?2 AND id IN (SELECT value FROM json_each(?3)))`,
+				AND NOT (lease_owner IS ?2 AND id IN (SELECT value FROM json_each(?3)))`,
 		renew: `
 			UPDATE dlq_messages SET lease_expires_at = ` + sqliteLeaseEnd("?4", "?5") + `
 			WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'RETRYING' AND lease_owner = ?2 AND last_retry_at = ?3`,

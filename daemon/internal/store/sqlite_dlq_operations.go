@@ -49,7 +49,7 @@ var sqliteOps = opSQL{
 	claimIDs: `
 		UPDATE dlq_messages SET status = 'RETRYING', last_retry_at = ?2, lease_owner = ?3,
 			lease_expires_at = ` + sqliteLeaseEnd("?4", "?7") + `, updated_at = ?2
-		WHERE id IN (SELECT value FROM json_each(?1)) AND ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < ?2 AND lease_owner <> ?3))
+		WHERE id IN (SELECT value FROM json_each(?1)) AND ` + retryable + ` AND (status = 'PENDING' OR (lease_expires_at < ?2 AND lease_owner IS NOT ?3))
 			AND id NOT IN (SELECT message_id FROM dlq_operation_items WHERE operation_id = ?5
 				AND seq IN (SELECT value FROM json_each(?6)) AND answered IS NOT NULL)
 		RETURNING ` + dlqColumns,
