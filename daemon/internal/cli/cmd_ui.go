@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -67,7 +69,12 @@ it becomes a session cookie; every request without the session is refused
 			fmt.Fprintln(g.stdout, url)
 			fmt.Fprintf(g.stderr, "lifecycled ui: serving the console of %s; open the URL above (its token works once); Ctrl-C stops\n", c.addr)
 			if open {
-				if err := exec.Command("xdg-open", url).Start(); err != nil {
+				file, remove, err := redirectFile(url)
+				if err == nil {
+					defer remove()
+					err = exec.Command("xdg-open", file).Start()
+				}
+				if err != nil {
 					fmt.Fprintf(g.stderr, "lifecycled ui: --open: %v; open the URL by hand\n", err)
 				}
 			}
@@ -90,6 +97,28 @@ it becomes a session cookie; every request without the session is refused
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to serve on (host:port; port 0 picks a free one); keep it on loopback and tunnel with ssh -L")
-	cmd.Flags().BoolVar(&open, "open", false, "open the URL in a browser (xdg-open)")
+	cmd.Flags().BoolVar(&open, "open", false, "open the console in a browser (xdg-open) through a redirect in a file only you can read: the token goes on no command line")
 	return cmd
+}
+
+// redirectFile writes a page that sends the browser to url into a file
+// only this user can read (0600, in a new 0700 directory), and returns its
+// path and how to remove it. The browser is given the file, never the URL:
+// a command line is readable by every local user (/proc/PID/cmdline), who
+// would redeem the one-time token first. Jupyter opens its console so.
+func redirectFile(url string) (path string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "lifecycled-ui-")
+	if err != nil {
+		return "", nil, localErrorf("a directory for the redirect: %v", err)
+	}
+	remove = func() { _ = os.RemoveAll(dir) }
+	esc := html.EscapeString(url)
+	page := `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + esc + `">` +
+		`<title>lifecycled console</title><p><a href="` + esc + `">Open the lifecycled console</a></p>`
+	path = filepath.Join(dir, "open.html")
+	if err := os.WriteFile(path, []byte(page), 0o600); err != nil {
+		remove()
+		return "", nil, localErrorf("write the redirect: %v", err)
+	}
+	return path, remove, nil
 }
