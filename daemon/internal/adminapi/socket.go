@@ -40,6 +40,9 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 			return nil, fmt.Errorf("create socket directory: %w", err)
 		}
 	}
+	if err := checkSocketDir(dir); err != nil {
+		return nil, err
+	}
 	stale, err := CheckSocketPath(o.Path)
 	if err != nil {
 		return nil, err
@@ -51,8 +54,15 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 		}
 	}
 
-	tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d.tmp", filepath.Base(o.Path), os.Getpid()))
-	_ = os.Remove(tmp)
+	// The socket is bound, given its mode and group in a directory of its
+	// own (0700): nobody else can reach it there or put anything in its
+	// place between those steps, which change it by path.
+	priv, err := os.MkdirTemp(dir, ".lifecycled-socket-")
+	if err != nil {
+		return nil, fmt.Errorf("create a directory for the admin socket: %w", err)
+	}
+	defer os.RemoveAll(priv)
+	tmp := filepath.Join(priv, "admin.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.Path, err)
@@ -60,7 +70,6 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 	l.SetUnlinkOnClose(false)
 	fail := func(err error) (*net.UnixListener, error) {
 		l.Close()
-		os.Remove(tmp)
 		return nil, err
 	}
 	if err := os.Chmod(tmp, o.Mode); err != nil {
@@ -79,6 +88,38 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 		return fail(fmt.Errorf("move admin socket into place: %w", err))
 	}
 	return l, nil
+}
+
+// checkSocketDir refuses a socket directory that anyone but this user (or
+// root) owns or can write, and parents that others can write without the
+// sticky bit (/tmp has it): whoever can write there can put a symlink or
+// another file where the socket goes, as OpenSSH's StrictModes refuses.
+func checkSocketDir(dir string) error {
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("socket directory %s: %w", dir, err)
+	}
+	euid := uint32(os.Geteuid())
+	for p, own := resolved, true; ; p, own = filepath.Dir(p), false {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("socket directory %s: %w", p, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("socket directory %s: no owner to check", p)
+		}
+		writable := fi.Mode().Perm()&0o022 != 0
+		switch {
+		case st.Uid != euid && st.Uid != 0:
+			return fmt.Errorf("socket directory %s is owned by uid %d, not by this user (%d) or root: refusing to put the admin socket under it", p, st.Uid, euid)
+		case writable && (own || fi.Mode()&os.ModeSticky == 0):
+			return fmt.Errorf("socket directory %s is writable by its group or others (%v): refusing to put the admin socket there; chmod go-w %s or set admin.listen elsewhere", p, fi.Mode().Perm(), p)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // CheckSocketPath says whether the admin socket path is free to use: a live
