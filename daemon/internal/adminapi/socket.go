@@ -57,12 +57,14 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 	// The socket is bound, given its mode and group in a directory of its
 	// own (0700): nobody else can reach it there or put anything in its
 	// place between those steps, which change it by path.
-	priv, err := os.MkdirTemp(dir, ".lifecycled-socket-")
+	// Short names: a socket's path has a limit of 107 bytes, and this one
+	// must fit where the socket's own name does.
+	priv, err := os.MkdirTemp(dir, ".")
 	if err != nil {
 		return nil, fmt.Errorf("create a directory for the admin socket: %w", err)
 	}
 	defer os.RemoveAll(priv)
-	tmp := filepath.Join(priv, "admin.sock")
+	tmp := filepath.Join(priv, "s")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.Path, err)
@@ -91,9 +93,12 @@ func listenUnix(o SocketOptions) (*net.UnixListener, error) {
 }
 
 // checkSocketDir refuses a socket directory that anyone but this user (or
-// root) owns or can write, and parents that others can write without the
-// sticky bit (/tmp has it): whoever can write there can put a symlink or
-// another file where the socket goes, as OpenSSH's StrictModes refuses.
+// root) owns or can write, and parents owned by another user or writable by
+// everyone without the sticky bit (/tmp has it): whoever can write there
+// can put a symlink or another file where the socket goes, as OpenSSH's
+// StrictModes refuses. A parent writable by its group passes (a user
+// private group's home directory, umask 002); the socket's own directory
+// may not be.
 func checkSocketDir(dir string) error {
 	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -109,12 +114,12 @@ func checkSocketDir(dir string) error {
 		if !ok {
 			return fmt.Errorf("socket directory %s: no owner to check", p)
 		}
-		writable := fi.Mode().Perm()&0o022 != 0
+		writable := fi.Mode().Perm()&0o002 != 0 || own && fi.Mode().Perm()&0o020 != 0
 		switch {
 		case st.Uid != euid && st.Uid != 0:
 			return fmt.Errorf("socket directory %s is owned by uid %d, not by this user (%d) or root: refusing to put the admin socket under it", p, st.Uid, euid)
 		case writable && (own || fi.Mode()&os.ModeSticky == 0):
-			return fmt.Errorf("socket directory %s is writable by its group or others (%v): refusing to put the admin socket there; chmod go-w %s or set admin.listen elsewhere", p, fi.Mode().Perm(), p)
+			return fmt.Errorf("socket directory %s is writable by others than its owner (%v): refusing to put the admin socket there; chmod go-w %s or set admin.listen elsewhere", p, fi.Mode().Perm(), p)
 		}
 		if p == filepath.Dir(p) {
 			return nil

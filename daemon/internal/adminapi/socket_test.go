@@ -13,7 +13,7 @@ import (
 // can write, a racing user swapped the path and made a root daemon chmod a
 // file of theirs choosing. A directory writable by anyone but the daemon's
 // user is refused, as OpenSSH's StrictModes does; parents may be writable
-// by others only with the sticky bit (/tmp).
+// by everyone only with the sticky bit (/tmp), and by their group.
 func TestASocketDirectoryOthersCanWriteIsRefused(t *testing.T) {
 	for _, mode := range []os.FileMode{0o777, 0o770, 0o757, 0o1777} {
 		dir := filepath.Join(t.TempDir(), "run")
@@ -28,11 +28,23 @@ func TestASocketDirectoryOthersCanWriteIsRefused(t *testing.T) {
 		entries, _ := os.ReadDir(dir)
 		require.Empty(t, entries, "mode %v: nothing is created there", mode)
 	}
+	// A parent writable by everyone, without the sticky bit: refused.
+	parent := filepath.Join(t.TempDir(), "shared")
+	require.NoError(t, os.MkdirAll(filepath.Join(parent, "run"), 0o700))
+	require.NoError(t, os.Chmod(parent, 0o777))
+	_, err := listenUnix(SocketOptions{Path: filepath.Join(parent, "run", "admin.sock"), Mode: 0o660})
+	require.ErrorContains(t, err, "writable by")
+	// Writable by its group (a user private group's home): fine.
+	require.NoError(t, os.Chmod(parent, 0o775))
+	l, err := listenUnix(SocketOptions{Path: filepath.Join(parent, "run", "admin.sock"), Mode: 0o660})
+	require.NoError(t, err)
+	l.Close()
+
 	// Its own directory, under /tmp (sticky, writable by all): fine.
 	dir := filepath.Join(t.TempDir(), "run")
 	require.NoError(t, os.Mkdir(dir, 0o750))
 	path := filepath.Join(dir, "admin.sock")
-	l, err := listenUnix(SocketOptions{Path: path, Mode: 0o660})
+	l, err = listenUnix(SocketOptions{Path: path, Mode: 0o660})
 	require.NoError(t, err)
 	defer l.Close()
 	st, err := os.Lstat(path)
