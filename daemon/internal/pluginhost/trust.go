@@ -15,7 +15,8 @@ import (
 // writable by anyone else; a world-writable directory is accepted only with
 // the sticky bit (as /tmp), where others cannot replace what they do not
 // own. A default path inside plugin_dir that is a symlink must point inside
-// plugin_dir too. A binary writable by its group is run with a warning.
+// plugin_dir too. A binary writable by its group is refused as well: anyone
+// in the group could replace it.
 
 // checkTrust returns why path must not be run, or nil, and warnings.
 // pluginDir is set when path is the default one inside plugin_dir.
@@ -47,7 +48,7 @@ func checkTrust(path, pluginDir string) (warnings []string, err error) {
 	case mode&0o002 != 0:
 		return nil, fmt.Errorf("%s is writable by anyone (mode %04o): refusing to run it (chmod o-w %s)", real, mode, real)
 	case mode&0o020 != 0:
-		warnings = append(warnings, fmt.Sprintf("%s is writable by its group (mode %04o): anyone in that group can replace the plugin (chmod g-w %s, or set sha256)", real, mode, real))
+		return nil, fmt.Errorf("%s is writable by its group (mode %04o): anyone in that group can replace the plugin; refusing to run it (chmod g-w %s)", real, mode, real)
 	}
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		di, err := os.Stat(dir)
