@@ -286,15 +286,12 @@ var protoMismatchRE = regexp.MustCompile(`Plugin version: (\d+), Client versions
 // and configures it.
 func (in *instance) launch() error {
 	in.setState(StateStarting, "")
-	trustWarnings, err := checkTrust(in.cfg.Path, in.cfg.PluginDir)
+	err := checkTrust(in.cfg.Path, in.cfg.PluginDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("plugin %s: binary %s not found (is plugin_dir right? `make build` puts plugins in ./bin)", in.cfg.Name, in.cfg.Path)
 	}
 	if err != nil {
 		return fmt.Errorf("plugin %s: %w", in.cfg.Name, err)
-	}
-	for _, w := range trustWarnings {
-		in.log.Warn("unsafe plugin binary", "warning", w)
 	}
 	sum, err := fileSHA256(in.cfg.Path)
 	if err != nil {

@@ -18,55 +18,55 @@ import (
 // plugin_dir too. A binary writable by its group is refused as well: anyone
 // in the group could replace it.
 
-// checkTrust returns why path must not be run, or nil, and warnings.
-// pluginDir is set when path is the default one inside plugin_dir.
-func checkTrust(path, pluginDir string) (warnings []string, err error) {
+// checkTrust returns why path must not be run, or nil. pluginDir is set
+// when path is the default one inside plugin_dir.
+func checkTrust(path, pluginDir string) error {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if pluginDir != "" {
 		dir, err := filepath.EvalSymlinks(pluginDir)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if rel, err := filepath.Rel(dir, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, fmt.Errorf("%s is a symlink to %s, outside plugin_dir %s: refusing to run it (install the binary in plugin_dir, or name it with path = ...)", path, real, pluginDir)
+			return fmt.Errorf("%s is a symlink to %s, outside plugin_dir %s: refusing to run it (install the binary in plugin_dir, or name it with path = ...)", path, real, pluginDir)
 		}
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", real)
+		return fmt.Errorf("%s is not a regular file", real)
 	}
 	if err := trustedOwner(real, fi); err != nil {
-		return nil, err
+		return err
 	}
 	switch mode := fi.Mode().Perm(); {
 	case mode&0o002 != 0:
-		return nil, fmt.Errorf("%s is writable by anyone (mode %04o): refusing to run it (chmod o-w %s)", real, mode, real)
+		return fmt.Errorf("%s is writable by anyone (mode %04o): refusing to run it (chmod o-w %s)", real, mode, real)
 	case mode&0o020 != 0:
-		return nil, fmt.Errorf("%s is writable by its group (mode %04o): anyone in that group can replace the plugin; refusing to run it (chmod g-w %s)", real, mode, real)
+		return fmt.Errorf("%s is writable by its group (mode %04o): anyone in that group can replace the plugin; refusing to run it (chmod g-w %s)", real, mode, real)
 	}
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		di, err := os.Stat(dir)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := trustedOwner(dir, di); err != nil {
-			return nil, err
+			return err
 		}
 		if mode := di.Mode(); mode.Perm()&0o002 != 0 && mode&os.ModeSticky == 0 {
-			return nil, fmt.Errorf("directory %s, above plugin %s, is writable by anyone (mode %04o, no sticky bit): anyone can replace the plugin; refusing to run it (chmod o-w %s)",
+			return fmt.Errorf("directory %s, above plugin %s, is writable by anyone (mode %04o, no sticky bit): anyone can replace the plugin; refusing to run it (chmod o-w %s)",
 				dir, real, mode.Perm(), dir)
 		}
 		if dir == filepath.Dir(dir) {
 			break
 		}
 	}
-	return warnings, nil
+	return nil
 }
 
 // trustedOwner accepts files owned by root or by the daemon's own user.
