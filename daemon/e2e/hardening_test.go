@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -103,4 +104,34 @@ func TestStateStoreOutageIs503AndStatusSaysUnknown(t *testing.T) {
 	require.NotContains(t, out, "PENDING 0")
 	outage(false)
 	testsvc.Eventually(t, 30*time.Second, func() bool { code, _ := d.Do("GET", "/api/v1/dlq", nil, nil); return code == 200 }, "back after the outage")
+}
+
+// Issue 33 case 7: /readyz?verbose on the loopback metrics port, which asks
+// for no credentials, showed each failing plugin's whole error: database
+// hosts, users and names. The TCP port says which check fails; the admin
+// socket keeps the detail.
+func TestReadinessOnTheMetricsPortNamesNoConnectionDetails(t *testing.T) {
+	t.Parallel()
+	port, closed := testsvc.FreePort(t), testsvc.FreePort(t)
+	dsn := fmt.Sprintf("postgres://secretuser@127.0.0.1:%d/secretdb?sslmode=disable&connect_timeout=1", closed)
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port),
+		Extra: fmt.Sprintf("[[deleter]]\nname = \"postgres:app\"\nplugin = \"postgres\"\n[deleter.config]\ndsn = %q\ntables = [\"notes\"]\n", dsn)})
+	var socketBody string
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		code, body := d.Do("GET", "/readyz?verbose", nil, nil)
+		socketBody = string(body)
+		return code == 503 && strings.Contains(socketBody, "postgres:app")
+	}, "the plugin's check fails")
+	require.Contains(t, socketBody, "secretdb", "the admin socket keeps the detail")
+
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz?verbose", port))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, 503, resp.StatusCode)
+	require.Contains(t, string(body), "postgres:app", "which check fails")
+	for _, secret := range []string{"secretdb", "secretuser", fmt.Sprint(closed)} {
+		require.NotContains(t, string(body), secret, "the metrics port gives no connection details")
+	}
 }

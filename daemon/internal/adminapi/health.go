@@ -26,8 +26,9 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReadyz is readiness: the state store and every plugin answer, and
-// the daemon is not draining. ?verbose lists each check.
-func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+// the daemon is not draining. ?verbose lists each check; a failing check's
+// error only when detailed (see commonRoutes).
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, detailed bool) {
 	_, verbose := r.URL.Query()["verbose"]
 	var checks []Check
 	if s.opts.Checks != nil {
@@ -45,6 +46,9 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 			res := checkResult{Name: c.Name, Status: "ok"}
 			if err := c.Fn(ctx); err != nil {
 				res.Status, res.Error = "failing", err.Error()
+				if !detailed {
+					res.Error = "failing: the error is on the admin socket (lifecycled status)"
+				}
 			}
 			res.Took = time.Since(start).Round(time.Microsecond).String()
 			results[i] = res

@@ -93,9 +93,13 @@ func New(o Options) *Server {
 	return s
 }
 
-func (s *Server) commonRoutes(mux *http.ServeMux) {
+//
+// detailed says whether /readyz may show a failing check's error: on the
+// admin socket, not on the metrics port, which asks for no credentials
+// and would hand out the stores' hosts, users and database names.
+func (s *Server) commonRoutes(mux *http.ServeMux, detailed bool) {
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
-	mux.HandleFunc("GET /readyz", s.handleReadyz)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { s.handleReadyz(w, r, detailed) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
@@ -141,7 +145,7 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 // Handler returns the socket's full handler (for tests over httptest too).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	s.commonRoutes(mux)
+	s.commonRoutes(mux, true)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
@@ -159,7 +163,7 @@ func (s *Server) Handler() http.Handler {
 // metricsHandler serves only /metrics, /healthz and /readyz.
 func (s *Server) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
-	s.commonRoutes(mux)
+	s.commonRoutes(mux, false)
 	return s.mw.wrap(mux, mux, false)
 }
 
