@@ -93,7 +93,6 @@ func New(o Options) *Server {
 	return s
 }
 
-//
 // detailed says whether /readyz may show a failing check's error: on the
 // admin socket, not on the metrics port, which asks for no credentials
 // and would hand out the stores' hosts, users and database names.
