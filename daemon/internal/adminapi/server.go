@@ -93,8 +93,9 @@ func New(o Options) *Server {
 	return s
 }
 
-// detailed says whether /readyz may show a failing check's error: on the
-// admin socket, not on the metrics port, which asks for no credentials
+// commonRoutes are the routes of both listeners: health, readiness and
+// metrics. detailed says whether /readyz may show a failing check's error:
+// on the admin socket, not on the metrics port, which asks for no credentials
 // and would hand out the stores' hosts, users and database names.
 func (s *Server) commonRoutes(mux *http.ServeMux, detailed bool) {
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
