@@ -217,7 +217,7 @@ func TestAccessPolicyFromPeerCredentials(t *testing.T) {
 func TestMetricsListenerServesOnlyMetricsAndHealth(t *testing.T) {
 	t.Parallel()
 	port := testsvc.FreePort(t)
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port)})
+	testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port)})
 	get := func(path string) int {
 		resp, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
 		require.NoError(t, err)
@@ -228,8 +228,29 @@ func TestMetricsListenerServesOnlyMetricsAndHealth(t *testing.T) {
 	require.Equal(t, 200, get("/readyz"))
 	require.Equal(t, 404, get("/api/v1/status"), "the API is only on the socket")
 	require.Equal(t, 404, get("/debug/pprof/"), "pprof is only on the socket")
+}
+
+// Issue 33 case 8: /debug/pprof was always on, for read-only uids too
+// (goroutine dumps, the daemon's command line, profiles of any length).
+// It is off unless admin.pprof is set, and then for full-access callers
+// only.
+func TestPprofIsOffByDefaultAndForAdminsOnly(t *testing.T) {
+	t.Parallel()
+	uid := os.Getuid()
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
 	code, _ := d.Do("GET", "/debug/pprof/", nil, nil)
-	require.Equal(t, 200, code)
+	require.Equal(t, 404, code, "off by default")
+	code, _ = d.Do("GET", "/debug/pprof/cmdline", nil, nil)
+	require.Equal(t, 404, code)
+
+	on := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: "pprof = true"})
+	code, _ = on.Do("GET", "/debug/pprof/", nil, nil)
+	require.Equal(t, 200, code, "on when asked for")
+
+	readOnly := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("pprof = true\nallow_uids = [%d]\nread_only_uids = [%d]", uid+4242, uid)})
+	code, body := readOnly.Do("GET", "/debug/pprof/cmdline", nil, nil)
+	require.Equal(t, 403, code, "read-only callers get no profiles: %s", body)
+	require.Contains(t, string(body), "read-only")
 }
 
 func TestSdNotifyReadyReloadAndStopping(t *testing.T) {

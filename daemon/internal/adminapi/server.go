@@ -36,6 +36,8 @@ type Options struct {
 	Logger        hclog.Logger
 	Socket        SocketOptions
 	MetricsListen string // "" for none
+	// Pprof serves /debug/pprof on the socket to callers with full access.
+	Pprof bool
 	Policy        func() AccessPolicy
 	Registry      *prometheus.Registry
 	Gatherer      prometheus.Gatherer
@@ -146,11 +148,12 @@ func routeOf(mux *http.ServeMux, r *http.Request) string {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.commonRoutes(mux, true)
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	if s.opts.Pprof {
+		for path, h := range map[string]http.HandlerFunc{"/debug/pprof/": pprof.Index, "/debug/pprof/cmdline": pprof.Cmdline,
+			"/debug/pprof/profile": pprof.Profile, "/debug/pprof/symbol": pprof.Symbol, "/debug/pprof/trace": pprof.Trace} {
+			mux.HandleFunc("GET "+path, s.adminsOnly(h))
+		}
+	}
 	for _, add := range s.opts.Routes {
 		add(mux)
 	}
@@ -261,3 +264,19 @@ func (s *Server) Stop(ctx context.Context) error {
 
 // Draining reports whether Drain was called.
 func (s *Server) Draining() bool { return s.draining.Load() }
+
+// adminsOnly serves h to callers with full access: a read-only caller may
+// GET the API, not the daemon's profiles (its command line, goroutines and
+// heap, and CPU profiles as long as asked for).
+func (s *Server) adminsOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Policy != nil {
+			if ok, why := s.opts.Policy().allows(Peer(r.Context()), http.MethodPost); !ok {
+				writeError(w, r, scopeOf(r.URL.Path), &apiError{status: http.StatusForbidden, kind: "FORBIDDEN",
+					message: why + "; /debug/pprof is for callers with full access"})
+				return
+			}
+		}
+		h(w, r)
+	}
+}

@@ -254,6 +254,9 @@ func restartOnlyChanges(a, b *config.Config) []string {
 	if a.Admin.MetricsListen != b.Admin.MetricsListen {
 		out = append(out, "admin.metrics_listen")
 	}
+	if a.Admin.Pprof != b.Admin.Pprof {
+		out = append(out, "admin.pprof")
+	}
 	if a.Daemon.LogFormat != b.Daemon.LogFormat {
 		out = append(out, "daemon.log_format")
 	}
@@ -340,6 +343,7 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 		Logger:        log,
 		Socket:        adminapi.SocketOptions{Path: path, Mode: os.FileMode(mode), Group: cfg.Admin.SocketGroup},
 		MetricsListen: cfg.Admin.MetricsListen,
+		Pprof:         cfg.Admin.Pprof,
 		Policy:        policy,
 		Registry:      reg,
 		Gatherer:      reg,

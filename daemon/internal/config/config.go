@@ -57,6 +57,10 @@ type Admin struct {
 	ReadOnlyUIDs  []int  `toml:"read_only_uids"`
 	ReadOnlyGIDs  []int  `toml:"read_only_gids"`
 	MetricsListen string `toml:"metrics_listen"`
+	// Pprof serves /debug/pprof on the socket, to callers with full access
+	// only: profiles show the daemon's command line, its goroutines and
+	// what it holds, and a CPU profile runs as long as it is asked to.
+	Pprof bool `toml:"pprof"`
 }
 
 // Retry is the automatic dead-letter retry policy.
