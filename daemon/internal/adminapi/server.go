@@ -37,10 +37,10 @@ type Options struct {
 	Socket        SocketOptions
 	MetricsListen string // "" for none
 	// Pprof serves /debug/pprof on the socket to callers with full access.
-	Pprof bool
-	Policy        func() AccessPolicy
-	Registry      *prometheus.Registry
-	Gatherer      prometheus.Gatherer
+	Pprof    bool
+	Policy   func() AccessPolicy
+	Registry *prometheus.Registry
+	Gatherer prometheus.Gatherer
 	// Checks returns the readiness checks; it is called per request so that
 	// plugins added by a reload are included.
 	Checks func() []Check
