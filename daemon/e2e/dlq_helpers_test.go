@@ -96,10 +96,16 @@ func getMessage(t *testing.T, d *testsvc.Daemon, id string) messageJSON {
 // allMessages pages through every message of a topic.
 func allMessages(t *testing.T, d *testsvc.Daemon, topic string) []messageJSON {
 	t.Helper()
-	var out []messageJSON
+	return listAll[messageJSON](t, d, topic)
+}
+
+// listAll pages through a topic's messages, each decoded as a T.
+func listAll[T any](t *testing.T, d *testsvc.Daemon, topic string) []T {
+	t.Helper()
+	var out []T
 	for page := 1; ; page++ {
 		var b struct {
-			Messages   []messageJSON `json:"messages"`
+			Messages   []T `json:"messages"`
 			Pagination struct {
 				HasNext bool `json:"has_next"`
 			} `json:"pagination"`

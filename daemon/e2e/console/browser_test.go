@@ -84,8 +84,20 @@ func tab(t *testing.T, d time.Duration) context.Context {
 // returns the URL it prints first, and the command's base address.
 func ui(t *testing.T, d *testsvc.Daemon, cred *syscall.Credential) (url, base string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), "--addr", "unix://"+d.Socket, "ui")
+	_, url = startUI(t, d, cred, nil)
+	return url, url[:strings.Index(url, "/ui/")]
+}
+
+// startUI runs `lifecycled ui` with more arguments and environment (nil
+// for none) and returns the command and the URL it printed; the command is
+// interrupted at the test's end.
+func startUI(t *testing.T, d *testsvc.Daemon, cred *syscall.Credential, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), append([]string{"--addr", "unix://" + d.Socket, "ui"}, args...)...)
 	cmd.Dir = d.Dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -102,9 +114,9 @@ func ui(t *testing.T, d *testsvc.Daemon, cred *syscall.Credential) (url, base st
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err, "lifecycled ui printed no URL; stderr: %s", stderr.String())
-	url = strings.TrimSpace(line)
+	url := strings.TrimSpace(line)
 	require.Regexp(t, `^http://127\.0\.0\.1:[0-9]+/ui/\?token=[A-Za-z0-9_-]{43}$`, url, "the first line is the URL")
-	return url, url[:strings.Index(url, "/ui/")]
+	return cmd, url
 }
 
 // shot takes a screenshot of the whole page: it must be a PNG. With

@@ -1,12 +1,9 @@
 package console
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,28 +28,13 @@ func TestUIOpenPutsNoTokenOnACommandLine(t *testing.T) {
 	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + record + ".tmp\nmv " + record + ".tmp " + record + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(script), 0o755))
 
-	cmd := exec.Command(filepath.Join(d.Bin, "lifecycled"), "--addr", "unix://"+d.Socket, "ui", "--open")
-	cmd.Dir = d.Dir
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	stderr := &testsvc.SyncBuffer{}
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("lifecycled ui stderr:\n%s", stderr.String())
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	url := strings.TrimSpace(line)
+	cmd, url := startUI(t, d, nil, []string{"PATH=" + bin + ":" + os.Getenv("PATH")}, "--open")
 	token := url[strings.Index(url, "token=")+len("token="):]
 
-	var args []byte
+	var (
+		args []byte
+		err  error
+	)
 	testsvc.Eventually(t, 30*time.Second, func() bool {
 		args, err = os.ReadFile(record)
 		return err == nil

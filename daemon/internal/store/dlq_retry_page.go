@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -282,11 +281,4 @@ func (p *Postgres) recordSentPage(ctx context.Context, ids []string, claimedAt t
 		}
 		return record(q, cur)
 	})
-}
-
-// rolledBack reports whether PostgreSQL rolled a transaction back as a
-// deadlock victim or for a serialization failure.
-func rolledBack(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }

@@ -89,8 +89,14 @@ type pgConn struct {
 // again reports whether a statement that failed with err runs again: on
 // the pool, after a conflict, up to five times.
 func (c pgConn) again(attempt int, err error) bool {
+	return c.pool != nil && attempt < 5 && rolledBack(err)
+}
+
+// rolledBack reports whether PostgreSQL rolled a statement or transaction
+// back as a deadlock victim or for a serialization failure.
+func rolledBack(err error) bool {
 	var pe *pgconn.PgError
-	return c.pool != nil && attempt < 5 && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 func (c pgConn) exec(ctx context.Context, sql string, args ...any) (int64, error) {
