@@ -14,8 +14,9 @@ import (
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
-// forge makes a POST from the page itself, as a script could, with the
-// page's CSRF token or without it, and returns the status.
+// forge makes a POST from the page itself, as a script of the console's
+// origin could (with the session key from its storage), with the page's
+// CSRF token or without it, and returns the status.
 func forge(t *testing.T, ctx context.Context, path string, withToken bool, fields ...string) int {
 	t.Helper()
 	form := map[string]string{}
@@ -27,7 +28,8 @@ func forge(t *testing.T, ctx context.Context, path string, withToken bool, field
 	js := fmt.Sprintf(`(async () => {
 		const tok = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRF-Token"];
 		const body = new URLSearchParams(Object.assign(%v ? {csrf: tok} : {}, %s));
-		const r = await fetch(%q, {method: "POST", body, redirect: "manual"});
+		const headers = {"X-Lifecycled-Session": localStorage.getItem("lifecycled-console-session")};
+		const r = await fetch(%q, {method: "POST", body, headers, redirect: "manual"});
 		return r.status;
 	})()`, withToken, extra, path)
 	code, err := chromedp.Run(ctx, chromedp.Evaluate[int](js, chromedp.EvalAwaitPromise))

@@ -39,7 +39,7 @@ func TestOverviewThroughLifecycledUI(t *testing.T) {
 
 	requireStatus(t, http.StatusUnauthorized, get(t, base+"/ui/"), "no token, no session")
 	requireStatus(t, http.StatusUnauthorized, get(t, base+"/ui/?token=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), "a wrong token")
-	requireStatus(t, http.StatusUnauthorized, get(t, base+"/ui/static/console.css"), "static files need the session too")
+	requireStatus(t, http.StatusOK, get(t, base+"/ui/static/session.js"), "the console's own files are the binary's: the page that opens a session loads them")
 
 	ctx := tab(t, 2*time.Minute)
 	orders := `#dlq-depth tr[data-topic="orders.dlq.v1"]`

@@ -34,8 +34,9 @@ daemon applies its access policy to your uid (read_only_uids see no controls)
 and audits what you do as coming through the console.
 
 The first line of standard output is the URL to open. Its token works once:
-it becomes a session cookie; every request without the session is refused
-(401) and every change carries a CSRF token. Serves until interrupted.`,
+it becomes a session key the page keeps in its origin's storage (no cookie,
+which other ports of 127.0.0.1 would receive) and sends as a header; every
+request without it is refused (401) and every change carries a CSRF token. Serves until interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
@@ -57,7 +58,7 @@ it becomes a session cookie; every request without the session is refused
 			if !addr.IP.IsLoopback() {
 				fmt.Fprintf(g.stderr, "lifecycled ui: warning: listening on %s, which is not a loopback address: anyone who can reach it and has the URL can act as you\n", addr)
 			}
-			proxy, err := console.NewProxy(c.path, addr.Port)
+			proxy, err := console.NewProxy(c.path)
 			if err != nil {
 				return err
 			}

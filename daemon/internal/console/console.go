@@ -92,17 +92,23 @@ func (c *Console) Routes(mux *http.ServeMux) {
 // hold a CSRF token.
 func (c *Console) secure(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("X-Frame-Options", "DENY")
-		// same-origin, not no-referrer: with no-referrer a form POST carries
-		// "Origin: null", which the proxy (rightly) refuses.
-		hd.Set("Referrer-Policy", "same-origin")
-		if hd.Get("Cache-Control") == "" {
-			hd.Set("Cache-Control", "no-store")
-		}
+		securityHeaders(w.Header())
 		h(w, r)
 	})
+}
+
+// securityHeaders are the daemon's pages' and the proxy's loader's: the
+// loader's document becomes the page (session.js writes it), so it must
+// allow no more than the page would.
+func securityHeaders(hd http.Header) {
+	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	// same-origin, not no-referrer: with no-referrer a form POST carries
+	// "Origin: null", which the proxy (rightly) refuses.
+	hd.Set("Referrer-Policy", "same-origin")
+	if hd.Get("Cache-Control") == "" {
+		hd.Set("Cache-Control", "no-store")
+	}
 }

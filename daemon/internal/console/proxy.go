@@ -3,9 +3,7 @@ package console
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,29 +16,27 @@ import (
 // Proxy is the browser's way to the console: `lifecycled ui` serves it on
 // a loopback port and forwards to the admin socket, as the uid that runs
 // it (so the daemon's access policy and audit see that uid). It turns a
-// one-time token into a session cookie, refuses every request without the
-// session (401), checks that mutating requests come from its own origin,
-// and hands the session's CSRF token to the daemon, which puts it in its
-// forms and checks it on every mutation.
+// one-time token into a session key held in the console origin's storage
+// (see session.go), refuses every request without it (401), checks that
+// mutating requests come from its own origin, and hands the session's CSRF
+// token to the daemon, which puts it in its forms and checks it on every
+// mutation.
 type Proxy struct {
-	token      string
-	cookieName string
-	rp         *httputil.ReverseProxy
+	token string
+	rp    *httputil.ReverseProxy
 
 	mu        sync.Mutex
 	tokenUsed bool
-	sessions  map[string]string // session id -> CSRF token
+	sessions  map[string]string // session key -> CSRF token
 }
 
-// NewProxy forwards to the admin socket at socketPath. port names the
-// session cookie (cookies are per host, not per port: two consoles on one
-// machine must not share one).
-func NewProxy(socketPath string, port int) (*Proxy, error) {
+// NewProxy forwards to the admin socket at socketPath.
+func NewProxy(socketPath string) (*Proxy, error) {
 	token, err := randomToken()
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{token: token, cookieName: fmt.Sprintf("lifecycled_console_%d", port), sessions: map[string]string{}}
+	p := &Proxy{token: token, sessions: map[string]string{}}
 	p.rp = &httputil.ReverseProxy{
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -82,60 +78,36 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "lifecycled ui serves the console under /ui/ only", http.StatusNotFound)
 		return
 	}
-	csrf, setCookie, ok := p.session(r)
-	if !ok {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintln(w, "401: no console session. Open the URL that `lifecycled ui` printed (its token works once), or start `lifecycled ui` again.")
+	// The console's own files are in the binary every local user can
+	// read; the page that opens a session needs them before it has one.
+	if strings.HasPrefix(r.URL.Path, "/ui/static/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		p.forward(w, r, "")
 		return
 	}
-	if setCookie != nil {
-		http.SetCookie(w, setCookie)
+	csrf, ok := p.session(w, r)
+	if !ok {
+		return
 	}
 	if isMutating(r.Method) && !sameOrigin(r) {
 		http.Error(w, "lifecycled ui: a mutating request from another origin is refused", http.StatusForbidden)
 		return
 	}
-	out := r.Clone(r.Context())
-	q := out.URL.Query()
-	if q.Has("token") {
-		q.Del("token")
-		out.URL.RawQuery = q.Encode()
-	}
-	// The session cookie and the browser's origin stay here: the daemon
-	// refuses requests with an Origin (its API is not for browsers) and
-	// has no use for the cookie.
-	for _, h := range []string{"Cookie", "Origin", "Referer", CSRFHeader, "X-Forwarded-For", "Forwarded"} {
-		out.Header.Del(h)
-	}
-	out.Header.Set(CSRFHeader, csrf)
-	p.rp.ServeHTTP(w, out)
+	p.forward(w, r, csrf)
 }
 
-// session finds the caller's session from its cookie, or makes one from
-// the one-time token (and returns the cookie to set).
-func (p *Proxy) session(r *http.Request) (csrf string, set *http.Cookie, ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, err := r.Cookie(p.cookieName); err == nil {
-		for id, tok := range p.sessions {
-			if subtle.ConstantTimeCompare([]byte(id), []byte(c.Value)) == 1 {
-				return tok, nil, true
-			}
-		}
+// forward sends the request on to the daemon with the session's CSRF
+// token (none for the console's files). The session key, cookies and the
+// browser's origin stay here: the daemon refuses requests with an Origin
+// (its API is not for browsers) and has no use for the rest.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, csrf string) {
+	out := r.Clone(r.Context())
+	for _, h := range []string{"Cookie", "Origin", "Referer", CSRFHeader, SessionHeader, "X-Forwarded-For", "Forwarded"} {
+		out.Header.Del(h)
 	}
-	tok := r.URL.Query().Get("token")
-	if tok == "" || p.tokenUsed || subtle.ConstantTimeCompare([]byte(tok), []byte(p.token)) != 1 {
-		return "", nil, false
+	if csrf != "" {
+		out.Header.Set(CSRFHeader, csrf)
 	}
-	id, err1 := randomToken()
-	csrf, err2 := randomToken()
-	if err1 != nil || err2 != nil {
-		return "", nil, false
-	}
-	p.tokenUsed = true
-	p.sessions[id] = csrf
-	return csrf, &http.Cookie{Name: p.cookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}, true
+	p.rp.ServeHTTP(w, out)
 }
 
 func isMutating(method string) bool {
