@@ -254,7 +254,11 @@ func TestHeaderConventionsOfSpringAndKafkaConnect(t *testing.T) {
 		}
 		k.Kcat(t, "{}\n", args...)
 	}
-	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(false, "1m"))
+	// The cases name origins of every namespace: this DLQ topic may return
+	// messages anywhere (the default, its own namespace, is tested in
+	// TestADeadLetterCannotChooseWhereItIsRepublished).
+	anywhere := "\n[[dlq.topic]]\nmatch = \"mixed.dlq.v1\"\nreplay_targets = [\"*\"]\n"
+	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(false, "1m")+anywhere)
 	waitTotal(t, d, "mixed.dlq.v1", len(cases), time.Minute)
 	msgs := byOffset(allMessages(t, d, "mixed.dlq.v1"))
 	for i, c := range cases {

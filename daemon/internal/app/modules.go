@@ -69,6 +69,7 @@ func topicPolicy(t config.DLQTopicPolicy) dlq.Policy {
 		Lease:            r.Lease.Duration,
 		AutoPauseReturns: t.AutoPauseReturns,
 		AutoPauseWindow:  t.AutoPauseWindow,
+		ReplayTargets:    t.ReplayTargets,
 	}
 }
 

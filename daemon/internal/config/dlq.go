@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,10 @@ type DLQTopic struct {
 	Jitter           string   `toml:"jitter,omitempty"`
 	AutoPauseReturns *int     `toml:"auto_pause_returns,omitempty"`
 	AutoPauseWindow  Duration `toml:"auto_pause_window,omitempty"`
+	// ReplayTargets are globs on the topics the block's DLQ topics may
+	// return messages to; without it they follow from the DLQ topic's
+	// name (dlq.DefaultReplayTargets). An empty list allows none.
+	ReplayTargets *[]string `toml:"replay_targets,omitempty"`
 }
 
 // DLQTopicPolicy is the policy of one DLQ topic, all fields resolved.
@@ -37,6 +42,9 @@ type DLQTopicPolicy struct {
 	Retry            Retry
 	AutoPauseReturns int
 	AutoPauseWindow  time.Duration
+	// ReplayTargets is nil when no block sets it (the name decides), and
+	// never nil when one does, even empty.
+	ReplayTargets []string
 }
 
 // DLQTopicRule returns the first [[dlq.topic]] block matching a DLQ topic,
@@ -90,6 +98,9 @@ func (c *Config) policyWith(b *DLQTopic) DLQTopicPolicy {
 	if b.AutoPauseWindow.set {
 		p.AutoPauseWindow = b.AutoPauseWindow.Duration
 	}
+	if b.ReplayTargets != nil {
+		p.ReplayTargets = append([]string{}, *b.ReplayTargets...)
+	}
 	return p
 }
 
@@ -133,6 +144,13 @@ func (c *Config) validateDLQ(r *reporter) {
 		case "", "none", "full", "equal":
 		default:
 			r.at(key+".jitter", `must be "none", "full" or "equal"; got %q`, b.Jitter)
+		}
+		if b.ReplayTargets != nil {
+			for j, g := range *b.ReplayTargets {
+				if _, err := path.Match(g, ""); err != nil || strings.TrimSpace(g) == "" {
+					r.at(fmt.Sprintf("%s.replay_targets.%d", key, j), "must be a glob on a topic, such as \"orders.*\"; got %q", g)
+				}
+			}
 		}
 		if b.AutoPauseReturns != nil && (*b.AutoPauseReturns < 0 || *b.AutoPauseReturns > 1_000_000) {
 			r.at(key+".auto_pause_returns", "must be between 0 (never pause) and 1000000; got %d", *b.AutoPauseReturns)

@@ -82,3 +82,30 @@ auto_pause_returns = -3
 	_, err = loadTOML(t, "[[dlq.topic]]\nmatch = \"a.*\"\nmax_retry = 3\n")
 	require.ErrorContains(t, err, "max_retry")
 }
+
+// replay_targets: absent leaves the name to decide (nil), an empty list
+// allows no target, and each entry must be a glob.
+func TestReplayTargetsAbsentEmptyAndInvalid(t *testing.T) {
+	c, err := loadTOML(t, `
+[[dlq.topic]]
+match = "legacy.*"
+replay_targets = ["billing.*", "invoices"]
+[[dlq.topic]]
+match = "closed.*"
+replay_targets = []
+[[dlq.topic]]
+match = "*.dlq.v1"
+max_retries = 5
+`)
+	require.NoError(t, err)
+	require.Equal(t, []string{"billing.*", "invoices"}, c.DLQTopicPolicy("legacy.dead").ReplayTargets)
+	closed := c.DLQTopicPolicy("closed.dlq.v1").ReplayTargets
+	require.NotNil(t, closed, "an empty list is a policy: nowhere")
+	require.Empty(t, closed)
+	require.Nil(t, c.DLQTopicPolicy("orders.dlq.v1").ReplayTargets, "a block without the key leaves it to the name")
+	require.Nil(t, c.DLQTopicPolicy("").ReplayTargets)
+
+	_, err = loadTOML(t, "[[dlq.topic]]\nmatch = \"a.*\"\nreplay_targets = [\"ok.*\", \"\", \"bad[\"]\n")
+	require.ErrorContains(t, err, "dlq.topic.0.replay_targets.1")
+	require.ErrorContains(t, err, "dlq.topic.0.replay_targets.2")
+}

@@ -147,7 +147,7 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 	for _, k := range originalTopicHeaders {
 		if v, ok := lastHeader(d.Headers, k); ok {
 			if t := sanitize(string(v), maxTopicLength); t != "" {
-				in.OriginalTopic, namedBy = t, "the header "+k
+				in.OriginalTopic, namedBy, in.originHeader = t, "the header "+k, k
 				break
 			}
 		}
@@ -164,7 +164,7 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 		in.LastError = NoOriginalTopicPrefix + namedBy + " names " + in.OriginalTopic + ", a dead-letter topic"
 	}
 	if in.LastError != "" {
-		in.OriginalTopic = ""
+		in.OriginalTopic, in.originHeader = "", ""
 	}
 	in.ErrorMessage = errorFromHeaders(d.Headers)
 	if in.ErrorMessage == "" {

@@ -243,8 +243,10 @@ func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger,
 		for _, m := range resp.Messages {
 			in.dlqTopics.Store(m.Position.Topic, true)
 		}
+		policy := in.policy()
 		for i, m := range resp.Messages {
 			f.batch[i] = Interpret(name, m, now, in.isDLQTopic)
+			f.batch[i].targetRefused = refuseOutsideTargets(&f.batch[i], ReplayTargetsOf(policy, f.batch[i].Position.Topic))
 			f.positions[i] = m.Position
 		}
 		select {
@@ -274,6 +276,11 @@ func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger,
 				in.metrics.duplicates.WithLabelValues(name).Add(float64(res.Duplicates))
 				in.metrics.returned.WithLabelValues(name).Add(float64(res.Feedback))
 				in.metrics.dead.Add(float64(res.Dead))
+				for _, m := range f.batch {
+					if m.targetRefused {
+						in.metrics.targetRefused.WithLabelValues(m.Position.Topic).Inc()
+					}
+				}
 				for _, topic := range returnsOn {
 					in.autoPause(ctx, topic)
 				}

@@ -30,8 +30,11 @@ type Metrics struct {
 	dead       prometheus.Counter
 	autoPauses prometheus.Counter
 	replays    *prometheus.CounterVec
-	periodic   *periodic.Metrics
-	depth      *depthCollector
+	// targetRefused counts dead letters stored whose header named a topic
+	// outside their DLQ topic's replay targets (a redelivery counts again).
+	targetRefused *prometheus.CounterVec
+	periodic      *periodic.Metrics
+	depth         *depthCollector
 }
 
 // NewMetrics registers the metrics; store feeds the depth gauges, and
@@ -59,12 +62,16 @@ func NewMetrics(reg prometheus.Registerer, store Store, sources Sources, p *peri
 		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lifecycled_dlq_replays_total", Help: "Edit-and-replay sends by outcome (resolved, failed, unavailable).",
 		}, []string{"outcome"}),
+		targetRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lifecycled_dlq_replay_target_refused_total",
+			Help: "Dead letters stored whose header named an original topic outside their DLQ topic's replay targets: not retried until an operator replays them to a topic.",
+		}, []string{"topic"}),
 		periodic: p,
 		depth:    &depthCollector{store: store, sources: sources},
 	}
 	m.depth.init()
 	if reg != nil {
-		reg.MustRegister(m.ingested, m.duplicates, m.returned, m.retries, m.dead, m.autoPauses, m.replays, m.depth, &pausedCollector{store: store})
+		reg.MustRegister(m.ingested, m.duplicates, m.returned, m.retries, m.dead, m.autoPauses, m.replays, m.targetRefused, m.depth, &pausedCollector{store: store})
 	}
 	for _, o := range outcomeNames {
 		for _, t := range []Trigger{TriggerManual, TriggerRetryAll, TriggerAuto} {

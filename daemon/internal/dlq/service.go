@@ -35,6 +35,9 @@ type Policy struct {
 	// back this many times within the window is paused (0: never).
 	AutoPauseReturns int
 	AutoPauseWindow  time.Duration
+	// ReplayTargets are globs on the topics a DLQ topic's messages may
+	// name as their origin (see ReplayTargetsOf); nil: from its name.
+	ReplayTargets []string
 	// ForTopic gives the policy of one DLQ topic ([[dlq.topic]] blocks);
 	// nil when every topic has this one. Use For.
 	ForTopic func(topic string) Policy

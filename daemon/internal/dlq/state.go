@@ -190,6 +190,9 @@ func (m *Message) NotRetryableReason() string {
 		if strings.HasPrefix(m.LastError, NoOriginalTopicPrefix) {
 			reason = m.LastError
 		}
+		if strings.Contains(reason, ReplayTargetRefused) {
+			return fmt.Sprintf("message cannot be retried: %s", strings.TrimPrefix(reason, NoOriginalTopicPrefix))
+		}
 		return fmt.Sprintf("message cannot be retried: it has no original topic to republish to (%s); "+
 			"it is never republished into its DLQ topic %s, where it would only come back: delete it once it is dealt with",
 			strings.TrimPrefix(reason, NoOriginalTopicPrefix), m.Position.Topic)

@@ -1,0 +1,106 @@
+package dlq
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// A dead letter's headers are written by whoever can produce to its DLQ
+// topic, and the original topic they name is where lifecycled republishes
+// it, with its own broker credentials. So a DLQ topic returns messages
+// only to its replay targets: [[dlq.topic]] replay_targets, or the
+// namespace its own name gives. A message whose header names any other
+// topic is stored without an original topic (never claimed, never retried
+// by itself or by a plain retry), with the reason, until an operator sends
+// it somewhere explicitly. The source's own topic mapping is the
+// operator's configuration and is not second-guessed.
+
+// ReplayTargetRefused is in the reason (last_error) of a message whose
+// header named a topic outside its DLQ topic's replay targets.
+const ReplayTargetRefused = "outside the replay targets"
+
+// dlqMarkers are the name segments that mark a dead-letter topic: ours
+// (orders.dlq.v1), Spring's (orders-dlt, orders.DLT) and the spelled-out
+// ones.
+var dlqMarkers = map[string]bool{"dlq": true, "dlt": true, "deadletter": true, "deadletters": true, "dead": true}
+
+// DefaultReplayTargets derives a DLQ topic's replay targets from its name:
+// the namespace before the dead-letter marker segment, and everything in
+// it with the same separator ("orders.dlq.v1" -> "orders", "orders.*";
+// "orders-dlt" -> "orders", "orders-*"); with the marker first, the
+// segment after it ("dlq.orders" -> "orders", "orders.*"). A name without
+// a marker gives none: every header-named origin is refused until
+// [[dlq.topic]] replay_targets says where its messages may go.
+func DefaultReplayTargets(dlqTopic string) []string {
+	type segment struct {
+		text       string
+		start, end int
+	}
+	var segs []segment
+	start := 0
+	for i := 0; i <= len(dlqTopic); i++ {
+		if i == len(dlqTopic) || strings.IndexByte(".-_", dlqTopic[i]) >= 0 {
+			segs = append(segs, segment{dlqTopic[start:i], start, i})
+			start = i + 1
+		}
+	}
+	for i, s := range segs {
+		if !dlqMarkers[strings.ToLower(s.text)] {
+			continue
+		}
+		if strings.EqualFold(s.text, "dead") && (i+1 >= len(segs) || !strings.HasPrefix(strings.ToLower(segs[i+1].text), "letter")) {
+			continue // "dead" alone is a word, not a marker
+		}
+		var base string
+		var sep byte
+		switch {
+		case i > 0:
+			base, sep = dlqTopic[:s.start-1], dlqTopic[s.start-1]
+		case len(segs) > 1 && strings.EqualFold(s.text, "dead") && len(segs) > 2:
+			base, sep = segs[2].text, dlqTopic[segs[2].start-1]
+		case len(segs) > 1 && !strings.EqualFold(s.text, "dead"):
+			base, sep = segs[1].text, dlqTopic[segs[1].start-1]
+		}
+		if base == "" || strings.ContainsAny(base, "*?[\\") {
+			return nil
+		}
+		return []string{base, base + string(sep) + "*"}
+	}
+	return nil
+}
+
+// ReplayTargetsOf is the replay targets of a DLQ topic under a policy.
+func ReplayTargetsOf(p Policy, dlqTopic string) []string {
+	if t := p.For(dlqTopic).ReplayTargets; t != nil {
+		return t
+	}
+	return DefaultReplayTargets(dlqTopic)
+}
+
+// IsReplayTarget reports whether topic matches one of the globs.
+func IsReplayTarget(targets []string, topic string) bool {
+	for _, g := range targets {
+		if ok, _ := path.Match(g, topic); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseOutsideTargets takes the original topic from a message whose
+// header named one outside targets, and says why; it reports whether it
+// did.
+func refuseOutsideTargets(in *Incoming, targets []string) bool {
+	if in.originHeader == "" || in.OriginalTopic == "" || IsReplayTarget(targets, in.OriginalTopic) {
+		return false
+	}
+	allowed := "none: its name follows no dead-letter naming convention; set [[dlq.topic]] replay_targets"
+	if len(targets) > 0 {
+		allowed = strings.Join(targets, ", ")
+	}
+	in.LastError = fmt.Sprintf("%sthe header %s names %s, %s of %s (%s): it is sent only where an operator replays it to (dlq replay ID --topic TOPIC)",
+		NoOriginalTopicPrefix, in.originHeader, in.OriginalTopic, ReplayTargetRefused, in.Position.Topic, allowed)
+	in.OriginalTopic = ""
+	return true
+}
