@@ -24,6 +24,8 @@ pyhas grpc || need_apt+=(python3-grpcio)
 pyhas google.protobuf || need_apt+=(python3-protobuf)
 pyhas cryptography || need_apt+=(python3-cryptography)
 pyhas grpc_tools || need_apt+=(python3-grpc-tools)
+# libseccomp's bindings build the unit's system-call filter around the daemon.
+pyhas seccomp || need_apt+=(python3-seccomp)
 # MariaDB for the mysql plugin, unless LIFECYCLED_TEST_MYSQL names a server.
 fresh_mariadb=""
 if [ -z "${LIFECYCLED_TEST_MYSQL:-}" ] && ! have mariadbd && ! have mysqld && [ ! -x /usr/sbin/mariadbd ]; then
@@ -86,4 +88,4 @@ if [ ! -f test/dynalite/node_modules/dynalite/cli.js ] || [ test/dynalite/packag
   echo "test-deps: installing dynalite"
   npm ci --prefix test/dynalite --no-audit --no-fund --loglevel=error >/dev/null
 fi
-echo "test-deps: ok (PostgreSQL, MariaDB, redis-server, dynalite, kcat, promtool, protoc, Python gRPC, systemd-analyze, curl, chromium)"
+echo "test-deps: ok (PostgreSQL, MariaDB, redis-server, dynalite, kcat, promtool, protoc, Python gRPC, libseccomp's Python bindings, systemd-analyze, curl, chromium)"

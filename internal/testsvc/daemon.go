@@ -254,6 +254,17 @@ func (d *Daemon) Wait(timeout time.Duration) int {
 	return 0
 }
 
+// Signaled says which signal ended the daemon, once Wait returned.
+func (d *Daemon) Signaled() (syscall.Signal, bool) {
+	var ee *exec.ExitError
+	if errors.As(d.exitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ws.Signal(), true
+		}
+	}
+	return 0, false
+}
+
 // Do sends a request over the admin socket and returns status and body.
 func (d *Daemon) Do(method, path string, body []byte, headers map[string]string) (int, []byte) {
 	code, _, b := d.DoResponse(method, path, body, headers)
