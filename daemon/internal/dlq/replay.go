@@ -83,6 +83,9 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 			return nil, err
 		}
 		r.Topic = req.Topic
+	} else if why := outsideTargets(m, ReplayTargetsOf(s.policy(), m.Position.Topic)); why != "" {
+		// Without a topic the message's own header would choose it.
+		return nil, fmt.Errorf("%w: %s", derrors.ErrConflict, why)
 	}
 	if req.targetChecked && r.Topic == m.Position.Topic {
 		return nil, fmt.Errorf("%w: topic %s is the DLQ topic the message was read from: a replay there would only come back", derrors.ErrInvalid, r.Topic)

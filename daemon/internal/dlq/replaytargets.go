@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
@@ -95,12 +96,41 @@ func refuseOutsideTargets(in *Incoming, targets []string) bool {
 	if in.originHeader == "" || in.OriginalTopic == "" || IsReplayTarget(targets, in.OriginalTopic) {
 		return false
 	}
-	allowed := "none: its name follows no dead-letter naming convention; set [[dlq.topic]] replay_targets"
-	if len(targets) > 0 {
-		allowed = strings.Join(targets, ", ")
-	}
 	in.LastError = fmt.Sprintf("%sthe header %s names %s, %s of %s (%s): it is sent only where an operator replays it to (dlq replay ID --topic TOPIC)",
-		NoOriginalTopicPrefix, in.originHeader, in.OriginalTopic, ReplayTargetRefused, in.Position.Topic, allowed)
+		NoOriginalTopicPrefix, in.originHeader, in.OriginalTopic, ReplayTargetRefused, in.Position.Topic, describeTargets(targets))
 	in.OriginalTopic = ""
 	return true
+}
+
+// outsideTargets says why a stored message may not be sent to its original
+// topic ("" when it may): a header named the topic, the way Interpret
+// chose it, and the topic is not among its DLQ topic's targets now.
+func outsideTargets(m *Message, targets []string) string {
+	if m.OriginalTopic == "" || IsReplayTarget(targets, m.OriginalTopic) {
+		return ""
+	}
+	for _, k := range originalTopicHeaders {
+		for i := len(m.Headers) - 1; i >= 0; i-- {
+			if !bytes.EqualFold(m.Headers[i].Key, []byte(k)) {
+				continue
+			}
+			named := sanitize(string(m.Headers[i].Value), maxTopicLength)
+			if named == "" {
+				break // as Interpret: an empty header names nothing
+			}
+			if named != m.OriginalTopic {
+				return "" // the source's mapping chose it
+			}
+			return fmt.Sprintf("the header %s names %s, %s of %s (%s): not sent; replay it to a topic explicitly (dlq replay ID --topic TOPIC)",
+				k, named, ReplayTargetRefused, m.Position.Topic, describeTargets(targets))
+		}
+	}
+	return ""
+}
+
+func describeTargets(targets []string) string {
+	if len(targets) == 0 {
+		return "none: its name follows no dead-letter naming convention; set [[dlq.topic]] replay_targets"
+	}
+	return strings.Join(targets, ", ")
 }

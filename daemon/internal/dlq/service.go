@@ -264,6 +264,13 @@ func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid
 			outcomes[i].Error = "the message was too large to take in whole and its value was not kept: it cannot be republished"
 			continue
 		}
+		if why := outsideTargets(&m, ReplayTargetsOf(pol, m.Position.Topic)); why != "" {
+			// Stored before its DLQ topic's targets were narrowed: refused
+			// here whatever asked, counted, so it ends DEAD, not in a loop.
+			outcomes[i] = Finish(m, EventRefused)
+			outcomes[i].Error = why
+			continue
+		}
 		bySource[m.Position.Source] = append(bySource[m.Position.Source], i)
 	}
 	for name, idx := range bySource {
