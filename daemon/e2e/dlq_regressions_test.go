@@ -359,7 +359,7 @@ max_delay = "200ms"
 poll_interval = "100ms"
 lease = "2s"
 `)
-	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "error=e", "-H", "original_topic=no such topic!")
+	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "error=e", "-H", "original_topic=orders.no such topic!")
 	id := waitTotal(t, d, "orders.dlq.v1", 1, time.Minute).Messages[0].ID
 	// The invalid original topic fails permanently, counted: a real attempt.
 	testsvc.Eventually(t, 30*time.Second, func() bool { return getMessage(t, d, id).RetryCount >= 1 }, "first real attempt")
