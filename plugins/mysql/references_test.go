@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,40 +223,61 @@ UPDATE documents SET current_version = CASE id WHEN 1 THEN 1 WHEN 2 THEN 4 ELSE 
 // retryable, its partial count never more than what went and short by at
 // most the batch in flight (a batch whose commit landed just before the
 // kill, without its answer reaching the plugin), and the next Delete
-// finishes.
+// finishes. The connections are killed again and again from the first
+// batch on, so one kill lands inside a batch's transaction (a connection
+// killed between batches is only replaced by database/sql): the delete
+// cannot finish, and the test cannot pass without the kill.
 func TestConnectionsKilledMidDeleteIsPartialAndRetryable(t *testing.T) {
 	f := newFixture(t)
 	d := newSchemaEnvFor(t, f)
 	seeded := f.Seed(t, "victim", 20000)
 	ctx := testsvc.Context(t, 2*time.Minute)
 	user := f.user(t)
-	killed := make(chan struct{})
-	_, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(n int64) {
+	firstBatch, stop, stopped := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var kills int
+	go func() {
+		defer close(stopped)
 		select {
-		case <-killed:
-		default:
-			close(killed)
+		case <-firstBatch:
+		case <-stop:
+			return
+		}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			rs, err := f.db.QueryContext(context.Background(), `SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?`, user)
-			require.NoError(t, err)
+			if err != nil {
+				continue
+			}
 			var ids []int64
 			for rs.Next() {
 				var id int64
-				require.NoError(t, rs.Scan(&id))
-				ids = append(ids, id)
+				if rs.Scan(&id) == nil {
+					ids = append(ids, id)
+				}
 			}
 			rs.Close()
 			for _, id := range ids {
-				_, _ = f.db.ExecContext(context.Background(), fmt.Sprintf("KILL CONNECTION %d", id))
+				if _, err := f.db.ExecContext(context.Background(), fmt.Sprintf("KILL CONNECTION %d", id)); err == nil {
+					kills++
+				}
 			}
 		}
-	})
-	if err == nil {
-		t.Skip("delete finished before the connections were killed")
-	}
+	}()
+	var once sync.Once
+	_, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(int64) { once.Do(func() { close(firstBatch) }) })
+	close(stop)
+	<-stopped
+	require.Error(t, err, "the delete finished although %d of its connections were killed", kills)
+	require.Positive(t, kills)
 	require.Equal(t, sdk.ClassRetryable, sdk.ClassOf(err), "%v", err)
 	deleted, ok := sdk.DeletedBefore(err)
 	require.True(t, ok)
 	remaining := f.Remaining(t, "victim")
+	require.Positive(t, remaining, "stopped part way")
 	require.LessOrEqual(t, deleted, seeded-remaining, "the partial count never overstates")
 	require.LessOrEqual(t, seeded-remaining-deleted, int64(500), "short by at most one batch (batch_size 500)")
 	resp, err := d.Delete(ctx, &sdk.DeleteRequest{TenantID: "victim"}, func(int64) {})
