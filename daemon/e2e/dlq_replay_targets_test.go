@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +95,50 @@ replay_targets = ["billing.*"]
 	require.Equal(t, 200, code, "%s", body)
 	orders := consumeRecords(t, k, "orders.events.v1", 2)
 	require.Equal(t, "spring-elsewhere", string(orders[1].Key))
+}
+
+// Found from outside (issue 33): messages stored under wider targets were
+// republished after a reload narrowed them, because the targets were only
+// checked at intake. They are checked again before every send.
+func TestNarrowedReplayTargetsHoldForMessagesAlreadyStored(t *testing.T) {
+	t.Parallel()
+	k := testsvc.Kafka(t, 1)
+	k.CreateTopics(t, 1, "orders.dlq.v1", "orders.events.v1", "orders.legacy.v1", "payments.events.v1")
+	wide := "\n[[dlq.topic]]\nmatch = \"orders.dlq.v1\"\nreplay_targets = [\"orders.*\", \"payments.events.v1\"]\n"
+	narrow := "\n[[dlq.topic]]\nmatch = \"orders.dlq.v1\"\nreplay_targets = [\"orders.events.v1\"]\n"
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: kafkaSource(k.Addr) + retryBlock(false, "1m") + wide})
+	rec := func(key, header, topic string) *kgo.Record {
+		return &kgo.Record{Topic: "orders.dlq.v1", Key: []byte(key), Value: []byte(`{}`), Headers: []kgo.RecordHeader{{Key: header, Value: []byte(topic)}}}
+	}
+	produceSync(t, k, rec("payments", "kafka_dlt-original-topic", "payments.events.v1"), rec("legacy", "original_topic", "orders.legacy.v1"),
+		rec("events", "original_topic", "orders.events.v1"))
+	stored := waitTotal(t, d, "orders.dlq.v1", 3, time.Minute)
+	for _, m := range stored.Messages {
+		require.NotEmpty(t, m.OriginalTopic, "inside the wide targets at intake")
+	}
+
+	b, err := os.ReadFile(d.ConfigPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(d.ConfigPath, []byte(strings.Replace(string(b), wide, narrow, 1)), 0o600))
+	stdout, stderr, code := d.CLI("reload")
+	require.Equal(t, 0, code, "%s%s", stdout, stderr)
+	d.JSON("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, 200, nil)
+
+	byKey := map[string]messageJSON{}
+	testsvc.Eventually(t, time.Minute, func() bool {
+		for _, m := range allMessages(t, d, "orders.dlq.v1") {
+			byKey[string(m.key(t))] = getMessage(t, d, m.ID)
+		}
+		return byKey["events"].Status == "RESOLVED" && byKey["payments"].RetryCount >= 1 && byKey["legacy"].RetryCount >= 1
+	}, "the reload's targets apply: one sent, two refused")
+	for _, key := range []string{"payments", "legacy"} {
+		require.Equal(t, "PENDING", byKey[key].Status, key)
+		require.NotNil(t, byKey[key].LastError)
+		require.Contains(t, *byKey[key].LastError, "outside the replay targets of orders.dlq.v1 (orders.events.v1): not sent", key)
+	}
+	end, err := kadm.NewClient(k.Client(t)).ListEndOffsets(testsvc.Context(t, time.Minute), "payments.events.v1", "orders.legacy.v1", "orders.events.v1")
+	require.NoError(t, err)
+	require.EqualValues(t, 0, end["payments.events.v1"][0].Offset, "payments.events.v1 got nothing")
+	require.EqualValues(t, 0, end["orders.legacy.v1"][0].Offset, "orders.legacy.v1 got nothing")
+	require.EqualValues(t, 1, end["orders.events.v1"][0].Offset)
 }
