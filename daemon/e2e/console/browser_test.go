@@ -115,7 +115,7 @@ func startUI(t *testing.T, d *testsvc.Daemon, cred *syscall.Credential, env []st
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err, "lifecycled ui printed no URL; stderr: %s", stderr.String())
 	url := strings.TrimSpace(line)
-	require.Regexp(t, `^http://127\.0\.0\.1:[0-9]+/ui/\?token=[A-Za-z0-9_-]{43}$`, url, "the first line is the URL")
+	require.Regexp(t, `^http://127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+/ui/\?token=[A-Za-z0-9_-]{43}$`, url, "the first line is the URL")
 	return cmd, url
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
 // Issue 33 case 2: cookies are scoped by host, not by port, so a local
@@ -28,13 +31,15 @@ func TestWhatTheBrowserSendsToAnotherPortIsNoSession(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#dlq-depth")))
 	do(t, ctx, chromedp.Navigate(base+"/ui/dlq"), chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/dlq/search?topic=orders.dlq.v1"]`)))
 
-	// The attacker's page, on another port of the same loopback address,
-	// keeps every header the operator's browser sent it.
+	// The attacker's page, on another port of the console's own loopback
+	// address, keeps every header the operator's browser sent it.
 	var (
 		mu   sync.Mutex
 		sent []http.Header
 	)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	console, err := url.Parse(base)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", net.JoinHostPort(console.Hostname(), "0"))
 	require.NoError(t, err)
 	evil := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -97,4 +102,33 @@ func TestWhatTheBrowserSendsToAnotherPortIsNoSession(t *testing.T) {
 	do(t, ctx, chromedp.Click(chromedp.CSS(`nav a[href="/ui/retention"]`)), chromedp.WaitVisible(chromedp.CSS(`nav a[href="/ui/retention"][aria-current="page"]`)))
 	do(t, ctx, chromedp.NavigateBack(), chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/dlq/search?topic=orders.dlq.v1"]`)))
 	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/dlq/search?topic=orders.dlq.v1"]`)))
+}
+
+// Found from outside (issue 33): the console's origin was 127.0.0.1 and a
+// port, which a local user may have served before (a fixed --listen port,
+// a port used again): a script cached for a year or a service worker left
+// for that origin in the operator's browser then read the session key. By
+// default the console's origin is a random address of 127.0.0.0/8 and a
+// free port: new each time, and never 127.0.0.1.
+func TestTheConsolesOriginIsNewEachTime(t *testing.T) {
+	t.Parallel()
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
+	seen := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		cmd, u := startUI(t, d, nil, nil)
+		parsed, err := url.Parse(u)
+		require.NoError(t, err)
+		ip := net.ParseIP(parsed.Hostname())
+		require.True(t, ip.IsLoopback(), u)
+		require.NotEqual(t, "127.0.0.", parsed.Hostname()[:len("127.0.0.")], "not an address other programs pick: %s", u)
+		require.False(t, seen[parsed.Hostname()], "a new address each time: %s", u)
+		seen[parsed.Hostname()] = true
+		// The console answers there, in a browser.
+		tb := tab(t, time.Minute)
+		do(t, tb, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(`nav a[href="/ui/dlq"]`)))
+		// Opening the printed URL again keeps the browser's session.
+		do(t, tb, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(`nav a[href="/ui/dlq"]`)))
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"html"
@@ -49,9 +50,9 @@ request without it is refused (401) and every change carries a CSRF token. Serve
 			if err != nil {
 				return err
 			}
-			l, err := net.Listen("tcp", listen)
+			l, err := listenConsole(listen)
 			if err != nil {
-				return localErrorf("listen on %s: %v", listen, err)
+				return err
 			}
 			defer l.Close()
 			addr := l.Addr().(*net.TCPAddr)
@@ -97,9 +98,39 @@ request without it is refused (401) and every change carries a CSRF token. Serve
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to serve on (host:port; port 0 picks a free one); keep it on loopback and tunnel with ssh -L")
+	cmd.Flags().StringVar(&listen, "listen", "", "address to serve on (host:port; port 0 picks a free one); default: a random address of 127.0.0.0/8 and a free port, an origin no one can have served before; keep it on loopback and tunnel with ssh -L")
 	cmd.Flags().BoolVar(&open, "open", false, "open the console in a browser (xdg-open) through a redirect in a file only you can read: the token goes on no command line")
 	return cmd
+}
+
+// listenConsole listens on addr, or by default on a random address of
+// 127.0.0.0/8 (Linux answers on all of it) with a free port. The console's
+// origin is then one no local user can have served before: whoever served
+// a fixed origin (127.0.0.1:8080) earlier may have left a cached script or
+// a service worker for it in the operator's browser, which would read the
+// session key. Where the random address is refused, 127.0.0.1.
+func listenConsole(addr string) (net.Listener, error) {
+	if addr != "" {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, localErrorf("listen on %s: %v", addr, err)
+		}
+		return l, nil
+	}
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err == nil {
+		// Not 127.0.0.x, the addresses other programs pick, nor .0 or .255.
+		b[0] = 1 + b[0]%254
+		b[2] = 1 + b[2]%254
+		if l, err := net.Listen("tcp", net.JoinHostPort(net.IPv4(127, b[0], b[1], b[2]).String(), "0")); err == nil {
+			return l, nil
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, localErrorf("listen on 127.0.0.1: %v", err)
+	}
+	return l, nil
 }
 
 // redirectFile writes a page that sends the browser to url into a file

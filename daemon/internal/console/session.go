@@ -50,6 +50,12 @@ func (p *Proxy) session(w http.ResponseWriter, r *http.Request) (csrf string, ok
 	}
 	if r.URL.Query().Has("token") {
 		key, ok := p.redeem(r.URL.Query().Get("token"))
+		if !ok && isNavigation(r) {
+			// The printed URL opened again: a browser that holds the
+			// session goes on with it; the loader says so otherwise.
+			serveLoader(w, http.StatusUnauthorized, "")
+			return "", false
+		}
 		if !ok {
 			noSession(w, "the token is not this console's, or it was used already")
 			return "", false
@@ -59,7 +65,7 @@ func (p *Proxy) session(w http.ResponseWriter, r *http.Request) (csrf string, ok
 	}
 	// A navigation: the loader, which holds nothing, asks again with the
 	// key. 401 tells any other client that it has no session.
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("HX-Request") == "" {
+	if isNavigation(r) {
 		serveLoader(w, http.StatusUnauthorized, "")
 		return "", false
 	}
@@ -106,4 +112,10 @@ func noSession(w http.ResponseWriter, why string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
 	_, _ = w.Write([]byte("401: no console session: " + why + ". Open the URL that `lifecycled ui` printed (its token works once), or start `lifecycled ui` again.\n"))
+}
+
+// isNavigation: a request the browser makes by itself (no header of the
+// console's script can be on it).
+func isNavigation(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("HX-Request") == ""
 }

@@ -37,13 +37,45 @@
       if (r.status === 401) localStorage.removeItem(KEY);
       var landed = new URL(r.url);
       if (r.redirected) window.history.replaceState(null, "", landed.pathname + landed.search + u.hash);
-      return r.text();
+      var html = (r.headers.get("Content-Type") || "").indexOf("text/html") === 0;
+      return r.text().then(function (text) { return { html: html, text: text }; });
     })
     .then(function (page) {
-      // The page replaces the loader; its scripts run as they would have.
-      document.open();
-      document.write(page);
-      document.close();
+      if (!page.html) {
+        say(page.text);
+        return;
+      }
+      show(new DOMParser().parseFromString(page.text, "text/html"));
     })
     .catch(function (err) { say("The console does not answer: " + err); });
+
+  // show makes the fetched page this document: its head and body replace
+  // the loader's with plain DOM operations (not document.write, which
+  // replaces the whole document), and its scripts, which a parsed document
+  // never runs, run in order, all but this one, which already does.
+  function show(doc) {
+    document.title = doc.title;
+    var head = document.adoptNode(doc.head);
+    var body = document.adoptNode(doc.body);
+    var scripts = Array.from(head.querySelectorAll("script")).concat(Array.from(body.querySelectorAll("script")))
+      .map(function (old) { var parent = old.parentNode === body ? body : head; old.remove(); return { old: old, parent: parent }; });
+    // Hidden until its scripts ran: a link or form used before htmx
+    // takes it over would be a plain request, without the session key.
+    body.hidden = true;
+    document.documentElement.replaceChild(head, document.head);
+    document.documentElement.replaceChild(body, document.body);
+    var pending = 0;
+    var ran = function () { if (--pending === 0) body.hidden = false; };
+    scripts.forEach(function (x) {
+      if (x.old.src && new URL(x.old.src).pathname === "/ui/static/session.js") return;
+      var s = document.createElement("script");
+      Array.from(x.old.attributes).forEach(function (a) { if (a.name !== "defer") s.setAttribute(a.name, a.value); });
+      s.async = false; // in document order, as the parser would
+      pending++;
+      s.addEventListener("load", ran);
+      s.addEventListener("error", ran);
+      x.parent.appendChild(s);
+    });
+    if (pending === 0) body.hidden = false;
+  }
 })();
