@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -143,19 +144,26 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 	for _, h := range d.Headers {
 		in.Headers = append(in.Headers, Header{Key: h.Key, Value: h.Value})
 	}
-	namedBy := ""
+	namedBy, tooLong := "", 0
 	for _, k := range originalTopicHeaders {
 		if v, ok := lastHeader(d.Headers, k); ok {
-			if t := sanitize(string(v), maxTopicLength); t != "" {
+			// Cut to the limit, a long name would become another topic
+			// ("orders" and 250 spaces and then anything, trimmed).
+			if t := sanitize(string(v), math.MaxInt); len(t) > maxTopicLength {
+				namedBy, tooLong = "the header "+k, len(t)
+				break
+			} else if t != "" {
 				in.OriginalTopic, namedBy, in.originHeader = t, "the header "+k, k
 				break
 			}
 		}
 	}
-	if in.OriginalTopic == "" {
+	if in.OriginalTopic == "" && tooLong == 0 {
 		in.OriginalTopic, namedBy = sanitize(d.OriginalTopic, maxTopicLength), "the source's topic mapping"
 	}
 	switch {
+	case tooLong > 0:
+		in.LastError = fmt.Sprintf("%s%s names a topic of %d bytes, longer than any topic (%d)", NoOriginalTopicPrefix, namedBy, tooLong, maxTopicLength)
 	case in.OriginalTopic == "":
 		in.LastError = NoOriginalTopicPrefix + "no header names it and the source maps none for " + in.Position.Topic
 	case in.OriginalTopic == in.Position.Topic:

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +92,18 @@ func TestAHeaderNamedOriginOutsideTheTargetsIsRefused(t *testing.T) {
 	in = at("orders.dlq.v1", "kafka_dlt-original-topic", "orders.dlq.v1")
 	require.False(t, refuseOutsideTargets(&in, targets), "already refused by Interpret (its own DLQ topic), with its own reason")
 	require.Contains(t, in.LastError, "names the DLQ topic itself")
+}
+
+// Found from outside (issue 33): a header naming "orders" followed by 250
+// spaces and "payments.events.v1" was cut to 255 bytes and trimmed into
+// "orders", a topic the header never named. A name too long to be a topic
+// names none.
+func TestAnOriginTooLongToBeATopicNamesNone(t *testing.T) {
+	long := "orders" + strings.Repeat(" ", 250) + "payments.events.v1"
+	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "orders.dlq.v1"}, OriginalTopic: "orders.events.v1",
+		Headers: []sdk.Header{{Key: []byte("kafka_dlt-original-topic"), Value: []byte(long)}}}, time.Unix(1_800_000_000, 0), nil)
+	require.Empty(t, in.OriginalTopic, "neither the cut name nor the source's mapping")
+	require.Contains(t, in.LastError, "kafka_dlt-original-topic names a topic of 274 bytes")
+	m := Message{Status: StatusPending, MaxRetries: 3, LastError: in.LastError, Position: in.Position}
+	require.False(t, m.IsRetryable())
 }
