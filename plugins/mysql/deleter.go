@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -72,7 +73,18 @@ type deleter struct {
 	// computed from, so that Delete can name what changed since the
 	// daemon's check.
 	fps sdk.Fingerprints
+	// deletes admits as many Deletes at once as the pool has pairs of
+	// connections: a Delete holds one for its whole run (its proof's
+	// recorded identities, in temporary tables of that session) and takes
+	// another for each batch, so a Delete per connection would hold them
+	// all and each wait for a second forever. Others wait their turn.
+	deletes *semaphore.Weighted
 }
+
+// poolSize is the connections the deleter keeps to the server.
+const poolSize = 4
+
+func newDeleter() *deleter { return &deleter{deletes: semaphore.NewWeighted(poolSize / 2)} }
 
 // driverLog sends go-sql-driver's own messages to the SDK's logger, which
 // scrubs secrets; its default logger writes to stderr past the scrubber.
@@ -199,7 +211,7 @@ func (d *deleter) open(ctx context.Context, mcfg *mysql.Config) (*sql.DB, error)
 		return nil, err
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(poolSize)
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -381,6 +393,10 @@ func logLookalikes(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]a
 // plan it checked and the schema read here gives another (sdk.PlanChanged,
 // naming the change).
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
+	if err := d.deletes.Acquire(ctx, 1); err != nil {
+		return nil, sdk.PartialDeletion(0, sdk.Retryable(fmt.Errorf("waiting for another Delete to finish: %w", err), 0))
+	}
+	defer d.deletes.Release(1)
 	db, m, cfg, vals, err := d.prepare(ctx, req.TenantID)
 	if err != nil {
 		return nil, sdk.PartialDeletion(0, err)

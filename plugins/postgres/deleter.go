@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -65,7 +66,18 @@ type deleter struct {
 	// guard pins, on every connection, the session settings that change
 	// what a delete does, and remembers what it found.
 	guard *sessionGuard
+	// deletes admits as many Deletes at once as the pool has pairs of
+	// connections: a Delete holds one for its whole run (its proof's
+	// recorded identities, in temporary tables of that session) and takes
+	// another for each batch, so a Delete per connection would hold them
+	// all and each wait for a second forever. Others wait their turn.
+	deletes *semaphore.Weighted
 }
+
+// poolSize is the connections the deleter keeps to the database.
+const poolSize = 4
+
+func newDeleter() *deleter { return &deleter{deletes: semaphore.NewWeighted(poolSize / 2)} }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
 	cfg := config{TenantColumn: "tenant_id", BatchSize: 5000, Schemas: []string{"public"}, LockTimeout: "1s", StatementTimeout: "30s"}
@@ -127,7 +139,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	// synchronous barrier, so nothing is reported deleted before it is
 	// durable. Waiting for one flush per batch costs a third of the time.
 	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	pcfg.MaxConns = 4
+	pcfg.MaxConns = poolSize
 	guard := &sessionGuard{}
 	pcfg.AfterConnect = guard.afterConnect
 	// Connection errors name the key the operator fixes.
@@ -255,6 +267,10 @@ func countRows(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string)
 // nor when the daemon sent the fingerprint of the plan it checked and the
 // schema read here gives another (sdk.PlanChanged, naming the change).
 func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
+	if err := d.deletes.Acquire(ctx, 1); err != nil {
+		return nil, sdk.PartialDeletion(0, sdk.Retryable(fmt.Errorf("waiting for another Delete to finish: %w", err), 0))
+	}
+	defer d.deletes.Release(1)
 	pool, m, cfg, err := d.prepare(ctx, req.TenantID)
 	if err != nil {
 		return nil, sdk.PartialDeletion(0, err)

@@ -6,4 +6,4 @@ package main
 
 import "github.com/lifecycled/lifecycled/sdk"
 
-func main() { sdk.ServeTenantDeleter(&deleter{}) }
+func main() { sdk.ServeTenantDeleter(newDeleter()) }

@@ -45,6 +45,9 @@ type DeleterOptions struct {
 	// CancelSeed is how many units the cancellation and failure checks
 	// seed: enough for Delete to take a few seconds (default 20000).
 	CancelSeed int
+	// ConcurrentWithin is how long the Deletes the concurrency check runs
+	// at once, Seed units each, may take together (default 2 minutes).
+	ConcurrentWithin time.Duration
 }
 
 // RunTenantDeleter runs the TenantDeleter conformance checks. Next to tenant
@@ -76,6 +79,9 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 	}
 	if o.CancelSeed == 0 {
 		o.CancelSeed = 20000
+	}
+	if o.ConcurrentWithin == 0 {
+		o.ConcurrentWithin = 2 * time.Minute
 	}
 	p := Launch(t, o.Binary, sdk.KindTenantDeleter, o.Env...)
 	k := &kit{o: o, p: p, d: &recorder{d: p.Deleter(t)}, secrets: &secretSet{}}
@@ -209,6 +215,7 @@ func RunTenantDeleter(t *testing.T, o DeleterOptions) {
 
 	t.Run("ids that differ only in Unicode form, accents, case or the spelling of a number are other tenants", k.deleteVictims)
 	t.Run("under a permissive tenant id format too", k.permissive)
+	t.Run("several Deletes at once all finish, each with its count", k.concurrent)
 	t.Run("cancelling Delete stops the work in the store", k.cancellation)
 	t.Run("with the store down, Count and Delete fail retryable and the plugin recovers", k.outage)
 	t.Run("a failure part way through Delete reports what it deleted", k.failureMidDelete)

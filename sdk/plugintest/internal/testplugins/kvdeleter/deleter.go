@@ -39,6 +39,11 @@ type Flaws struct {
 	UnnamedUnreachable bool
 	// OverCount: a failed batch is counted as deleted.
 	OverCount bool
+	// PoolOfFour: Delete holds one of four connections for its whole run
+	// and takes a second for each batch, as a proof kept in one session's
+	// temporary tables does: four Deletes at once hold all four and wait
+	// for a second forever.
+	PoolOfFour bool
 	// FieldlessConfigErrors: config problems are reported under "config".
 	FieldlessConfigErrors bool
 	// LeakDSN: logs the DSN through a logger of its own on stderr (as a
@@ -76,6 +81,7 @@ type Deleter struct {
 	format string
 	client *teststore.Client
 	fps    sdk.Fingerprints
+	pool   fourConns
 }
 
 type config struct {
@@ -274,8 +280,20 @@ func (d *Deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		return nil, sdk.PartialDeletion(0, d.fail(c, err))
 	}
 	var deleted int64
+	if d.Flaws.PoolOfFour {
+		if err := d.pool.take(ctx); err != nil {
+			return nil, sdk.PartialDeletion(0, err)
+		}
+		defer d.pool.give()
+	}
 	for _, name := range names {
 		for {
+			if d.Flaws.PoolOfFour {
+				if err := d.pool.take(ctx); err != nil {
+					return nil, sdk.PartialDeletion(deleted, sdk.Retryable(err, 0))
+				}
+				d.pool.give() // the batch's connection, at once: enough to wait for it
+			}
 			if !d.Flaws.IgnoreCancel {
 				if err := ctx.Err(); err != nil {
 					return nil, sdk.PartialDeletion(deleted, err)
@@ -311,3 +329,21 @@ func Numeric(stored, requested string) bool {
 	}
 	return stored == requested
 }
+
+// fourConns is a pool of four connections (PoolOfFour).
+type fourConns struct {
+	once  sync.Once
+	slots chan struct{}
+}
+
+func (p *fourConns) take(ctx context.Context) error {
+	p.once.Do(func() { p.slots = make(chan struct{}, 4) })
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *fourConns) give() { <-p.slots }
