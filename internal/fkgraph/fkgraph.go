@@ -5,7 +5,11 @@
 // rows must go first) to its parent.
 package fkgraph
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // Edge is a foreign key from Child to Parent.
 type Edge[N comparable] struct{ Child, Parent N }
@@ -139,4 +143,66 @@ func Within[N comparable, E any](nodes []N, edges []E, ends func(E) Edge[N]) []E
 		}
 	}
 	return out
+}
+
+// Loop follows next from each start in turn, depth first, and returns the
+// first path that comes back to a node on itself: the nodes from the
+// start to the repeated node, which ends the path ("a", "b", "c", "b"); nil
+// when there is no loop. The SQL deleters refuse tables without the tenant
+// column that own each other in a loop: their rows would belong to a
+// tenant only through themselves.
+func Loop[N comparable](starts []N, next func(N) []N) []N {
+	state := map[N]int{} // 1 on the path, 2 done
+	var visit func(n N, path []N) []N
+	visit = func(n N, path []N) []N {
+		switch state[n] {
+		case 1:
+			return append(path, n)
+		case 2:
+			return nil
+		}
+		state[n] = 1
+		for _, m := range next(n) {
+			if loop := visit(m, append(path, n)); loop != nil {
+				return loop
+			}
+		}
+		state[n] = 2
+		return nil
+	}
+	for _, n := range starts {
+		if loop := visit(n, nil); loop != nil {
+			return loop
+		}
+	}
+	return nil
+}
+
+// OwnerLoop is the SQL deleters' refusal of dependent tables (those
+// without the tenant column) that own each other in a loop, naming the
+// Loop, or "" when there is none.
+func OwnerLoop[N comparable](tables []N, dependent func(N) bool, owners func(N) []N, name func(N) string) string {
+	var starts []N
+	for _, t := range tables {
+		if dependent(t) {
+			starts = append(starts, t)
+		}
+	}
+	loop := Loop(starts, func(t N) []N {
+		var next []N
+		for _, o := range owners(t) {
+			if dependent(o) {
+				next = append(next, o)
+			}
+		}
+		return next
+	})
+	if loop == nil {
+		return ""
+	}
+	names := make([]string, len(loop))
+	for i, t := range loop {
+		names[i] = name(t)
+	}
+	return fmt.Sprintf("tables without the tenant column reference each other in a loop (%s): give one of them the tenant column", strings.Join(names, " -> "))
 }

@@ -56,3 +56,21 @@ func TestComponents(t *testing.T) {
 	require.Equal(t, comp["a"], comp["b"])
 	require.NotEqual(t, comp["a"], comp["c"])
 }
+
+func TestLoopIsThePathBackToANodeOnIt(t *testing.T) {
+	next := func(edges map[string][]string) func(string) []string { return func(n string) []string { return edges[n] } }
+	require.Equal(t, []string{"a", "b", "c", "b"}, Loop([]string{"a"}, next(map[string][]string{"a": {"b"}, "b": {"c"}, "c": {"b"}})))
+	require.Equal(t, []string{"x", "x"}, Loop([]string{"x"}, next(map[string][]string{"x": {"x"}})), "a node that owns itself")
+	require.Nil(t, Loop([]string{"a", "d"}, next(map[string][]string{"a": {"b", "c"}, "b": {"c"}, "d": {"c"}})), "shared parents are no loop")
+	require.Equal(t, []string{"d", "e", "d"}, Loop([]string{"a", "d"}, next(map[string][]string{"a": {"b"}, "d": {"e"}, "e": {"d"}})))
+}
+
+func TestOwnerLoopFollowsDependentTablesOnly(t *testing.T) {
+	owners := map[string][]string{"likes": {"posts", "votes"}, "votes": {"likes"}, "posts": {"users"}, "users": {"posts"}}
+	dependent := func(n string) bool { return n == "likes" || n == "votes" }
+	got := OwnerLoop([]string{"posts", "users", "likes", "votes"}, dependent, func(n string) []string { return owners[n] }, func(n string) string { return n })
+	require.Equal(t, "tables without the tenant column reference each other in a loop (likes -> votes -> likes): give one of them the tenant column", got)
+	all := func(string) bool { return false }
+	require.Empty(t, OwnerLoop([]string{"posts", "users"}, all, func(n string) []string { return owners[n] }, func(n string) string { return n }),
+		"tables with the tenant column may reference each other")
+}

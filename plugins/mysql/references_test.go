@@ -285,3 +285,18 @@ func TestConnectionsKilledMidDeleteIsPartialAndRetryable(t *testing.T) {
 	require.Equal(t, remaining, resp.DeletedCount)
 	require.Zero(t, f.Remaining(t, "victim"))
 }
+
+// Tables without the tenant column that reference each other in a loop
+// belong to a tenant only through themselves: refused, naming the loop.
+func TestDependentTablesOwningEachOtherAreRefused(t *testing.T) {
+	e := newSchemaEnv(t, `
+CREATE TABLE posts (id INT PRIMARY KEY, tenant_id VARCHAR(10) NOT NULL, KEY (tenant_id));
+CREATE TABLE threads (id INT PRIMARY KEY, post_id INT NOT NULL, head_id INT, FOREIGN KEY (post_id) REFERENCES posts (id));
+CREATE TABLE replies (id INT PRIMARY KEY, thread_id INT NOT NULL, FOREIGN KEY (thread_id) REFERENCES threads (id));
+ALTER TABLE threads ADD FOREIGN KEY (head_id) REFERENCES replies (id);`)
+	_, err := e.configure(t, map[string]any{"tables": []any{"replies", "threads", "posts"}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "tables without the tenant column reference each other in a loop (")
+	require.Contains(t, err.Error(), "threads")
+	require.Contains(t, err.Error(), "replies")
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/internal/fkgraph"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -301,33 +302,15 @@ func fieldOf(cfg config, t *mtable) string {
 // checkOwnerCycles refuses dependent tables that own each other in a loop:
 // their rows would belong to a tenant only through themselves.
 func checkOwnerCycles(m *model) error {
-	state := map[*mtable]int{} // 1 visiting, 2 done
-	var visit func(t *mtable, path []string) error
-	visit = func(t *mtable, path []string) error {
-		switch state[t] {
-		case 1:
-			return sdk.InvalidConfig(sdk.FieldError{Field: "tables", Problem: fmt.Sprintf(
-				"tables without the tenant column reference each other in a loop (%s): give one of them the tenant column", strings.Join(append(path, t.name()), " -> "))})
-		case 2:
-			return nil
+	problem := fkgraph.OwnerLoop(m.tables, func(t *mtable) bool { return t.tenant == nil }, func(t *mtable) []*mtable {
+		owners := make([]*mtable, len(t.owners))
+		for i, e := range t.owners {
+			owners[i] = e.parentT
 		}
-		state[t] = 1
-		for _, e := range t.owners {
-			if e.parentT.tenant == nil {
-				if err := visit(e.parentT, append(path, t.name())); err != nil {
-					return err
-				}
-			}
-		}
-		state[t] = 2
+		return owners
+	}, (*mtable).name)
+	if problem == "" {
 		return nil
 	}
-	for _, t := range m.tables {
-		if t.tenant == nil {
-			if err := visit(t, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return sdk.InvalidConfig(sdk.FieldError{Field: "tables", Problem: problem})
 }

@@ -205,3 +205,18 @@ UPDATE a SET b_id = id;`)
 	e2.mustConfigure(t, map[string]any{"discover": true})
 	e2.expectErased(t, "x", victimRows{"public.a": "x.tenant_id = 'x'", "public.b": "x.tenant_id = 'x'"})
 }
+
+// Tables without the tenant column that reference each other in a loop
+// belong to a tenant only through themselves: refused, naming the loop.
+func TestDependentTablesOwningEachOtherAreRefused(t *testing.T) {
+	e := newSchemaEnv(t, `
+CREATE TABLE posts (id int PRIMARY KEY, tenant_id text NOT NULL);
+CREATE TABLE threads (id int PRIMARY KEY, post_id int NOT NULL REFERENCES posts (id), head_id int);
+CREATE TABLE replies (id int PRIMARY KEY, thread_id int NOT NULL REFERENCES threads (id));
+ALTER TABLE threads ADD FOREIGN KEY (head_id) REFERENCES replies (id);`)
+	_, err := e.configure(t, map[string]any{"tables": []any{"replies", "threads", "posts"}})
+	require.ErrorIs(t, err, sdk.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "tables without the tenant column reference each other in a loop (")
+	require.Contains(t, err.Error(), "threads")
+	require.Contains(t, err.Error(), "replies")
+}
