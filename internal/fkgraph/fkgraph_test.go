@@ -58,7 +58,9 @@ func TestComponents(t *testing.T) {
 }
 
 func TestLoopIsThePathBackToANodeOnIt(t *testing.T) {
-	next := func(edges map[string][]string) func(string) []string { return func(n string) []string { return edges[n] } }
+	next := func(edges map[string][]string) func(string) []string {
+		return func(n string) []string { return edges[n] }
+	}
 	require.Equal(t, []string{"a", "b", "c", "b"}, Loop([]string{"a"}, next(map[string][]string{"a": {"b"}, "b": {"c"}, "c": {"b"}})))
 	require.Equal(t, []string{"x", "x"}, Loop([]string{"x"}, next(map[string][]string{"x": {"x"}})), "a node that owns itself")
 	require.Nil(t, Loop([]string{"a", "d"}, next(map[string][]string{"a": {"b", "c"}, "b": {"c"}, "d": {"c"}})), "shared parents are no loop")
