@@ -227,7 +227,15 @@ func (p *Postgres) RetryDLQPage(ctx context.Context, page dlq.RetryPage) ([]dlq.
 		return record(q, cur)
 	})
 	if err != nil && sent && rolledBack(err) {
-		err = p.recordSentPage(ctx, ids, claimedAt, owner, asLocked, record)
+		// What was sent must be recorded: the recording can be a deadlock
+		// victim too (it takes the messages again, racing the writer that
+		// waited for them), and is tried again, as the pool's statements are.
+		for attempt := 0; ; attempt++ {
+			err = p.recordSentPage(ctx, ids, claimedAt, owner, asLocked, record)
+			if err == nil || !rolledBack(err) || attempt == 4 {
+				break
+			}
+		}
 	}
 	if err != nil {
 		return nil, pgError(err)
