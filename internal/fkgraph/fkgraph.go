@@ -206,3 +206,51 @@ func OwnerLoop[N comparable](tables []N, dependent func(N) bool, owners func(N) 
 	}
 	return fmt.Sprintf("tables without the tenant column reference each other in a loop (%s): give one of them the tenant column", strings.Join(names, " -> "))
 }
+
+// Referencing is rows outside a tenant's erasure that reference the
+// tenant's rows through a foreign key: both SQL deleters refuse to delete
+// before they are dealt with, and say so in the same words.
+type Referencing struct {
+	Rows   int64
+	Child  string // the referencing rows' table, as the deleter names it
+	Parent string // the referenced table
+	Key    string // the foreign key's name
+	// Action is the key's ON DELETE: 'c' cascade, 'n' set null, 'd' set
+	// default, anything else restrict or no action; ActionName spells it.
+	Action     byte
+	ActionName string
+	// Unlisted: the referencing table is not one the deleter deletes
+	// (else its rows are another tenant's).
+	Unlisted bool
+}
+
+// Problem is the refusal's text.
+func (r Referencing) Problem() string {
+	whose := "that are not this tenant's"
+	if r.Unlisted {
+		whose = "that this deleter does not delete"
+	}
+	var consequence string
+	switch r.Action {
+	case 'c':
+		consequence = "deleting this tenant would delete them too (ON DELETE CASCADE)"
+	case 'n', 'd':
+		consequence = "deleting this tenant would change them (" + r.ActionName + ")"
+	default:
+		consequence = "the delete would fail on them (" + r.ActionName + ")"
+	}
+	hint := ""
+	if r.Unlisted {
+		hint = fmt.Sprintf("; if they are this tenant's data, add %s to tables (or use discover = true)", r.Child)
+	}
+	return fmt.Sprintf("%s of %s %s reference this tenant's rows in %s through %s: %s%s",
+		Rows(r.Rows), r.Child, whose, r.Parent, r.Key, consequence, hint)
+}
+
+// Rows is "1 row" or "N rows".
+func Rows(n int64) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}

@@ -76,3 +76,15 @@ func TestOwnerLoopFollowsDependentTablesOnly(t *testing.T) {
 	require.Empty(t, OwnerLoop([]string{"posts", "users"}, all, func(n string) []string { return owners[n] }, func(n string) string { return n }),
 		"tables with the tenant column may reference each other")
 }
+
+func TestReferencingProblemSaysWhatDeletingWouldDo(t *testing.T) {
+	r := Referencing{Rows: 3, Child: "public.comments", Parent: "public.posts", Key: "comments_post", Action: 'c', ActionName: "ON DELETE CASCADE"}
+	require.Equal(t, "3 rows of public.comments that are not this tenant's reference this tenant's rows in public.posts through comments_post: "+
+		"deleting this tenant would delete them too (ON DELETE CASCADE)", r.Problem())
+	r.Rows, r.Action, r.ActionName = 1, 'n', "ON DELETE SET NULL"
+	require.Equal(t, "1 row of public.comments that are not this tenant's reference this tenant's rows in public.posts through comments_post: "+
+		"deleting this tenant would change them (ON DELETE SET NULL)", r.Problem())
+	r.Action, r.ActionName, r.Unlisted = 'a', "ON DELETE NO ACTION", true
+	require.Equal(t, "1 row of public.comments that this deleter does not delete reference this tenant's rows in public.posts through comments_post: "+
+		"the delete would fail on them (ON DELETE NO ACTION); if they are this tenant's data, add public.comments to tables (or use discover = true)", r.Problem())
+}

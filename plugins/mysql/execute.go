@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lifecycled/lifecycled/internal/fkgraph"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -187,7 +188,7 @@ func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
 	}
 	if len(set) == 0 {
 		return sdk.Permanent(fmt.Errorf("%s of %s reference each other in a loop through a key none of whose columns but the tenant column allows NULL: "+
-			"MySQL checks keys row by row, so the loop cannot be deleted", rows(left), t.name()))
+			"MySQL checks keys row by row, so the loop cannot be deleted", fkgraph.Rows(left), t.name()))
 	}
 	_, err := x.inTx(ctx, t, func(tx *sql.Tx) (int64, error) {
 		p := newPredicate(x.vals)

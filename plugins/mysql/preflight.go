@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/internal/fkgraph"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -75,7 +76,7 @@ func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) 
 		if n > 0 {
 			problems = append(problems, fmt.Sprintf(
 				"%s of %s reference rows of two tenants (this tenant's through one foreign key, a row that is not this tenant's through another): "+
-					"whose they are cannot be told, so correct those rows first", rows(n), t.name()))
+					"whose they are cannot be told, so correct those rows first", fkgraph.Rows(n), t.name()))
 		}
 	}
 	for _, e := range m.stuckLoops {
@@ -95,7 +96,7 @@ func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) 
 				"%s of %s reference this tenant's rows through %s (%s), whose columns other than the tenant column do not allow NULL: "+
 					"MySQL checks keys row by row, so rows that reference each other in a loop cannot be deleted, and the loop is never cut through the tenant column; "+
 					"allow NULL in a column of the key other than the tenant column (the deleter then clears it inside its transaction)",
-				rows(n), t.name(), e.fk.name, e.describe()))
+				fkgraph.Rows(n), t.name(), e.fk.name, e.describe()))
 		}
 	}
 	if len(problems) > 0 {
@@ -151,32 +152,8 @@ func describeProblem(e *medge, n int64, stripping bool) string {
 		}
 		return fmt.Sprintf("%s (%s) would run %s on %s of this tenant in %s, because the key is in a cycle and its parent rows go first, "+
 			"and set %s to NULL, leaving them behind: make it SET NULL only on columns that are not the tenant column",
-			e.fk.name, e.describe(), actionName(e.fk), rows(n), child, what)
+			e.fk.name, e.describe(), actionName(e.fk), fkgraph.Rows(n), child, what)
 	}
-	whose := "that are not this tenant's"
-	if e.childT == nil {
-		whose = "that this deleter does not delete"
-	}
-	var consequence string
-	switch e.fk.action {
-	case 'c':
-		consequence = "deleting this tenant would delete them too (ON DELETE CASCADE)"
-	case 'n', 'd':
-		consequence = "deleting this tenant would change them (" + actionName(e.fk) + ")"
-	default:
-		consequence = "the delete would fail on them (" + actionName(e.fk) + ")"
-	}
-	hint := ""
-	if e.childT == nil {
-		hint = fmt.Sprintf("; if they are this tenant's data, add %s to tables (or use discover = true)", child)
-	}
-	return fmt.Sprintf("%s of %s %s reference this tenant's rows in %s through %s: %s%s",
-		rows(n), child, whose, e.parent.name(), e.fk.name, consequence, hint)
-}
-
-func rows(n int64) string {
-	if n == 1 {
-		return "1 row"
-	}
-	return fmt.Sprintf("%d rows", n)
+	return fkgraph.Referencing{Rows: n, Child: child, Parent: e.parent.name(), Key: e.fk.name, Action: e.fk.action,
+		ActionName: actionName(e.fk), Unlisted: e.childT == nil}.Problem()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lifecycled/lifecycled/internal/fkgraph"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -69,7 +70,7 @@ func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string)
 		if n > 0 {
 			problems = append(problems, fmt.Sprintf(
 				"%s of %s reference rows of two tenants (this tenant's through one foreign key, a row that is not this tenant's through another): "+
-					"whose they are cannot be told, so correct those rows first", rows(n), t.name()))
+					"whose they are cannot be told, so correct those rows first", fkgraph.Rows(n), t.name()))
 		}
 	}
 	if len(problems) > 0 {
@@ -123,32 +124,8 @@ func describeProblem(e *medge, n int64, stripping bool) string {
 		}
 		return fmt.Sprintf("%s (%s) would run ON DELETE %s on %s of this tenant in %s, because the key is in a cycle and its parent rows go first, "+
 			"and set %s to NULL, leaving them behind: declare it ON DELETE SET NULL (only the non-tenant columns), or DEFERRABLE",
-			e.fk.name, e.describe(), strings.TrimPrefix(actionName(e.fk), "ON DELETE "), rows(n), child, what)
+			e.fk.name, e.describe(), strings.TrimPrefix(actionName(e.fk), "ON DELETE "), fkgraph.Rows(n), child, what)
 	}
-	whose := "that are not this tenant's"
-	if e.childT == nil {
-		whose = "that this deleter does not delete"
-	}
-	var consequence string
-	switch e.fk.action {
-	case 'c':
-		consequence = "deleting this tenant would delete them too (ON DELETE CASCADE)"
-	case 'n', 'd':
-		consequence = "deleting this tenant would change them (" + actionName(e.fk) + ")"
-	default:
-		consequence = "the delete would fail on them (" + actionName(e.fk) + ")"
-	}
-	hint := ""
-	if e.childT == nil {
-		hint = fmt.Sprintf("; if they are this tenant's data, add %s to tables (or use discover = true)", child)
-	}
-	return fmt.Sprintf("%s of %s %s reference this tenant's rows in %s through %s: %s%s",
-		rows(n), child, whose, e.parent.qualified(), e.fk.name, consequence, hint)
-}
-
-func rows(n int64) string {
-	if n == 1 {
-		return "1 row"
-	}
-	return fmt.Sprintf("%d rows", n)
+	return fkgraph.Referencing{Rows: n, Child: child, Parent: e.parent.qualified(), Key: e.fk.name, Action: e.fk.action,
+		ActionName: actionName(e.fk), Unlisted: e.childT == nil}.Problem()
 }
