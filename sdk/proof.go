@@ -1,6 +1,10 @@
 package sdk
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // ProofKind says what a proof check looked for.
 type ProofKind string
@@ -67,6 +71,25 @@ func ProofLeft(checks []ProofCheck) int64 {
 		}
 	}
 	return n
+}
+
+// ProofFailure is the permanent error a Delete returns when its proof found
+// rows left (ProofLeft > 0), naming each check that found some: the daemon
+// marks the job BLOCKED and signs no receipt.
+func ProofFailure(checks []ProofCheck) error {
+	var parts []string
+	for _, c := range checks {
+		if !c.Left() {
+			continue
+		}
+		switch c.Kind {
+		case ProofIdentities:
+			parts = append(parts, fmt.Sprintf("%d of the %d rows of %s recorded before the delete are %s", c.Found, c.Checked, c.Target, c.Detail))
+		default:
+			parts = append(parts, fmt.Sprintf("%d rows reference removed rows through %s: %s", c.Found, c.Target, c.Detail))
+		}
+	}
+	return Permanent(fmt.Errorf("the erasure's independent proof found rows left: %s", strings.Join(parts, "; ")))
 }
 
 // Verifier is implemented by a TenantDeleter that can prove an erasure by a

@@ -179,20 +179,3 @@ func (w *witness) close() {
 	}
 	_ = w.conn.Close()
 }
-
-// proofFailure is the error of a Delete whose proof found rows left.
-func proofFailure(checks []sdk.ProofCheck) error {
-	var parts []string
-	for _, c := range checks {
-		if !c.Left() {
-			continue
-		}
-		switch c.Kind {
-		case sdk.ProofIdentities:
-			parts = append(parts, fmt.Sprintf("%d of the %d rows of %s recorded before the delete are %s", c.Found, c.Checked, c.Target, c.Detail))
-		default:
-			parts = append(parts, fmt.Sprintf("%d rows reference removed rows through %s: %s", c.Found, c.Target, c.Detail))
-		}
-	}
-	return sdk.Permanent(fmt.Errorf("the erasure's independent proof found rows left: %s", strings.Join(parts, "; ")))
-}

@@ -315,7 +315,7 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		}
 	}
 	if sdk.ProofLeft(proof) > 0 {
-		return nil, sdk.PartialDeletion(t.total, proofFailure(proof))
+		return nil, sdk.PartialDeletion(t.total, sdk.ProofFailure(proof))
 	}
 	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable, Proof: proof}, nil
 }
