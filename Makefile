@@ -104,7 +104,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./daemon/internal/ledger
 
 SEEDS ?= 10000
-fuzz-erasure: test-deps test-bins ## run the schema fuzzer (internal/erasurefuzz) on SEEDS seeds per dialect (default 10000; make test runs 300), FUZZ_FIRST_SEED to move the window
+fuzz-erasure: test-deps test-bins ## run the schema fuzzer (internal/erasurefuzz) on SEEDS seeds per dialect (default 10000; make test runs 150), FUZZ_FIRST_SEED to move the window
 	LIFECYCLED_TEST_BIN=$(TEST_BIN) SEEDS=$(SEEDS) ./scripts/test-pg.sh $(GO) test -count=1 -timeout 0 -v -run '^TestSchemaFuzz(Postgres|MariaDB)$$' ./internal/erasurefuzz/
 
 fuzz-dlq: test-deps test-bins ## run the producer fuzzer (daemon/e2e TestProducerFuzz) on SEEDS seeds (default 10000; make test runs 4), DLQ_FUZZ_FIRST_SEED to move the window, DLQ_FUZZ_SEEDS=a,b for a list

@@ -23,7 +23,7 @@ import (
 
 // defaultSeeds is how many seeds `make test` runs per dialect; SEEDS=N
 // runs more (make fuzz-erasure), FUZZ_FIRST_SEED moves the window.
-const defaultSeeds = 300
+const defaultSeeds = 150
 
 // workers run seeds side by side, each with a plugin and a database of
 // its own.

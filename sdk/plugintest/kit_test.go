@@ -139,7 +139,7 @@ func runKit(t *testing.T, binary, format string) {
 		BadConfigFields:  map[string]string{"dsn without @": "dsn"},
 		Seed:             20,
 		CancelSeed:       3000,
-		ConcurrentWithin: 30 * time.Second,
+		ConcurrentWithin: 15 * time.Second,
 	})
 }
 
@@ -209,7 +209,7 @@ func TestKitFailsBrokenPlugins(t *testing.T) {
 		"planmiscount":          {"Plan(A) expects 19 items in all, want the 20 seeded", "compute them with Count's code"},
 		"ignoresplan":           {"which the plugin's Plan never gave, succeeded (deleted 20)", "sdk.Fingerprints.Check returns sdk.PlanChanged", "after Delete with a stale plan fingerprint, the data of tenant B changed"},
 		// Resources held across a Delete (the SQL deleters' proof once did).
-		"pooldeadlock": {"9 Deletes at once did not all finish within 30s", "fewer Deletes at once than the pool has connections"},
+		"pooldeadlock": {"9 Deletes at once did not all finish within 15s", "fewer Deletes at once than the pool has connections"},
 	}
 	type kitRun struct {
 		out []byte
