@@ -105,6 +105,26 @@ func errorFromHeaders(hs []sdk.Header) string {
 	return ""
 }
 
+// originFromHeaders finds the original topic the headers name, by the
+// conventions in order: the first whose latest header says something. It
+// returns that header's name and the topic, or, for a name longer than any
+// topic, the header and the name's length (cut to the limit, a long name
+// would become another topic: "orders", 250 spaces, then anything).
+func originFromHeaders(last func(key string) ([]byte, bool)) (key, topic string, tooLong int) {
+	for _, k := range originalTopicHeaders {
+		v, ok := last(k)
+		if !ok {
+			continue
+		}
+		if t := sanitize(string(v), math.MaxInt); len(t) > maxTopicLength {
+			return k, "", len(t)
+		} else if t != "" {
+			return k, t, 0
+		}
+	}
+	return "", "", 0
+}
+
 // producedAtRange is what both state stores can hold as a timestamp;
 // outside it the producer's timestamp is not kept (a Kafka timestamp may be
 // any int64 of milliseconds, and year 300000 once stopped a whole intake).
@@ -144,19 +164,13 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 	for _, h := range d.Headers {
 		in.Headers = append(in.Headers, Header{Key: h.Key, Value: h.Value})
 	}
-	namedBy, tooLong := "", 0
-	for _, k := range originalTopicHeaders {
-		if v, ok := lastHeader(d.Headers, k); ok {
-			// Cut to the limit, a long name would become another topic
-			// ("orders" and 250 spaces and then anything, trimmed).
-			if t := sanitize(string(v), math.MaxInt); len(t) > maxTopicLength {
-				namedBy, tooLong = "the header "+k, len(t)
-				break
-			} else if t != "" {
-				in.OriginalTopic, namedBy, in.originHeader = t, "the header "+k, k
-				break
-			}
-		}
+	namedBy := ""
+	key, named, tooLong := originFromHeaders(func(k string) ([]byte, bool) { return lastHeader(d.Headers, k) })
+	switch {
+	case tooLong > 0:
+		namedBy = "the header " + key
+	case key != "":
+		in.OriginalTopic, namedBy, in.originHeader = named, "the header "+key, key
 	}
 	if in.OriginalTopic == "" && tooLong == 0 {
 		in.OriginalTopic, namedBy = sanitize(d.OriginalTopic, maxTopicLength), "the source's topic mapping"

@@ -21,47 +21,54 @@ import (
 // header named a topic outside its DLQ topic's replay targets.
 const ReplayTargetRefused = "outside the replay targets"
 
-// dlqMarkers are the name segments that mark a dead-letter topic: ours
-// (orders.dlq.v1), Spring's (orders-dlt, orders.DLT) and the spelled-out
-// ones.
-var dlqMarkers = map[string]bool{"dlq": true, "dlt": true, "deadletter": true, "deadletters": true, "dead": true}
+// markerWidth is how many name segments, from segs[i], mark a dead-letter
+// topic: ours (orders.dlq.v1), Spring's (orders-dlt, orders.DLT) and the
+// spelled-out ones (deadletter, dead.letter); 0 when segs[i] marks none.
+func markerWidth(segs []segment, i int) int {
+	switch strings.ToLower(segs[i].text) {
+	case "dlq", "dlt", "deadletter", "deadletters":
+		return 1
+	case "dead": // "dead" alone is a word, not a marker
+		if i+1 < len(segs) && strings.HasPrefix(strings.ToLower(segs[i+1].text), "letter") {
+			return 2
+		}
+	}
+	return 0
+}
+
+// segment is a part of a topic's name between separators (. - _).
+type segment struct {
+	text  string
+	start int // its offset in the name
+}
 
 // DefaultReplayTargets derives a DLQ topic's replay targets from its name:
-// the namespace before the dead-letter marker segment, and everything in
-// it with the same separator ("orders.dlq.v1" -> "orders", "orders.*";
+// the namespace before the dead-letter marker, and everything in it with
+// the same separator ("orders.dlq.v1" -> "orders", "orders.*";
 // "orders-dlt" -> "orders", "orders-*"); with the marker first, the
 // segment after it ("dlq.orders" -> "orders", "orders.*"). A name without
 // a marker gives none: every header-named origin is refused until
 // [[dlq.topic]] replay_targets says where its messages may go.
 func DefaultReplayTargets(dlqTopic string) []string {
-	type segment struct {
-		text       string
-		start, end int
-	}
 	var segs []segment
 	start := 0
 	for i := 0; i <= len(dlqTopic); i++ {
 		if i == len(dlqTopic) || strings.IndexByte(".-_", dlqTopic[i]) >= 0 {
-			segs = append(segs, segment{dlqTopic[start:i], start, i})
+			segs = append(segs, segment{dlqTopic[start:i], start})
 			start = i + 1
 		}
 	}
 	for i, s := range segs {
-		if !dlqMarkers[strings.ToLower(s.text)] {
+		width := markerWidth(segs, i)
+		if width == 0 {
 			continue
-		}
-		if strings.EqualFold(s.text, "dead") && (i+1 >= len(segs) || !strings.HasPrefix(strings.ToLower(segs[i+1].text), "letter")) {
-			continue // "dead" alone is a word, not a marker
 		}
 		var base string
 		var sep byte
-		switch {
-		case i > 0:
+		if i > 0 {
 			base, sep = dlqTopic[:s.start-1], dlqTopic[s.start-1]
-		case len(segs) > 1 && strings.EqualFold(s.text, "dead") && len(segs) > 2:
-			base, sep = segs[2].text, dlqTopic[segs[2].start-1]
-		case len(segs) > 1 && !strings.EqualFold(s.text, "dead"):
-			base, sep = segs[1].text, dlqTopic[segs[1].start-1]
+		} else if next := i + width; next < len(segs) {
+			base, sep = segs[next].text, dlqTopic[segs[next].start-1]
 		}
 		if base == "" || strings.ContainsAny(base, "*?[\\") {
 			return nil
@@ -103,29 +110,29 @@ func refuseOutsideTargets(in *Incoming, targets []string) bool {
 }
 
 // outsideTargets says why a stored message may not be sent to its original
-// topic ("" when it may): a header named the topic, the way Interpret
-// chose it, and the topic is not among its DLQ topic's targets now.
+// topic ("" when it may): a header named the topic, as Interpret reads
+// headers, and the topic is not among its DLQ topic's targets now.
 func outsideTargets(m *Message, targets []string) string {
 	if m.OriginalTopic == "" || IsReplayTarget(targets, m.OriginalTopic) {
 		return ""
 	}
-	for _, k := range originalTopicHeaders {
+	key, named, tooLong := originFromHeaders(func(k string) ([]byte, bool) {
 		for i := len(m.Headers) - 1; i >= 0; i-- {
-			if !bytes.EqualFold(m.Headers[i].Key, []byte(k)) {
-				continue
+			if bytes.EqualFold(m.Headers[i].Key, []byte(k)) {
+				return m.Headers[i].Value, true
 			}
-			named := sanitize(string(m.Headers[i].Value), maxTopicLength)
-			if named == "" {
-				break // as Interpret: an empty header names nothing
-			}
-			if named != m.OriginalTopic {
-				return "" // the source's mapping chose it
-			}
-			return fmt.Sprintf("the header %s names %s, %s of %s (%s): not sent; replay it to a topic explicitly (dlq replay ID --topic TOPIC)",
-				k, named, ReplayTargetRefused, m.Position.Topic, describeTargets(targets))
 		}
+		return nil, false
+	})
+	switch {
+	case tooLong > 0:
+		// Stored before such names were refused: the topic is the name cut.
+		named = m.OriginalTopic
+	case key == "" || named != m.OriginalTopic:
+		return "" // the source's mapping chose it
 	}
-	return ""
+	return fmt.Sprintf("the header %s names %s, %s of %s (%s): not sent; replay it to a topic explicitly (dlq replay ID --topic TOPIC)",
+		key, named, ReplayTargetRefused, m.Position.Topic, describeTargets(targets))
 }
 
 func describeTargets(targets []string) string {
