@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -243,7 +243,7 @@ lease = "2s"
 
 	stored := fuzzStored(t, d)
 	require.Len(t, stored, len(committed), "seed %d: the stored set is the committed set", seed)
-	byPos := map[[2]int64]adminapi.MessageJSON{}
+	byPos := map[[2]int64]wire.Message{}
 	for _, m := range stored {
 		byPos[[2]int64{int64(m.Partition), m.Offset}] = m
 	}
@@ -331,15 +331,15 @@ func fuzzValue(rng *rand.Rand) []byte {
 }
 
 // fuzzStored lists every stored message of the fuzzer's DLQ topic, in the
-// API's own types (null apart from absent: adminapi.Base64Field).
-func fuzzStored(t *testing.T, d *testsvc.Daemon) []adminapi.MessageJSON {
+// API's own types (null apart from absent: wire.Base64Field).
+func fuzzStored(t *testing.T, d *testsvc.Daemon) []wire.Message {
 	t.Helper()
-	return listAll[adminapi.MessageJSON](t, d, fuzzDLQ)
+	return listAll[wire.Message](t, d, fuzzDLQ)
 }
 
 // fuzzSame checks that m is r as stored, byte for byte, null apart from
 // empty (a JSON payload as JSON: the API compacts it).
-func fuzzSame(t *testing.T, seed uint64, r *kgo.Record, m adminapi.MessageJSON) {
+func fuzzSame(t *testing.T, seed uint64, r *kgo.Record, m wire.Message) {
 	t.Helper()
 	what := fmt.Sprintf("seed %d, %s", seed, fuzzHeader(r.Headers, "fz-id"))
 	key := apiBytes(t, m.Key, m.KeyBase64)
@@ -366,7 +366,7 @@ func fuzzSame(t *testing.T, seed uint64, r *kgo.Record, m adminapi.MessageJSON) 
 }
 
 // apiBytes gives back the bytes a text field and its *_base64 field show.
-func apiBytes(t *testing.T, text *string, b64 adminapi.Base64Field) []byte {
+func apiBytes(t *testing.T, text *string, b64 wire.Base64Field) []byte {
 	t.Helper()
 	switch {
 	case text != nil:

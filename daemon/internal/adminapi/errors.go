@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // Scope selects the SYS_<SCOPE>_ prefix of error codes for a route family.
@@ -34,25 +36,6 @@ func scopeOf(path string) Scope {
 	}
 }
 
-// ErrorBody is the envelope of every non-2xx answer.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is the inside of the envelope.
-type ErrorDetail struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id"`
-	Details   []any  `json:"details"`
-}
-
-// FieldProblem is one entry of details for a validation error.
-type FieldProblem struct {
-	Field   string `json:"field"`
-	Problem string `json:"problem"`
-}
-
 // apiError is an error that already knows its HTTP status and code.
 type apiError struct {
 	status  int
@@ -71,7 +54,7 @@ func invalid(format string, args ...any) *apiError {
 func invalidField(field, format string, args ...any) *apiError {
 	msg := fmt.Sprintf(format, args...)
 	return &apiError{status: http.StatusBadRequest, kind: "VALIDATION_ERROR", message: fmt.Sprintf("invalid %s: %s", field, msg),
-		details: []any{FieldProblem{Field: field, Problem: msg}}}
+		details: []any{wire.FieldProblem{Field: field, Problem: msg}}}
 }
 
 func notFound(format string, args ...any) *apiError {
@@ -127,7 +110,7 @@ func writeError(w http.ResponseWriter, r *http.Request, scope Scope, err error) 
 			l.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "error", err)
 		}
 	}
-	writeJSON(w, ae.status, ErrorBody{Error: ErrorDetail{
+	writeJSON(w, ae.status, wire.ErrorBody{Error: wire.ErrorDetail{
 		Code:      ae.fullCode(scope),
 		Message:   ae.message,
 		RequestID: requestID(r),

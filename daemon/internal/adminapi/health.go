@@ -5,24 +5,14 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
-
-type checkResult struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-	Took   string `json:"took"`
-}
-
-type healthBody struct {
-	Status string        `json:"status"`
-	Checks []checkResult `json:"checks,omitempty"`
-}
 
 // handleHealthz is liveness: the process serves requests. It never looks at
 // stores or plugins, so a dependency outage never gets the daemon restarted.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, healthBody{Status: "ok"})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // handleReadyz is readiness: the state store and every plugin answer, and
@@ -34,7 +24,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, detailed b
 	if s.opts.Checks != nil {
 		checks = s.opts.Checks()
 	}
-	results := make([]checkResult, len(checks))
+	results := make([]wire.HealthCheck, len(checks))
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -43,7 +33,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, detailed b
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			res := checkResult{Name: c.Name, Status: "ok"}
+			res := wire.HealthCheck{Name: c.Name, Status: "ok"}
 			if err := c.Fn(ctx); err != nil {
 				res.Status, res.Error = "failing", err.Error()
 				if !detailed {
@@ -55,7 +45,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, detailed b
 		}()
 	}
 	wg.Wait()
-	body := healthBody{Status: "ok"}
+	body := wire.Health{Status: "ok"}
 	status := http.StatusOK
 	for _, res := range results {
 		if res.Status != "ok" {
@@ -64,7 +54,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, detailed b
 	}
 	if s.draining.Load() {
 		body.Status, status = "draining", http.StatusServiceUnavailable
-		results = append(results, checkResult{Name: "daemon", Status: "failing", Error: "draining: shutting down"})
+		results = append(results, wire.HealthCheck{Name: "daemon", Status: "failing", Error: "draining: shutting down"})
 	}
 	if verbose || status != http.StatusOK {
 		body.Checks = results

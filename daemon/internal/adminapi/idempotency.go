@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // IdempotencyOptions configure Idempotency-Key handling (package
@@ -47,7 +48,7 @@ func idempotencyFailure(w http.ResponseWriter, r *http.Request, f idempotency.Fa
 	}
 	ae := &apiError{status: f.Status, code: f.Code, kind: "VALIDATION_ERROR", message: f.Message}
 	if f.Field != "" {
-		ae.details = []any{FieldProblem{Field: f.Field, Problem: f.Message}}
+		ae.details = []any{wire.FieldProblem{Field: f.Field, Problem: f.Message}}
 	}
 	scope := ScopeNone
 	if f.Code == "" {

@@ -166,20 +166,6 @@ func jobStatusList() string {
 	return strings.Join(out, ", ")
 }
 
-// deletionBody is the body of POST /api/v1/tenants/{tenant}/deletion.
-type deletionBody struct {
-	NotBefore *string `json:"not_before"`
-	// PlanHash is the plan the caller read; when given, the plan now must have it.
-	PlanHash *string `json:"plan_hash"`
-}
-
-// bulkBody is the body of POST /api/v1/deletions.
-type bulkBody struct {
-	TenantIDs []string `json:"tenant_ids"`
-	NotBefore *string  `json:"not_before"`
-	PlanHash  *string  `json:"plan_hash"`
-}
-
 // parsePlanHash reads an optional plan_hash. Given empty, it is refused,
 // not taken for "no check": a script that sent "" meant a check.
 func parsePlanHash(v *string) (string, error) {

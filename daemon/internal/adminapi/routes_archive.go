@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // Retention is what the archive routes need.
@@ -14,19 +15,8 @@ type Retention interface {
 	Status() archive.Status
 }
 
-// ArchiveRunBody is POST /api/v1/archive/run.
-type ArchiveRunBody struct {
-	Archived            int64   `json:"archived"`
-	PurgedArchive       int64   `json:"purged_archive"`
-	PurgedKeys          int64   `json:"purged_idempotency_keys"`
-	Batches             int     `json:"batches"`
-	DryRun              bool    `json:"dry_run,omitempty"`
-	TookSeconds         float64 `json:"took_seconds"`
-	LongestBatchSeconds float64 `json:"longest_batch_seconds"`
-}
-
-func archiveRunBody(r archive.Result) ArchiveRunBody {
-	return ArchiveRunBody{Archived: r.Archived, PurgedArchive: r.PurgedDLQ, PurgedKeys: r.PurgedKeys, Batches: r.Batches,
+func archiveRunBody(r archive.Result) wire.ArchiveRun {
+	return wire.ArchiveRun{Archived: r.Archived, PurgedArchive: r.PurgedDLQ, PurgedKeys: r.PurgedKeys, Batches: r.Batches,
 		DryRun: r.DryRun, TookSeconds: r.Took.Seconds(), LongestBatchSeconds: r.LongestBatch.Seconds()}
 }
 

@@ -6,28 +6,8 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
-
-// BulkBody is the answer of POST /api/v1/deletions.
-type BulkBody struct {
-	// Queued counts new jobs, Existing tenants whose active job was
-	// returned, OnHold tenants refused for their legal hold.
-	Queued   int          `json:"queued"`
-	Existing int          `json:"existing"`
-	OnHold   int          `json:"on_hold"`
-	Results  []BulkResult `json:"results"`
-}
-
-// BulkResult is one tenant of a bulk request, in the request's order.
-type BulkResult struct {
-	Index     int                `json:"index"`
-	TenantID  string             `json:"tenant_id"`
-	JobID     string             `json:"job_id,omitempty"`
-	Status    deletion.JobStatus `json:"status,omitempty"`
-	Created   bool               `json:"created"`
-	NotBefore *string            `json:"not_before,omitempty"`
-	Error     *ErrorDetail       `json:"error,omitempty"`
-}
 
 // DeletionRoutes serve the job list and the bulk request.
 func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
@@ -50,7 +30,7 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			var body bulkBody
+			var body wire.BulkRequest
 			shape := `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>", "plan_hash": "<optional>"}`
 			given, err := decodeBody(r, &body, shape)
 			if err == nil && (!given || body.TenantIDs == nil) {
@@ -90,22 +70,22 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 func invalidTenants(e *deletion.InvalidTenantsError) *apiError {
 	ae := invalid("%s", e.Error())
 	for _, p := range e.Problems {
-		ae.details = append(ae.details, FieldProblem{Field: fmt.Sprintf("tenant_ids[%d]", p.Index), Problem: p.Err.Error()})
+		ae.details = append(ae.details, wire.FieldProblem{Field: fmt.Sprintf("tenant_ids[%d]", p.Index), Problem: p.Err.Error()})
 	}
 	return ae
 }
 
-func bulkAnswer(r *http.Request, res []deletion.JobCreated) BulkBody {
-	out := BulkBody{Results: make([]BulkResult, 0, len(res))}
+func bulkAnswer(r *http.Request, res []deletion.JobCreated) wire.BulkResult {
+	out := wire.BulkResult{Results: make([]wire.BulkItem, 0, len(res))}
 	for i, c := range res {
-		br := BulkResult{Index: i}
+		br := wire.BulkItem{Index: i}
 		switch {
 		case c.Hold != nil:
 			out.OnHold++
 			err := &deletion.OnHoldError{Hold: c.Hold}
 			ae := classify(err, ScopeTenant)
 			br.TenantID = c.Hold.TenantID
-			br.Error = &ErrorDetail{Code: ae.fullCode(ScopeTenant), Message: ae.message, RequestID: requestID(r), Details: []any{}}
+			br.Error = &wire.ErrorDetail{Code: ae.fullCode(ScopeTenant), Message: ae.message, RequestID: requestID(r), Details: []any{}}
 		default:
 			j := JobBody(c.Job)
 			br.TenantID, br.JobID, br.Status, br.Created, br.NotBefore = j.TenantID, j.ID, j.Status, c.Created, j.NotBefore

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // DLQ is what the dead-letter routes need.
@@ -24,54 +25,6 @@ type DLQ interface {
 	SourceConfigured(name string) bool
 }
 
-// ListBody is GET /api/v1/dlq/{topic}.
-type ListBody struct {
-	Messages   []MessageJSON `json:"messages"`
-	Pagination Pagination    `json:"pagination"`
-	// Note says, on an empty answer, that nothing was ever stored for the
-	// topic (as DLQ topic or original topic): most likely a typo.
-	Note string `json:"note,omitempty"`
-	// DidYouMean lists known DLQ topics close to the one asked for.
-	DidYouMean []string `json:"did_you_mean,omitempty"`
-}
-
-// Pagination describes a page.
-type Pagination struct {
-	TotalCount int64 `json:"total_count"`
-	Page       int   `json:"page"`
-	PageSize   int   `json:"page_size"`
-	HasNext    bool  `json:"has_next"`
-}
-
-// TopicJSON is one entry of GET /api/v1/dlq.
-type TopicJSON struct {
-	Topic           string           `json:"topic"`
-	Counts          map[string]int64 `json:"counts"`
-	OldestPendingAt *string          `json:"oldest_pending_at"`
-	// UnconfiguredSources counts the topic's PENDING messages by source for
-	// sources that are not configured (renamed or removed): they are not
-	// retried until the source is configured again. Absent when none.
-	UnconfiguredSources map[string]int64 `json:"unconfigured_sources,omitempty"`
-	// Paused is the topic's pause when its automatic retries are paused
-	// (by an operator or by the auto-pause); absent when they run.
-	Paused *PauseJSON `json:"paused,omitempty"`
-}
-
-// RetryAllBody is POST /api/v1/dlq/{topic}/retry-all.
-type RetryAllBody struct {
-	Retried     int `json:"retried"`
-	Failed      int `json:"failed"`
-	Unavailable int `json:"unavailable"`
-	// NotRecorded were acknowledged by the broker after their claim ran out:
-	// not marked RESOLVED. Absent when none.
-	NotRecorded int    `json:"not_recorded,omitempty"`
-	Message     string `json:"message"`
-	// With ?dry_run=true: nothing was republished; Retryable is how many
-	// messages a real call would republish now.
-	DryRun    bool   `json:"dry_run,omitempty"`
-	Retryable *int64 `json:"retryable,omitempty"`
-}
-
 // DLQRoutes serves the dead-letter routes of DESIGN.md.
 func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
@@ -81,19 +34,19 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			out := make([]TopicJSON, 0, len(topics))
+			out := make([]wire.Topic, 0, len(topics))
 			for _, t := range topics {
-				tj := TopicJSON{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources, Paused: pauseJSON(t.Paused)}
+				tj := wire.Topic{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources, Paused: pauseJSON(t.Paused)}
 				for _, s := range dlq.Statuses {
 					tj.Counts[string(s)] = t.Counts[s]
 				}
 				if t.OldestPendingAt != nil {
-					s := t.OldestPendingAt.UTC().Format(TimeFormat)
+					s := t.OldestPendingAt.UTC().Format(wire.TimeFormat)
 					tj.OldestPendingAt = &s
 				}
 				out = append(out, tj)
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"topics": out})
+			writeJSON(w, http.StatusOK, wire.Topics{Topics: out})
 		})
 		// {topic...} takes the rest of the path, so that a topic with a
 		// slash is a 400 for a bad topic rather than a 404 for a bad route.
@@ -125,7 +78,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 					return
 				}
 			}
-			body := ListBody{Messages: make([]MessageJSON, len(msgs)), Pagination: Pagination{
+			body := wire.MessageList{Messages: make([]wire.Message, len(msgs)), Pagination: wire.Pagination{
 				TotalCount: total, Page: q.Page, PageSize: q.PageSize, HasNext: int64(q.Page)*int64(q.PageSize) < total,
 			}, Note: note, DidYouMean: didYouMean}
 			for i := range msgs {
@@ -162,7 +115,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
 				return
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("message %s deleted", id)})
+			writeJSON(w, http.StatusOK, wire.Deleted{Success: true, Message: fmt.Sprintf("message %s deleted", id)})
 		})
 		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/retry", func(w http.ResponseWriter, r *http.Request) {
 			if err := strictRequest(r, noBody); err != nil {
@@ -179,7 +132,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
 				return
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"id": m.ID.String(), "status": m.Status, "message": "message retry initiated"})
+			writeJSON(w, http.StatusOK, wire.MessageChange{ID: m.ID.String(), Status: m.Status, Message: "message retry initiated"})
 		})
 		// Revive: a DEAD message back to PENDING with its attempts reset. The
 		// caller's uid goes into the message's history (and, like every
@@ -199,8 +152,8 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
 				return
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"id": m.ID.String(), "status": m.Status, "retry_count": m.RetryCount,
-				"max_retries": m.MaxRetries, "message": "message revived"})
+			writeJSON(w, http.StatusOK, wire.MessageChange{ID: m.ID.String(), Status: m.Status, RetryCount: &m.RetryCount,
+				MaxRetries: &m.MaxRetries, Message: "message revived"})
 		})
 		mux.HandleFunc("POST /api/v1/dlq/{topic}/retry-all", func(w http.ResponseWriter, r *http.Request) {
 			if err := strictRequest(r, bodyAllowed, "dry_run"); err != nil {
@@ -236,7 +189,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 					writeError(w, r, ScopeDLQ, err)
 					return
 				}
-				writeJSON(w, http.StatusOK, RetryAllBody{DryRun: true, Retryable: &n,
+				writeJSON(w, http.StatusOK, wire.RetryAllResult{DryRun: true, Retryable: &n,
 					Message: fmt.Sprintf("%s would be retried in topic %s", countOf(n, "message"), topic)})
 				return
 			}
@@ -245,7 +198,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, RetryAllBody{Retried: res.Retried, Failed: res.Failed, Unavailable: res.Unavailable, NotRecorded: res.NotRecorded,
+			writeJSON(w, http.StatusOK, wire.RetryAllResult{Retried: res.Retried, Failed: res.Failed, Unavailable: res.Unavailable, NotRecorded: res.NotRecorded,
 				Message: fmt.Sprintf("%s retried in topic %s", countOf(int64(res.Retried), "message"), topic)})
 		})
 	}

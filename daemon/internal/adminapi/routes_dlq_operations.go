@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // DLQOperations is what the bulk-operation routes need.
@@ -56,7 +56,7 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 					writeError(w, r, ScopeDLQ, err)
 					return
 				}
-				body := OperationDryRunBody{DryRun: true, Matched: n, Sample: make([]MessageJSON, len(sample))}
+				body := wire.OperationDryRun{DryRun: true, Matched: n, Sample: make([]wire.Message, len(sample))}
 				for i := range sample {
 					body.Sample[i] = messageJSON(&sample[i], svc.SourceConfigured(sample[i].Position.Source))
 				}
@@ -110,7 +110,7 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			body := OperationsBody{Operations: make([]OperationJSON, len(ops))}
+			body := wire.Operations{Operations: make([]wire.Operation, len(ops))}
 			now := time.Now()
 			for i := range ops {
 				body.Operations[i] = operationJSON(&ops[i], now)
@@ -136,7 +136,7 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 					return
 				}
 				for _, f := range failures {
-					body.Failures = append(body.Failures, OperationFailureJSON{ID: f.ID.String(), Outcome: f.Outcome, Error: f.Error})
+					body.Failures = append(body.Failures, wire.OperationFailure{ID: f.ID.String(), Outcome: f.Outcome, Error: f.Error})
 				}
 			}
 			writeJSON(w, http.StatusOK, body)
@@ -166,56 +166,6 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 	}
 }
 
-// operationBody is the body of POST /api/v1/dlq/operations.
-type operationBody struct {
-	Action      string          `json:"action"`
-	Filter      json.RawMessage `json:"filter"`
-	IDs         []string        `json:"ids"`
-	Rate        *float64        `json:"rate"`
-	DryRun      bool            `json:"dry_run"`
-	TargetTopic *string         `json:"target_topic"`
-}
-
-// operationFilterBody is the filter of a bulk operation: the search
-// filters of GET /api/v1/dlq/messages as JSON fields, status and header as
-// lists.
-type operationFilterBody struct {
-	Topic  *string  `json:"topic"`
-	Status []string `json:"status"`
-	Error  *string  `json:"error"`
-	Group  *string  `json:"group"`
-	Key    *string  `json:"key"`
-	Header []string `json:"header"`
-	Q      *string  `json:"q"`
-	Since  *string  `json:"since"`
-	Until  *string  `json:"until"`
-}
-
-// values is the filter as the search's query parameters, so it is checked
-// by the very code that checks a search.
-func (f operationFilterBody) values() url.Values {
-	v := url.Values{}
-	set := func(name string, s *string) {
-		if s != nil {
-			v.Set(name, *s)
-		}
-	}
-	set("topic", f.Topic)
-	set("error", f.Error)
-	set("group", f.Group)
-	set("key", f.Key)
-	set("q", f.Q)
-	set("since", f.Since)
-	set("until", f.Until)
-	for _, s := range f.Status {
-		v.Add("status", s)
-	}
-	for _, h := range f.Header {
-		v.Add("header", h)
-	}
-	return v
-}
-
 // minOperationRate is the lowest rate a bulk operation takes, in messages
 // per second.
 const minOperationRate = 0.01
@@ -225,7 +175,7 @@ const operationShape = `{"action": "retry|revive|delete|dead|replay_to", "filter
 // parseOperationBody checks a bulk operation request before anything runs.
 func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 	var (
-		b   operationBody
+		b   wire.OperationRequest
 		req dlq.OperationRequest
 	)
 	given, err := decodeBody(r, &b, operationShape, fieldsIn("filter"))
@@ -287,7 +237,7 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		}
 		req.FilterJSON, _ = json.Marshal(map[string][]string{"ids": b.IDs}) // strings always encode
 	case hasFilter:
-		var fb operationFilterBody
+		var fb wire.OperationFilter
 		dec := json.NewDecoder(bytes.NewReader(b.Filter))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&fb); err != nil {
@@ -306,7 +256,7 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		if fb.Header != nil && len(fb.Header) == 0 {
 			return req, false, invalidField("header", "an empty list: name the headers, or leave header out")
 		}
-		v := fb.values()
+		v := fb.Values()
 		// The filter is stored with the operation, and PostgreSQL keeps no
 		// NUL in its JSON: refused on both stores alike, before anything
 		// runs. A search takes it.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // DLQSearch is what the search and failure-group routes need.
@@ -14,35 +15,8 @@ type DLQSearch interface {
 	SourceConfigured(name string) bool
 }
 
-// SearchBody is GET /api/v1/dlq/messages.
-type SearchBody struct {
-	Messages []MessageJSON `json:"messages"`
-	// NextCursor continues the search; "" on the last page.
-	NextCursor      string `json:"next_cursor"`
-	Total           int64  `json:"total"`
-	TotalIsEstimate bool   `json:"total_is_estimate"`
-}
-
-// GroupJSON is one failure group of GET /api/v1/dlq/groups.
-type GroupJSON struct {
-	ID             string           `json:"id"`
-	Pattern        string           `json:"pattern"`
-	ExceptionClass *string          `json:"exception_class"`
-	SampleError    string           `json:"sample_error"`
-	OriginalTopics []string         `json:"original_topics"`
-	DLQTopics      []string         `json:"dlq_topics"`
-	Counts         map[string]int64 `json:"counts"`
-	FirstSeen      string           `json:"first_seen"`
-	LastSeen       string           `json:"last_seen"`
-}
-
-// GroupsBody is GET /api/v1/dlq/groups.
-type GroupsBody struct {
-	Groups []GroupJSON `json:"groups"`
-}
-
-func groupJSON(g *dlq.GroupSummary) GroupJSON {
-	out := GroupJSON{ID: g.ID, Pattern: g.Pattern, SampleError: g.SampleError, OriginalTopics: g.OriginalTopics,
+func groupJSON(g *dlq.GroupSummary) wire.Group {
+	out := wire.Group{ID: g.ID, Pattern: g.Pattern, SampleError: g.SampleError, OriginalTopics: g.OriginalTopics,
 		DLQTopics: g.DLQTopics, Counts: map[string]int64{}, FirstSeen: formatTime(g.FirstSeen), LastSeen: formatTime(g.LastSeen)}
 	if g.ExceptionClass != "" {
 		out.ExceptionClass = &g.ExceptionClass
@@ -75,7 +49,7 @@ func DLQSearchRoutes(svc DLQSearch) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			body := SearchBody{Messages: make([]MessageJSON, len(page.Messages)), Total: page.Total, TotalIsEstimate: page.TotalIsEstimate,
+			body := wire.SearchResult{Messages: make([]wire.Message, len(page.Messages)), Total: page.Total, TotalIsEstimate: page.TotalIsEstimate,
 				NextCursor: encodeCursor(page.Next, filterDigest(r.URL.Query()))}
 			for i := range page.Messages {
 				body.Messages[i] = messageJSON(&page.Messages[i], svc.SourceConfigured(page.Messages[i].Position.Source))
@@ -93,7 +67,7 @@ func DLQSearchRoutes(svc DLQSearch) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			body := GroupsBody{Groups: make([]GroupJSON, len(groups))}
+			body := wire.Groups{Groups: make([]wire.Group, len(groups))}
 			for i := range groups {
 				body.Groups[i] = groupJSON(&groups[i])
 			}

@@ -3,13 +3,13 @@ package adminapi
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // DLQTriage is what the triage routes need: edit-and-replay, history and
@@ -92,7 +92,7 @@ func DLQTriageRoutes(svc DLQTriage) func(*http.ServeMux) {
 			if !created {
 				msg = fmt.Sprintf("topic %s was paused already", topic)
 			}
-			writeJSON(w, http.StatusOK, PauseBody{Topic: topic, Paused: true, Pause: pauseJSON(&p), Created: created, Message: msg})
+			writeJSON(w, http.StatusOK, wire.PauseResult{Topic: topic, Paused: true, Pause: pauseJSON(&p), Created: created, Message: msg})
 		})
 		mux.HandleFunc("POST /api/v1/dlq/{topic}/resume", func(w http.ResponseWriter, r *http.Request) {
 			if err := strictRequest(r, noBody); err != nil {
@@ -108,7 +108,7 @@ func DLQTriageRoutes(svc DLQTriage) func(*http.ServeMux) {
 				writeError(w, r, ScopeDLQ, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, PauseBody{Topic: topic, Paused: false, Message: fmt.Sprintf("automatic retries of topic %s resumed", topic)})
+			writeJSON(w, http.StatusOK, wire.PauseResult{Topic: topic, Paused: false, Message: fmt.Sprintf("automatic retries of topic %s resumed", topic)})
 		})
 	}
 }
@@ -122,13 +122,7 @@ func parseReplayBody(r *http.Request) (dlq.ReplayRequest, error) {
 	if err != nil || data == nil {
 		return req, err
 	}
-	var body struct {
-		Payload       json.RawMessage    `json:"payload"`
-		PayloadBase64 *string            `json:"payload_base64"`
-		Headers       map[string]*string `json:"headers"`
-		Key           *string            `json:"key"`
-		Topic         *string            `json:"topic"`
-	}
+	var body wire.ReplayRequest
 	if err := strictJSONNullable(data, &body, "empty or "+replayShape, keysIn("headers")); err != nil {
 		return req, err
 	}
@@ -171,9 +165,7 @@ func parsePauseBody(r *http.Request) (string, error) {
 	if err != nil || data == nil {
 		return "", err
 	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
+	var body wire.PauseRequest
 	if err := strictJSON(data, &body, `empty or {"reason": "..."}`); err != nil {
 		return "", err
 	}

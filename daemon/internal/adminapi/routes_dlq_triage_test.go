@@ -19,6 +19,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
@@ -192,7 +193,7 @@ func TestTriageRoutesContract(t *testing.T) {
 
 	rec = triageSend(h, "GET", "/api/v1/dlq", "", nil)
 	var topics struct {
-		Topics []adminapi.TopicJSON `json:"topics"`
+		Topics []wire.Topic `json:"topics"`
 	}
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &topics))
 	require.Len(t, topics.Topics, 1)

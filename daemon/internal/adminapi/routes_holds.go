@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // Holds is what the legal hold routes need.
@@ -16,17 +17,6 @@ type Holds interface {
 	Holds(ctx context.Context, f deletion.HoldFilter) (deletion.HoldPage, error)
 }
 
-// HoldsBody is GET /api/v1/holds.
-type HoldsBody struct {
-	Holds      []HoldJSON `json:"holds"`
-	NextCursor *string    `json:"next_cursor"`
-}
-
-// holdBody is the body of PUT /api/v1/tenants/{tenant}/hold.
-type holdBody struct {
-	Reason *string `json:"reason"`
-}
-
 // HoldRoutes serve legal holds.
 func HoldRoutes(svc Holds) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
@@ -35,7 +25,7 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			var body holdBody
+			var body wire.HoldRequest
 			shape := `{"reason": "<why the tenant's data must stay>"}`
 			given, err := decodeBody(r, &body, shape)
 			if err == nil && (!given || body.Reason == nil) {
@@ -91,7 +81,7 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			out := HoldsBody{Holds: make([]HoldJSON, 0, len(page.Holds))}
+			out := wire.Holds{Holds: make([]wire.Hold, 0, len(page.Holds))}
 			for _, h := range page.Holds {
 				out.Holds = append(out.Holds, HoldBody(h))
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // Ledger is what the erasure ledger routes need.
@@ -62,7 +63,7 @@ func LedgerRoutes(svc Ledger) func(*http.ServeMux) {
 				l.Info("erasure ledger imported", "entries", res.Entries, "added", res.Added, "key_id", res.KeyID,
 					"uid", uidField(callerUID(r)), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, LedgerImportBody{Entries: res.Entries, Added: res.Added, AlreadyPresent: res.Present, KeyID: res.KeyID})
+			writeJSON(w, http.StatusOK, wire.LedgerImport{Entries: res.Entries, Added: res.Added, AlreadyPresent: res.Present, KeyID: res.KeyID})
 		})
 		mux.HandleFunc("POST /api/v1/erasures/reverify", func(w http.ResponseWriter, r *http.Request) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
@@ -78,7 +79,7 @@ func LedgerRoutes(svc Ledger) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			writeJSON(w, http.StatusAccepted, ReverifyBody{Requested: true,
+			writeJSON(w, http.StatusAccepted, wire.Reverify{Requested: true,
 				Message: "a re-verification pass starts now, unless another daemon runs one; watch lifecycled_erasure_reverified_tenants_total and the log"})
 		})
 	}

@@ -6,17 +6,13 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // Plans is what the plan and approval routes need.
 type Plans interface {
 	Plan(ctx context.Context, tenant string) (*deletion.Plan, error)
 	Approve(ctx context.Context, tenant string, o deletion.ApproveOptions) (*deletion.Job, error)
-}
-
-// approveBody is the body of POST /api/v1/tenants/{tenant}/deletion/approve.
-type approveBody struct {
-	PlanHash *string `json:"plan_hash"`
 }
 
 // PlanRoutes serve deletion plans and approvals.
@@ -39,7 +35,7 @@ func PlanRoutes(svc Plans) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			var body approveBody
+			var body wire.ApproveRequest
 			shape := `{"plan_hash": "sha256:<the plan hash the approver read>"}`
 			given, err := decodeBody(r, &body, shape)
 			if err == nil && (!given || body.PlanHash == nil) {

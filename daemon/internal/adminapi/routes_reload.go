@@ -6,13 +6,8 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
-
-// ReloadBody is POST /api/v1/reload's answer.
-type ReloadBody struct {
-	Reloaded bool   `json:"reloaded"`
-	Message  string `json:"message"`
-}
 
 // ReloadRoutes serves POST /api/v1/reload: the same reload as SIGHUP, but
 // the caller learns whether it was applied. A refused reload (invalid file,
@@ -28,7 +23,7 @@ func ReloadRoutes(reload func(context.Context) error) func(*http.ServeMux) {
 			err := reload(r.Context())
 			switch {
 			case err == nil:
-				writeJSON(w, http.StatusOK, ReloadBody{Reloaded: true, Message: "config reloaded"})
+				writeJSON(w, http.StatusOK, wire.ReloadResult{Reloaded: true, Message: "config reloaded"})
 			case errors.Is(err, derrors.ErrConflict):
 				writeError(w, r, ScopeNone, &apiError{status: http.StatusConflict, code: "SYS_RELOAD_REFUSED", message: err.Error()})
 			default:

@@ -9,6 +9,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // StatusStore is what the status route needs from the state store.
@@ -22,44 +23,6 @@ type Plugins interface {
 	Status() []pluginhost.Info
 }
 
-// StatusBody is GET /api/v1/status: one look at the daemon for operators.
-type StatusBody struct {
-	Version       buildinfo.Info   `json:"version"`
-	StartedAt     string           `json:"started_at"`
-	UptimeSeconds int64            `json:"uptime_seconds"`
-	Ready         bool             `json:"ready"`
-	Degraded      []string         `json:"degraded"`
-	StateStore    StoreStatus      `json:"state_store"`
-	Plugins       []PluginSummary  `json:"plugins"`
-	DLQ           DLQStatusSummary `json:"dlq"`
-}
-
-// StoreStatus is the state store's part of the status.
-type StoreStatus struct {
-	Dialect string `json:"dialect"`
-	OK      bool   `json:"ok"`
-	Error   string `json:"error,omitempty"`
-}
-
-// PluginSummary is a plugin's part of the status.
-type PluginSummary struct {
-	Name      string `json:"name"`
-	Kind      string `json:"kind"`
-	State     string `json:"state"`
-	Restarts  int    `json:"restarts"`
-	LastError string `json:"last_error,omitempty"`
-}
-
-// DLQStatusSummary totals the dead-letter queues. When the state store
-// cannot say, Counts is null and Error says why: "PENDING 0" would claim
-// there is nothing waiting.
-type DLQStatusSummary struct {
-	Topics          int              `json:"topics"`
-	Counts          map[string]int64 `json:"counts"`
-	OldestPendingAt *string          `json:"oldest_pending_at"`
-	Error           string           `json:"error,omitempty"`
-}
-
 // StatusRoutes serves /api/v1/status, /api/v1/version and /api/v1/plugins.
 func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.Time, draining func() bool) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
@@ -67,7 +30,7 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 			writeJSON(w, http.StatusOK, buildinfo.Get())
 		})
 		mux.HandleFunc("GET /api/v1/plugins", func(w http.ResponseWriter, r *http.Request) {
-			body := PluginsBody{Plugins: []PluginJSON{}}
+			body := wire.Plugins{Plugins: []wire.Plugin{}}
 			for _, p := range plugins.Status() {
 				body.Plugins = append(body.Plugins, pluginJSON(p))
 			}
@@ -76,14 +39,14 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 		mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 			defer cancel()
-			body := StatusBody{
+			body := wire.Status{
 				Version:       buildinfo.Get(),
 				StartedAt:     started.UTC().Format(time.RFC3339),
 				UptimeSeconds: int64(time.Since(started).Seconds()),
 				Degraded:      []string{},
-				StateStore:    StoreStatus{Dialect: dialect, OK: true},
-				Plugins:       []PluginSummary{},
-				DLQ:           DLQStatusSummary{Counts: map[string]int64{}},
+				StateStore:    wire.StoreStatus{Dialect: dialect, OK: true},
+				Plugins:       []wire.PluginSummary{},
+				DLQ:           wire.DLQSummary{Counts: map[string]int64{}},
 			}
 			for _, s := range dlq.Statuses {
 				body.DLQ.Counts[string(s)] = 0
@@ -107,12 +70,12 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 					}
 				}
 				if oldest != nil {
-					s := oldest.UTC().Format(TimeFormat)
+					s := oldest.UTC().Format(wire.TimeFormat)
 					body.DLQ.OldestPendingAt = &s
 				}
 			}
 			for _, p := range plugins.Status() {
-				body.Plugins = append(body.Plugins, PluginSummary{Name: p.Name, Kind: p.Kind, State: string(p.State), Restarts: p.Restarts, LastError: p.LastError})
+				body.Plugins = append(body.Plugins, wire.PluginSummary{Name: p.Name, Kind: p.Kind, State: string(p.State), Restarts: p.Restarts, LastError: p.LastError})
 				if p.State != pluginhost.StateRunning {
 					body.Degraded = append(body.Degraded, fmt.Sprintf("plugin %s is %s", p.Name, p.State))
 				}

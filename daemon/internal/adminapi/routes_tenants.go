@@ -7,6 +7,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // Tenants is what the tenant erasure routes need.
@@ -20,31 +21,8 @@ type Tenants interface {
 	Retry(ctx context.Context, tenant string) (*deletion.Job, error)
 }
 
-// CountsBody is GET /api/v1/tenants/{tenant}/counts.
-type CountsBody struct {
-	// TenantID is the canonical id that was counted (a UUID in lower case).
-	TenantID string           `json:"tenant_id"`
-	Counts   map[string]int64 `json:"counts"`
-	// Breakdown is each counted deleter's items per table, key pattern, ...
-	Breakdown map[string]map[string]int64 `json:"breakdown"`
-	// Total sums Counts; it leaves out the deleters in Failed.
-	Total int64 `json:"total"`
-	// Complete is false when a deleter could not count: Total is then a
-	// lower bound, not what a deletion would remove.
-	Complete bool               `json:"complete"`
-	Failed   []deletion.Failure `json:"failed"`
-}
-
-// JobsBody is a page of jobs: GET /api/v1/deletions and
-// GET /api/v1/tenants/{tenant}/deletions.
-type JobsBody struct {
-	Jobs []JobJSON `json:"jobs"`
-	// NextCursor fetches the next page (?cursor=); null on the last one.
-	NextCursor *string `json:"next_cursor"`
-}
-
-func jobsBody(p deletion.JobPage) JobsBody {
-	out := JobsBody{Jobs: make([]JobJSON, 0, len(p.Jobs))}
+func jobsBody(p deletion.JobPage) wire.JobPage {
+	out := wire.JobPage{Jobs: make([]wire.Job, 0, len(p.Jobs))}
 	for _, j := range p.Jobs {
 		out.Jobs = append(out.Jobs, JobBody(j))
 	}
@@ -74,7 +52,7 @@ func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, CountsBody{TenantID: rep.TenantID, Counts: rep.Counts, Breakdown: rep.Breakdown,
+			writeJSON(w, http.StatusOK, wire.Counts{TenantID: rep.TenantID, Counts: rep.Counts, Breakdown: rep.Breakdown,
 				Total: rep.Total(), Complete: rep.Complete(), Failed: rep.Failed})
 		})
 		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +60,7 @@ func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			var body deletionBody
+			var body wire.DeletionRequest
 			if _, err := decodeBody(r, &body, `empty or {"not_before": "<RFC 3339 time>", "plan_hash": "<the plan hash read>"}`); err != nil {
 				writeError(w, r, ScopeTenant, err)
 				return
@@ -151,7 +129,7 @@ func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 				writeError(w, r, ScopeTenant, err)
 				return
 			}
-			body := TenantJobsBody{JobsBody: jobsBody(page), Resurrections: []ResurrectionJSON{}}
+			body := wire.TenantJobs{JobPage: jobsBody(page), Resurrections: []wire.Resurrection{}}
 			if res != nil {
 				rs, err := res.Resurrections(r.Context(), f.Tenant)
 				if err != nil {

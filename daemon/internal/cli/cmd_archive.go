@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func archiveCmd(g *globals) *cobra.Command {
@@ -36,7 +35,7 @@ func archiveCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				return nil
 			}
-			var body adminapi.ArchiveRunBody
+			var body wire.ArchiveRun
 			if err := json.Unmarshal(raw, &body); err != nil {
 				return err
 			}

@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func dlqCmd(g *globals) *cobra.Command {
@@ -38,7 +37,7 @@ func dlqTopicsCmd(g *globals) *cobra.Command {
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
 			var body struct {
-				Topics []adminapi.TopicJSON `json:"topics"`
+				Topics []wire.Topic `json:"topics"`
 			}
 			raw, err := c.getJSON(ctx, "/api/v1/dlq", &body)
 			if err != nil {
@@ -103,7 +102,7 @@ func dlqListCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var body adminapi.ListBody
+			var body wire.MessageList
 			raw, err := c.getJSON(ctx, "/api/v1/dlq/"+escape(args[0])+"?"+q.Encode(), &body)
 			if err != nil {
 				return err
@@ -164,7 +163,7 @@ func dlqGetCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var m adminapi.MessageJSON
+			var m wire.Message
 			raw, err := c.getJSON(ctx, "/api/v1/dlq/messages/"+id, &m)
 			if err != nil {
 				return err
@@ -274,7 +273,7 @@ func dlqRetryCmd(g *globals) *cobra.Command {
 }
 
 // showBytes prints a text/base64 pair of the message JSON on one line.
-func showBytes(text *string, b64 adminapi.Base64Field) string {
+func showBytes(text *string, b64 wire.Base64Field) string {
 	switch {
 	case text != nil:
 		return oneLine(*text)

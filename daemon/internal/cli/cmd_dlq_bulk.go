@@ -13,10 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 // dlq bulk, dlq operations and dlq operation: the CLI side of
@@ -126,7 +125,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			if dryRun {
 				return printDryRun(g, raw, args[0])
 			}
-			var op adminapi.OperationJSON
+			var op wire.Operation
 			if err := json.Unmarshal(raw, &op); err != nil {
 				return fmt.Errorf("decode answer: %w", err)
 			}
@@ -179,7 +178,7 @@ func printDryRun(g *globals, raw []byte, action string) error {
 		g.printRaw(raw)
 		return nil
 	}
-	var d adminapi.OperationDryRunBody
+	var d wire.OperationDryRun
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
 	}
@@ -212,7 +211,7 @@ func dlqOperationsCmd(g *globals) *cobra.Command {
 			if running {
 				path += "?state=RUNNING"
 			}
-			var body adminapi.OperationsBody
+			var body wire.Operations
 			raw, err := c.getJSON(ctx, path, &body)
 			if err != nil {
 				return err
@@ -256,7 +255,7 @@ func dlqOperationCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var op adminapi.OperationJSON
+			var op wire.Operation
 			raw, err := c.getJSON(ctx, "/api/v1/dlq/operations/"+id, &op)
 			if err != nil {
 				return err
@@ -290,7 +289,7 @@ func dlqOperationCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				return nil
 			}
-			var op adminapi.OperationJSON
+			var op wire.Operation
 			if err := json.Unmarshal(raw, &op); err != nil {
 				return fmt.Errorf("decode answer: %w", err)
 			}
@@ -330,7 +329,7 @@ func waitForOperation(g *globals, c *client, id string, timeout time.Duration) e
 	tty := isTTY(g.stderr)
 	last := ""
 	for {
-		var op adminapi.OperationJSON
+		var op wire.Operation
 		reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		raw, err := c.getJSON(reqCtx, "/api/v1/dlq/operations/"+id, &op)
 		cancel()
@@ -374,7 +373,7 @@ func waitForOperation(g *globals, c *client, id string, timeout time.Duration) e
 	}
 }
 
-func progressLine(op *adminapi.OperationJSON) string {
+func progressLine(op *wire.Operation) string {
 	line := fmt.Sprintf("%s %s %d/%d done, %d succeeded, %d failed", op.Action, op.State, op.Done, op.Matched, op.Succeeded, op.Failed)
 	if op.ETASeconds != nil {
 		line += fmt.Sprintf(", about %s left", (time.Duration(*op.ETASeconds) * time.Second).Round(time.Second))
@@ -382,7 +381,7 @@ func progressLine(op *adminapi.OperationJSON) string {
 	return line
 }
 
-func printOperation(g *globals, op *adminapi.OperationJSON) {
+func printOperation(g *globals, op *wire.Operation) {
 	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintf(w, "operation\t%s\n", op.ID)
 	fmt.Fprintf(w, "action\t%s\n", op.Action)

@@ -8,9 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 // dlq search and dlq groups: the CLI side of GET /api/v1/dlq/messages and
@@ -81,7 +80,7 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 					q.Set("cursor", cursor)
 				}
 				ctx, cancel := withTimeout(60 * time.Second)
-				var body adminapi.SearchBody
+				var body wire.SearchResult
 				raw, err := c.getJSON(ctx, "/api/v1/dlq/messages?"+q.Encode(), &body)
 				cancel()
 				if err != nil {
@@ -173,7 +172,7 @@ func dlqGroupsCmd(g *globals) *cobra.Command {
 			q.Set("limit", strconv.Itoa(limit))
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var body adminapi.GroupsBody
+			var body wire.Groups
 			raw, err := c.getJSON(ctx, "/api/v1/dlq/groups?"+q.Encode(), &body)
 			if err != nil {
 				return err

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 // dlqTriageCmds are the triage subcommands of `dlq`: replay, show (the
@@ -70,7 +69,7 @@ func dlqReplayCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				return nil
 			}
-			var rep adminapi.ReplayBody
+			var rep wire.ReplayResult
 			if err := json.Unmarshal(raw, &rep); err != nil {
 				return fmt.Errorf("decode answer: %w", err)
 			}
@@ -190,7 +189,7 @@ func dlqShowCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var h adminapi.HistoryBody
+			var h wire.History
 			hraw, err := c.getJSON(ctx, "/api/v1/dlq/messages/"+id+"/history", &h)
 			if err != nil {
 				return err
@@ -231,7 +230,7 @@ func dlqShowCmd(g *globals) *cobra.Command {
 // eventSummary is one line for an event's detail: its fields as name=value,
 // in name order, each cut to a length that keeps the line readable (an
 // error may be 64 KiB; --format json has it whole).
-func eventSummary(e adminapi.EventJSON) string {
+func eventSummary(e wire.Event) string {
 	var d map[string]any
 	if json.Unmarshal(e.Detail, &d) != nil || len(d) == 0 {
 		return ""
@@ -302,7 +301,7 @@ func dlqPauseCall(g *globals, path string, body any) error {
 		g.printRaw(raw)
 		return nil
 	}
-	var b adminapi.PauseBody
+	var b wire.PauseResult
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
 	}
@@ -314,7 +313,7 @@ func dlqPauseCall(g *globals, path string, body any) error {
 }
 
 // printPauses says which topics of `dlq topics` are paused, and why.
-func printPauses(g *globals, topics []adminapi.TopicJSON) {
+func printPauses(g *globals, topics []wire.Topic) {
 	for _, t := range topics {
 		if t.Paused == nil {
 			continue

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 func statusCmd(g *globals) *cobra.Command {
@@ -24,7 +24,7 @@ func statusCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(15 * time.Second)
 			defer cancel()
-			var st adminapi.StatusBody
+			var st wire.Status
 			raw, err := c.getJSON(ctx, "/api/v1/status", &st)
 			if err != nil {
 				return err
@@ -42,7 +42,7 @@ func statusCmd(g *globals) *cobra.Command {
 	}
 }
 
-func printStatus(g *globals, st *adminapi.StatusBody) {
+func printStatus(g *globals, st *wire.Status) {
 	state := "ready"
 	if !st.Ready {
 		state = "DEGRADED"
@@ -101,7 +101,7 @@ func pluginsCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(15 * time.Second)
 			defer cancel()
-			var body adminapi.PluginsBody
+			var body wire.Plugins
 			raw, err := c.getJSON(ctx, "/api/v1/plugins", &body)
 			if err != nil {
 				return err

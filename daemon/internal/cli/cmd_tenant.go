@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 func tenantCmd(g *globals) *cobra.Command {
@@ -38,7 +38,7 @@ func tenantCountCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(5 * time.Minute)
 			defer cancel()
-			var body adminapi.CountsBody
+			var body wire.Counts
 			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/counts", &body)
 			if err != nil {
 				return err
@@ -145,7 +145,7 @@ terminal --yes is required.`,
 			if err != nil {
 				return err
 			}
-			var job adminapi.JobJSON
+			var job wire.Job
 			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}
@@ -182,7 +182,7 @@ func confirmDelete(g *globals, c *client, tenant string) error {
 		return usageErrorf("refusing to delete tenant %s without --yes: stdin is not a terminal to confirm on", tenant)
 	}
 	ctx, cancel := withTimeout(5 * time.Minute)
-	var body adminapi.CountsBody
+	var body wire.Counts
 	_, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(tenant)+"/counts", &body)
 	cancel()
 	if err != nil {
@@ -232,7 +232,7 @@ func waitForJob(g *globals, c *client, tenant string, timeout time.Duration) err
 	lastLine := map[string]string{}
 poll:
 	for {
-		var job adminapi.JobJSON
+		var job wire.Job
 		reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err := c.getJSON(reqCtx, "/api/v1/tenants/"+escape(tenant)+"/deletion", &job)
 		cancel()
@@ -321,7 +321,7 @@ func tenantStatusCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var job adminapi.JobJSON
+			var job wire.Job
 			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/deletion", &job)
 			if err != nil {
 				return err

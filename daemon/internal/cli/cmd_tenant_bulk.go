@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // bulkChunk bounds the tenants of one request (the API takes 10,000) and
@@ -101,7 +100,7 @@ func bulkDelete(g *globals, c *client, from, notBefore string, yes bool) error {
 			return localErrorf("not confirmed; nothing was deleted")
 		}
 	}
-	total := adminapi.BulkBody{Results: []adminapi.BulkResult{}}
+	total := wire.BulkResult{Results: []wire.BulkItem{}}
 	var lines []int
 	for i, part := range chunks(list) {
 		ids := make([]string, len(part))
@@ -118,7 +117,7 @@ func bulkDelete(g *globals, c *client, from, notBefore string, yes bool) error {
 		if err != nil {
 			return bulkError(g, err, part, i > 0, total.Queued+total.Existing)
 		}
-		var ans adminapi.BulkBody
+		var ans wire.BulkResult
 		if err := json.Unmarshal(raw, &ans); err != nil {
 			return fmt.Errorf("decode answer: %w", err)
 		}
@@ -160,7 +159,7 @@ func bulkError(g *globals, err error, part []listedTenant, earlier bool, queuedB
 	}
 	var env struct {
 		Error struct {
-			Details []adminapi.FieldProblem `json:"details"`
+			Details []wire.FieldProblem `json:"details"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(se.Body, &env) != nil || len(env.Error.Details) == 0 {

@@ -6,9 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func tenantHoldCmd(g *globals) *cobra.Command {
@@ -68,7 +67,7 @@ func printHoldAnswer(g *globals, raw []byte, what string) error {
 		g.printRaw(raw)
 		return nil
 	}
-	var h adminapi.HoldJSON
+	var h wire.Hold
 	if err := jsonUnmarshal(raw, &h); err != nil {
 		return err
 	}
@@ -108,10 +107,10 @@ func tenantHoldsCmd(g *globals) *cobra.Command {
 			if len(args) == 1 {
 				q.Set("tenant", args[0])
 			}
-			var out adminapi.HoldsBody
+			var out wire.Holds
 			for {
 				ctx, cancel := withTimeout(time.Minute)
-				var page adminapi.HoldsBody
+				var page wire.Holds
 				raw, err := c.getJSON(ctx, "/api/v1/holds?"+q.Encode(), &page)
 				cancel()
 				if err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 func tenantJobsCmd(g *globals) *cobra.Command {
@@ -56,8 +56,8 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 				q.Set("cursor", cursor)
 			}
 			var (
-				out  adminapi.JobsBody
-				back []adminapi.ResurrectionJSON // the tenant's, from its first page
+				out  wire.JobPage
+				back []wire.Resurrection // the tenant's, from its first page
 			)
 			for {
 				target := path
@@ -65,7 +65,7 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 					target += "?" + q.Encode()
 				}
 				ctx, cancel := withTimeout(time.Minute)
-				var page adminapi.TenantJobsBody
+				var page wire.TenantJobs
 				raw, err := c.getJSON(ctx, target, &page)
 				cancel()
 				if err != nil {
@@ -127,7 +127,7 @@ Waits until the job is CANCELLED, unless --no-wait.`,
 			if err != nil {
 				return err
 			}
-			var job adminapi.JobJSON
+			var job wire.Job
 			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}
@@ -161,13 +161,13 @@ Waits until the job is CANCELLED, unless --no-wait.`,
 }
 
 // waitStopped polls the tenant's latest job until it is finished.
-func waitStopped(g *globals, c *client, tenant string, timeout time.Duration) (adminapi.JobJSON, error) {
+func waitStopped(g *globals, c *client, tenant string, timeout time.Duration) (wire.Job, error) {
 	ctx, stop := interruptible()
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		var job adminapi.JobJSON
+		var job wire.Job
 		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err := c.getJSON(rctx, "/api/v1/tenants/"+escape(tenant)+"/deletion", &job)
 		rcancel()
@@ -188,7 +188,7 @@ func waitStopped(g *globals, c *client, tenant string, timeout time.Duration) (a
 
 // printResurrections lists a tenant's resurrections under its jobs: data
 // re-verification found again after an erasure.
-func printResurrections(g *globals, rs []adminapi.ResurrectionJSON) {
+func printResurrections(g *globals, rs []wire.Resurrection) {
 	if len(rs) == 0 {
 		return
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 func tenantPlanCmd(g *globals) *cobra.Command {
@@ -32,7 +32,7 @@ deleter could not plan (the plan then has no hash).`,
 			}
 			ctx, cancel := withTimeout(5 * time.Minute)
 			defer cancel()
-			var body adminapi.PlanBody
+			var body wire.Plan
 			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/plan", &body)
 			if err != nil {
 				return err
@@ -58,7 +58,7 @@ deleter could not plan (the plan then has no hash).`,
 	}
 }
 
-func printPlan(g *globals, p *adminapi.PlanBody) {
+func printPlan(g *globals, p *wire.Plan) {
 	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintf(w, "tenant\t%s\n", p.TenantID)
 	hash := "none (incomplete)"
@@ -127,7 +127,7 @@ requester's (SYS_TENANT_APPROVER_NOT_DISTINCT).`,
 				g.printRaw(raw)
 				return nil
 			}
-			var job adminapi.JobJSON
+			var job wire.Job
 			if err := jsonUnmarshal(raw, &job); err != nil {
 				return err
 			}

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func tenantRetryCmd(g *globals) *cobra.Command {
@@ -37,7 +36,7 @@ With --wait, waits for the job as tenant delete --wait does.`,
 			if err != nil {
 				return err
 			}
-			var job adminapi.JobJSON
+			var job wire.Job
 			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // printCounts shows what a deletion would remove: per deleter, and under
 // each one its tables or key patterns, so that an operator sees what will
 // go before confirming.
-func printCounts(g *globals, body *adminapi.CountsBody) {
+func printCounts(g *globals, body *wire.Counts) {
 	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintf(w, "tenant\t%s\n\n", body.TenantID)
 	fmt.Fprintln(w, "DELETER\tITEMS")
@@ -81,7 +81,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func summarize(ds []adminapi.DeleterJSON) string {
+func summarize(ds []wire.DeleterProgress) string {
 	var parts []string
 	for _, d := range ds {
 		parts = append(parts, fmt.Sprintf("%s:%s", d.Name, strings.ToLower(string(d.Status))))
@@ -91,7 +91,7 @@ func summarize(ds []adminapi.DeleterJSON) string {
 
 // printJob shows a job and its report: each deleter with what it deleted
 // per table or key pattern, and what the verification counted.
-func printJob(g *globals, job *adminapi.JobJSON) {
+func printJob(g *globals, job *wire.Job) {
 	if g.json() {
 		_ = g.printValue(job)
 		return
@@ -194,7 +194,7 @@ func byUID(uid *int64) string {
 
 // printJobList shows one line per job: what it is waiting for or when it
 // ended, and how much it deleted.
-func printJobList(g *globals, body adminapi.JobsBody) {
+func printJobList(g *globals, body wire.JobPage) {
 	w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(w, "JOB\tTENANT\tSTATUS\tCREATED\tSTARTS/STARTED\tFINISHED\tDELETED\tNOTE")
 	for _, j := range body.Jobs {

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func TestPrintCountsShowsTheBreakdownUnderEachDeleter(t *testing.T) {
@@ -54,7 +53,7 @@ redis:sessions failed:
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var body adminapi.CountsBody
+			var body wire.Counts
 			require.NoError(t, json.Unmarshal([]byte(tc.body), &body))
 			var out bytes.Buffer
 			printCounts(&globals{stdout: &out, format: "table"}, &body)
@@ -72,7 +71,7 @@ func TestPrintJobShowsBreakdownAndVerification(t *testing.T) {
 			"verification":{"postgres:app":{"count":0,"breakdown":{"public.steps":0,"public.instances":0}}}},
 		"deleters":[{"name":"postgres:app","status":"SUCCEEDED","deleted_count":12,"total":12,
 			"breakdown":{"public.steps":8,"public.instances":4},"attempts":2,"updated_at":"2026-11-01T12:00:05.000+00:00"}]}`
-	var job adminapi.JobJSON
+	var job wire.Job
 	require.NoError(t, json.Unmarshal([]byte(raw), &job))
 	var out bytes.Buffer
 	printJob(&globals{stdout: &out, format: "table"}, &job)

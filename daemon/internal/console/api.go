@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // APIError is an error answer of the API, as the console shows it: the
@@ -114,7 +115,7 @@ func (c *Console) callWith(w http.ResponseWriter, r *http.Request, method, path 
 }
 
 func (rec *recorder) apiError() *APIError {
-	var eb adminapi.ErrorBody
+	var eb wire.ErrorBody
 	if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error.Message == "" {
 		return &APIError{Status: rec.status, Code: http.StatusText(rec.status), Message: rec.body.String(), RequestID: rec.header.Get("X-Request-Id")}
 	}

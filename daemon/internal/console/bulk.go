@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // Bulk operations (POST /api/v1/dlq/operations): from any search filter or
@@ -33,7 +33,7 @@ type bulkData struct {
 // fields).
 func (d bulkData) FilterQuery() string { return d.Filter.Encode() }
 
-type bulkPreview = adminapi.OperationDryRunBody
+type bulkPreview = wire.OperationDryRun
 
 // filterJSON is the filter as the operation's body has it: the search
 // filters as JSON fields, status and header as lists.

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // searchFields are the filters of GET /api/v1/dlq/messages that the search
@@ -43,8 +43,8 @@ func (c *Console) dlqRoutes(mux *http.ServeMux) {
 }
 
 type dlqIndexData struct {
-	Topics   []adminapi.TopicJSON
-	Groups   []adminapi.GroupJSON
+	Topics   []wire.Topic
+	Groups   []wire.Group
 	Statuses []string
 	Sort     string
 }
@@ -56,7 +56,7 @@ func (c *Console) dlqIndex(w http.ResponseWriter, r *http.Request) {
 	var topics topicsBody
 	p.addErr(c.get(w, r, "/api/v1/dlq", nil, &topics))
 	d.Topics = topics.Topics
-	var groups adminapi.GroupsBody
+	var groups wire.Groups
 	p.addErr(c.get(w, r, "/api/v1/dlq/groups", apiQuery(r.URL.Query(), []string{"topic", "status", "sort", "limit"}), &groups))
 	d.Groups = groups.Groups
 	p.Data = d
@@ -67,7 +67,7 @@ type searchData struct {
 	Form     url.Values
 	URL      *url.URL
 	Statuses []string
-	Result   adminapi.SearchBody
+	Result   wire.SearchResult
 	Searched bool
 }
 

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 )
 
 func TestLineDiff(t *testing.T) {
@@ -36,19 +35,19 @@ func TestLineDiff(t *testing.T) {
 }
 
 func TestViewPayload(t *testing.T) {
-	b64 := func(s string) adminapi.Base64Field {
+	b64 := func(s string) wire.Base64Field {
 		v := base64.StdEncoding.EncodeToString([]byte(s))
-		return adminapi.Base64Field{Present: true, Value: &v}
+		return wire.Base64Field{Present: true, Value: &v}
 	}
 	for name, tc := range map[string]struct {
 		raw  json.RawMessage
-		b64  adminapi.Base64Field
+		b64  wire.Base64Field
 		kind string
 		text string
 	}{
 		"json":      {raw: json.RawMessage(`{"a":1}`), kind: "json", text: "{\n  \"a\": 1\n}"},
 		"not kept":  {raw: json.RawMessage(`null`), kind: "empty"},
-		"tombstone": {raw: json.RawMessage(`null`), b64: adminapi.Base64Field{Present: true}, kind: "null"},
+		"tombstone": {raw: json.RawMessage(`null`), b64: wire.Base64Field{Present: true}, kind: "null"},
 		"empty":     {raw: json.RawMessage(`null`), b64: b64(""), kind: "text"},
 		"text":      {b64: b64("payment 1: not json\n"), kind: "text", text: "payment 1: not json\n"},
 		"binary":    {b64: b64("\x00\xff\x01k"), kind: "binary", text: "00000000  00 ff 01 6b                                       |...k|\n"},

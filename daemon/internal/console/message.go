@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 type messageData struct {
-	M       adminapi.MessageJSON
+	M       wire.Message
 	Payload payloadView
 	Key     string
 	History []historyRow
@@ -20,7 +20,7 @@ type messageData struct {
 	// Preview is the dry run's answer, with the payload's diff.
 	Preview *replayPreview
 	// Replayed is the answer of a replay that was sent.
-	Replayed *adminapi.ReplayBody
+	Replayed *wire.ReplayResult
 }
 
 type historyRow struct {
@@ -37,7 +37,7 @@ type replayForm struct {
 }
 
 type replayPreview struct {
-	Body adminapi.ReplayBody
+	Body wire.ReplayResult
 	Diff []diffLine
 }
 
@@ -51,7 +51,7 @@ func (c *Console) loadMessage(w http.ResponseWriter, r *http.Request, p *page, i
 	if d.M.Key != nil {
 		d.Key = *d.M.Key
 	}
-	var h adminapi.HistoryBody
+	var h wire.History
 	if err := c.get(w, r, "/api/v1/dlq/messages/"+url.PathEscape(id)+"/history", nil, &h); err != nil {
 		p.addErr(err)
 	}
@@ -178,7 +178,7 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 	if !send {
 		q.Set("dry_run", "true")
 	}
-	var rb adminapi.ReplayBody
+	var rb wire.ReplayResult
 	status := http.StatusOK
 	if err == nil {
 		call := c.call

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // readiness is GET /readyz?verbose as the console reads it.
@@ -22,14 +22,14 @@ type readiness struct {
 
 // topicsBody is GET /api/v1/dlq.
 type topicsBody struct {
-	Topics []adminapi.TopicJSON `json:"topics"`
+	Topics []wire.Topic `json:"topics"`
 }
 
 type overviewData struct {
 	Ready    readiness
-	Status   adminapi.StatusBody
-	Plugins  []adminapi.PluginJSON
-	Topics   []adminapi.TopicJSON
+	Status   wire.Status
+	Plugins  []wire.Plugin
+	Topics   []wire.Topic
 	Statuses []string
 	Progress progressData
 }
@@ -47,7 +47,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		p.addErr(rec.apiError())
 	}
 	p.addErr(c.get(w, r, "/api/v1/status", nil, &d.Status))
-	var plugins adminapi.PluginsBody
+	var plugins wire.Plugins
 	p.addErr(c.get(w, r, "/api/v1/plugins", nil, &plugins))
 	d.Plugins = plugins.Plugins
 	var topics topicsBody
@@ -59,7 +59,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // operationJSON is a bulk operation as the API answers it.
-type operationJSON struct{ adminapi.OperationJSON }
+type operationJSON struct{ wire.Operation }
 
 // Running reports whether the operation may still change.
 func (o operationJSON) Running() bool { return o.State == "RUNNING" }
@@ -79,14 +79,14 @@ type operationsBody struct {
 // progressData is what runs now: erasures and bulk operations, the part of
 // the overview that refreshes itself.
 type progressData struct {
-	Jobs       []adminapi.JobJSON
+	Jobs       []wire.Job
 	Operations []operationJSON
 	Live       bool
 }
 
 func (c *Console) loadProgress(w http.ResponseWriter, r *http.Request, p *page) progressData {
 	var d progressData
-	var jobs adminapi.JobsBody
+	var jobs wire.JobPage
 	p.addErr(c.get(w, r, "/api/v1/deletions", url.Values{"status": {"SCHEDULED,PENDING,RUNNING,PARTIAL,BLOCKED,AWAITING_APPROVAL"}}, &jobs))
 	d.Jobs = jobs.Jobs
 	var ops operationsBody

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 // CSRFHeader carries the session's CSRF token from `lifecycled ui` to the
@@ -240,7 +240,7 @@ type payloadView struct {
 	Text string
 }
 
-func viewPayload(raw json.RawMessage, b64 adminapi.Base64Field, decode func(string) ([]byte, error)) payloadView {
+func viewPayload(raw json.RawMessage, b64 wire.Base64Field, decode func(string) ([]byte, error)) payloadView {
 	if b64.Null() {
 		return payloadView{Kind: "null"}
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 func (c *Console) retentionRoutes(mux *http.ServeMux) {
@@ -15,8 +15,8 @@ func (c *Console) retentionRoutes(mux *http.ServeMux) {
 }
 
 type retentionData struct {
-	Status adminapi.ArchiveStatusBody
-	Result *adminapi.ArchiveRunBody
+	Status wire.ArchiveStatus
+	Result *wire.ArchiveRun
 	DryRun bool
 }
 
@@ -44,7 +44,7 @@ func (c *Console) retentionRun(w http.ResponseWriter, r *http.Request) {
 	if d.DryRun {
 		q.Set("dry_run", "true")
 	}
-	var res adminapi.ArchiveRunBody
+	var res wire.ArchiveRun
 	status := http.StatusOK
 	call := c.callOnce
 	if d.DryRun {

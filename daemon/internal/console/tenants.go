@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 func (c *Console) tenantRoutes(mux *http.ServeMux) {
@@ -21,7 +21,7 @@ func (c *Console) tenantRoutes(mux *http.ServeMux) {
 var jobStatuses = []string{"AWAITING_APPROVAL", "SCHEDULED", "PENDING", "RUNNING", "PARTIAL", "BLOCKED", "COMPLETED", "CANCELLED"}
 
 type tenantsData struct {
-	Jobs     []adminapi.JobJSON
+	Jobs     []wire.Job
 	Next     string
 	Status   string
 	Statuses []string
@@ -37,7 +37,7 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 	d := tenantsData{Status: r.URL.Query().Get("status"), Statuses: jobStatuses}
 	q := apiQuery(r.URL.Query(), []string{"status", "cursor"})
 	q.Set("limit", "50")
-	var jobs adminapi.JobsBody
+	var jobs wire.JobPage
 	p.addErr(c.get(w, r, "/api/v1/deletions", q, &jobs))
 	d.Jobs = jobs.Jobs
 	if jobs.NextCursor != nil {
@@ -49,7 +49,7 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 
 type tenantData struct {
 	Tenant string
-	Counts *adminapi.CountsBody
+	Counts *wire.Counts
 	Live   jobLive
 }
 
@@ -58,14 +58,14 @@ type tenantData struct {
 type jobLive struct {
 	Tenant    string
 	Job       *jobView
-	Jobs      []adminapi.JobJSON
+	Jobs      []wire.Job
 	CSRF      formTokens
 	CanMutate bool
 }
 
 // jobView is a job with what its page needs to know.
 type jobView struct {
-	adminapi.JobJSON
+	wire.Job
 	Tenant string
 }
 
@@ -79,21 +79,21 @@ func (d tenantData) Active() bool { return d.Live.Job != nil && !d.Live.Job.Fini
 func (c *Console) loadLive(w http.ResponseWriter, r *http.Request, p *page, tenant string) jobLive {
 	l := jobLive{Tenant: tenant, CSRF: p.CSRF, CanMutate: p.CanMutate}
 	l.Job = c.loadJob(w, r, p, tenant)
-	var jobs adminapi.JobsBody
+	var jobs wire.JobPage
 	p.addErr(c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletions", nil, &jobs))
 	l.Jobs = jobs.Jobs
 	return l
 }
 
 func (c *Console) loadJob(w http.ResponseWriter, r *http.Request, p *page, tenant string) *jobView {
-	var j adminapi.JobJSON
+	var j wire.Job
 	if err := c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, &j); err != nil {
 		if ae, ok := err.(*APIError); !ok || ae.Status != http.StatusNotFound {
 			p.addErr(err)
 		}
 		return nil
 	}
-	return &jobView{JobJSON: j, Tenant: tenant}
+	return &jobView{Job: j, Tenant: tenant}
 }
 
 // tenant: what the tenant has per store (per table or key pattern), its
@@ -103,7 +103,7 @@ func (c *Console) tenant(w http.ResponseWriter, r *http.Request) {
 	tenant := r.PathValue("tenant")
 	p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 	d := tenantData{Tenant: tenant}
-	var counts adminapi.CountsBody
+	var counts wire.Counts
 	if err := c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/counts", nil, &counts); err != nil {
 		p.addErr(err)
 	} else {
@@ -136,7 +136,7 @@ func (c *Console) tenantErase(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusBadRequest, "tenant", p)
 		return
 	}
-	var j adminapi.JobJSON
+	var j wire.Job
 	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, nil, &j); err != nil {
 		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 		p.addErr(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/migrations"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -46,13 +47,13 @@ func waitFor(t *testing.T, st deletion.JobStore, tenant string, cond func(j *del
 
 func completed(j *deletion.Job) bool { return j.Status == deletion.JobCompleted }
 
-func deleterJSON(j adminapi.JobJSON, name string) adminapi.DeleterJSON {
+func deleterJSON(j wire.Job, name string) wire.DeleterProgress {
 	for _, d := range j.Deleters {
 		if d.Name == name {
 			return d
 		}
 	}
-	return adminapi.DeleterJSON{}
+	return wire.DeleterProgress{}
 }
 
 // TestBreakdownIsExactAcrossADeadDaemon: a daemon deleted 7 rows of one

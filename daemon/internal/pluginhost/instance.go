@@ -27,7 +27,7 @@ const (
 )
 
 // Info is the state of one plugin; the admin API renders it
-// (adminapi.PluginJSON).
+// (wire.Plugin).
 type Info struct {
 	Name       string
 	Kind       string

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
 func TestMessageJSONPayloadAndTimes(t *testing.T) {
@@ -140,7 +141,7 @@ func FuzzMessageJSONKeepsEveryByte(f *testing.F) {
 		if err != nil {
 			t.Fatalf("message JSON: %v", err)
 		}
-		var back MessageJSON
+		var back wire.Message
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("message JSON does not parse: %v", err)
 		}
@@ -166,7 +167,7 @@ func FuzzMessageJSONKeepsEveryByte(f *testing.F) {
 
 // fromJSON gives back the bytes a text field and its *_base64 field show:
 // nil for a null value, empty for zero bytes.
-func fromJSON(t *testing.T, text *string, b64 Base64Field) []byte {
+func fromJSON(t *testing.T, text *string, b64 wire.Base64Field) []byte {
 	switch {
 	case b64.Present:
 		if text != nil {

@@ -1,0 +1,16 @@
+package adminapi
+
+import (
+	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+)
+
+func pluginJSON(p pluginhost.Info) wire.Plugin {
+	tail := p.StderrTail
+	if tail == nil {
+		tail = []string{} // an empty list, not null: there is nothing on stderr
+	}
+	return wire.Plugin{Name: p.Name, Kind: p.Kind, Plugin: p.Plugin, Path: p.Path, SHA256: p.SHA256, Version: p.Version,
+		State: string(p.State), Restarts: p.Restarts, LastError: p.LastError, StderrTail: tail, PID: p.PID,
+		StartedAt: p.StartedAt, Warnings: p.Warnings}
+}

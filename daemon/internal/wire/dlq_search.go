@@ -1,0 +1,28 @@
+package wire
+
+// SearchResult is GET /api/v1/dlq/messages.
+type SearchResult struct {
+	Messages []Message `json:"messages"`
+	// NextCursor continues the search; "" on the last page.
+	NextCursor      string `json:"next_cursor"`
+	Total           int64  `json:"total"`
+	TotalIsEstimate bool   `json:"total_is_estimate"`
+}
+
+// Group is one failure group of GET /api/v1/dlq/groups.
+type Group struct {
+	ID             string           `json:"id"`
+	Pattern        string           `json:"pattern"`
+	ExceptionClass *string          `json:"exception_class"`
+	SampleError    string           `json:"sample_error"`
+	OriginalTopics []string         `json:"original_topics"`
+	DLQTopics      []string         `json:"dlq_topics"`
+	Counts         map[string]int64 `json:"counts"`
+	FirstSeen      string           `json:"first_seen"`
+	LastSeen       string           `json:"last_seen"`
+}
+
+// Groups is GET /api/v1/dlq/groups.
+type Groups struct {
+	Groups []Group `json:"groups"`
+}
