@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -19,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 )
 
@@ -45,11 +43,12 @@ func resolveAddr(flag string) string {
 	return DefaultAddr
 }
 
-// client talks to the admin API over its Unix socket.
+// client is the admin API's typed client on the Unix socket, with the
+// socket's errors turned into advice.
 type client struct {
+	*adminclient.Client
 	addr string
 	path string
-	http *http.Client
 }
 
 func newClient(addr string) (*client, error) {
@@ -63,96 +62,34 @@ func newClient(addr string) (*client, error) {
 	default:
 		return nil, usageErrorf("--addr must be a socket path or unix:///path/to/admin.sock; got %q", addr)
 	}
-	return &client{
-		addr: addr,
-		path: path,
-		http: &http.Client{
-			Transport: &http.Transport{
-				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, "unix", path)
-				},
-			},
+	c := &client{addr: addr, path: path}
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
 		},
-	}, nil
+	}}
+	c.Client = adminclient.New(doerFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, c.explainDialError(err)
+		}
+		return resp, nil
+	}))
+	return c, nil
 }
+
+// doerFunc is a function as an adminclient.Doer.
+type doerFunc func(*http.Request) (*http.Response, error)
+
+func (f doerFunc) Do(req *http.Request) (*http.Response, error) { return f(req) }
 
 // serverError is an error answer from the daemon (exit code 2).
-type serverError struct {
-	Status  int
-	Code    string
-	Message string
-	Body    []byte
-}
+type serverError = adminclient.Error
 
-func (e *serverError) Error() string {
-	if e.Code == "" {
-		return fmt.Sprintf("daemon answered %d: %s", e.Status, strings.TrimSpace(string(e.Body)))
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-// do sends a request and returns the raw body of a 2xx answer.
-func (c *client) do(ctx context.Context, method, path string, body any, headers map[string]string) ([]byte, int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, 0, err
-		}
-		// A nil map marshals as null, which the API refuses as a body:
-		// nothing to send is no body.
-		if string(b) != "null" {
-			rd = bytes.NewReader(b)
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://localhost"+path, rd)
-	if err != nil {
-		return nil, 0, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, 0, c.explainDialError(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, resp.StatusCode, fmt.Errorf("read answer: %w", err)
-	}
-	if resp.StatusCode >= 300 {
-		se := &serverError{Status: resp.StatusCode, Body: data}
-		var env struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(data, &env) == nil {
-			se.Code, se.Message = env.Error.Code, env.Error.Message
-		}
-		return data, resp.StatusCode, se
-	}
-	return data, resp.StatusCode, nil
-}
-
-func (c *client) getJSON(ctx context.Context, path string, out any) ([]byte, error) {
-	data, _, err := c.do(ctx, http.MethodGet, path, nil, nil)
-	if err != nil {
-		return data, err
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return data, fmt.Errorf("decode answer of %s: %w", path, err)
-		}
-	}
-	return data, nil
-}
+// once is the Idempotency-Key of one CLI command's change: a retried
+// request (a lost answer) does not change things twice.
+func once() adminclient.Option { return adminclient.IdempotencyKey("cli-" + uuid.NewString()) }
 
 // explainDialError turns socket errors into advice.
 func (c *client) explainDialError(err error) error {
@@ -218,8 +155,6 @@ func describeOwner(path string) string {
 	}
 	return desc
 }
-
-func escape(s string) string { return url.PathEscape(s) }
 
 func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)

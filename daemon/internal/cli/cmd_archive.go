@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/spf13/cobra"
 )
 
@@ -23,21 +22,14 @@ func archiveCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(time.Hour)
 			defer cancel()
-			path := "/api/v1/archive/run"
-			if dryRun {
-				path += "?dry_run=true"
-			}
-			raw, _, err := c.do(ctx, "POST", path, nil, nil)
+			var raw []byte
+			body, err := c.RunArchive(ctx, dryRun, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
 			if g.json() {
 				g.printRaw(raw)
 				return nil
-			}
-			var body wire.ArchiveRun
-			if err := json.Unmarshal(raw, &body); err != nil {
-				return err
 			}
 			if body.DryRun {
 				fmt.Fprintf(g.stdout, "dry run: would archive %d dead letters, purge %d archived rows and %d expired idempotency keys\n",

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -36,10 +38,8 @@ func dlqTopicsCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var body struct {
-				Topics []wire.Topic `json:"topics"`
-			}
-			raw, err := c.getJSON(ctx, "/api/v1/dlq", &body)
+			var raw []byte
+			body, err := c.Topics(ctx, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -102,8 +102,8 @@ func dlqListCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var body wire.MessageList
-			raw, err := c.getJSON(ctx, "/api/v1/dlq/"+escape(args[0])+"?"+q.Encode(), &body)
+			var raw []byte
+			body, err := c.ListMessages(ctx, args[0], q, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -163,8 +163,8 @@ func dlqGetCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var m wire.Message
-			raw, err := c.getJSON(ctx, "/api/v1/dlq/messages/"+id, &m)
+			var raw []byte
+			m, err := c.Message(ctx, id, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -228,24 +228,20 @@ func dlqGetCmd(g *globals) *cobra.Command {
 	}
 }
 
-func dlqMutation(g *globals, method, path string) (map[string]any, []byte, error) {
+// dlqMutation runs one change of dead letters with the CLI's key and a
+// timeout long enough for a broker that is slow to acknowledge; the raw
+// answer is for --format json.
+func dlqMutation[T any](g *globals, change func(context.Context, *client, ...adminclient.Option) (T, error)) (T, []byte, error) {
+	var zero T
 	c, err := g.client()
 	if err != nil {
-		return nil, nil, err
+		return zero, nil, err
 	}
 	ctx, cancel := withTimeout(10 * time.Minute)
 	defer cancel()
-	headers := map[string]string{}
-	if method == "POST" {
-		headers["Idempotency-Key"] = "cli-" + uuid.NewString()
-	}
-	raw, _, err := c.do(ctx, method, path, nil, headers)
-	if err != nil {
-		return nil, raw, err
-	}
-	var body map[string]any
-	_ = json.Unmarshal(raw, &body)
-	return body, raw, nil
+	var raw []byte
+	body, err := change(ctx, c, once(), adminclient.Raw(&raw))
+	return body, raw, err
 }
 
 func dlqRetryCmd(g *globals) *cobra.Command {
@@ -258,7 +254,9 @@ func dlqRetryCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body, raw, err := dlqMutation(g, "POST", "/api/v1/dlq/messages/"+id+"/retry")
+			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.MessageChange, error) {
+				return c.RetryMessage(ctx, id, opts...)
+			})
 			if err != nil {
 				return err
 			}
@@ -266,7 +264,7 @@ func dlqRetryCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body["status"], body["message"])
+			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body.Status, body.Message)
 			return nil
 		},
 	}
@@ -296,7 +294,9 @@ func dlqReviveCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body, raw, err := dlqMutation(g, "POST", "/api/v1/dlq/messages/"+id+"/revive")
+			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.MessageChange, error) {
+				return c.ReviveMessage(ctx, id, opts...)
+			})
 			if err != nil {
 				return err
 			}
@@ -304,7 +304,7 @@ func dlqReviveCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body["status"], body["message"])
+			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body.Status, body.Message)
 			return nil
 		},
 	}
@@ -320,7 +320,9 @@ func dlqDeleteCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body, raw, err := dlqMutation(g, "DELETE", "/api/v1/dlq/messages/"+id)
+			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.Deleted, error) {
+				return c.DeleteMessage(ctx, id, opts...)
+			})
 			if err != nil {
 				return err
 			}
@@ -328,7 +330,7 @@ func dlqDeleteCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				return nil
 			}
-			fmt.Fprintln(g.stdout, body["message"])
+			fmt.Fprintln(g.stdout, body.Message)
 			return nil
 		},
 	}
@@ -341,28 +343,21 @@ func dlqRetryAllCmd(g *globals) *cobra.Command {
 		Short: "Republish every retryable dead letter of a topic",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "/api/v1/dlq/" + escape(args[0]) + "/retry-all"
-			if dryRun {
-				path += "?dry_run=true"
-			}
-			body, raw, err := dlqMutation(g, "POST", path)
+			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.RetryAllResult, error) {
+				return c.RetryAll(ctx, args[0], dryRun, opts...)
+			})
 			if err != nil {
 				return err
 			}
+			f, u, n := body.Failed, body.Unavailable, body.NotRecorded
 			if g.json() {
 				g.printRaw(raw)
-				f, _ := body["failed"].(float64)
-				u, _ := body["unavailable"].(float64)
-				n, _ := body["not_recorded"].(float64)
 				if f+u+n > 0 {
 					return &exitError{code: ExitAttention, silent: true}
 				}
 				return nil
 			}
-			fmt.Fprintln(g.stdout, body["message"])
-			f, _ := body["failed"].(float64)
-			u, _ := body["unavailable"].(float64)
-			n, _ := body["not_recorded"].(float64)
+			fmt.Fprintln(g.stdout, body.Message)
 			if f > 0 {
 				fmt.Fprintf(g.stderr, "%v refused by the broker (counted as failed attempts)\n", f)
 			}

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -46,7 +47,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
   lifecycled dlq bulk replay_to --target-topic orders.replay.v1 --id 0190... --id 0190...`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"action": args[0]}
+			body := wire.OperationRequest{Action: args[0]}
 			filter := map[string]any{}
 			var notJSON []string
 			set := func(name, v string) {
@@ -91,26 +92,29 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			case len(ids) > 0 && len(filter) > 0:
 				return usageErrorf("give filters or --id, not both")
 			case len(ids) > 0:
-				body["ids"] = ids
+				body.IDs = ids
 			case len(filter) == 0:
 				return usageErrorf("give at least one filter (--topic, --status, --error, --group, --key, --header, --q, --since, --until) or --id")
 			default:
-				body["filter"] = filter
+				// The filter as typed: unknown or malformed fields are the
+				// server's to refuse, with the same words as a search.
+				b, err := json.Marshal(filter)
+				if err != nil {
+					return err
+				}
+				body.Filter = b
 			}
 			if cmd.Flags().Changed("rate") {
 				if math.IsNaN(rate) || math.IsInf(rate, 0) || rate <= 0 {
 					return usageErrorf("--rate %v: messages per second, a number above 0", rate)
 				}
-				body["rate"] = rate
+				body.Rate = &rate
 			}
 			if cmd.Flags().Changed("status") && len(splitList(statuses)) == 0 {
 				return usageErrorf("--status: name the statuses, or leave it out for every one")
 			}
 			if target != "" {
-				body["target_topic"] = target
-			}
-			if dryRun {
-				body["dry_run"] = true
+				body.TargetTopic = &target
 			}
 			c, err := g.client()
 			if err != nil {
@@ -118,16 +122,17 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(2 * time.Minute)
 			defer cancel()
-			raw, _, err := c.do(ctx, "POST", "/api/v1/dlq/operations", body, map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
+			var raw []byte
+			if dryRun {
+				preview, err := c.PreviewOperation(ctx, body, once(), adminclient.Raw(&raw))
+				if err != nil {
+					return err
+				}
+				return printDryRun(g, raw, preview, args[0])
+			}
+			op, err := c.StartOperation(ctx, body, once(), adminclient.Raw(&raw))
 			if err != nil {
 				return err
-			}
-			if dryRun {
-				return printDryRun(g, raw, args[0])
-			}
-			var op wire.Operation
-			if err := json.Unmarshal(raw, &op); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
 			}
 			if !wait {
 				if g.json() {
@@ -173,14 +178,10 @@ func splitList(in []string) []string {
 	return out
 }
 
-func printDryRun(g *globals, raw []byte, action string) error {
+func printDryRun(g *globals, raw []byte, d wire.OperationDryRun, action string) error {
 	if g.json() {
 		g.printRaw(raw)
 		return nil
-	}
-	var d wire.OperationDryRun
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return fmt.Errorf("decode answer: %w", err)
 	}
 	fmt.Fprintf(g.stdout, "dry run: %s would act on %d messages; nothing was changed\n", action, d.Matched)
 	if len(d.Sample) == 0 {
@@ -207,12 +208,12 @@ func dlqOperationsCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			path := "/api/v1/dlq/operations"
+			var q url.Values
 			if running {
-				path += "?state=RUNNING"
+				q = url.Values{"state": {"RUNNING"}}
 			}
-			var body wire.Operations
-			raw, err := c.getJSON(ctx, path, &body)
+			var raw []byte
+			body, err := c.Operations(ctx, q, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -255,8 +256,8 @@ func dlqOperationCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var op wire.Operation
-			raw, err := c.getJSON(ctx, "/api/v1/dlq/operations/"+id, &op)
+			var raw []byte
+			op, err := c.Operation(ctx, id, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -281,17 +282,14 @@ func dlqOperationCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			raw, _, err := c.do(ctx, "POST", "/api/v1/dlq/operations/"+id+"/cancel", nil, map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
+			var raw []byte
+			op, err := c.CancelOperation(ctx, id, once(), adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
 			if g.json() {
 				g.printRaw(raw)
 				return nil
-			}
-			var op wire.Operation
-			if err := json.Unmarshal(raw, &op); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
 			}
 			if op.State == "RUNNING" {
 				fmt.Fprintf(g.stdout, "cancel requested: operation %s stops after the page in flight (%d/%d done)\n", op.ID, op.Done, op.Matched)
@@ -329,9 +327,9 @@ func waitForOperation(g *globals, c *client, id string, timeout time.Duration) e
 	tty := isTTY(g.stderr)
 	last := ""
 	for {
-		var op wire.Operation
+		var raw []byte
 		reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		raw, err := c.getJSON(reqCtx, "/api/v1/dlq/operations/"+id, &op)
+		op, err := c.Operation(reqCtx, id, adminclient.Raw(&raw))
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {

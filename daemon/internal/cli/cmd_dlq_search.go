@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/spf13/cobra"
 )
 
@@ -80,8 +80,8 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 					q.Set("cursor", cursor)
 				}
 				ctx, cancel := withTimeout(60 * time.Second)
-				var body wire.SearchResult
-				raw, err := c.getJSON(ctx, "/api/v1/dlq/messages?"+q.Encode(), &body)
+				var raw []byte
+				body, err := c.Search(ctx, q, adminclient.Raw(&raw))
 				cancel()
 				if err != nil {
 					return err
@@ -172,8 +172,8 @@ func dlqGroupsCmd(g *globals) *cobra.Command {
 			q.Set("limit", strconv.Itoa(limit))
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var body wire.Groups
-			raw, err := c.getJSON(ctx, "/api/v1/dlq/groups?"+q.Encode(), &body)
+			var raw []byte
+			body, err := c.Groups(ctx, q, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -51,27 +52,20 @@ func dlqReplayCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path := "/api/v1/dlq/messages/" + id + "/replay"
-			if dryRun {
-				path += "?dry_run=true"
-			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
 			ctx, cancel := withTimeout(2 * time.Minute)
 			defer cancel()
-			raw, _, err := c.do(ctx, "POST", path, body, map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
+			var raw []byte
+			rep, err := c.Replay(ctx, id, &body, dryRun, once(), adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
 			if g.json() {
 				g.printRaw(raw)
 				return nil
-			}
-			var rep wire.ReplayResult
-			if err := json.Unmarshal(raw, &rep); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
 			}
 			changed := "nothing: sent as stored"
 			if len(rep.Changed) > 0 {
@@ -139,36 +133,37 @@ func readPayload(name string) ([]byte, error) {
 // replayBody is the request body of a replay from the command's flags:
 // the payload's bytes as base64 (exact, JSON or not), header edits (null
 // drops a header), the key when --key was given (an empty one is a key).
-func replayBody(payload []byte, payloadSet bool, headers, drop []string, key string, keySet bool, topic string) (map[string]any, error) {
-	body := map[string]any{}
+func replayBody(payload []byte, payloadSet bool, headers, drop []string, key string, keySet bool, topic string) (wire.ReplayRequest, error) {
+	var body wire.ReplayRequest
 	if payloadSet {
-		body["payload_base64"] = base64.StdEncoding.EncodeToString(payload)
+		b64 := base64.StdEncoding.EncodeToString(payload)
+		body.PayloadBase64 = &b64
 	}
 	if len(headers)+len(drop) > 0 {
 		edits := map[string]*string{}
 		for _, h := range headers {
 			k, v, ok := strings.Cut(h, "=")
 			if !ok || k == "" {
-				return nil, usageErrorf("--header %q: want name=value", h)
+				return body, usageErrorf("--header %q: want name=value", h)
 			}
 			edits[k] = &v
 		}
 		for _, k := range drop {
 			if k == "" {
-				return nil, usageErrorf("--drop-header: want a header name")
+				return body, usageErrorf("--drop-header: want a header name")
 			}
 			if _, set := edits[k]; set {
-				return nil, usageErrorf("--drop-header %s: also set with --header", k)
+				return body, usageErrorf("--drop-header %s: also set with --header", k)
 			}
 			edits[k] = nil
 		}
-		body["headers"] = edits
+		body.Headers = edits
 	}
 	if keySet {
-		body["key"] = key
+		body.Key = &key
 	}
 	if topic != "" {
-		body["topic"] = topic
+		body.Topic = &topic
 	}
 	return body, nil
 }
@@ -189,14 +184,14 @@ func dlqShowCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var h wire.History
-			hraw, err := c.getJSON(ctx, "/api/v1/dlq/messages/"+id+"/history", &h)
+			var hraw, mraw []byte
+			h, err := c.History(ctx, id, adminclient.Raw(&hraw))
 			if err != nil {
 				return err
 			}
 			// The message may be gone (deleted, archived) while its history
 			// stays: then only the history is shown.
-			mraw, _, merr := c.do(ctx, "GET", "/api/v1/dlq/messages/"+id, nil, nil)
+			_, merr := c.Message(ctx, id, adminclient.Raw(&mraw))
 			if g.json() {
 				out := map[string]json.RawMessage{"message": json.RawMessage("null"), "history": hraw}
 				if merr == nil {
@@ -264,11 +259,9 @@ func dlqPauseCmd(g *globals) *cobra.Command {
 		Short: "Stop the automatic retries of a DLQ topic until it is resumed (stored: survives restarts)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var body any
-			if reason != "" {
-				body = map[string]string{"reason": reason}
-			}
-			return dlqPauseCall(g, "/api/v1/dlq/"+escape(args[0])+"/pause", body)
+			return dlqPauseCall(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.PauseResult, error) {
+				return c.Pause(ctx, args[0], reason, opts...)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for `dlq topics` and the logs")
@@ -281,29 +274,28 @@ func dlqResumeCmd(g *globals) *cobra.Command {
 		Short: "Let the automatic retries of a paused DLQ topic run again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return dlqPauseCall(g, "/api/v1/dlq/"+escape(args[0])+"/resume", nil)
+			return dlqPauseCall(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.PauseResult, error) {
+				return c.Resume(ctx, args[0], opts...)
+			})
 		},
 	}
 }
 
-func dlqPauseCall(g *globals, path string, body any) error {
+func dlqPauseCall(g *globals, change func(context.Context, *client, ...adminclient.Option) (wire.PauseResult, error)) error {
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := withTimeout(30 * time.Second)
 	defer cancel()
-	raw, _, err := c.do(ctx, "POST", path, body, map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
+	var raw []byte
+	b, err := change(ctx, c, once(), adminclient.Raw(&raw))
 	if err != nil {
 		return err
 	}
 	if g.json() {
 		g.printRaw(raw)
 		return nil
-	}
-	var b wire.PauseResult
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return fmt.Errorf("decode answer: %w", err)
 	}
 	fmt.Fprintln(g.stdout, b.Message)
 	if b.Pause != nil && !b.Created {

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,18 +15,24 @@ func strp(s string) *string { return &s }
 func TestReplayBodyFromFlags(t *testing.T) {
 	body, err := replayBody([]byte{0, 0xff}, true, []string{"a=1", "b=", "c=x=y"}, []string{"d"}, "", true, "t.v1")
 	require.NoError(t, err)
-	require.Equal(t, map[string]any{
-		"payload_base64": "AP8=",
-		"headers":        map[string]*string{"a": strp("1"), "b": strp(""), "c": strp("x=y"), "d": nil},
-		"key":            "",
-		"topic":          "t.v1",
+	require.Equal(t, wire.ReplayRequest{
+		PayloadBase64: strp("AP8="),
+		Headers:       map[string]*string{"a": strp("1"), "b": strp(""), "c": strp("x=y"), "d": nil},
+		Key:           strp(""),
+		Topic:         strp("t.v1"),
 	}, body)
+	sent, err := json.Marshal(body)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"payload_base64": "AP8=", "headers": {"a": "1", "b": "", "c": "x=y", "d": null}, "key": "", "topic": "t.v1"}`, string(sent),
+		"an empty key and value are sent; a dropped header is null")
 	body, err = replayBody(nil, false, nil, nil, "", false, "")
 	require.NoError(t, err)
-	require.Empty(t, body, "nothing given: the stored message as it is")
+	sent, err = json.Marshal(body)
+	require.NoError(t, err)
+	require.JSONEq(t, `{}`, string(sent), "nothing given: the stored message as it is")
 	body, err = replayBody([]byte{}, true, nil, nil, "", false, "")
 	require.NoError(t, err)
-	require.Equal(t, map[string]any{"payload_base64": ""}, body, "an empty file is an empty payload")
+	require.Equal(t, wire.ReplayRequest{PayloadBase64: strp("")}, body, "an empty file is an empty payload")
 	for _, bad := range [][2][]string{{{"noequals"}, nil}, {{"=v"}, nil}, {nil, {""}}, {{"a=1"}, {"a"}}} {
 		_, err := replayBody(nil, false, bad[0], bad[1], "", false, "")
 		require.Error(t, err, "%q", bad)

@@ -1,19 +1,15 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
 )
 
@@ -21,45 +17,6 @@ func ledgerCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "ledger", Short: "Export, import and verify the signed erasure ledger; re-verify it now"}
 	cmd.AddCommand(ledgerExportCmd(g), ledgerImportCmd(g), ledgerVerifyCmd(g), ledgerReverifyCmd(g))
 	return cmd
-}
-
-// rawExchange sends body as it is and streams a 2xx answer into out: a
-// ledger is larger than what client.do reads, and must arrive byte for byte.
-func (c *client) rawExchange(ctx context.Context, method, path string, body []byte, out io.Writer) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://localhost"+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return c.explainDialError(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		se := &serverError{Status: resp.StatusCode, Body: data}
-		var env struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(data, &env) == nil {
-			se.Code, se.Message = env.Error.Code, env.Error.Message
-		}
-		return se
-	}
-	if _, err := io.Copy(out, resp.Body); err != nil {
-		return fmt.Errorf("read answer: %w", err)
-	}
-	return nil
 }
 
 func ledgerExportCmd(g *globals) *cobra.Command {
@@ -88,7 +45,7 @@ restored store lacks. FILE is written aside and renamed into place.`,
 				return localErrorf("write ledger: %v", err)
 			}
 			defer os.Remove(tmp.Name())
-			if err := c.rawExchange(ctx, http.MethodGet, "/api/v1/erasures/ledger", nil, tmp); err != nil {
+			if err := c.ExportLedger(ctx, tmp); err != nil {
 				tmp.Close()
 				return err
 			}
@@ -135,22 +92,14 @@ exit status 2. Importing the same file again adds nothing.`,
 			}
 			ctx, cancel := withTimeout(10 * time.Minute)
 			defer cancel()
-			var buf bytes.Buffer
-			if err := c.rawExchange(ctx, http.MethodPost, "/api/v1/erasures/ledger", data, &buf); err != nil {
+			var raw []byte
+			body, err := c.ImportLedger(ctx, data, adminclient.Raw(&raw))
+			if err != nil {
 				return err
 			}
 			if g.json() {
-				g.printRaw(buf.Bytes())
+				g.printRaw(raw)
 				return nil
-			}
-			var body struct {
-				Entries        int    `json:"entries"`
-				Added          int    `json:"added"`
-				AlreadyPresent int    `json:"already_present"`
-				KeyID          string `json:"key_id"`
-			}
-			if err := json.Unmarshal(buf.Bytes(), &body); err != nil {
-				return fmt.Errorf("read answer: %w", err)
 			}
 			fmt.Fprintf(g.stdout, "imported %s: %d entries, %d added, %d already in the ledger (signed by %s)\n",
 				args[0], body.Entries, body.Added, body.AlreadyPresent, body.KeyID)
@@ -228,7 +177,8 @@ func ledgerReverifyCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			raw, _, err := c.do(ctx, http.MethodPost, "/api/v1/erasures/reverify", nil, nil)
+			var raw []byte
+			body, err := c.Reverify(ctx, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -236,10 +186,6 @@ func ledgerReverifyCmd(g *globals) *cobra.Command {
 				g.printRaw(raw)
 				return nil
 			}
-			var body struct {
-				Message string `json:"message"`
-			}
-			_ = json.Unmarshal(raw, &body)
 			fmt.Fprintln(g.stdout, body.Message)
 			return nil
 		},

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/receipt"
 )
-
-func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 func tenantReceiptCmd(g *globals) *cobra.Command {
 	var out string
@@ -30,7 +27,7 @@ func tenantReceiptCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(time.Minute)
 			defer cancel()
-			raw, _, err := c.do(ctx, "GET", "/api/v1/tenants/"+escape(args[0])+"/deletion/receipt", nil, nil)
+			raw, err := c.Receipt(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -118,7 +115,7 @@ func daemonKey(g *globals) receipt.KeyResolver {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		raw, _, err := c.do(ctx, "GET", "/api/v1/receipts/key?key_id="+url.QueryEscape(keyID), nil, nil)
+		raw, err := c.ReceiptKey(ctx, keyID)
 		if err != nil {
 			return nil, "", fmt.Errorf("ask the daemon at %s (give --key to check offline): %w", c.addr, err)
 		}
@@ -164,14 +161,13 @@ func receiptKeyCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			path := "/api/v1/receipts/key"
-			if keyID != "" {
-				path += "?key_id=" + url.QueryEscape(keyID)
-			}
-			var body receipt.KeyBody
-			raw, err := c.getJSON(ctx, path, &body)
+			raw, err := c.ReceiptKey(ctx, keyID)
 			if err != nil {
 				return err
+			}
+			var body receipt.KeyBody
+			if err := json.Unmarshal(raw, &body); err != nil {
+				return fmt.Errorf("decode the daemon's key: %w", err)
 			}
 			if out != "" {
 				if err := os.WriteFile(out, []byte(body.PublicKeyPEM), 0o644); err != nil {

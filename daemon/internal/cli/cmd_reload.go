@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/spf13/cobra"
 )
 
@@ -27,7 +27,8 @@ and the running config and plugins are kept.`,
 			}
 			ctx, cancel := withTimeout(10 * time.Minute)
 			defer cancel()
-			raw, _, err := c.do(ctx, http.MethodPost, "/api/v1/reload", nil, nil)
+			var raw []byte
+			_, err = c.Reload(ctx, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
@@ -24,8 +25,8 @@ func statusCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(15 * time.Second)
 			defer cancel()
-			var st wire.Status
-			raw, err := c.getJSON(ctx, "/api/v1/status", &st)
+			var raw []byte
+			st, err := c.Status(ctx, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -101,8 +102,8 @@ func pluginsCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(15 * time.Second)
 			defer cancel()
-			var body wire.Plugins
-			raw, err := c.getJSON(ctx, "/api/v1/plugins", &body)
+			var raw []byte
+			body, err := c.Plugins(ctx, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}

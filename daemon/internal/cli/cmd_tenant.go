@@ -3,18 +3,17 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
@@ -38,8 +37,8 @@ func tenantCountCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(5 * time.Minute)
 			defer cancel()
-			var body wire.Counts
-			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/counts", &body)
+			var raw []byte
+			body, err := c.Counts(ctx, args[0], adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -128,25 +127,22 @@ terminal --yes is required.`,
 					return err
 				}
 			}
-			var body map[string]string
+			// No body unless something is given: the plain request.
+			var body *wire.DeletionRequest
 			if at != "" || planHash != "" {
-				body = map[string]string{}
+				body = &wire.DeletionRequest{}
 			}
 			if at != "" {
-				body["not_before"] = at
+				body.NotBefore = &at
 			}
 			if planHash != "" {
-				body["plan_hash"] = planHash
+				body.PlanHash = &planHash
 			}
 			ctx, cancel := withTimeout(time.Minute)
-			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(tenant)+"/deletion", body,
-				map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
+			var raw []byte
+			job, err := c.RequestDeletion(ctx, tenant, body, once(), adminclient.Raw(&raw))
 			cancel()
 			if err != nil {
-				return err
-			}
-			var job wire.Job
-			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}
 			if !wait {
@@ -182,8 +178,7 @@ func confirmDelete(g *globals, c *client, tenant string) error {
 		return usageErrorf("refusing to delete tenant %s without --yes: stdin is not a terminal to confirm on", tenant)
 	}
 	ctx, cancel := withTimeout(5 * time.Minute)
-	var body wire.Counts
-	_, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(tenant)+"/counts", &body)
+	body, err := c.Counts(ctx, tenant)
 	cancel()
 	if err != nil {
 		return err
@@ -232,9 +227,8 @@ func waitForJob(g *globals, c *client, tenant string, timeout time.Duration) err
 	lastLine := map[string]string{}
 poll:
 	for {
-		var job wire.Job
 		reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := c.getJSON(reqCtx, "/api/v1/tenants/"+escape(tenant)+"/deletion", &job)
+		job, err := c.Deletion(reqCtx, tenant)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -321,8 +315,8 @@ func tenantStatusCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(30 * time.Second)
 			defer cancel()
-			var job wire.Job
-			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/deletion", &job)
+			var raw []byte
+			job, err := c.Deletion(ctx, args[0], adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}

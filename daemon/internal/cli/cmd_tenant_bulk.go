@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
@@ -107,19 +106,15 @@ func bulkDelete(g *globals, c *client, from, notBefore string, yes bool) error {
 		for j, t := range part {
 			ids[j] = t.id
 		}
-		body := map[string]any{"tenant_ids": ids}
+		body := wire.BulkRequest{TenantIDs: ids}
 		if notBefore != "" {
-			body["not_before"] = notBefore
+			body.NotBefore = &notBefore
 		}
 		ctx, cancel := withTimeout(5 * time.Minute)
-		raw, _, err := c.do(ctx, "POST", "/api/v1/deletions", body, map[string]string{"Idempotency-Key": "cli-" + uuid.NewString()})
+		ans, err := c.RequestDeletions(ctx, body, once())
 		cancel()
 		if err != nil {
 			return bulkError(g, err, part, i > 0, total.Queued+total.Existing)
-		}
-		var ans wire.BulkResult
-		if err := json.Unmarshal(raw, &ans); err != nil {
-			return fmt.Errorf("decode answer: %w", err)
 		}
 		base := len(total.Results)
 		for _, res := range ans.Results {

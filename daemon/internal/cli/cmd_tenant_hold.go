@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -30,11 +31,12 @@ recorded with the caller's uid (lifecycled tenant holds --include-released).`,
 			}
 			ctx, cancel := withTimeout(time.Minute)
 			defer cancel()
-			raw, _, err := c.do(ctx, "PUT", "/api/v1/tenants/"+escape(args[0])+"/hold", map[string]string{"reason": reason}, nil)
+			var raw []byte
+			h, err := c.Hold(ctx, args[0], wire.HoldRequest{Reason: &reason}, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
-			return printHoldAnswer(g, raw, "on hold")
+			return printHoldAnswer(g, raw, h, "on hold")
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the tenant's data must stay (required)")
@@ -53,23 +55,20 @@ func tenantReleaseCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := withTimeout(time.Minute)
 			defer cancel()
-			raw, _, err := c.do(ctx, "DELETE", "/api/v1/tenants/"+escape(args[0])+"/hold", nil, nil)
+			var raw []byte
+			h, err := c.Release(ctx, args[0], adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
-			return printHoldAnswer(g, raw, "released")
+			return printHoldAnswer(g, raw, h, "released")
 		},
 	}
 }
 
-func printHoldAnswer(g *globals, raw []byte, what string) error {
+func printHoldAnswer(g *globals, raw []byte, h wire.Hold, what string) error {
 	if g.json() {
 		g.printRaw(raw)
 		return nil
-	}
-	var h wire.Hold
-	if err := jsonUnmarshal(raw, &h); err != nil {
-		return err
 	}
 	fmt.Fprintf(g.stdout, "tenant %s %s: %q (held since %s by uid %s", h.TenantID, what, h.Reason, h.HeldAt, uidText(h.HeldByUID))
 	if h.ReleasedAt != nil {
@@ -110,8 +109,8 @@ func tenantHoldsCmd(g *globals) *cobra.Command {
 			var out wire.Holds
 			for {
 				ctx, cancel := withTimeout(time.Minute)
-				var page wire.Holds
-				raw, err := c.getJSON(ctx, "/api/v1/holds?"+q.Encode(), &page)
+				var raw []byte
+				page, err := c.Holds(ctx, q, adminclient.Raw(&raw))
 				cancel()
 				if err != nil {
 					return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
@@ -34,9 +35,13 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path := "/api/v1/deletions"
-			if len(args) == 1 {
-				path = "/api/v1/tenants/" + escape(args[0]) + "/deletions"
+			// Every tenant's jobs, or one tenant's with its resurrections.
+			list := func(ctx context.Context, q url.Values, opts ...adminclient.Option) (wire.TenantJobs, error) {
+				if len(args) == 1 {
+					return c.TenantDeletions(ctx, args[0], q, opts...)
+				}
+				page, err := c.Deletions(ctx, q, opts...)
+				return wire.TenantJobs{JobPage: page}, err
 			}
 			q := url.Values{}
 			if len(statuses) > 0 {
@@ -60,13 +65,9 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 				back []wire.Resurrection // the tenant's, from its first page
 			)
 			for {
-				target := path
-				if len(q) > 0 {
-					target += "?" + q.Encode()
-				}
 				ctx, cancel := withTimeout(time.Minute)
-				var page wire.TenantJobs
-				raw, err := c.getJSON(ctx, target, &page)
+				var raw []byte
+				page, err := list(ctx, q, adminclient.Raw(&raw))
 				cancel()
 				if err != nil {
 					return err
@@ -122,13 +123,10 @@ Waits until the job is CANCELLED, unless --no-wait.`,
 				return err
 			}
 			ctx, cancel := withTimeout(time.Minute)
-			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(args[0])+"/deletion/cancel", nil, nil)
+			var raw []byte
+			job, err := c.CancelDeletion(ctx, args[0], adminclient.Raw(&raw))
 			cancel()
 			if err != nil {
-				return err
-			}
-			var job wire.Job
-			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}
 			if job.Status != deletion.JobCancelled && !noWait {
@@ -167,9 +165,8 @@ func waitStopped(g *globals, c *client, tenant string, timeout time.Duration) (w
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		var job wire.Job
 		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := c.getJSON(rctx, "/api/v1/tenants/"+escape(tenant)+"/deletion", &job)
+		job, err := c.Deletion(rctx, tenant)
 		rcancel()
 		if err != nil && ctx.Err() == nil {
 			return job, err

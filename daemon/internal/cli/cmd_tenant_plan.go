@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
@@ -32,8 +33,8 @@ deleter could not plan (the plan then has no hash).`,
 			}
 			ctx, cancel := withTimeout(5 * time.Minute)
 			defer cancel()
-			var body wire.Plan
-			raw, err := c.getJSON(ctx, "/api/v1/tenants/"+escape(args[0])+"/plan", &body)
+			var raw []byte
+			body, err := c.Plan(ctx, args[0], adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
@@ -118,18 +119,14 @@ requester's (SYS_TENANT_APPROVER_NOT_DISTINCT).`,
 			}
 			ctx, cancel := withTimeout(5 * time.Minute)
 			defer cancel()
-			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(args[0])+"/deletion/approve",
-				map[string]string{"plan_hash": planHash}, nil)
+			var raw []byte
+			job, err := c.Approve(ctx, args[0], wire.ApproveRequest{PlanHash: &planHash}, adminclient.Raw(&raw))
 			if err != nil {
 				return err
 			}
 			if g.json() {
 				g.printRaw(raw)
 				return nil
-			}
-			var job wire.Job
-			if err := jsonUnmarshal(raw, &job); err != nil {
-				return err
 			}
 			fmt.Fprintf(g.stdout, "deletion job %s for tenant %s approved by uid %s (requested by uid %s) for plan %s: %s\nfollow it with: lifecycled tenant status %s\n",
 				job.ID, job.TenantID, uidText(job.ApprovedByUID), uidText(job.RequestedByUID), planHash, job.Status, job.TenantID)

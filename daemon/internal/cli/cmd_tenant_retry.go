@@ -1,10 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/spf13/cobra"
 )
 
@@ -31,13 +30,10 @@ With --wait, waits for the job as tenant delete --wait does.`,
 				return err
 			}
 			ctx, cancel := withTimeout(time.Minute)
-			raw, _, err := c.do(ctx, "POST", "/api/v1/tenants/"+escape(args[0])+"/deletion/retry", nil, nil)
+			var raw []byte
+			job, err := c.RetryDeletion(ctx, args[0], adminclient.Raw(&raw))
 			cancel()
 			if err != nil {
-				return err
-			}
-			var job wire.Job
-			if err := json.Unmarshal(raw, &job); err != nil {
 				return err
 			}
 			if wait {

@@ -45,7 +45,7 @@ request without it is refused (401) and every change carries a CSRF token. Serve
 				return err
 			}
 			ctx, cancel := withTimeout(10 * time.Second)
-			_, _, err = c.do(ctx, http.MethodGet, "/healthz", nil, nil)
+			_, err = c.Healthz(ctx)
 			cancel()
 			if err != nil {
 				return err

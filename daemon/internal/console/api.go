@@ -2,17 +2,14 @@ package console
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
-	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 )
 
 // APIError is an error answer of the API, as the console shows it: the
@@ -27,6 +24,68 @@ type APIError struct {
 
 func (e *APIError) Error() string {
 	return fmt.Sprintf("%s (%d %s, request %s)", e.Message, e.Status, e.Code, e.RequestID)
+}
+
+// apiErrorOf is err as the console shows it, when it is an API answer (or
+// one of the console's own refusals).
+func apiErrorOf(err error) (*APIError, bool) {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae, true
+	}
+	var ce *adminclient.Error
+	if !errors.As(err, &ce) {
+		return nil, false
+	}
+	if ce.Message == "" {
+		// Not the API's envelope: what came, as it came.
+		return &APIError{Status: ce.Status, Code: http.StatusText(ce.Status), Message: string(ce.Body), RequestID: ce.RequestID}, true
+	}
+	return &APIError{Status: ce.Status, Code: ce.Code, Message: ce.Message, RequestID: ce.RequestID}, true
+}
+
+// client is the typed client of the API on behalf of the console's caller:
+// its calls carry the caller's context (its peer credentials, so the
+// policy and the audit see the uid of `lifecycled ui`), marked as coming
+// through the console, with the page's request id so both audit lines can
+// be matched.
+func (c *Console) client(w http.ResponseWriter, r *http.Request) (*adminclient.Client, context.Context) {
+	return adminclient.New(inProcess{h: c.apiHandler(), requestID: w.Header().Get("X-Request-Id")}), adminapi.WithConsole(r.Context())
+}
+
+// once is the option that makes a form's change happen once: the form's
+// key (made when the page was rendered) becomes the Idempotency-Key, so a
+// form sent twice changes things once (the second answer is the first one,
+// replayed). A request without a usable key gets none.
+func once(r *http.Request) adminclient.Option {
+	key := r.PostFormValue("once")
+	if len(key) > 64 {
+		key = ""
+	}
+	return adminclient.OncePerRoute(key)
+}
+
+// inProcess answers the client's requests by calling the API handler in
+// this process: the console is served by the daemon itself.
+type inProcess struct {
+	h         http.Handler
+	requestID string
+}
+
+func (d inProcess) Do(req *http.Request) (*http.Response, error) {
+	if d.h == nil {
+		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: "SYS_CONSOLE_NOT_READY", Message: "the console is not wired to the API yet"}
+	}
+	req.Host = "localhost"
+	if d.requestID != "" {
+		req.Header.Set("X-Request-Id", d.requestID)
+	}
+	rec := &recorder{header: http.Header{}}
+	d.h.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return &http.Response{StatusCode: rec.status, Header: rec.header, Body: io.NopCloser(&rec.body), Request: req}, nil
 }
 
 // recorder collects one in-process API answer.
@@ -47,97 +106,4 @@ func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
-}
-
-// do makes one API request on behalf of the console's caller: the
-// caller's context (its peer credentials, so the policy and the audit see
-// the uid of `lifecycled ui`), marked as coming through the console, with
-// the page's request id so both audit lines can be matched.
-func (c *Console) do(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, hdr http.Header) (*recorder, error) {
-	h := c.apiHandler()
-	if h == nil {
-		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: "SYS_CONSOLE_NOT_READY", Message: "the console is not wired to the API yet"}
-	}
-	var rd io.Reader = http.NoBody
-	if body != nil {
-		// Payloads keep their "<" and "&" as typed.
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(body); err != nil {
-			return nil, err
-		}
-		rd = &b
-	}
-	u := path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(adminapi.WithConsole(r.Context()), method, "http://localhost"+u, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Host = "localhost"
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if id := w.Header().Get("X-Request-Id"); id != "" {
-		req.Header.Set("X-Request-Id", id)
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	rec := &recorder{header: http.Header{}}
-	h.ServeHTTP(rec, req)
-	return rec, nil
-}
-
-// call is do for a JSON answer: out, when not nil, receives the body of a
-// 2xx answer; any other answer is an *APIError.
-func (c *Console) call(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, out any) (int, error) {
-	return c.callWith(w, r, method, path, query, body, out, nil)
-}
-
-func (c *Console) callWith(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, out any, hdr http.Header) (int, error) {
-	rec, err := c.do(w, r, method, path, query, body, hdr)
-	if err != nil {
-		return 0, err
-	}
-	if rec.status < 200 || rec.status > 299 {
-		return rec.status, rec.apiError()
-	}
-	if out != nil {
-		if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
-			return rec.status, fmt.Errorf("decode %s %s: %w", method, path, err)
-		}
-	}
-	return rec.status, nil
-}
-
-func (rec *recorder) apiError() *APIError {
-	var eb wire.ErrorBody
-	if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error.Message == "" {
-		return &APIError{Status: rec.status, Code: http.StatusText(rec.status), Message: rec.body.String(), RequestID: rec.header.Get("X-Request-Id")}
-	}
-	return &APIError{Status: rec.status, Code: eb.Error.Code, Message: eb.Error.Message, RequestID: eb.Error.RequestID}
-}
-
-// callOnce is call for the change a form makes: the form's key (made when
-// the page was rendered) is the Idempotency-Key, so a form sent twice
-// changes things once (the second answer is the first one, replayed).
-func (c *Console) callOnce(w http.ResponseWriter, r *http.Request, method, path string, query url.Values, body any, out any) (int, error) {
-	var hdr http.Header
-	if once := r.PostFormValue("once"); once != "" && len(once) <= 64 && method == http.MethodPost {
-		// One key per form and API route: a form that makes two calls
-		// makes two keys.
-		sum := sha256.Sum256([]byte(path))
-		hdr = http.Header{idempotency.Header: {"console-" + once + "-" + hex.EncodeToString(sum[:8])}}
-	}
-	return c.callWith(w, r, method, path, query, body, out, hdr)
-}
-
-// get is call for GET without a body.
-func (c *Console) get(w http.ResponseWriter, r *http.Request, path string, query url.Values, out any) error {
-	_, err := c.call(w, r, http.MethodGet, path, query, nil, out)
-	return err
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -84,30 +85,34 @@ func (c *Console) bulkSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	d := bulkData{Filter: apiQuery(filter, bulkFilterFields), Action: r.PostFormValue("action"), Rate: strings.TrimSpace(r.PostFormValue("rate")),
 		Target: strings.TrimSpace(r.PostFormValue("target_topic")), Actions: bulkActions}
-	body := map[string]any{"action": d.Action, "filter": filterJSON(d.Filter)}
+	filterBody, err := json.Marshal(filterJSON(d.Filter))
+	if err != nil {
+		p.addErr(err)
+	}
+	body := wire.OperationRequest{Action: d.Action, Filter: filterBody}
 	if d.Rate != "" {
 		rate, err := strconv.ParseFloat(d.Rate, 64)
 		if err != nil || rate < 0 {
 			p.addErr(&APIError{Status: http.StatusBadRequest, Code: "SYS_CONSOLE_VALIDATION_ERROR", Message: "rate must be a number of messages per second (empty: as fast as it goes)"})
 		}
-		body["rate"] = rate
+		body.Rate = &rate
 	}
 	if d.Target != "" {
-		body["target_topic"] = d.Target
+		body.TargetTopic = &d.Target
 	}
 	start := r.PostFormValue("start") == "1"
 	if len(p.Errors) == 0 {
+		api, ctx := c.client(w, r)
 		if !start {
-			body["dry_run"] = true
-			var prev bulkPreview
-			if _, err := c.call(w, r, http.MethodPost, "/api/v1/dlq/operations", nil, body, &prev); err != nil {
+			prev, err := api.PreviewOperation(ctx, body)
+			if err != nil {
 				p.addErr(err)
 			} else {
 				d.Preview = &prev
 			}
 		} else {
-			var op operationJSON
-			if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/dlq/operations", nil, body, &op); err != nil {
+			op, err := api.StartOperation(ctx, body, once(r))
+			if err != nil {
 				p.addErr(err)
 			} else {
 				http.Redirect(w, r, "/ui/dlq/operations/"+url.PathEscape(op.ID), http.StatusSeeOther)
@@ -137,7 +142,10 @@ type operationData struct {
 
 func (c *Console) loadOperation(w http.ResponseWriter, r *http.Request, p *page) operationData {
 	d := operationData{CSRF: p.CSRF, CanMutate: p.CanMutate}
-	if err := c.get(w, r, "/api/v1/dlq/operations/"+url.PathEscape(r.PathValue("id")), nil, &d.Op); err != nil {
+	api, ctx := c.client(w, r)
+	op, err := api.Operation(ctx, r.PathValue("id"))
+	d.Op = operationJSON{op}
+	if err != nil {
 		p.addErr(err)
 		d.Err = p.Errors[len(p.Errors)-1]
 	}
@@ -166,7 +174,8 @@ func (c *Console) operationProgress(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) operationCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/dlq/operations/"+url.PathEscape(id)+"/cancel", nil, nil, nil); err != nil {
+	api, ctx := c.client(w, r)
+	if _, err := api.CancelOperation(ctx, id, once(r)); err != nil {
 		p := c.newPage(w, r, "Bulk operation "+id, "dlq")
 		p.addErr(err)
 		p.Data = c.loadOperation(w, r, p)

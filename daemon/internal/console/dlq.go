@@ -53,11 +53,12 @@ type dlqIndexData struct {
 func (c *Console) dlqIndex(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Dead letters", "dlq")
 	d := dlqIndexData{Statuses: dlqStatuses, Sort: r.URL.Query().Get("sort")}
-	var topics topicsBody
-	p.addErr(c.get(w, r, "/api/v1/dlq", nil, &topics))
+	api, ctx := c.client(w, r)
+	topics, err := api.Topics(ctx)
+	p.addErr(err)
 	d.Topics = topics.Topics
-	var groups wire.Groups
-	p.addErr(c.get(w, r, "/api/v1/dlq/groups", apiQuery(r.URL.Query(), []string{"topic", "status", "sort", "limit"}), &groups))
+	groups, err := api.Groups(ctx, apiQuery(r.URL.Query(), []string{"topic", "status", "sort", "limit"}))
+	p.addErr(err)
 	d.Groups = groups.Groups
 	p.Data = d
 	c.render(w, http.StatusOK, "dlq", p)
@@ -101,7 +102,9 @@ func (c *Console) dlqSearch(w http.ResponseWriter, r *http.Request) {
 	if aq.Get("limit") == "" {
 		aq.Set("limit", "50")
 	}
-	if err := c.get(w, r, "/api/v1/dlq/messages", aq, &d.Result); err != nil {
+	api, ctx := c.client(w, r)
+	var err error
+	if d.Result, err = api.Search(ctx, aq); err != nil {
 		p.addErr(err)
 	} else {
 		d.Searched = true
@@ -113,19 +116,18 @@ func (c *Console) dlqSearch(w http.ResponseWriter, r *http.Request) {
 // topicAction pauses or resumes the automatic retries of a topic.
 func (c *Console) topicAction(w http.ResponseWriter, r *http.Request) {
 	topic, action := r.PathValue("topic"), r.PathValue("action")
-	var body any
+	api, ctx := c.client(w, r)
+	var err error
 	switch action {
 	case "pause":
-		body = map[string]string{"reason": strings.TrimSpace(r.PostFormValue("reason"))}
-		if r.PostFormValue("reason") == "" {
-			body = nil
-		}
+		_, err = api.Pause(ctx, topic, strings.TrimSpace(r.PostFormValue("reason")), once(r))
 	case "resume":
+		_, err = api.Resume(ctx, topic, once(r))
 	default:
 		c.refuse(w, r, http.StatusNotFound, "SYS_CONSOLE_NOT_FOUND", "no topic action "+action)
 		return
 	}
-	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/dlq/"+url.PathEscape(topic)+"/"+action, nil, body, nil); err != nil {
+	if err != nil {
 		p := c.newPage(w, r, "Dead letters", "dlq")
 		p.addErr(err)
 		c.render(w, statusOf(err), "error", p)
@@ -137,7 +139,7 @@ func (c *Console) topicAction(w http.ResponseWriter, r *http.Request) {
 
 // statusOf is the status to answer with for a failed API call: the API's.
 func statusOf(err error) int {
-	if ae, ok := err.(*APIError); ok && ae.Status >= 400 {
+	if ae, ok := apiErrorOf(err); ok && ae.Status >= 400 {
 		return ae.Status
 	}
 	return http.StatusInternalServerError

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
@@ -43,7 +44,9 @@ type replayPreview struct {
 
 func (c *Console) loadMessage(w http.ResponseWriter, r *http.Request, p *page, id string) (messageData, bool) {
 	var d messageData
-	if err := c.get(w, r, "/api/v1/dlq/messages/"+url.PathEscape(id), nil, &d.M); err != nil {
+	api, ctx := c.client(w, r)
+	var err error
+	if d.M, err = api.Message(ctx, id); err != nil {
 		p.addErr(err)
 		return d, false
 	}
@@ -51,10 +54,8 @@ func (c *Console) loadMessage(w http.ResponseWriter, r *http.Request, p *page, i
 	if d.M.Key != nil {
 		d.Key = *d.M.Key
 	}
-	var h wire.History
-	if err := c.get(w, r, "/api/v1/dlq/messages/"+url.PathEscape(id)+"/history", nil, &h); err != nil {
-		p.addErr(err)
-	}
+	h, err := api.History(ctx, id)
+	p.addErr(err)
 	for _, e := range h.Events {
 		d.History = append(d.History, historyRow{At: e.At, Kind: e.Kind, Detail: compactJSON(e.Detail), UID: e.UID})
 	}
@@ -86,19 +87,26 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request) {
 // messageAction retries, revives or deletes one message.
 func (c *Console) messageAction(w http.ResponseWriter, r *http.Request) {
 	id, action := r.PathValue("id"), r.PathValue("action")
-	method, path, done := http.MethodPost, "/api/v1/dlq/messages/"+url.PathEscape(id)+"/"+action, ""
+	api, ctx := c.client(w, r)
+	var (
+		done string
+		err  error
+	)
 	switch action {
 	case "retry":
 		done = "retried"
+		_, err = api.RetryMessage(ctx, id, once(r))
 	case "revive":
 		done = "revived"
+		_, err = api.ReviveMessage(ctx, id, once(r))
 	case "delete":
-		method, path, done = http.MethodDelete, "/api/v1/dlq/messages/"+url.PathEscape(id), "deleted"
+		done = "deleted"
+		_, err = api.DeleteMessage(ctx, id)
 	default:
 		c.refuse(w, r, http.StatusNotFound, "SYS_CONSOLE_NOT_FOUND", "no message action "+action)
 		return
 	}
-	if _, err := c.callOnce(w, r, method, path, nil, nil, nil); err != nil {
+	if err != nil {
 		p := c.newPage(w, r, "Dead letter "+id, "dlq")
 		p.addErr(err)
 		d, _ := c.loadMessage(w, r, p, id)
@@ -116,13 +124,14 @@ func (c *Console) messageAction(w http.ResponseWriter, r *http.Request) {
 // replayBody turns the edit form into the API's replay body: only what
 // differs from the stored message is sent (what is left out is taken from
 // it). A payload that is JSON goes as JSON, anything else as its bytes.
-func replayBody(f replayForm, stored replayForm) (map[string]any, error) {
-	body := map[string]any{}
+func replayBody(f replayForm, stored replayForm) (wire.ReplayRequest, error) {
+	var body wire.ReplayRequest
 	if f.Payload != stored.Payload {
 		if json.Valid([]byte(f.Payload)) {
-			body["payload"] = json.RawMessage(f.Payload)
+			body.Payload = json.RawMessage(f.Payload)
 		} else {
-			body["payload_base64"] = base64.StdEncoding.EncodeToString([]byte(f.Payload))
+			b64 := base64.StdEncoding.EncodeToString([]byte(f.Payload))
+			body.PayloadBase64 = &b64
 		}
 	}
 	if hs := strings.TrimSpace(f.Headers); hs != "" {
@@ -140,13 +149,14 @@ func replayBody(f replayForm, stored replayForm) (map[string]any, error) {
 				headers[name] = nil
 			}
 		}
-		body["headers"] = headers
+		body.Headers = headers
 	}
 	if f.Key != stored.Key {
-		body["key"] = f.Key
+		body.Key = &f.Key
 	}
 	if f.Topic != stored.Topic {
-		body["topic"] = strings.TrimSpace(f.Topic)
+		topic := strings.TrimSpace(f.Topic)
+		body.Topic = &topic
 	}
 	return body, nil
 }
@@ -174,18 +184,15 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 		p.addErr(err)
 	}
 	send := r.PostFormValue("send") == "1"
-	q := url.Values{}
-	if !send {
-		q.Set("dry_run", "true")
-	}
-	var rb wire.ReplayResult
 	status := http.StatusOK
 	if err == nil {
-		call := c.call
+		api, ctx := c.client(w, r)
+		key := adminclient.OncePerRoute("")
 		if send {
-			call = c.callOnce
+			key = once(r)
 		}
-		if _, err := call(w, r, http.MethodPost, "/api/v1/dlq/messages/"+url.PathEscape(id)+"/replay", q, body, &rb); err != nil {
+		rb, err := api.Replay(ctx, id, &body, !send, key)
+		if err != nil {
 			p.addErr(err)
 			status = statusOf(err)
 		} else if send {

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
@@ -9,24 +8,8 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
-// readiness is GET /readyz?verbose as the console reads it.
-type readiness struct {
-	Status string `json:"status"`
-	Checks []struct {
-		Name   string `json:"name"`
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Took   string `json:"took"`
-	} `json:"checks"`
-}
-
-// topicsBody is GET /api/v1/dlq.
-type topicsBody struct {
-	Topics []wire.Topic `json:"topics"`
-}
-
 type overviewData struct {
-	Ready    readiness
+	Ready    wire.Health
 	Status   wire.Status
 	Plugins  []wire.Plugin
 	Topics   []wire.Topic
@@ -41,17 +24,19 @@ var dlqStatuses = []string{"PENDING", "RETRYING", "RESOLVED", "DEAD"}
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Overview", "overview")
 	d := overviewData{Statuses: dlqStatuses}
-	if rec, err := c.do(w, r, http.MethodGet, "/readyz", url.Values{"verbose": {""}}, nil, nil); err != nil {
+	api, ctx := c.client(w, r)
+	// Not ready is an answer (503 with the checks), not an error to show.
+	var err error
+	if d.Ready, err = api.Readyz(ctx, true); err != nil && d.Ready.Status == "" {
 		p.addErr(err)
-	} else if err := json.Unmarshal(rec.body.Bytes(), &d.Ready); err != nil {
-		p.addErr(rec.apiError())
 	}
-	p.addErr(c.get(w, r, "/api/v1/status", nil, &d.Status))
-	var plugins wire.Plugins
-	p.addErr(c.get(w, r, "/api/v1/plugins", nil, &plugins))
+	d.Status, err = api.Status(ctx)
+	p.addErr(err)
+	plugins, err := api.Plugins(ctx)
+	p.addErr(err)
 	d.Plugins = plugins.Plugins
-	var topics topicsBody
-	p.addErr(c.get(w, r, "/api/v1/dlq", nil, &topics))
+	topics, err := api.Topics(ctx)
+	p.addErr(err)
 	d.Topics = topics.Topics
 	d.Progress = c.loadProgress(w, r, p)
 	p.Data = d
@@ -72,10 +57,6 @@ func (o operationJSON) ETA() string {
 	return (time.Duration(*o.ETASeconds) * time.Second).String()
 }
 
-type operationsBody struct {
-	Operations []operationJSON `json:"operations"`
-}
-
 // progressData is what runs now: erasures and bulk operations, the part of
 // the overview that refreshes itself.
 type progressData struct {
@@ -86,12 +67,15 @@ type progressData struct {
 
 func (c *Console) loadProgress(w http.ResponseWriter, r *http.Request, p *page) progressData {
 	var d progressData
-	var jobs wire.JobPage
-	p.addErr(c.get(w, r, "/api/v1/deletions", url.Values{"status": {"SCHEDULED,PENDING,RUNNING,PARTIAL,BLOCKED,AWAITING_APPROVAL"}}, &jobs))
+	api, ctx := c.client(w, r)
+	jobs, err := api.Deletions(ctx, url.Values{"status": {"SCHEDULED,PENDING,RUNNING,PARTIAL,BLOCKED,AWAITING_APPROVAL"}})
+	p.addErr(err)
 	d.Jobs = jobs.Jobs
-	var ops operationsBody
-	p.addErr(c.get(w, r, "/api/v1/dlq/operations", url.Values{"state": {"RUNNING"}}, &ops))
-	d.Operations = ops.Operations
+	ops, err := api.Operations(ctx, url.Values{"state": {"RUNNING"}})
+	p.addErr(err)
+	for _, op := range ops.Operations {
+		d.Operations = append(d.Operations, operationJSON{op})
+	}
 	d.Live = len(d.Jobs) > 0 || len(d.Operations) > 0
 	return d
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -76,8 +75,8 @@ func (p *page) addErr(err error) {
 	if err == nil {
 		return
 	}
-	var ae *APIError
-	if !errors.As(err, &ae) {
+	ae, ok := apiErrorOf(err)
+	if !ok {
 		ae = &APIError{Status: http.StatusInternalServerError, Code: "SYS_CONSOLE_ERROR", Message: err.Error()}
 	}
 	p.Errors = append(p.Errors, ae)

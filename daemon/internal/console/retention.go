@@ -2,10 +2,10 @@ package console
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
@@ -31,7 +31,10 @@ func (retentionData) Every(s float64) string { return (time.Duration(s) * time.S
 func (c *Console) retention(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Retention", "retention")
 	d := retentionData{}
-	p.addErr(c.get(w, r, "/api/v1/archive", nil, &d.Status))
+	api, ctx := c.client(w, r)
+	var err error
+	d.Status, err = api.Archive(ctx)
+	p.addErr(err)
 	p.Data = d
 	c.render(w, http.StatusOK, "retention", p)
 }
@@ -40,23 +43,21 @@ func (c *Console) retention(w http.ResponseWriter, r *http.Request) {
 func (c *Console) retentionRun(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Retention", "retention")
 	d := retentionData{DryRun: r.PostFormValue("dry_run") == "1"}
-	q := url.Values{}
-	if d.DryRun {
-		q.Set("dry_run", "true")
-	}
-	var res wire.ArchiveRun
 	status := http.StatusOK
-	call := c.callOnce
+	key := once(r)
 	if d.DryRun {
-		call = c.call
+		key = adminclient.OncePerRoute("")
 	}
-	if _, err := call(w, r, http.MethodPost, "/api/v1/archive/run", q, nil, &res); err != nil {
+	api, ctx := c.client(w, r)
+	res, err := api.RunArchive(ctx, d.DryRun, key)
+	if err != nil {
 		p.addErr(err)
 		status = statusOf(err)
 	} else {
 		d.Result = &res
 	}
-	p.addErr(c.get(w, r, "/api/v1/archive", nil, &d.Status))
+	d.Status, err = api.Archive(ctx)
+	p.addErr(err)
 	p.Data = d
 	c.render(w, status, "retention", p)
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/wire"
 )
 
@@ -37,8 +38,9 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 	d := tenantsData{Status: r.URL.Query().Get("status"), Statuses: jobStatuses}
 	q := apiQuery(r.URL.Query(), []string{"status", "cursor"})
 	q.Set("limit", "50")
-	var jobs wire.JobPage
-	p.addErr(c.get(w, r, "/api/v1/deletions", q, &jobs))
+	api, ctx := c.client(w, r)
+	jobs, err := api.Deletions(ctx, q)
+	p.addErr(err)
 	d.Jobs = jobs.Jobs
 	if jobs.NextCursor != nil {
 		d.Next = *jobs.NextCursor
@@ -79,16 +81,18 @@ func (d tenantData) Active() bool { return d.Live.Job != nil && !d.Live.Job.Fini
 func (c *Console) loadLive(w http.ResponseWriter, r *http.Request, p *page, tenant string) jobLive {
 	l := jobLive{Tenant: tenant, CSRF: p.CSRF, CanMutate: p.CanMutate}
 	l.Job = c.loadJob(w, r, p, tenant)
-	var jobs wire.JobPage
-	p.addErr(c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletions", nil, &jobs))
+	api, ctx := c.client(w, r)
+	jobs, err := api.TenantDeletions(ctx, tenant, nil)
+	p.addErr(err)
 	l.Jobs = jobs.Jobs
 	return l
 }
 
 func (c *Console) loadJob(w http.ResponseWriter, r *http.Request, p *page, tenant string) *jobView {
-	var j wire.Job
-	if err := c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, &j); err != nil {
-		if ae, ok := err.(*APIError); !ok || ae.Status != http.StatusNotFound {
+	api, ctx := c.client(w, r)
+	j, err := api.Deletion(ctx, tenant)
+	if err != nil {
+		if adminclient.StatusOf(err) != http.StatusNotFound {
 			p.addErr(err)
 		}
 		return nil
@@ -103,8 +107,9 @@ func (c *Console) tenant(w http.ResponseWriter, r *http.Request) {
 	tenant := r.PathValue("tenant")
 	p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 	d := tenantData{Tenant: tenant}
-	var counts wire.Counts
-	if err := c.get(w, r, "/api/v1/tenants/"+url.PathEscape(tenant)+"/counts", nil, &counts); err != nil {
+	api, ctx := c.client(w, r)
+	counts, err := api.Counts(ctx, tenant)
+	if err != nil {
 		p.addErr(err)
 	} else {
 		d.Counts = &counts
@@ -136,8 +141,9 @@ func (c *Console) tenantErase(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusBadRequest, "tenant", p)
 		return
 	}
-	var j wire.Job
-	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion", nil, nil, &j); err != nil {
+	api, ctx := c.client(w, r)
+	j, err := api.RequestDeletion(ctx, tenant, nil, once(r))
+	if err != nil {
 		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 		p.addErr(err)
 		p.Data = tenantData{Tenant: tenant}
@@ -149,7 +155,8 @@ func (c *Console) tenantErase(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) tenantCancel(w http.ResponseWriter, r *http.Request) {
 	tenant := r.PathValue("tenant")
-	if _, err := c.callOnce(w, r, http.MethodPost, "/api/v1/tenants/"+url.PathEscape(tenant)+"/deletion/cancel", nil, nil, nil); err != nil {
+	api, ctx := c.client(w, r)
+	if _, err := api.CancelDeletion(ctx, tenant, once(r)); err != nil {
 		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 		p.addErr(err)
 		p.Data = tenantData{Tenant: tenant, Live: c.loadLive(w, r, p, tenant)}
