@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // handleHealthz is liveness: the process serves requests. It never looks at

@@ -2,7 +2,7 @@ package adminapi
 
 import (
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func archiveStatusBody(st archive.Status) wire.ArchiveStatus {

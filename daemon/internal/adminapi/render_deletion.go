@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func fmtTime(t *time.Time) *string {

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // base64Of is the field that holds b.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // operationJSON renders op; now dates the ETA.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func historyJSON(events []dlq.HistoryEvent) wire.History {

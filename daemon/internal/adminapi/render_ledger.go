@@ -3,7 +3,7 @@ package adminapi
 import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func resurrectionJSON(r *ledger.Resurrection) wire.Resurrection {

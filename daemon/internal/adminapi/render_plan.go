@@ -2,7 +2,7 @@ package adminapi
 
 import (
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func planBody(p *deletion.Plan) wire.Plan {

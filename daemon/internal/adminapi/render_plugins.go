@@ -2,7 +2,7 @@ package adminapi
 
 import (
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func pluginJSON(p pluginhost.Info) wire.Plugin {

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // DLQ is what the dead-letter routes need.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // DLQOperations is what the bulk-operation routes need.

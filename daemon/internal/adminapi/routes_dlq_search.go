@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // DLQSearch is what the search and failure-group routes need.

@@ -19,7 +19,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 

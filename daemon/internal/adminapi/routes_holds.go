@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // Holds is what the legal hold routes need.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // Ledger is what the erasure ledger routes need.

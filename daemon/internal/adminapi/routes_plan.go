@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // Plans is what the plan and approval routes need.

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // ReloadRoutes serves POST /api/v1/reload: the same reload as SIGHUP, but

@@ -9,7 +9,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // StatusStore is what the status route needs from the state store.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // Tenants is what the tenant erasure routes need.

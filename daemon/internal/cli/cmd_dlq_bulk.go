@@ -13,8 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/spf13/cobra"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/spf13/cobra"
 )
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func statusCmd(g *globals) *cobra.Command {

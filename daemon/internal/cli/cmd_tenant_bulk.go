@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // bulkChunk bounds the tenants of one request (the API takes 10,000) and

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func tenantJobsCmd(g *globals) *cobra.Command {

@@ -3,7 +3,7 @@ package cli
 import (
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/spf13/cobra"
 )
 

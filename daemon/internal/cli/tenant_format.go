@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // printCounts shows what a deletion would remove: per deleter, and under

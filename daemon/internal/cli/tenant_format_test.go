@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/stretchr/testify/require"
 )
 

@@ -8,8 +8,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
 )
 
 // APIError is an error answer of the API, as the console shows it: the

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 type overviewData struct {

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/adminclient"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func (c *Console) retentionRoutes(mux *http.ServeMux) {

@@ -6,7 +6,7 @@ import (
 	"net/url"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // Healthz is liveness: GET /healthz.

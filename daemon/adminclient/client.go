@@ -21,7 +21,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/daemon/internal/wire"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // maxAnswer bounds what a call reads into memory; the ledger export, which
