@@ -26,22 +26,20 @@ func archiveRunBody(r archive.Result) wire.ArchiveRun {
 // recent passes.
 func ArchiveRoutes(r Retention) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/archive", func(w http.ResponseWriter, req *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeNone}
+		g.handle("GET /api/v1/archive", func(req *http.Request) (any, error) {
 			if err := onlyParams(req.URL.Query()); err != nil {
-				writeError(w, req, ScopeNone, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, archiveStatusBody(r.Status()))
+			return archiveStatusBody(r.Status()), nil
 		})
-		mux.HandleFunc("POST /api/v1/archive/run", func(w http.ResponseWriter, req *http.Request) {
+		g.handle("POST /api/v1/archive/run", func(req *http.Request) (any, error) {
 			if err := strictRequest(req, noBody, "dry_run"); err != nil {
-				writeError(w, req, ScopeNone, err)
-				return
+				return nil, err
 			}
 			dryRun, err := parseDryRun(req.URL.Query())
 			if err != nil {
-				writeError(w, req, ScopeNone, err)
-				return
+				return nil, err
 			}
 			run := r.RunOnce
 			if dryRun {
@@ -49,10 +47,9 @@ func ArchiveRoutes(r Retention) func(*http.ServeMux) {
 			}
 			res, err := run(req.Context())
 			if err != nil {
-				writeError(w, req, ScopeNone, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, archiveRunBody(res))
+			return archiveRunBody(res), nil
 		})
 	}
 }

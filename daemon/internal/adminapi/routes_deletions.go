@@ -12,23 +12,21 @@ import (
 // DeletionRoutes serve the job list and the bulk request.
 func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/deletions", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeTenant}
+		g.handle("GET /api/v1/deletions", func(r *http.Request) (any, error) {
 			f, err := parseJobQuery(r.URL.Query(), true)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			page, err := svc.Jobs(r.Context(), f)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, jobsBody(page))
+			return jobsBody(page), nil
 		})
-		mux.HandleFunc("POST /api/v1/deletions", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/deletions", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			var body wire.BulkRequest
 			shape := `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>", "plan_hash": "<optional>"}`
@@ -37,30 +35,25 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 				err = invalidField("tenant_ids", "the body must be %s", shape)
 			}
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			notBefore, err := parseNotBefore(body.NotBefore)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			planHash, err := parsePlanHash(body.PlanHash)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			res, err := svc.StartDeletions(r.Context(), body.TenantIDs, deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: planHash})
 			var inv *deletion.InvalidTenantsError
 			if errors.As(err, &inv) {
-				writeError(w, r, ScopeTenant, invalidTenants(inv))
-				return
+				return nil, invalidTenants(inv)
 			}
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusAccepted, bulkAnswer(r, res))
+			return accepted(bulkAnswer(r, res)), nil
 		})
 	}
 }

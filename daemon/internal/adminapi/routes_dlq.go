@@ -28,11 +28,11 @@ type DLQ interface {
 // DLQRoutes serves the dead-letter routes of DESIGN.md.
 func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/dlq", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeDLQ}
+		g.handle("GET /api/v1/dlq", func(r *http.Request) (any, error) {
 			topics, err := svc.Topics(r.Context())
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			out := make([]wire.Topic, 0, len(topics))
 			for _, t := range topics {
@@ -46,25 +46,22 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				}
 				out = append(out, tj)
 			}
-			writeJSON(w, http.StatusOK, wire.Topics{Topics: out})
+			return wire.Topics{Topics: out}, nil
 		})
 		// {topic...} takes the rest of the path, so that a topic with a
 		// slash is a 400 for a bad topic rather than a 404 for a bad route.
-		mux.HandleFunc("GET /api/v1/dlq/{topic...}", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/dlq/{topic...}", func(r *http.Request) (any, error) {
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			q, err := parseListQuery(r.URL.Query())
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			msgs, total, err := svc.List(r.Context(), dlq.ListFilter{Topic: topic, Status: q.Status, Page: q.Page, PageSize: q.PageSize})
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			var note string
 			var didYouMean []string
@@ -74,8 +71,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				// 200, so that a client waiting for a topic's first dead
 				// letter keeps working).
 				if note, didYouMean, err = unknownTopic(r.Context(), svc, topic, q.Status != ""); err != nil {
-					writeError(w, r, ScopeDLQ, err)
-					return
+					return nil, err
 				}
 			}
 			body := wire.MessageList{Messages: make([]wire.Message, len(msgs)), Pagination: wire.Pagination{
@@ -84,122 +80,103 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 			for i := range msgs {
 				body.Messages[i] = messageJSON(&msgs[i], svc.SourceConfigured(msgs[i].Position.Source))
 			}
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
-		mux.HandleFunc("GET /api/v1/dlq/messages/{id}", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/dlq/messages/{id}", func(r *http.Request) (any, error) {
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			m, err := svc.Get(r.Context(), id)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
-				return
+				return nil, notFoundMessage(id, err)
 			}
-			writeJSON(w, http.StatusOK, messageJSON(m, svc.SourceConfigured(m.Position.Source)))
+			return messageJSON(m, svc.SourceConfigured(m.Position.Source)), nil
 		})
-		mux.HandleFunc("DELETE /api/v1/dlq/messages/{id}", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("DELETE /api/v1/dlq/messages/{id}", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, noBody); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			// The caller's uid goes into the message's history, which
 			// outlives it.
 			if err := svc.DeleteAs(r.Context(), id, Peer(r.Context()).UID); err != nil {
-				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
-				return
+				return nil, notFoundMessage(id, err)
 			}
-			writeJSON(w, http.StatusOK, wire.Deleted{Success: true, Message: fmt.Sprintf("message %s deleted", id)})
+			return wire.Deleted{Success: true, Message: fmt.Sprintf("message %s deleted", id)}, nil
 		})
-		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/retry", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/dlq/messages/{id}/retry", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, noBody); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			m, err := svc.RetryAs(r.Context(), id, Peer(r.Context()).UID)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
-				return
+				return nil, notFoundMessage(id, err)
 			}
-			writeJSON(w, http.StatusOK, wire.MessageChange{ID: m.ID.String(), Status: m.Status, Message: "message retry initiated"})
+			return wire.MessageChange{ID: m.ID.String(), Status: m.Status, Message: "message retry initiated"}, nil
 		})
 		// Revive: a DEAD message back to PENDING with its attempts reset. The
 		// caller's uid goes into the message's history (and, like every
 		// mutating request, into the audit log).
-		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/revive", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/dlq/messages/{id}/revive", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, noBody); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			m, err := svc.Revive(r.Context(), id, Peer(r.Context()).UID)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
-				return
+				return nil, notFoundMessage(id, err)
 			}
-			writeJSON(w, http.StatusOK, wire.MessageChange{ID: m.ID.String(), Status: m.Status, RetryCount: &m.RetryCount,
-				MaxRetries: &m.MaxRetries, Message: "message revived"})
+			return wire.MessageChange{ID: m.ID.String(), Status: m.Status, RetryCount: &m.RetryCount,
+				MaxRetries: &m.MaxRetries, Message: "message revived"}, nil
 		})
-		mux.HandleFunc("POST /api/v1/dlq/{topic}/retry-all", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/dlq/{topic}/retry-all", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed, "dry_run"); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			dryRun, err := parseDryRun(r.URL.Query())
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			// The documented options may come in the body too; anything
 			// else in it is refused, never ignored (a dry run sent as a body
 			// must not become a real replay).
 			if bodyDryRun, given, err := parseRetryAllBody(r); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			} else if given {
 				if _, inQuery := r.URL.Query()["dry_run"]; inQuery && bodyDryRun != dryRun {
-					writeError(w, r, ScopeDLQ, invalidField("dry_run", "the query says %v and the body says %v", dryRun, bodyDryRun))
-					return
+					return nil, invalidField("dry_run", "the query says %v and the body says %v", dryRun, bodyDryRun)
 				}
 				dryRun = bodyDryRun
 			}
 			if dryRun {
 				n, err := svc.CountRetryable(r.Context(), topic)
 				if err != nil {
-					writeError(w, r, ScopeDLQ, err)
-					return
+					return nil, err
 				}
-				writeJSON(w, http.StatusOK, wire.RetryAllResult{DryRun: true, Retryable: &n,
-					Message: fmt.Sprintf("%s would be retried in topic %s", countOf(n, "message"), topic)})
-				return
+				return wire.RetryAllResult{DryRun: true, Retryable: &n,
+					Message: fmt.Sprintf("%s would be retried in topic %s", countOf(n, "message"), topic)}, nil
 			}
 			res, err := svc.RetryAll(r.Context(), topic)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, wire.RetryAllResult{Retried: res.Retried, Failed: res.Failed, Unavailable: res.Unavailable, NotRecorded: res.NotRecorded,
-				Message: fmt.Sprintf("%s retried in topic %s", countOf(int64(res.Retried), "message"), topic)})
+			return wire.RetryAllResult{Retried: res.Retried, Failed: res.Failed, Unavailable: res.Unavailable, NotRecorded: res.NotRecorded,
+				Message: fmt.Sprintf("%s retried in topic %s", countOf(int64(res.Retried), "message"), topic)}, nil
 		})
 	}
 }

@@ -36,15 +36,14 @@ const operationFailures = 50
 // POST, they take an Idempotency-Key; the audit log has the caller's uid.
 func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("POST /api/v1/dlq/operations", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeDLQ}
+		g.handle("POST /api/v1/dlq/operations", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			req, dryRun, err := parseOperationBody(r)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			if p := Peer(r.Context()); p.Known {
 				uid := p.UID
@@ -53,103 +52,88 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 			if dryRun {
 				n, sample, err := svc.DryRunOperation(r.Context(), req, operationSample)
 				if err != nil {
-					writeError(w, r, ScopeDLQ, err)
-					return
+					return nil, err
 				}
 				body := wire.OperationDryRun{DryRun: true, Matched: n, Sample: make([]wire.Message, len(sample))}
 				for i := range sample {
 					body.Sample[i] = messageJSON(&sample[i], svc.SourceConfigured(sample[i].Position.Source))
 				}
-				writeJSON(w, http.StatusOK, body)
-				return
+				return body, nil
 			}
 			op, err := svc.StartOperation(r.Context(), req)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
-			w.Header().Set("Location", "/api/v1/dlq/operations/"+op.ID.String())
-			writeJSON(w, http.StatusAccepted, operationJSON(op, time.Now()))
+			return accepted(operationJSON(op, time.Now()), "Location", "/api/v1/dlq/operations/"+op.ID.String()), nil
 		})
-		mux.HandleFunc("GET /api/v1/dlq/operations", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/dlq/operations", func(r *http.Request) (any, error) {
 			q := r.URL.Query()
 			if err := onlyParams(q, "limit", "state"); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			limit := 100
 			v, _, err := single(q, "limit")
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			if v != "" {
 				n, err := strconv.Atoi(v)
 				if err != nil || n < 1 || n > 1000 {
-					writeError(w, r, ScopeDLQ, invalidField("limit", "%q: must be a number from 1 to 1000", truncate(v)))
-					return
+					return nil, invalidField("limit", "%q: must be a number from 1 to 1000", truncate(v))
 				}
 				limit = n
 			}
 			running := false
 			s, _, err := single(q, "state")
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			switch s {
 			case "":
 			case string(dlq.OperationRunning):
 				running = true
 			default:
-				writeError(w, r, ScopeDLQ, invalidField("state", "%q: only RUNNING can be asked for (or leave it out for every state)", truncate(s)))
-				return
+				return nil, invalidField("state", "%q: only RUNNING can be asked for (or leave it out for every state)", truncate(s))
 			}
 			ops, err := svc.Operations(r.Context(), limit, running)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			body := wire.Operations{Operations: make([]wire.Operation, len(ops))}
 			now := time.Now()
 			for i := range ops {
 				body.Operations[i] = operationJSON(&ops[i], now)
 			}
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
-		mux.HandleFunc("GET /api/v1/dlq/operations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/dlq/operations/{id}", func(r *http.Request) (any, error) {
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			op, err := svc.Operation(r.Context(), id)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			body := operationJSON(op, time.Now())
 			if op.Failed > 0 {
 				failures, err := svc.OperationFailures(r.Context(), id, operationFailures)
 				if err != nil {
-					writeError(w, r, ScopeDLQ, err)
-					return
+					return nil, err
 				}
 				for _, f := range failures {
 					body.Failures = append(body.Failures, wire.OperationFailure{ID: f.ID.String(), Outcome: f.Outcome, Error: f.Error})
 				}
 			}
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
-		mux.HandleFunc("POST /api/v1/dlq/operations/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/dlq/operations/{id}/cancel", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, noBody); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			var uid *uint32
 			if p := Peer(r.Context()); p.Known {
@@ -158,10 +142,9 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 			}
 			op, err := svc.CancelOperation(r.Context(), id, uid)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusAccepted, operationJSON(op, time.Now()))
+			return accepted(operationJSON(op, time.Now())), nil
 		})
 	}
 }

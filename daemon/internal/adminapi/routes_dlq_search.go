@@ -38,40 +38,37 @@ func groupJSON(g *dlq.GroupSummary) wire.Group {
 // named "messages" or "groups" is listed with ?topic= here.
 func DLQSearchRoutes(svc DLQSearch) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/dlq/messages", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeDLQ}
+		g.handle("GET /api/v1/dlq/messages", func(r *http.Request) (any, error) {
 			f, err := parseSearchQuery(r.URL.Query())
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			page, err := svc.Search(r.Context(), f)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			body := wire.SearchResult{Messages: make([]wire.Message, len(page.Messages)), Total: page.Total, TotalIsEstimate: page.TotalIsEstimate,
 				NextCursor: encodeCursor(page.Next, filterDigest(r.URL.Query()))}
 			for i := range page.Messages {
 				body.Messages[i] = messageJSON(&page.Messages[i], svc.SourceConfigured(page.Messages[i].Position.Source))
 			}
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
-		mux.HandleFunc("GET /api/v1/dlq/groups", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/dlq/groups", func(r *http.Request) (any, error) {
 			f, err := parseGroupsQuery(r.URL.Query())
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			groups, err := svc.Groups(r.Context(), f)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			body := wire.Groups{Groups: make([]wire.Group, len(groups))}
 			for i := range groups {
 				body.Groups[i] = groupJSON(&groups[i])
 			}
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
 	}
 }

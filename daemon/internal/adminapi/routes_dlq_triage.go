@@ -27,88 +27,75 @@ type DLQTriage interface {
 // audit log has the caller's uid; the history has it too.
 func DLQTriageRoutes(svc DLQTriage) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("POST /api/v1/dlq/messages/{id}/replay", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeDLQ}
+		g.handle("POST /api/v1/dlq/messages/{id}/replay", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed, "dry_run"); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			dryRun, err := parseDryRun(r.URL.Query())
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			req, err := parseReplayBody(r)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			req.DryRun = dryRun
 			rep, err := svc.Replay(r.Context(), id, req, Peer(r.Context()).UID)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
-				return
+				return nil, notFoundMessage(id, err)
 			}
-			writeJSON(w, http.StatusOK, replayJSON(rep, svc.SourceConfigured(rep.Original.Position.Source)))
+			return replayJSON(rep, svc.SourceConfigured(rep.Original.Position.Source)), nil
 		})
-		mux.HandleFunc("GET /api/v1/dlq/messages/{id}/history", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/dlq/messages/{id}/history", func(r *http.Request) (any, error) {
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			events, err := svc.History(r.Context(), id)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, notFoundMessage(id, err))
-				return
+				return nil, notFoundMessage(id, err)
 			}
-			writeJSON(w, http.StatusOK, historyJSON(events))
+			return historyJSON(events), nil
 		})
-		mux.HandleFunc("POST /api/v1/dlq/{topic}/pause", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/dlq/{topic}/pause", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			reason, err := parsePauseBody(r)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			p, created, err := svc.Pause(r.Context(), topic, reason, Peer(r.Context()).UID)
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			msg := fmt.Sprintf("automatic retries of topic %s paused", topic)
 			if !created {
 				msg = fmt.Sprintf("topic %s was paused already", topic)
 			}
-			writeJSON(w, http.StatusOK, wire.PauseResult{Topic: topic, Paused: true, Pause: pauseJSON(&p), Created: created, Message: msg})
+			return wire.PauseResult{Topic: topic, Paused: true, Pause: pauseJSON(&p), Created: created, Message: msg}, nil
 		})
-		mux.HandleFunc("POST /api/v1/dlq/{topic}/resume", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/dlq/{topic}/resume", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, noBody); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
 			if err := svc.Resume(r.Context(), topic, Peer(r.Context()).UID); err != nil {
-				writeError(w, r, ScopeDLQ, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, wire.PauseResult{Topic: topic, Paused: false, Message: fmt.Sprintf("automatic retries of topic %s resumed", topic)})
+			return wire.PauseResult{Topic: topic, Paused: false, Message: fmt.Sprintf("automatic retries of topic %s resumed", topic)}, nil
 		})
 	}
 }

@@ -20,10 +20,10 @@ type Holds interface {
 // HoldRoutes serve legal holds.
 func HoldRoutes(svc Holds) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("PUT /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeTenant}
+		g.handle("PUT /api/v1/tenants/{tenant}/hold", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			var body wire.HoldRequest
 			shape := `{"reason": "<why the tenant's data must stay>"}`
@@ -32,54 +32,47 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				err = invalidField("reason", "the body must be %s", shape)
 			}
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			hold, created, err := svc.Hold(r.Context(), r.PathValue("tenant"), *body.Reason, callerUID(r))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			if l := loggerFrom(r); l != nil && created {
 				l.Info("tenant placed on legal hold", "tenant_id", hold.TenantID, "reason", hold.Reason,
 					"uid", uidField(hold.HeldByUID), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, HoldBody(hold))
+			return HoldBody(hold), nil
 		})
-		mux.HandleFunc("DELETE /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("DELETE /api/v1/tenants/{tenant}/hold", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, noBody); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			hold, err := svc.Release(r.Context(), r.PathValue("tenant"), callerUID(r))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			if l := loggerFrom(r); l != nil {
 				l.Info("legal hold released", "tenant_id", hold.TenantID, "reason", hold.Reason,
 					"uid", uidField(hold.ReleasedByUID), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, HoldBody(hold))
+			return HoldBody(hold), nil
 		})
-		mux.HandleFunc("GET /api/v1/tenants/{tenant}/hold", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/tenants/{tenant}/hold", func(r *http.Request) (any, error) {
 			hold, err := svc.HoldOf(r.Context(), r.PathValue("tenant"))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, HoldBody(hold))
+			return HoldBody(hold), nil
 		})
-		mux.HandleFunc("GET /api/v1/holds", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/holds", func(r *http.Request) (any, error) {
 			f, err := parseHoldQuery(r)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			page, err := svc.Holds(r.Context(), f)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			out := wire.Holds{Holds: make([]wire.Hold, 0, len(page.Holds))}
 			for _, h := range page.Holds {
@@ -89,7 +82,7 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 				s := page.Next.String()
 				out.NextCursor = &s
 			}
-			writeJSON(w, http.StatusOK, out)
+			return out, nil
 		})
 	}
 }

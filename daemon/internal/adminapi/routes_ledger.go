@@ -28,59 +28,49 @@ const ledgerPath = "/api/v1/erasures/ledger"
 // LedgerRoutes serve the signed erasure ledger and re-verification.
 func LedgerRoutes(svc Ledger) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET "+ledgerPath, func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeTenant}
+		g.handle("GET "+ledgerPath, func(r *http.Request) (any, error) {
 			if err := onlyParams(r.URL.Query()); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			data, n, err := svc.Export(r.Context())
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			// Byte for byte as signed.
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("X-Ledger-Entries", strconv.Itoa(n))
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(append(data, '\n'))
+			return answer{header: http.Header{"X-Ledger-Entries": {strconv.Itoa(n)}}, raw: append(data, '\n')}, nil
 		})
-		mux.HandleFunc("POST "+ledgerPath, func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST "+ledgerPath, func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			data, err := io.ReadAll(r.Body)
 			if err != nil {
-				writeError(w, r, ScopeTenant, invalid("cannot read the ledger file: %v (at most %d bytes)", err, MaxLedgerBytes))
-				return
+				return nil, invalid("cannot read the ledger file: %v (at most %d bytes)", err, MaxLedgerBytes)
 			}
 			res, err := svc.Import(r.Context(), data)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			if l := loggerFrom(r); l != nil {
 				l.Info("erasure ledger imported", "entries", res.Entries, "added", res.Added, "key_id", res.KeyID,
 					"uid", uidField(callerUID(r)), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, wire.LedgerImport{Entries: res.Entries, Added: res.Added, AlreadyPresent: res.Present, KeyID: res.KeyID})
+			return wire.LedgerImport{Entries: res.Entries, Added: res.Added, AlreadyPresent: res.Present, KeyID: res.KeyID}, nil
 		})
-		mux.HandleFunc("POST /api/v1/erasures/reverify", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/erasures/reverify", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			var empty struct{}
 			if _, err := decodeBody(r, &empty, "empty"); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			if err := svc.Reverify(); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusAccepted, wire.Reverify{Requested: true,
-				Message: "a re-verification pass starts now, unless another daemon runs one; watch lifecycled_erasure_reverified_tenants_total and the log"})
+			return accepted(wire.Reverify{Requested: true,
+				Message: "a re-verification pass starts now, unless another daemon runs one; watch lifecycled_erasure_reverified_tenants_total and the log"}), nil
 		})
 	}
 }

@@ -18,22 +18,20 @@ type Plans interface {
 // PlanRoutes serve deletion plans and approvals.
 func PlanRoutes(svc Plans) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/tenants/{tenant}/plan", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeTenant}
+		g.handle("GET /api/v1/tenants/{tenant}/plan", func(r *http.Request) (any, error) {
 			if err := onlyParams(r.URL.Query()); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			p, err := svc.Plan(r.Context(), r.PathValue("tenant"))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, planBody(p))
+			return planBody(p), nil
 		})
-		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/approve", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/tenants/{tenant}/deletion/approve", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			var body wire.ApproveRequest
 			shape := `{"plan_hash": "sha256:<the plan hash the approver read>"}`
@@ -42,8 +40,7 @@ func PlanRoutes(svc Plans) func(*http.ServeMux) {
 				err = invalidField("plan_hash", "the body must be %s", shape)
 			}
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			uid := callerUID(r)
 			job, err := svc.Approve(r.Context(), r.PathValue("tenant"), deletion.ApproveOptions{PlanHash: *body.PlanHash, UID: uid})
@@ -55,14 +52,13 @@ func PlanRoutes(svc Plans) func(*http.ServeMux) {
 					l.Warn("deletion approval refused", "tenant", r.PathValue("tenant"), "plan_hash", *body.PlanHash,
 						"uid", uidField(uid), "reason", err.Error(), "request_id", requestID(r))
 				}
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			if l != nil {
 				l.Info("deletion job approved", "tenant_id", job.TenantID, "job_id", job.ID.String(), "plan_hash", job.PlanHash,
 					"uid", uidField(uid), "requested_by_uid", uidField(job.RequestedByUID), "status", job.Status, "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, JobBody(job))
+			return JobBody(job), nil
 		})
 	}
 }

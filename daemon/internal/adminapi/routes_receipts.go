@@ -18,37 +18,31 @@ type Receipts interface {
 // ReceiptRoutes serve signed erasure receipts and the keys that verify them.
 func ReceiptRoutes(svc Receipts) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/tenants/{tenant}/deletion/receipt", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeTenant}
+		g.handle("GET /api/v1/tenants/{tenant}/deletion/receipt", func(r *http.Request) (any, error) {
 			rec, err := svc.Receipt(r.Context(), r.PathValue("tenant"))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			// Byte for byte as issued: a receipt verifies as it was signed.
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("X-Receipt-Key-Id", rec.KeyID)
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(append(append([]byte(nil), rec.Body...), '\n'))
+			return answer{header: http.Header{"X-Receipt-Key-Id": {rec.KeyID}}, raw: append(append([]byte(nil), rec.Body...), '\n')}, nil
 		})
-		mux.HandleFunc("GET /api/v1/receipts/key", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/receipts/key", func(r *http.Request) (any, error) {
 			q := r.URL.Query()
 			if err := onlyParams(q, "key_id"); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			id, _, err := single(q, "key_id")
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			k, err := svc.ReceiptKey(r.Context(), id)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			body := receipt.NewKeyBody(ed25519.PublicKey(k.PublicKey))
 			body.RegisteredAt = deletion.FormatTime(k.RegisteredAt)
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
 	}
 }

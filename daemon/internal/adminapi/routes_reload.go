@@ -15,19 +15,19 @@ import (
 // SYS_RELOAD_REFUSED and the running config stays.
 func ReloadRoutes(reload func(context.Context) error) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("POST /api/v1/reload", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeNone}
+		g.handle("POST /api/v1/reload", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, noBody); err != nil {
-				writeError(w, r, ScopeNone, err)
-				return
+				return nil, err
 			}
 			err := reload(r.Context())
 			switch {
 			case err == nil:
-				writeJSON(w, http.StatusOK, wire.ReloadResult{Reloaded: true, Message: "config reloaded"})
+				return wire.ReloadResult{Reloaded: true, Message: "config reloaded"}, nil
 			case errors.Is(err, derrors.ErrConflict):
-				writeError(w, r, ScopeNone, &apiError{status: http.StatusConflict, code: "SYS_RELOAD_REFUSED", message: err.Error()})
+				return nil, &apiError{status: http.StatusConflict, code: "SYS_RELOAD_REFUSED", message: err.Error()}
 			default:
-				writeError(w, r, ScopeNone, err)
+				return nil, err
 			}
 		})
 	}

@@ -26,17 +26,18 @@ type Plugins interface {
 // StatusRoutes serves /api/v1/status, /api/v1/version and /api/v1/plugins.
 func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.Time, draining func() bool) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/version", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, buildinfo.Get())
+		g := routeGroup{mux: mux, scope: ScopeNone}
+		g.handle("GET /api/v1/version", func(r *http.Request) (any, error) {
+			return buildinfo.Get(), nil
 		})
-		mux.HandleFunc("GET /api/v1/plugins", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/plugins", func(r *http.Request) (any, error) {
 			body := wire.Plugins{Plugins: []wire.Plugin{}}
 			for _, p := range plugins.Status() {
 				body.Plugins = append(body.Plugins, pluginJSON(p))
 			}
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
-		mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/status", func(r *http.Request) (any, error) {
 			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 			defer cancel()
 			body := wire.Status{
@@ -84,7 +85,7 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 				body.Degraded = append(body.Degraded, "draining: shutting down")
 			}
 			body.Ready = len(body.Degraded) == 0
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
 	}
 }

@@ -46,101 +46,89 @@ func TenantRoutes(svc Tenants) func(*http.ServeMux) { return TenantRoutesWith(sv
 // also shows res's resurrections of the tenant (none when res is nil).
 func TenantRoutesWith(svc Tenants, res Resurrections) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
-		mux.HandleFunc("GET /api/v1/tenants/{tenant}/counts", func(w http.ResponseWriter, r *http.Request) {
+		g := routeGroup{mux: mux, scope: ScopeTenant}
+		g.handle("GET /api/v1/tenants/{tenant}/counts", func(r *http.Request) (any, error) {
 			rep, err := svc.Counts(r.Context(), r.PathValue("tenant"))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, wire.Counts{TenantID: rep.TenantID, Counts: rep.Counts, Breakdown: rep.Breakdown,
-				Total: rep.Total(), Complete: rep.Complete(), Failed: rep.Failed})
+			return wire.Counts{TenantID: rep.TenantID, Counts: rep.Counts, Breakdown: rep.Breakdown,
+				Total: rep.Total(), Complete: rep.Complete(), Failed: rep.Failed}, nil
 		})
-		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/tenants/{tenant}/deletion", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			var body wire.DeletionRequest
 			if _, err := decodeBody(r, &body, `empty or {"not_before": "<RFC 3339 time>", "plan_hash": "<the plan hash read>"}`); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			notBefore, err := parseNotBefore(body.NotBefore)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			planHash, err := parsePlanHash(body.PlanHash)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			job, created, err := svc.StartDeletion(r.Context(), r.PathValue("tenant"),
 				deletion.StartOptions{NotBefore: notBefore, UID: callerUID(r), PlanHash: planHash})
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			w.Header().Set("Location", "/api/v1/tenants/"+escapePath(job.TenantID)+"/deletion")
+			a := accepted(JobBody(job), "Location", "/api/v1/tenants/"+escapePath(job.TenantID)+"/deletion")
 			if !created {
-				w.Header().Set("X-Existing-Job", "true")
+				a.header.Set("X-Existing-Job", "true")
 			}
-			writeJSON(w, http.StatusAccepted, JobBody(job))
+			return a, nil
 		})
-		mux.HandleFunc("GET /api/v1/tenants/{tenant}/deletion", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("GET /api/v1/tenants/{tenant}/deletion", func(r *http.Request) (any, error) {
 			job, err := svc.Latest(r.Context(), r.PathValue("tenant"))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
-			writeJSON(w, http.StatusOK, JobBody(job))
+			return JobBody(job), nil
 		})
-		mux.HandleFunc("POST /api/v1/tenants/{tenant}/deletion/cancel", func(w http.ResponseWriter, r *http.Request) {
+		g.handle("POST /api/v1/tenants/{tenant}/deletion/cancel", func(r *http.Request) (any, error) {
 			if err := strictRequest(r, bodyAllowed); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			var empty struct{}
 			if _, err := decodeBody(r, &empty, "empty"); err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			job, outcome, err := svc.Cancel(r.Context(), r.PathValue("tenant"), callerUID(r))
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			if l := loggerFrom(r); l != nil {
 				l.Info("deletion job cancel", "tenant_id", job.TenantID, "job_id", job.ID.String(), "status", job.Status,
 					"stopping", outcome == deletion.CancelRequested, "uid", uidField(callerUID(r)), "request_id", requestID(r))
 			}
-			writeJSON(w, http.StatusOK, JobBody(job))
+			return JobBody(job), nil
 		})
-		retryRoute(mux, svc)
-		mux.HandleFunc("GET /api/v1/tenants/{tenant}/deletions", func(w http.ResponseWriter, r *http.Request) {
+		retryRoute(g, svc)
+		g.handle("GET /api/v1/tenants/{tenant}/deletions", func(r *http.Request) (any, error) {
 			f, err := parseJobQuery(r.URL.Query(), false)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			f.Tenant = r.PathValue("tenant")
 			page, err := svc.Jobs(r.Context(), f)
 			if err != nil {
-				writeError(w, r, ScopeTenant, err)
-				return
+				return nil, err
 			}
 			body := wire.TenantJobs{JobPage: jobsBody(page), Resurrections: []wire.Resurrection{}}
 			if res != nil {
 				rs, err := res.Resurrections(r.Context(), f.Tenant)
 				if err != nil {
-					writeError(w, r, ScopeTenant, err)
-					return
+					return nil, err
 				}
 				for _, x := range rs {
 					body.Resurrections = append(body.Resurrections, resurrectionJSON(x))
 				}
 			}
-			writeJSON(w, http.StatusOK, body)
+			return body, nil
 		})
 	}
 }
