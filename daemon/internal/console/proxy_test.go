@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,7 +64,7 @@ func TestProxySessionFromOneTimeToken(t *testing.T) {
 		"no token":      srv.URL + "/ui/",
 		"wrong token":   srv.URL + "/ui/?token=" + strings.Repeat("A", 43),
 		"empty token":   srv.URL + "/ui/?token=",
-		"token, no /ui": srv.URL + "/api/v1/status?token=" + p.Token(),
+		"token, no /ui": srv.URL + adminclient.APIPrefix + "status?token=" + p.Token(),
 	} {
 		code, _ := do(t, c, "GET", u, nil)
 		require.Contains(t, []int{401, 404}, code, name)
