@@ -51,10 +51,10 @@ func TestConstructorsClassifyAndKeepTheCause(t *testing.T) {
 			require.Same(t, cause, de)
 
 			// Across gRPC the meaning travels, the cause does not.
-			st, ok := status.FromError(ToStatus(err))
+			st, ok := status.FromError(toStatus(err))
 			require.True(t, ok)
 			require.Equal(t, tc.grpcCode, st.Code())
-			back := FromStatus(ToStatus(err))
+			back := fromStatus(toStatus(err))
 			require.Equal(t, tc.class, ClassOf(back))
 			require.ErrorAs(t, back, &e)
 			require.Equal(t, tc.code, e.Code)

@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -57,23 +56,3 @@ func TestFingerprintsForgetsTheOldest(t *testing.T) {
 }
 
 // deleteRecorder records the DeleteRequest it got.
-type deleteRecorder struct {
-	countOnly
-	got *DeleteRequest
-}
-
-func (d *deleteRecorder) Delete(_ context.Context, req *DeleteRequest, _ Progress) (*DeleteResponse, error) {
-	d.got = req
-	return &DeleteResponse{}, nil
-}
-
-func TestDeletePlanFingerprintCrossesTheWire(t *testing.T) {
-	impl := &deleteRecorder{}
-	c := serveDeleter(t, nil, newDeleterServer(impl))
-	_, err := c.Delete(context.Background(), &DeleteRequest{TenantID: "t", PlanFingerprint: "sha256:ab"}, nil)
-	require.NoError(t, err)
-	require.Equal(t, &DeleteRequest{TenantID: "t", PlanFingerprint: "sha256:ab"}, impl.got)
-	_, err = c.Delete(context.Background(), &DeleteRequest{TenantID: "t"}, nil)
-	require.NoError(t, err)
-	require.Equal(t, &DeleteRequest{TenantID: "t"}, impl.got)
-}

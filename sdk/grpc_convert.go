@@ -1,10 +1,13 @@
 package sdk
 
 import (
+	"github.com/lifecycled/lifecycled/sdk/internal/wire"
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
-// Conversions of the DLQSource messages between the sdk types and the wire.
+// Conversions of the DLQSource messages between the sdk types and the wire,
+// on the plugin's end; sdk/host has the daemon's, and the round-trip tests
+// hold the two to each other.
 
 func headersToPB(hs []Header) []*pb.Header {
 	out := make([]*pb.Header, len(hs))
@@ -20,7 +23,7 @@ func headersFromPB(hs []*pb.Header) []Header {
 	}
 	out := make([]Header, len(hs))
 	for i, h := range hs {
-		out[i] = Header{Key: h.GetKey(), Value: valueFromPB(h.GetValue(), h.GetValueNull())}
+		out[i] = Header{Key: h.GetKey(), Value: wire.Bytes(h.GetValue(), h.GetValueNull())}
 	}
 	return out
 }
@@ -31,23 +34,6 @@ func positionToPB(p Position) *pb.Position {
 
 func positionFromPB(p *pb.Position) Position {
 	return Position{Topic: p.GetTopic(), Partition: p.GetPartition(), Offset: p.GetOffset()}
-}
-
-// keyFromPB keeps the difference between no key and an empty key.
-func keyFromPB(key []byte, null bool) []byte { return valueFromPB(key, null) }
-
-// valueFromPB keeps the difference between null (nil) and empty bytes,
-// which proto3 bytes fields cannot tell apart by themselves: a peer built
-// before the *_null fields sends none, and its values arrive as empty, as
-// they always did.
-func valueFromPB(b []byte, null bool) []byte {
-	if null {
-		return nil
-	}
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
 
 func deadLetterToPB(m DeadLetter) *pb.DeadLetter {

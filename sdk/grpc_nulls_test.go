@@ -1,23 +1,25 @@
-package sdk
+package sdk_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // recordingSource keeps the messages a Republish call received.
 type recordingSource struct {
 	queueSource
-	got []RepublishMessage
+	got []sdk.RepublishMessage
 }
 
-func (r *recordingSource) Republish(_ context.Context, req *RepublishRequest) (*RepublishResponse, error) {
+func (r *recordingSource) Republish(_ context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
 	r.got = append(r.got, req.Messages...)
-	resp := &RepublishResponse{}
+	resp := &sdk.RepublishResponse{}
 	for _, m := range req.Messages {
-		resp.Results = append(resp.Results, RepublishResult{ID: m.ID, Acked: true})
+		resp.Results = append(resp.Results, sdk.RepublishResult{ID: m.ID, Acked: true})
 	}
 	return resp, nil
 }
@@ -27,12 +29,12 @@ func (r *recordingSource) Republish(_ context.Context, req *RepublishRequest) (*
 // key, a null header value not an empty one (proto3 bytes cannot tell
 // them apart without the *_null fields).
 func TestNullAndEmptyCrossTheProtocolApart(t *testing.T) {
-	shapes := []DeadLetter{
-		{Position: Position{Topic: "t.dlq.v1", Offset: 0}, Key: nil, Value: nil, Headers: []Header{{Key: []byte("h"), Value: nil}}},
-		{Position: Position{Topic: "t.dlq.v1", Offset: 1}, Key: []byte{}, Value: []byte{}, Headers: []Header{{Key: []byte("h"), Value: []byte{}}}},
-		{Position: Position{Topic: "t.dlq.v1", Offset: 2}, Key: []byte("k"), Value: []byte("v"), Headers: []Header{{Key: []byte{}, Value: []byte("x")}}},
+	shapes := []sdk.DeadLetter{
+		{Position: sdk.Position{Topic: "t.dlq.v1", Offset: 0}, Key: nil, Value: nil, Headers: []sdk.Header{{Key: []byte("h"), Value: nil}}},
+		{Position: sdk.Position{Topic: "t.dlq.v1", Offset: 1}, Key: []byte{}, Value: []byte{}, Headers: []sdk.Header{{Key: []byte("h"), Value: []byte{}}}},
+		{Position: sdk.Position{Topic: "t.dlq.v1", Offset: 2}, Key: []byte("k"), Value: []byte("v"), Headers: []sdk.Header{{Key: []byte{}, Value: []byte("x")}}},
 	}
-	src := &recordingSource{queueSource: queueSource{queue: append([]DeadLetter(nil), shapes...)}}
+	src := &recordingSource{queueSource: queueSource{queue: append([]sdk.DeadLetter(nil), shapes...)}}
 	c := dial(t, serveSource(t, src, 4<<20), 4<<20, 4<<20)
 	got := fetchAll(t, c, len(shapes))
 	require.Len(t, got, len(shapes))
@@ -43,11 +45,11 @@ func TestNullAndEmptyCrossTheProtocolApart(t *testing.T) {
 		require.Equal(t, string(want.Value), string(got[i].Value))
 	}
 
-	var msgs []RepublishMessage
+	var msgs []sdk.RepublishMessage
 	for i, d := range shapes {
-		msgs = append(msgs, RepublishMessage{ID: string(rune('a' + i)), Topic: "t.events.v1", Key: d.Key, Value: d.Value, Headers: d.Headers})
+		msgs = append(msgs, sdk.RepublishMessage{ID: string(rune('a' + i)), Topic: "t.events.v1", Key: d.Key, Value: d.Value, Headers: d.Headers})
 	}
-	_, err := c.Republish(testCtx(t), &RepublishRequest{Messages: msgs})
+	_, err := c.Republish(testCtx(t), &sdk.RepublishRequest{Messages: msgs})
 	require.NoError(t, err)
 	require.Len(t, src.got, len(msgs))
 	for i, want := range msgs {

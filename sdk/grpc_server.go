@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lifecycled/lifecycled/sdk/internal/scrub"
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
@@ -16,7 +17,7 @@ import (
 // plugin's logger and the scrubber its secrets were registered with.
 type handlerBase struct {
 	log   hclog.Logger
-	scrub *Scrubber
+	scrub *scrub.Scrubber
 }
 
 // guard runs a handler with panic recovery and secret scrubbing, so that a
@@ -29,7 +30,7 @@ func (h *handlerBase) guard(method string, fn func() error) (err error) {
 			err = &Error{Class: ClassPermanent, Code: CodeInternal, Message: fmt.Sprintf("plugin panicked in %s: %s", method, h.scrub.Scrub(fmt.Sprint(p)))}
 		}
 		if err != nil {
-			err = ToStatus(h.scrub.ScrubError(err))
+			err = toStatus(scrubError(h.scrub, err))
 		}
 	}()
 	return fn()

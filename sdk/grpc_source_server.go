@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lifecycled/lifecycled/sdk/internal/wire"
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
@@ -53,7 +54,7 @@ func (s *sourceServer) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.Fet
 	if m := int(req.GetMaxBytes()); m > 0 && m < budget {
 		budget = m
 	}
-	budget -= envelope
+	budget -= wire.Envelope
 	var msgs []DeadLetter
 	if p := s.pending; p != nil {
 		switch {
@@ -115,14 +116,14 @@ func packFetch(msgs []DeadLetter, budget int) (*pb.FetchResponse, []DeadLetter) 
 	size := 0
 	for i, m := range msgs {
 		dl := deadLetterToPB(m)
-		n := sizeInList(dl)
+		n := wire.SizeInList(dl)
 		if n > budget {
 			dl.Truncated, dl.OriginalSize = true, int64(proto.Size(dl))
 			dl.Value, dl.ValueNull = nil, true // not stored; Truncated says why
-			if sizeInList(dl) > budget {
+			if wire.SizeInList(dl) > budget {
 				dl.Key, dl.KeyNull, dl.Headers = nil, true, nil
 			}
-			n = sizeInList(dl)
+			n = wire.SizeInList(dl)
 		}
 		if len(out.Messages) > 0 && size+n > budget {
 			return out, msgs[i:]
@@ -153,8 +154,8 @@ func (s *sourceServer) Republish(ctx context.Context, req *pb.RepublishRequest) 
 	err := s.guard("Republish", func() error {
 		msgs := make([]RepublishMessage, len(req.GetMessages()))
 		for i, m := range req.GetMessages() {
-			msgs[i] = RepublishMessage{ID: m.GetId(), Topic: m.GetTopic(), Key: keyFromPB(m.GetKey(), m.GetKeyNull()),
-				Headers: headersFromPB(m.GetHeaders()), Value: valueFromPB(m.GetValue(), m.GetValueNull())}
+			msgs[i] = RepublishMessage{ID: m.GetId(), Topic: m.GetTopic(), Key: wire.Bytes(m.GetKey(), m.GetKeyNull()),
+				Headers: headersFromPB(m.GetHeaders()), Value: wire.Bytes(m.GetValue(), m.GetValueNull())}
 		}
 		resp, err := s.impl.Republish(ctx, &RepublishRequest{Messages: msgs})
 		if err != nil {
@@ -164,7 +165,7 @@ func (s *sourceServer) Republish(ctx context.Context, req *pb.RepublishRequest) 
 		for i, r := range resp.Results {
 			res := &pb.RepublishResult{Id: r.ID, Acked: r.Acked}
 			if r.Err != nil {
-				e := asError(s.scrub.ScrubError(r.Err))
+				e := asError(scrubError(s.scrub, r.Err))
 				res.Error, res.ErrorMessage = errorInfo(e), validUTF8(e.Message)
 			}
 			out.Results[i] = res

@@ -7,13 +7,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/lifecycled/lifecycled/sdk/internal/scrub"
+	"github.com/lifecycled/lifecycled/sdk/internal/wire"
 )
 
 // One plugin process serves one plugin, so the scrubber and logger are
 // process-wide: secrets learnt in Configure are scrubbed from every later
 // error and log line.
 var (
-	serverScrubber = &Scrubber{}
+	serverScrubber = &scrub.Scrubber{}
 	serverLogger   = hclog.New(&hclog.LoggerOptions{
 		Level:      hclog.Trace,
 		Output:     serverScrubber.Writer(os.Stderr),
@@ -33,7 +36,7 @@ func AddSecret(s string) { serverScrubber.Add(s) }
 // The deleter protocol did not change in protocol 2, so it is served on 1
 // too and a newer deleter still runs under an older daemon.
 func ServeTenantDeleter(impl TenantDeleter) {
-	ps := plugin.PluginSet{KindTenantDeleter: &TenantDeleterPlugin{Impl: impl}}
+	ps := plugin.PluginSet{KindTenantDeleter: &deleterPlugin{impl: impl}}
 	serve(map[int]plugin.PluginSet{1: ps, ProtocolVersion: ps})
 }
 
@@ -42,12 +45,12 @@ func ServeTenantDeleter(impl TenantDeleter) {
 // as strings, no batch acknowledgement) messages could be lost, so such a
 // daemon refuses to start it, naming both versions.
 func ServeDLQSource(impl DLQSource) {
-	serve(map[int]plugin.PluginSet{ProtocolVersion: {KindDLQSource: &DLQSourcePlugin{Impl: impl}}})
+	serve(map[int]plugin.PluginSet{ProtocolVersion: {KindDLQSource: &sourcePlugin{impl: impl}}})
 }
 
 func serve(sets map[int]plugin.PluginSet) {
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig:  Handshake,
+		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: sets,
 		GRPCServer:       grpcServer,
 		Logger:           serverLogger,
@@ -59,33 +62,15 @@ func serve(sets map[int]plugin.PluginSet) {
 // goroutine per call, which matters for the many small Count calls.
 // Fixed flow-control windows also turn off gRPC's bandwidth-delay probing,
 // whose PING frames cost a wake-up on every small response.
-// The message limits are the daemon's (MaxMessageBytesEnv), so that a batch
+// The message limits are the daemon's (wire.MaxMessageBytesEnv), so that a batch
 // the daemon sends fits and a response never exceeds what it receives.
 func grpcServer(opts []grpc.ServerOption) *grpc.Server {
 	limit := limitFromEnv()
 	return grpc.NewServer(append(opts,
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-		grpc.InitialWindowSize(windowSize),
-		grpc.InitialConnWindowSize(windowSize),
+		grpc.InitialWindowSize(wire.WindowSize),
+		grpc.InitialConnWindowSize(wire.WindowSize),
 		grpc.MaxRecvMsgSize(limit),
 		grpc.MaxSendMsgSize(limit),
 	)...)
-}
-
-// windowSize is the fixed HTTP/2 window of plugin connections; large enough
-// for a fetch batch of dead letters in flight.
-const windowSize = 16 << 20
-
-// DialOptions are the gRPC options the daemon should use for plugin
-// connections, matching the plugin side (go-plugin ClientConfig.GRPCDialOptions).
-// maxMessageBytes is the message limit both ways (0 for
-// DefaultMaxMessageBytes); give the plugin process the same value in
-// MaxMessageBytesEnv.
-func DialOptions(maxMessageBytes int) []grpc.DialOption {
-	limit := effectiveLimit(maxMessageBytes)
-	return []grpc.DialOption{
-		grpc.WithInitialWindowSize(windowSize),
-		grpc.WithInitialConnWindowSize(windowSize),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(limit), grpc.MaxCallSendMsgSize(limit)),
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lifecycled/lifecycled/sdk/internal/wire"
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
@@ -84,9 +85,9 @@ func fromErrorInfo(info *pb.ErrorInfo, msg string) *Error {
 	return e
 }
 
-// ToStatus converts a plugin error to a gRPC status carrying its meaning.
+// toStatus converts a plugin error to a gRPC status carrying its meaning.
 // status.Errorf does not wrap, so the conversion is explicit.
-func ToStatus(err error) error {
+func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -101,10 +102,10 @@ func ToStatus(err error) error {
 	return st.Err()
 }
 
-// FromStatus converts an error returned by a gRPC call back to an *Error.
+// fromStatus converts an error returned by a gRPC call back to an *Error.
 // Errors without our detail (the plugin process died, the connection broke,
 // the deadline passed) are classed by their gRPC code.
-func FromStatus(err error) error {
+func fromStatus(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -144,13 +145,9 @@ func FromStatus(err error) error {
 	return e
 }
 
-// IsTransportFailure reports whether err means the plugin process or its
-// connection is gone (as opposed to the plugin answering with an error).
-func IsTransportFailure(err error) bool {
-	var e *Error
-	if errors.As(err, &e) && e.cause != nil {
-		err = e.cause
-	}
-	st, ok := status.FromError(err)
-	return ok && st.Code() == codes.Unavailable && len(st.Details()) == 0
+// sdk/host calls the daemon's end of the conversion through wire: it
+// builds *Error values with a cause, which this package alone can.
+func init() {
+	wire.FromStatus = fromStatus
+	wire.FromErrorInfo = func(info *pb.ErrorInfo, msg string) error { return fromErrorInfo(info, msg) }
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -131,16 +130,5 @@ func TestTenantIDMayContainAgreesWithCheck(t *testing.T) {
 				require.True(t, TenantIDMayContain(f, id[i]), "format %q accepts %q, whose byte %q the analysis ruled out", f, id, id[i])
 			}
 		}
-	}
-}
-
-func TestConfigureRequestCarriesTheTenantIDFormat(t *testing.T) {
-	for _, format := range []string{"", "uuid", `^[a-z:]+$`} {
-		pbReq, err := configureRequestPB(&ConfigureRequest{Name: "redis:sessions", Config: map[string]any{"a": "b"}, TenantIDFormat: format})
-		require.NoError(t, err)
-		h := &handlerBase{log: hclog.NewNullLogger(), scrub: &Scrubber{}}
-		got, err := h.configureRequest(pbReq)
-		require.NoError(t, err)
-		require.Equal(t, &ConfigureRequest{Name: "redis:sessions", Config: map[string]any{"a": "b"}, TenantIDFormat: format}, got)
 	}
 }

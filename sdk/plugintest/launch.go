@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
 )
 
 // Process is a plugin process started the way the daemon starts it.
@@ -50,9 +51,9 @@ func Launch(t testing.TB, binary, kind string, env ...string) *Process {
 		// Every line the plugin writes to stderr, JSON or not, as the
 		// daemon receives it: the kit looks for secrets in it.
 		Stderr:           stderr,
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.HostPluginSets(0),
-		GRPCDialOptions:  sdk.DialOptions(0),
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(0),
+		GRPCDialOptions:  host.DialOptions(0),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,

@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
 )
 
 // Root is the repository root.
@@ -73,9 +74,9 @@ func Launch(binary, kind string, env ...string) *Plugin {
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	c := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: sdk.Handshake, VersionedPlugins: sdk.HostPluginSets(0), Cmd: cmd,
+		HandshakeConfig: host.Handshake, VersionedPlugins: host.PluginSets(0), Cmd: cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC}, AutoMTLS: true, SkipHostEnv: true,
-		StartTimeout: time.Minute, GRPCDialOptions: sdk.DialOptions(0), Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+		StartTimeout: time.Minute, GRPCDialOptions: host.DialOptions(0), Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 	})
 	proto, err := c.Client()
 	Must(err, "start plugin "+binary)

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
 )
 
 // CurrentVersion is the only config schema version this binary understands.
@@ -286,7 +286,7 @@ func Defaults() Config {
 			RestartInitialDelay: D(time.Second),
 			RestartMaxDelay:     D(time.Minute),
 			GOMAXPROCS:          1,
-			MaxMessageBytes:     sdk.DefaultMaxMessageBytes,
+			MaxMessageBytes:     host.DefaultMaxMessageBytes,
 		},
 	}
 }

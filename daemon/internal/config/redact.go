@@ -8,10 +8,11 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
 )
 
 // Redacted replaces secret values in dumps.
-const Redacted = sdk.Redacted
+const Redacted = host.Redacted
 
 // IsSecretKey reports whether a config key holds a secret by its name (the
 // one rule, shared with the plugins' scrubber).
@@ -28,7 +29,7 @@ func RedactURL(s string) string {
 			s = u.String()
 		}
 	}
-	return sdk.ScrubText(s)
+	return host.ScrubText(s)
 }
 
 // Dump renders the effective config as TOML with every secret redacted.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
 )
 
 var (
@@ -133,8 +133,8 @@ func (c *Config) validate(r *reporter) {
 	if c.Plugins.GOMAXPROCS < 0 || c.Plugins.GOMAXPROCS > 1024 {
 		r.at("plugins.gomaxprocs", "must be between 0 (Go's default) and 1024; got %d", c.Plugins.GOMAXPROCS)
 	}
-	if n := c.Plugins.MaxMessageBytes; n < sdk.MinMaxMessageBytes || n > sdk.MaxMaxMessageBytes {
-		r.at("plugins.max_message_bytes", "must be between %d (4 MiB) and %d (1 GiB); got %d", sdk.MinMaxMessageBytes, sdk.MaxMaxMessageBytes, n)
+	if n := c.Plugins.MaxMessageBytes; n < host.MinMaxMessageBytes || n > host.MaxMaxMessageBytes {
+		r.at("plugins.max_message_bytes", "must be between %d (4 MiB) and %d (1 GiB); got %d", host.MinMaxMessageBytes, host.MaxMaxMessageBytes, n)
 	}
 	for i, e := range c.Plugins.Env {
 		if !envNameRE.MatchString(e) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
 )
 
 // unavailable is the error callers get while a plugin is not running: a
@@ -35,7 +36,7 @@ func (in *instance) observe(method string, start time.Time, err error) {
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
-		if sdk.IsTransportFailure(err) {
+		if host.IsTransportFailure(err) {
 			in.notifyFailure()
 		}
 	}

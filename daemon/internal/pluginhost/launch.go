@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
 )
 
 // Starting a plugin process: the trust checks on its binary, the handshake
@@ -53,14 +54,14 @@ func (in *instance) launch() error {
 	}
 	// Both ends of the connection use the same message limit.
 	if in.cfg.MaxMessageBytes > 0 {
-		cmd.Env = append(cmd.Env, sdk.MaxMessageBytesEnv+"="+strconv.Itoa(in.cfg.MaxMessageBytes))
+		cmd.Env = append(cmd.Env, host.MaxMessageBytesEnv+"="+strconv.Itoa(in.cfg.MaxMessageBytes))
 	}
 	// Linux kills the plugin when the daemon dies, even by SIGKILL. Its own
 	// process group lets shutdown kill whatever the plugin started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cc := &plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.HostPluginSets(in.cfg.MaxMessageBytes),
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(in.cfg.MaxMessageBytes),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -69,7 +70,7 @@ func (in *instance) launch() error {
 		StartTimeout:     in.cfg.StartTimeout,
 		Logger:           in.log,
 		Stderr:           in.stderr,
-		GRPCDialOptions:  sdk.DialOptions(in.cfg.MaxMessageBytes),
+		GRPCDialOptions:  host.DialOptions(in.cfg.MaxMessageBytes),
 	}
 	if want := in.cfg.SHA256; want != "" {
 		wantBytes, _ := hex.DecodeString(want)

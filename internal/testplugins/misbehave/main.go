@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,8 +16,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/host"
+	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
 type deleter struct {
@@ -61,7 +65,7 @@ func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.
 		var names []string
 		for _, kv := range os.Environ() {
 			name, _, _ := strings.Cut(kv, "=")
-			if !strings.HasPrefix(name, "PLUGIN_") && name != sdk.Handshake.MagicCookieKey {
+			if !strings.HasPrefix(name, "PLUGIN_") && name != host.Handshake.MagicCookieKey {
 				names = append(names, name)
 			}
 		}
@@ -138,37 +142,43 @@ func main() {
 		time.Sleep(30 * time.Second)
 	}
 	if d.mode("protocol-3") {
-		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig:  sdk.Handshake,
-			VersionedPlugins: map[int]plugin.PluginSet{3: {sdk.KindTenantDeleter: &sdk.TenantDeleterPlugin{Impl: d}}},
-			GRPCServer:       plugin.DefaultGRPCServer,
+		serveHandshakeOnly(3, sdk.KindTenantDeleter, func(s *grpc.Server) {
+			pb.RegisterTenantDeleterServer(s, pb.UnimplementedTenantDeleterServer{})
 		})
 		return
 	}
 	if d.mode("source-protocol-1") {
 		// A DLQ source built against the protocol 1 SDK.
-		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig:  sdk.Handshake,
-			VersionedPlugins: map[int]plugin.PluginSet{1: {sdk.KindDLQSource: &sdk.DLQSourcePlugin{Impl: emptySource{}}}},
-			GRPCServer:       plugin.DefaultGRPCServer,
+		serveHandshakeOnly(1, sdk.KindDLQSource, func(s *grpc.Server) {
+			pb.RegisterDLQSourceServer(s, pb.UnimplementedDLQSourceServer{})
 		})
 		return
 	}
 	sdk.ServeTenantDeleter(d)
 }
 
-// emptySource is a DLQSource with nothing to fetch.
-type emptySource struct{}
+// serveHandshakeOnly serves kind under protocol version alone. The daemon
+// refuses both versions it is used with before it calls a method, so the
+// service behind it answers none: what the test looks at is the handshake.
+func serveHandshakeOnly(version int, kind string, register func(*grpc.Server)) {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{version: {kind: handshakeOnly{register: register}}},
+		GRPCServer:       plugin.DefaultGRPCServer,
+	})
+}
 
-func (emptySource) Configure(context.Context, *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
-	return &sdk.ConfigureResponse{PluginVersion: "test-1"}, nil
+// handshakeOnly is go-plugin glue for the plugin's end of serveHandshakeOnly.
+type handshakeOnly struct {
+	plugin.NetRPCUnsupportedPlugin
+	register func(*grpc.Server)
 }
-func (emptySource) Fetch(context.Context, *sdk.FetchRequest) (*sdk.FetchResponse, error) {
-	return &sdk.FetchResponse{}, nil
+
+func (p handshakeOnly) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	p.register(s)
+	return nil
 }
-func (emptySource) Commit(context.Context, *sdk.CommitRequest) (*sdk.CommitResponse, error) {
-	return &sdk.CommitResponse{}, nil
-}
-func (emptySource) Republish(context.Context, *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
-	return &sdk.RepublishResponse{}, nil
+
+func (handshakeOnly) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("the plugin's end only")
 }

@@ -1,4 +1,4 @@
-package sdk
+package scrub
 
 import (
 	"strings"
@@ -29,7 +29,7 @@ func TestDSNPasswordsInConfigAreSecrets(t *testing.T) {
 			}
 		}
 	}
-	if got := ScrubText("open app:p@ss/w0rd@tcp(db:3306)/app: refused"); strings.Contains(got, "w0rd") {
-		t.Errorf("ScrubText left the password of a driver DSN with '@' in it: %q", got)
+	if got := Text("open app:p@ss/w0rd@tcp(db:3306)/app: refused"); strings.Contains(got, "w0rd") {
+		t.Errorf("Text left the password of a driver DSN with '@' in it: %q", got)
 	}
 }

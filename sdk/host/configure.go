@@ -1,4 +1,4 @@
-package sdk
+package host
 
 import (
 	"context"
@@ -6,33 +6,34 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/lifecycled/lifecycled/sdk"
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
 // What the daemon's clients of both plugin kinds share.
 
-func configureRequestPB(req *ConfigureRequest) (*pb.ConfigureRequest, error) {
+func configureRequestPB(req *sdk.ConfigureRequest) (*pb.ConfigureRequest, error) {
 	cfg := req.Config
 	if cfg == nil {
 		cfg = map[string]any{}
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, InvalidConfig(FieldError{Field: "config", Problem: err.Error()})
+		return nil, sdk.InvalidConfig(sdk.FieldError{Field: "config", Problem: err.Error()})
 	}
 	return &pb.ConfigureRequest{Name: req.Name, ConfigJson: b, TenantIdFormat: req.TenantIDFormat}, nil
 }
 
 // configureCall is Configure on the daemon's side, for either plugin kind.
-func configureCall(ctx context.Context, req *ConfigureRequest,
-	call func(context.Context, *pb.ConfigureRequest, ...grpc.CallOption) (*pb.ConfigureResponse, error)) (*ConfigureResponse, error) {
+func configureCall(ctx context.Context, req *sdk.ConfigureRequest,
+	call func(context.Context, *pb.ConfigureRequest, ...grpc.CallOption) (*pb.ConfigureResponse, error)) (*sdk.ConfigureResponse, error) {
 	r, err := configureRequestPB(req)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := call(ctx, r)
 	if err != nil {
-		return nil, FromStatus(err)
+		return nil, fromStatus(err)
 	}
-	return &ConfigureResponse{PluginVersion: resp.GetPluginVersion(), Warnings: resp.GetWarnings()}, nil
+	return &sdk.ConfigureResponse{PluginVersion: resp.GetPluginVersion(), Warnings: resp.GetWarnings()}, nil
 }

@@ -1,4 +1,4 @@
-package sdk
+package host
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/internal/wire"
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
@@ -18,44 +20,44 @@ type sourceClient struct {
 	received uint64 // batch id of the last Fetch response received
 }
 
-func (c *sourceClient) Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error) {
+func (c *sourceClient) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
 	return configureCall(ctx, req, c.c.Configure)
 }
 
-func (c *sourceClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
+func (c *sourceClient) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchResponse, error) {
 	c.mu.Lock()
 	ack := c.received
 	c.mu.Unlock()
 	resp, err := c.c.Fetch(ctx, &pb.FetchRequest{MaxMessages: int32(req.Max), WaitMs: req.Wait.Milliseconds(),
 		MaxBytes: int64(c.limit), ReceivedBatch: ack})
 	if err != nil {
-		return nil, FromStatus(err)
+		return nil, fromStatus(err)
 	}
 	if id := resp.GetBatchId(); id != 0 {
 		c.mu.Lock()
 		c.received = id
 		c.mu.Unlock()
 	}
-	out := &FetchResponse{Messages: make([]DeadLetter, len(resp.GetMessages()))}
+	out := &sdk.FetchResponse{Messages: make([]sdk.DeadLetter, len(resp.GetMessages()))}
 	for i, m := range resp.GetMessages() {
-		out.Messages[i] = DeadLetter{
-			Position: positionFromPB(m.GetPosition()), Key: keyFromPB(m.GetKey(), m.GetKeyNull()), Headers: headersFromPB(m.GetHeaders()),
-			Value: valueFromPB(m.GetValue(), m.GetValueNull()), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(), OriginalTopic: m.GetOriginalTopic(),
+		out.Messages[i] = sdk.DeadLetter{
+			Position: positionFromPB(m.GetPosition()), Key: wire.Bytes(m.GetKey(), m.GetKeyNull()), Headers: headersFromPB(m.GetHeaders()),
+			Value: wire.Bytes(m.GetValue(), m.GetValueNull()), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(), OriginalTopic: m.GetOriginalTopic(),
 			Truncated: m.GetTruncated(), OriginalSize: m.GetOriginalSize(),
 		}
 	}
 	return out, nil
 }
 
-func (c *sourceClient) Commit(ctx context.Context, req *CommitRequest) (*CommitResponse, error) {
+func (c *sourceClient) Commit(ctx context.Context, req *sdk.CommitRequest) (*sdk.CommitResponse, error) {
 	ps := make([]*pb.Position, len(req.Positions))
 	for i, p := range req.Positions {
 		ps[i] = positionToPB(p)
 	}
 	if _, err := c.c.Commit(ctx, &pb.CommitRequest{Positions: ps}); err != nil {
-		return nil, FromStatus(err)
+		return nil, fromStatus(err)
 	}
-	return &CommitResponse{}, nil
+	return &sdk.CommitResponse{}, nil
 }
 
 // Republish sends the messages in calls below the RPC limit. A message that
@@ -63,9 +65,9 @@ func (c *sourceClient) Commit(ctx context.Context, req *CommitRequest) (*CommitR
 // says so. When a call fails, its messages and the ones not yet sent get
 // that call's error, while the acknowledgements of earlier calls stand; the
 // whole Republish fails only when no call got through.
-func (c *sourceClient) Republish(ctx context.Context, req *RepublishRequest) (*RepublishResponse, error) {
-	out := &RepublishResponse{Results: make([]RepublishResult, len(req.Messages))}
-	budget := c.limit - envelope
+func (c *sourceClient) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
+	out := &sdk.RepublishResponse{Results: make([]sdk.RepublishResult, len(req.Messages))}
+	budget := c.limit - wire.Envelope
 	var (
 		batch    []*pb.RepublishMessage
 		index    []int
@@ -80,32 +82,32 @@ func (c *sourceClient) Republish(ctx context.Context, req *RepublishRequest) (*R
 		defer func() { batch, index, size = nil, nil, 0 }()
 		if callErr != nil {
 			for _, i := range index {
-				out.Results[i] = RepublishResult{ID: req.Messages[i].ID, Err: callErr}
+				out.Results[i] = sdk.RepublishResult{ID: req.Messages[i].ID, Err: callErr}
 			}
 			return
 		}
 		resp, err := c.c.Republish(ctx, &pb.RepublishRequest{Messages: batch})
 		if err == nil && len(resp.GetResults()) != len(batch) {
-			err = &Error{Class: ClassRetryable, Code: CodeInternal,
+			err = &sdk.Error{Class: sdk.ClassRetryable, Code: sdk.CodeInternal,
 				Message: fmt.Sprintf("plugin answered %d results for %d messages", len(resp.GetResults()), len(batch))}
 		} else if err != nil {
-			err = FromStatus(err)
+			err = fromStatus(err)
 		}
 		if err != nil {
 			callErr = err
 			for _, i := range index {
-				out.Results[i] = RepublishResult{ID: req.Messages[i].ID, Err: err}
+				out.Results[i] = sdk.RepublishResult{ID: req.Messages[i].ID, Err: err}
 			}
 			return
 		}
 		answered = true
 		for j, r := range resp.GetResults() {
-			res := RepublishResult{ID: r.GetId(), Acked: r.GetAcked()}
+			res := sdk.RepublishResult{ID: r.GetId(), Acked: r.GetAcked()}
 			if !res.Acked {
 				if r.GetError() != nil {
-					res.Err = fromErrorInfo(r.GetError(), r.GetErrorMessage())
+					res.Err = wire.FromErrorInfo(r.GetError(), r.GetErrorMessage())
 				} else {
-					res.Err = &Error{Class: ClassRetryable, Code: CodeUnavailable, Message: "not acknowledged"}
+					res.Err = &sdk.Error{Class: sdk.ClassRetryable, Code: sdk.CodeUnavailable, Message: "not acknowledged"}
 				}
 			}
 			out.Results[index[j]] = res
@@ -114,9 +116,9 @@ func (c *sourceClient) Republish(ctx context.Context, req *RepublishRequest) (*R
 	for i, m := range req.Messages {
 		pm := &pb.RepublishMessage{Id: m.ID, Topic: m.Topic, Key: m.Key, KeyNull: m.Key == nil,
 			Headers: headersToPB(m.Headers), Value: m.Value, ValueNull: m.Value == nil}
-		n := sizeInList(pm)
+		n := wire.SizeInList(pm)
 		if n > budget {
-			out.Results[i] = RepublishResult{ID: m.ID, Err: &Error{Class: ClassPermanent, Code: CodeInvalidArgument,
+			out.Results[i] = sdk.RepublishResult{ID: m.ID, Err: &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeInvalidArgument,
 				Message: fmt.Sprintf("message too large for the plugin connection: %d bytes, over the RPC limit of %d bytes ([plugins] max_message_bytes)",
 					n, c.limit)}}
 			continue
@@ -131,4 +133,35 @@ func (c *sourceClient) Republish(ctx context.Context, req *RepublishRequest) (*R
 		return nil, callErr
 	}
 	return out, nil
+}
+
+// Conversions of the DLQSource messages between the sdk types and the wire,
+// on the daemon's end; package sdk has the plugin's, and the round-trip
+// tests hold the two to each other.
+
+func headersToPB(hs []sdk.Header) []*pb.Header {
+	out := make([]*pb.Header, len(hs))
+	for i, h := range hs {
+		out[i] = &pb.Header{Key: h.Key, Value: h.Value, ValueNull: h.Value == nil}
+	}
+	return out
+}
+
+func headersFromPB(hs []*pb.Header) []sdk.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]sdk.Header, len(hs))
+	for i, h := range hs {
+		out[i] = sdk.Header{Key: h.GetKey(), Value: wire.Bytes(h.GetValue(), h.GetValueNull())}
+	}
+	return out
+}
+
+func positionToPB(p sdk.Position) *pb.Position {
+	return &pb.Position{Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}
+}
+
+func positionFromPB(p *pb.Position) sdk.Position {
+	return sdk.Position{Topic: p.GetTopic(), Partition: p.GetPartition(), Offset: p.GetOffset()}
 }
