@@ -62,8 +62,9 @@ func serve(sets map[int]plugin.PluginSet) {
 // goroutine per call, which matters for the many small Count calls.
 // Fixed flow-control windows also turn off gRPC's bandwidth-delay probing,
 // whose PING frames cost a wake-up on every small response.
-// The message limits are the daemon's (wire.MaxMessageBytesEnv), so that a batch
-// the daemon sends fits and a response never exceeds what it receives.
+// The message limits are the daemon's (wire.MaxMessageBytesEnv), so that a
+// batch the daemon sends fits and a response never exceeds what it
+// receives.
 func grpcServer(opts []grpc.ServerOption) *grpc.Server {
 	limit := limitFromEnv()
 	return grpc.NewServer(append(opts,

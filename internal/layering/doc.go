@@ -1,6 +1,8 @@
 // Package layering holds the test that keeps the import rules of
-// docs/architecture.md true: the sdk is a leaf, fx stays in the app, and
-// the domain packages do not reach for the state store or the admin API.
+// docs/architecture.md true: the sdk is a leaf, a plugin is written against
+// package sdk and not the daemon's end of the protocol (sdk/host), fx stays
+// in the app, and the domain packages do not reach for the state store or
+// the admin API.
 // The rules are checked on `go list -deps` of the whole module, so a new
 // import that breaks one fails `go test`, not a review.
 package layering
@@ -34,10 +36,19 @@ var domain = []string{
 // through another package.
 var domainMayNotUse = []string{"daemon/internal/store", "daemon/internal/adminapi"}
 
+// pluginDirs hold the plugins: each is written as one outside this
+// repository would be, against package sdk, whose go doc is the contract.
+var pluginDirs = []string{"plugins", "sdk/example"}
+
+// sdkHost is the daemon's end of the plugin protocol.
+const sdkHost = "sdk/host"
+
 // Violations lists every package of the module that breaks a rule:
 //
 //   - sdk (and below) imports nothing of the module outside sdk, directly or
 //     not, so that it can become a module of its own;
+//   - a plugin (plugins/..., sdk/example/...) does not depend on sdk/host:
+//     what it needs of the protocol is in package sdk;
 //   - no package but daemon/internal/app imports go.uber.org/fx or
 //     go.uber.org/dig, not even in its tests: every module works without fx;
 //   - a domain package does not depend on the state store or the admin API.
@@ -52,6 +63,16 @@ func Violations(pkgs []Package) []string {
 			for _, d := range p.Deps {
 				if dr, ok := within(d, Module); ok && !under(dr, "sdk") {
 					out = append(out, p.ImportPath+" depends on "+d+": the sdk imports nothing of the daemon or the plugins")
+				}
+			}
+		}
+		for _, dir := range pluginDirs {
+			if !under(rel, dir) {
+				continue
+			}
+			for _, d := range p.Deps {
+				if dr, ok := within(d, Module); ok && under(dr, sdkHost) {
+					out = append(out, p.ImportPath+" depends on "+d+": a plugin is written against package sdk, sdk/host is the daemon's end")
 				}
 			}
 		}

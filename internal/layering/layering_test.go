@@ -28,11 +28,12 @@ func TestModuleKeepsItsLayers(t *testing.T) {
 	require.Greater(t, len(pkgs), 20, "go list listed the module")
 	var seen []string
 	for _, p := range pkgs {
-		if p.ImportPath == Module+"/sdk" || p.ImportPath == Module+"/daemon/internal/dlq" {
+		switch p.ImportPath {
+		case Module + "/sdk", Module + "/sdk/host", Module + "/daemon/internal/dlq":
 			seen = append(seen, p.ImportPath)
 		}
 	}
-	require.Len(t, seen, 2, "the packages the rules are about are in the listing")
+	require.Len(t, seen, 3, "the packages the rules are about are in the listing")
 	require.Empty(t, Violations(pkgs))
 }
 
@@ -69,6 +70,17 @@ func TestViolationsCatchEachRule(t *testing.T) {
 		},
 		"sdk importing itself and the world": {
 			pkg: Package{ImportPath: m("sdk"), Deps: []string{m("sdk/proto/lifecycled/plugin/v1"), "google.golang.org/grpc", Module + "x/y"}},
+		},
+		"a plugin using the daemon's end of the protocol": {
+			pkg:  Package{ImportPath: m("plugins/redis"), Deps: []string{m("sdk"), m("sdk/host"), m("sdk/internal/wire")}},
+			want: 1,
+		},
+		"the example plugin using it through another package": {
+			pkg:  Package{ImportPath: m("sdk/example/filestore"), Deps: []string{m("sdk/plugintest"), m("sdk/host")}},
+			want: 1,
+		},
+		"the daemon and the kit using it": {
+			pkg: Package{ImportPath: m("daemon/internal/pluginhost"), Deps: []string{m("sdk"), m("sdk/host")}},
 		},
 		"fx outside the app": {
 			pkg:  Package{ImportPath: m("daemon/internal/dlq"), Imports: []string{"go.uber.org/fx"}},
