@@ -16,7 +16,8 @@
 // Errors carry a class (retryable or permanent) and survive the gRPC hop; see
 // Retryable, Permanent, InvalidConfig and PartialDeletion. Anything a plugin
 // returns or logs is scrubbed of passwords and tokens before it leaves the
-// process. sdk/plugintest is the conformance kit to run against a plugin.
+// process. sdk/plugintest is the conformance kit to run against a plugin;
+// sdk/host is the daemon's end of the protocol, which a plugin never needs.
 //
 // # Module and stability
 //

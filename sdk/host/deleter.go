@@ -8,6 +8,7 @@ import (
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
+// deleterClient is the daemon's end of a TenantDeleter connection.
 type deleterClient struct {
 	c pb.TenantDeleterClient
 }

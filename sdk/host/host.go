@@ -1,8 +1,9 @@
 // Package host is the daemon's end of the plugin protocol: the go-plugin
 // plugin sets and gRPC options to start and dial a plugin with, and the
 // clients that turn a plugin connection into an sdk.TenantDeleter or an
-// sdk.DLQSource. It is for the daemon and the plugin kit (sdk/plugintest),
-// not for plugin authors: a plugin is written against package sdk alone.
+// sdk.DLQSource. It is for the daemon and the plugin kit (sdk/plugintest,
+// and the benches that start plugins the same way), not for plugin
+// authors: a plugin is written against package sdk alone.
 package host
 
 import (
@@ -28,12 +29,13 @@ var Handshake = wire.Handshake
 const MaxMessageBytesEnv = wire.MaxMessageBytesEnv
 
 // DefaultMaxMessageBytes is the gRPC message limit of plugin connections when
-// none is configured. gRPC's own default (4 MiB received) is smaller than a
-// page of 100 dead letters of 50 KB.
+// none is configured: 64 MiB. gRPC's own default (4 MiB received) is smaller
+// than a page of 100 dead letters of 50 KB.
 const DefaultMaxMessageBytes = wire.DefaultMaxMessageBytes
 
-// MinMaxMessageBytes and MaxMaxMessageBytes bound the configurable limit:
-// below gRPC's default nothing is gained, and gRPC sizes are int32.
+// MinMaxMessageBytes (4 MiB) and MaxMaxMessageBytes (1 GiB) bound the
+// configurable limit: below gRPC's default nothing is gained, and gRPC sizes
+// are int32.
 const (
 	MinMaxMessageBytes = wire.MinMaxMessageBytes
 	MaxMaxMessageBytes = wire.MaxMaxMessageBytes

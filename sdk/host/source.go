@@ -11,7 +11,7 @@ import (
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
-// sourceClient is the daemon's side of a DLQSource connection.
+// sourceClient is the daemon's end of a DLQSource connection.
 type sourceClient struct {
 	c     pb.DLQSourceClient
 	limit int
