@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 )
 
 // Route and query parsing for the DLQ routes. Everything that comes from
@@ -88,7 +89,7 @@ func parseListQuery(q url.Values) (listQuery, error) {
 	} else if ok && v != "" {
 		st, err := dlq.ParseStatus(strings.ToUpper(v))
 		if err != nil {
-			return out, invalidField("status", "unknown status %q: must be PENDING, RETRYING, RESOLVED or DEAD", truncate(v))
+			return out, invalidField("status", "unknown status %q: must be %s", truncate(v), enum.Sentence(dlq.Statuses, "or"))
 		}
 		out.Status = st
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 )
 
 // Query and body parsing for the erasure routes (jobs, holds, receipts):
@@ -124,7 +125,7 @@ func parseJobQuery(q url.Values, withTenant bool) (deletion.JobFilter, error) {
 			}
 			st, ok := deletion.ParseJobStatus(s)
 			if !ok {
-				return f, invalidField("status", "unknown status %q: must be one or more of %s", truncate(s), jobStatusList())
+				return f, invalidField("status", "unknown status %q: must be one or more of %s", truncate(s), strings.Join(enum.Strings(deletion.JobStatuses), ", "))
 			}
 			f.Statuses = append(f.Statuses, st)
 		}
@@ -156,14 +157,6 @@ func parseJobQuery(q url.Values, withTenant bool) (deletion.JobFilter, error) {
 		}
 	}
 	return f, nil
-}
-
-func jobStatusList() string {
-	out := make([]string, len(deletion.JobStatuses))
-	for i, s := range deletion.JobStatuses {
-		out[i] = string(s)
-	}
-	return strings.Join(out, ", ")
 }
 
 // parsePlanHash reads an optional plan_hash. Given empty, it is refused,

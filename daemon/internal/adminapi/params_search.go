@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 )
 
 // Query parsing for GET /api/v1/dlq/messages and GET /api/v1/dlq/groups.
@@ -85,7 +86,7 @@ func (q query) statuses() ([]dlq.Status, error) {
 			s = strings.TrimSpace(s)
 			st, err := dlq.ParseStatus(strings.ToUpper(s))
 			if err != nil {
-				return nil, invalidField("status", "unknown status %q: must be PENDING, RETRYING, RESOLVED or DEAD", truncate(s))
+				return nil, invalidField("status", "unknown status %q: must be %s", truncate(s), enum.Sentence(dlq.Statuses, "or"))
 			}
 			if !seen[st] {
 				seen[st] = true

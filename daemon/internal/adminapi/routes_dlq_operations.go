@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -93,7 +94,7 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 			case string(dlq.OperationRunning):
 				running = true
 			default:
-				return nil, invalidField("state", "%q: only RUNNING can be asked for (or leave it out for every state)", truncate(s))
+				return nil, invalidField("state", "%q: only %s can be asked for (or leave it out for every state)", truncate(s), dlq.OperationRunning)
 			}
 			ops, err := svc.Operations(r.Context(), limit, running)
 			if err != nil {
@@ -153,7 +154,7 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 // per second.
 const minOperationRate = 0.01
 
-const operationShape = `{"action": "retry|revive|delete|dead|replay_to", "filter": {...} or "ids": [...], "rate": N, "dry_run": bool, "target_topic": "..."}`
+var operationShape = `{"action": "` + strings.Join(enum.Strings(dlq.OperationActions), "|") + `", "filter": {...} or "ids": [...], "rate": N, "dry_run": bool, "target_topic": "..."}`
 
 // parseOperationBody checks a bulk operation request before anything runs.
 func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
@@ -169,10 +170,10 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		return req, false, invalid("the body must be %s", operationShape)
 	}
 	if b.Action == "" {
-		return req, false, invalidField("action", "required: retry, revive, delete, dead or replay_to")
+		return req, false, invalidField("action", "required: %s", enum.Sentence(dlq.OperationActions, "or"))
 	}
 	if req.Action, err = dlq.ParseOperationAction(b.Action); err != nil {
-		return req, false, invalidField("action", "%q: must be retry, revive, delete, dead or replay_to", truncate(b.Action))
+		return req, false, invalidField("action", "%q: must be %s", truncate(b.Action), enum.Sentence(dlq.OperationActions, "or"))
 	}
 	if b.Rate != nil {
 		// At least one message every 100 s: a rate near zero would run
@@ -233,7 +234,7 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 		// "DEAD,PENDING" in one value, which a list does not need.
 		for _, st := range fb.Status {
 			if strings.ContainsAny(st, ", \t\r\n") {
-				return req, false, invalidField("status", "%q: one status a member (PENDING, RETRYING, RESOLVED or DEAD)", truncate(st))
+				return req, false, invalidField("status", "%q: one status a member (%s)", truncate(st), enum.Sentence(dlq.Statuses, "or"))
 			}
 		}
 		if fb.Header != nil && len(fb.Header) == 0 {

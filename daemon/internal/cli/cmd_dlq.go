@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/spf13/cobra"
 )
@@ -136,7 +138,8 @@ func dlqListCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&page, "page", 1, "page number, from 1")
 	cmd.Flags().IntVar(&pageSize, "page-size", 20, "messages per page (1-1000)")
-	cmd.Flags().StringVar(&status, "status", "", "only PENDING, RETRYING, RESOLVED or DEAD")
+	cmd.Flags().StringVar(&status, "status", "", "only "+enum.Sentence(dlq.Statuses, "or"))
+	completeDLQStatus(cmd)
 	return cmd
 }
 

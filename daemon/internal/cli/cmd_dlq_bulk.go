@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -37,7 +39,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bulk ACTION",
 		Short: "Retry, revive, delete, mark dead or replay every dead letter a filter (or an id list) matches",
-		Long: "Start a bulk operation: ACTION is retry, revive, delete, dead or replay_to (with --target-topic).\n" +
+		Long: "Start a bulk operation: ACTION is " + enum.Sentence(dlq.OperationActions, "or") + " (replay_to with --target-topic).\n" +
 			"The set is fixed when it starts: messages arriving later are not swept in. The operation is\n" +
 			"stored and survives a restart; `dlq operation ID` shows it and `dlq operation cancel ID` stops it.\n" +
 			"--dry-run shows how many messages would be acted on, with a sample, and changes nothing.\n" +
@@ -148,7 +150,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&topic, "topic", "", "DLQ topic or original topic")
-	f.StringSliceVar(&statuses, "status", nil, "statuses (PENDING, RETRYING, RESOLVED, DEAD), comma-separated or repeated")
+	f.StringSliceVar(&statuses, "status", nil, "statuses ("+strings.Join(enum.Strings(dlq.Statuses), ", ")+"), comma-separated or repeated")
 	f.StringVar(&errText, "error", "", "text in the error, case ignored")
 	f.StringVar(&group, "group", "", "failure group id (see `dlq groups`)")
 	f.StringVar(&key, "key", "", "the exact message key")
@@ -162,6 +164,8 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 	f.BoolVar(&dryRun, "dry-run", false, "show how many messages would be acted on, with a sample; change nothing")
 	f.BoolVar(&wait, "wait", false, "wait for the end, showing progress")
 	f.DurationVar(&timeout, "timeout", 0, "with --wait, stop waiting after this long (the operation goes on)")
+	cmd.ValidArgsFunction = completeValues(enum.Strings(dlq.OperationActions))
+	completeDLQStatus(cmd)
 	return cmd
 }
 

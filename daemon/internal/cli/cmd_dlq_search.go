@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/spf13/cobra"
 )
 
@@ -123,7 +125,7 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&topic, "topic", "", "DLQ topic or original topic")
-	f.StringSliceVar(&statuses, "status", nil, "PENDING, RETRYING, RESOLVED, DEAD (repeat or comma-separate)")
+	f.StringSliceVar(&statuses, "status", nil, strings.Join(enum.Strings(dlq.Statuses), ", ")+" (repeat or comma-separate)")
 	f.StringVar(&errText, "error", "", "substring of the error text, case ignored")
 	f.StringVar(&group, "group", "", "failure group id (from dlq groups)")
 	f.StringVar(&key, "key", "", "exact message key")
@@ -136,6 +138,7 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 	f.IntVar(&limit, "limit", 50, "messages per page (1-1000)")
 	f.StringVar(&cursor, "cursor", "", "continue from a previous page's next cursor (same filters)")
 	f.BoolVar(&all, "all", false, "follow the cursor to the last page (with --format json: one JSON body per page, one per line)")
+	completeDLQStatus(cmd)
 	return cmd
 }
 
@@ -201,5 +204,6 @@ func dlqGroupsCmd(g *globals) *cobra.Command {
 	f.StringSliceVar(&statuses, "status", nil, "count only these statuses (repeat or comma-separate)")
 	f.StringVar(&sortBy, "sort", "count", "count (most messages first) or recent (last seen first)")
 	f.IntVar(&limit, "limit", 50, "groups to show (1-1000)")
+	completeDLQStatus(cmd)
 	return cmd
 }

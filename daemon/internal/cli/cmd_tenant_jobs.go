@@ -15,6 +15,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -94,11 +95,12 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only jobs in these statuses (SCHEDULED, PENDING, RUNNING, PARTIAL, COMPLETED, CANCELLED)")
+	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only jobs in these statuses ("+strings.Join(enum.Strings(deletion.JobStatuses), ", ")+")")
 	cmd.Flags().StringVar(&since, "since", "", "only jobs created since this RFC 3339 time, or this long ago (e.g. 24h)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "jobs per page (default 50, at most 1000)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this cursor (the next_cursor of the page before)")
 	cmd.Flags().BoolVar(&all, "all", false, "fetch every page")
+	completeJobStatus(cmd)
 	return cmd
 }
 

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -19,7 +21,7 @@ import (
 var bulkFilterFields = []string{"topic", "status", "error", "group", "key", "header", "q", "since", "until"}
 
 // bulkActions are the API's actions, in the form's order.
-var bulkActions = []string{"retry", "revive", "delete", "dead", "replay_to"}
+var bulkActions = enum.Strings(dlq.OperationActions)
 
 type bulkData struct {
 	Filter  url.Values // the filter, as the search page's query

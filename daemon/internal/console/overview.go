@@ -3,8 +3,12 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -19,7 +23,7 @@ type overviewData struct {
 
 // dlqStatuses are the columns of the depth tables, in the order of the
 // status machine.
-var dlqStatuses = []string{"PENDING", "RETRYING", "RESOLVED", "DEAD"}
+var dlqStatuses = enum.Strings(dlq.Statuses)
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Overview", "overview")
@@ -68,7 +72,7 @@ type progressData struct {
 func (c *Console) loadProgress(w http.ResponseWriter, r *http.Request, p *page) progressData {
 	var d progressData
 	api, ctx := c.client(w, r)
-	jobs, err := api.Deletions(ctx, url.Values{"status": {"SCHEDULED,PENDING,RUNNING,PARTIAL,BLOCKED,AWAITING_APPROVAL"}})
+	jobs, err := api.Deletions(ctx, url.Values{"status": {strings.Join(enum.Strings(deletion.Unfinished()), ",")}})
 	p.addErr(err)
 	d.Jobs = jobs.Jobs
 	ops, err := api.Operations(ctx, url.Values{"state": {"RUNNING"}})

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -19,7 +21,7 @@ func (c *Console) tenantRoutes(mux *http.ServeMux) {
 }
 
 // jobStatuses are the job list's filter values.
-var jobStatuses = []string{"AWAITING_APPROVAL", "SCHEDULED", "PENDING", "RUNNING", "PARTIAL", "BLOCKED", "COMPLETED", "CANCELLED"}
+var jobStatuses = enum.Strings(deletion.JobStatuses)
 
 type tenantsData struct {
 	Jobs     []wire.Job

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 )
 
 // JobStatus is where a deletion job is.
@@ -34,8 +35,34 @@ const (
 	JobCancelled        JobStatus = "CANCELLED"
 )
 
+// JobStatusesDescribed declares every job status, in the order a job moves
+// through them, with what it means: the API's messages, the CLI, the
+// console and docs/values.md come from it.
+var JobStatusesDescribed = []enum.Value[JobStatus]{
+	{Value: JobAwaitingApproval, Meaning: "waits for an approval of its plan ([deletion] require_approval), or of its changed plan"},
+	{Value: JobScheduled, Meaning: "waits for its `not_before` (a grace period)"},
+	{Value: JobPending, Meaning: "waits for a runner"},
+	{Value: JobRunning, Meaning: "a runner holds its lease"},
+	{Value: JobPartial, Meaning: "a deleter failed or the verification found data: the failed deleters are retried with backoff"},
+	{Value: JobBlocked, Meaning: "what is left failed for good (a permanent error, a deleter no longer configured): not retried until an operator retries the job"},
+	{Value: JobCompleted, Meaning: "every deleter succeeded and the verification found nothing: final"},
+	{Value: JobCancelled, Meaning: "an operator stopped it; what was deleted stays in its report: final"},
+}
+
 // JobStatuses lists every job status, in the order a job moves through them.
-var JobStatuses = []JobStatus{JobAwaitingApproval, JobScheduled, JobPending, JobRunning, JobPartial, JobBlocked, JobCompleted, JobCancelled}
+var JobStatuses = enum.Values(JobStatusesDescribed)
+
+// Unfinished lists the statuses of a job that is not over, in JobStatuses'
+// order.
+func Unfinished() []JobStatus {
+	var out []JobStatus
+	for _, s := range JobStatuses {
+		if !s.Finished() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // Finished reports whether a job in status s is over for good.
 func (s JobStatus) Finished() bool { return s == JobCompleted || s == JobCancelled }
@@ -67,6 +94,17 @@ const (
 	DeleterBlocked   DeleterStatus = "BLOCKED"
 	DeleterCancelled DeleterStatus = "CANCELLED"
 )
+
+// DeleterStatusesDescribed declares every status of one deleter of a job
+// with what it means (docs/values.md).
+var DeleterStatusesDescribed = []enum.Value[DeleterStatus]{
+	{Value: DeleterPending, Meaning: "not run yet in this attempt"},
+	{Value: DeleterRunning, Meaning: "running"},
+	{Value: DeleterSucceeded, Meaning: "deleted the tenant's items from its store"},
+	{Value: DeleterFailed, Meaning: "failed in a way worth retrying (its store was down): retried with backoff"},
+	{Value: DeleterBlocked, Meaning: "failed for good (a permanent error, no longer configured): waits for an operator's retry"},
+	{Value: DeleterCancelled, Meaning: "stopped by a cancel; its counts are what it deleted before"},
+}
 
 // Job is a durable tenant deletion.
 type Job struct {

@@ -3,11 +3,13 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 )
 
 // Bulk operations (POST /api/v1/dlq/operations): one action on every
@@ -29,8 +31,20 @@ const (
 	ActionReplayTo OperationAction = "replay_to" // replay unchanged to another topic
 )
 
+// OperationActionsDescribed declares every action with what it does: the
+// API's messages, the CLI's help and completion, the console's options and
+// docs/values.md come from it. A new action is declared here and handled
+// where the runner applies actions (operation_page.go).
+var OperationActionsDescribed = []enum.Value[OperationAction]{
+	{Value: ActionRetry, Meaning: "republish to the original topic, like a manual retry: RESOLVED on the broker's acknowledgement"},
+	{Value: ActionRevive, Meaning: "DEAD to PENDING, attempts reset"},
+	{Value: ActionDelete, Meaning: "remove; the history keeps the deletion"},
+	{Value: ActionDead, Meaning: "PENDING to DEAD: stop retrying it until revived"},
+	{Value: ActionReplayTo, Meaning: "replay unchanged to `target_topic`; the stored message does not change"},
+}
+
 // OperationActions lists every action.
-var OperationActions = []OperationAction{ActionRetry, ActionRevive, ActionDelete, ActionDead, ActionReplayTo}
+var OperationActions = enum.Values(OperationActionsDescribed)
 
 // ParseOperationAction parses an action's name.
 func ParseOperationAction(s string) (OperationAction, error) {
@@ -39,7 +53,7 @@ func ParseOperationAction(s string) (OperationAction, error) {
 			return a, nil
 		}
 	}
-	return "", fmt.Errorf("%w: action %q: must be one of retry, revive, delete, dead, replay_to", derrors.ErrInvalid, s)
+	return "", fmt.Errorf("%w: action %q: must be one of %s", derrors.ErrInvalid, s, strings.Join(enum.Strings(OperationActions), ", "))
 }
 
 // OperationState is where an operation is.
@@ -53,6 +67,18 @@ const (
 	OperationCancelled OperationState = "CANCELLED"
 	OperationFailed    OperationState = "FAILED"
 )
+
+// OperationStatesDescribed declares every state of an operation with what
+// it means (docs/values.md, the CLI, the console).
+var OperationStatesDescribed = []enum.Value[OperationState]{
+	{Value: OperationRunning, Meaning: "in progress, or waiting for a daemon to take it over (after a restart)"},
+	{Value: OperationCompleted, Meaning: "every message was acted on (each item's outcome says how)"},
+	{Value: OperationCancelled, Meaning: "an operator stopped it; what it did stays done"},
+	{Value: OperationFailed, Meaning: "it could not go on (its error says why); what it did stays done"},
+}
+
+// OperationStates lists every state of an operation.
+var OperationStates = enum.Values(OperationStatesDescribed)
 
 // What became of one message of an operation (Operation.Outcomes). The
 // first group counts as succeeded, the rest as failed.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 )
 
 // Status is where a dead letter is in its life. Next moves it from one
@@ -21,8 +22,18 @@ const (
 	StatusDead     Status = "DEAD"
 )
 
+// StatusesDescribed declares every status, in display order, with what it
+// means: the API's messages, the CLI, the console and docs/values.md come
+// from it.
+var StatusesDescribed = []enum.Value[Status]{
+	{Value: StatusPending, Meaning: "waits for its next automatic retry, or for an operator"},
+	{Value: StatusRetrying, Meaning: "being republished by a daemon that holds its claim (a lease)"},
+	{Value: StatusResolved, Meaning: "the broker acknowledged a republish: done"},
+	{Value: StatusDead, Meaning: "out of automatic retries (or marked dead): waits for an operator"},
+}
+
 // Statuses lists every status in display order.
-var Statuses = []Status{StatusPending, StatusRetrying, StatusResolved, StatusDead}
+var Statuses = enum.Values(StatusesDescribed)
 
 // ErrInvalidStatus is returned by ParseStatus.
 var ErrInvalidStatus = errors.New("invalid status")
@@ -34,7 +45,7 @@ func ParseStatus(s string) (Status, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("%w %q: must be one of PENDING, RETRYING, RESOLVED, DEAD", ErrInvalidStatus, s)
+	return "", fmt.Errorf("%w %q: must be one of %s", ErrInvalidStatus, s, strings.Join(enum.Strings(Statuses), ", "))
 }
 
 func (s Status) String() string { return string(s) }
