@@ -28,7 +28,7 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 
 // countRows is Count's work, shared with Plan: per table in delete order,
 // the tenant's rows now.
-func countRows(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) (map[string]int64, int64, error) {
+func countRows(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable]any) (map[string]int64, int64, error) {
 	breakdown := map[string]int64{}
 	var total int64
 	for _, t := range m.order {
@@ -48,7 +48,7 @@ func countRows(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) 
 // this one but that differ byte for byte ("ACME", "acme "): the deleter
 // leaves them, as other tenants' rows, though the application may show them
 // as this tenant's.
-func logLookalikes(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any, tenant string) {
+func logLookalikes(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable]any, tenant string) {
 	for _, t := range m.tables {
 		if t.tenant == nil || t.tenant.kind() != kindText {
 			continue

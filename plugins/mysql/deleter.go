@@ -237,7 +237,7 @@ func plan(ctx context.Context, db *sql.DB, cfg config) (*model, *catalog, error)
 	if err := checkWholeSchemas(ctx, db, whole); err != nil {
 		return nil, nil, err
 	}
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		if c := t.tenant; c != nil && c.kind() == kindText && (!safeName.MatchString(c.charset) || !safeName.MatchString(c.collation)) {
 			return nil, nil, sdk.InvalidConfig(sdk.FieldError{Field: fieldOf(cfg, t), Problem: fmt.Sprintf(
 				"%s.%s has character set %q and collation %q, which the deleter cannot name in a statement", t.name(), c.name, c.charset, c.collation)})
@@ -249,7 +249,7 @@ func plan(ctx context.Context, db *sql.DB, cfg config) (*model, *catalog, error)
 // prepare is the common start of Count and Delete: the model for the schema
 // as it is now, the tenant id checked against every tenant column, and the
 // preflight.
-func (d *deleter) prepare(ctx context.Context, tenant string) (*sql.DB, *model, config, map[*mtable]any, error) {
+func (d *deleter) prepare(ctx context.Context, tenant string) (*sql.DB, *model, config, map[*logicalTable]any, error) {
 	d.mu.Lock()
 	db, cfg, format := d.db, d.cfg, d.format
 	d.mu.Unlock()
@@ -271,7 +271,7 @@ func (d *deleter) prepare(ctx context.Context, tenant string) (*sql.DB, *model, 
 		}
 		return nil, nil, cfg, nil, err
 	}
-	vals := map[*mtable]any{}
+	vals := map[*logicalTable]any{}
 	charsets := map[string]bool{}
 	for _, t := range m.bystanders {
 		// A bystander is only counted: an id its column cannot hold has no
@@ -282,14 +282,14 @@ func (d *deleter) prepare(ctx context.Context, tenant string) (*sql.DB, *model, 
 			vals[t] = v
 		}
 	}
-	var watched []*mtable
+	var watched []*logicalTable
 	for _, t := range m.bystanders {
 		if _, ok := vals[t]; ok {
 			watched = append(watched, t)
 		}
 	}
 	m.bystanders = watched
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		if t.tenant == nil {
 			continue
 		}

@@ -30,7 +30,7 @@ func (t *tally) add(table string, n int64) {
 type eraser struct {
 	db    *sql.DB
 	m     *model
-	vals  map[*mtable]any
+	vals  map[*logicalTable]any
 	batch int
 	tally *tally
 }
@@ -40,7 +40,7 @@ func (x *eraser) run(ctx context.Context) error {
 		// A table with DELETE triggers: what they remove from the other
 		// tables with the tenant column is counted from the tenant's rows
 		// of each before and after (MySQL reports no per-table figures).
-		var watched []*mtable
+		var watched []*logicalTable
 		var before []int64
 		if len(t.cat.deleteTriggers) > 0 {
 			watched = x.m.watchedBy(t)
@@ -89,7 +89,7 @@ func (x *eraser) run(ctx context.Context) error {
 // column where it has one (a cascade target's rows stop matching its
 // predicate once their parents are gone, not once they are), else by its
 // keys to the set.
-func (x *eraser) tenantCounts(ctx context.Context, tables []*mtable) ([]int64, error) {
+func (x *eraser) tenantCounts(ctx context.Context, tables []*logicalTable) ([]int64, error) {
 	out := make([]int64, len(tables))
 	for i, t := range tables {
 		p := newPredicate(x.vals)
@@ -103,7 +103,7 @@ func (x *eraser) tenantCounts(ctx context.Context, tables []*mtable) ([]int64, e
 
 // orderBy is the ORDER BY of a batch: the primary key, so that batches take
 // rows in index order and never wait on each other's gaps.
-func orderBy(t *mtable) string {
+func orderBy(t *logicalTable) string {
 	if len(t.cat.pk) == 0 {
 		return ""
 	}
@@ -117,7 +117,7 @@ func orderBy(t *mtable) string {
 // deleteTable deletes t's rows batch_size at a time, each batch one
 // statement in its own transaction. MySQL's single-table DELETE takes no
 // alias, so the outer table is named by itself in the condition.
-func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
+func (x *eraser) deleteTable(ctx context.Context, t *logicalTable) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -149,7 +149,7 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 // counts, in the same transaction, what the cascades removed: MySQL does
 // not report cascaded rows. Rows left that reference each other in a loop
 // go at the end, in one transaction.
-func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
+func (x *eraser) deleteCarefully(ctx context.Context, t *logicalTable) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -210,7 +210,7 @@ func (x *eraser) deleteCarefully(ctx context.Context, t *mtable) error {
 
 // leafBatch deletes up to batch rows of t that no other row of t
 // references, and returns how many it deleted directly.
-func (x *eraser) leafBatch(ctx context.Context, tx *sql.Tx, t *mtable) (int64, error) {
+func (x *eraser) leafBatch(ctx context.Context, tx *sql.Tx, t *logicalTable) (int64, error) {
 	p := newPredicate(x.vals)
 	cond := p.gone(t, "a")
 	// A row that references itself is no leaf either: InnoDB refuses to
@@ -274,13 +274,13 @@ func (x *eraser) leafBatch(ctx context.Context, tx *sql.Tx, t *mtable) (int64, e
 // inTx runs del in a transaction and adds to the tally what it removed from
 // t and from the tables t's batches cascade into, read as the tenant's rows
 // of each before and after (locked, so nothing else changes them between).
-func (x *eraser) inTx(ctx context.Context, t *mtable, del func(*sql.Tx) (int64, error)) (int64, error) {
+func (x *eraser) inTx(ctx context.Context, t *logicalTable, del func(*sql.Tx) (int64, error)) (int64, error) {
 	tx, err := x.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	counted := append([]*mtable{t}, t.cascades...)
+	counted := append([]*logicalTable{t}, t.cascades...)
 	var before []int64
 	if len(t.cascades) > 0 {
 		if before, err = x.lockedCounts(ctx, tx, counted); err != nil {
@@ -319,7 +319,7 @@ func (x *eraser) inTx(ctx context.Context, t *mtable, del func(*sql.Tx) (int64, 
 
 // lockedCounts counts the tenant's rows of each table with a locking read,
 // which sees the latest committed rows and this transaction's changes.
-func (x *eraser) lockedCounts(ctx context.Context, tx *sql.Tx, tables []*mtable) ([]int64, error) {
+func (x *eraser) lockedCounts(ctx context.Context, tx *sql.Tx, tables []*logicalTable) ([]int64, error) {
 	out := make([]int64, len(tables))
 	for i, t := range tables {
 		p := newPredicate(x.vals)
@@ -354,7 +354,7 @@ func (x *eraser) explain(ctx context.Context, err error) error {
 		if e.fk.name != name || e.fk.child != child || e.parentT == nil {
 			continue
 		}
-		n, cerr := strangers(ctx, x.db, e, x.vals, false)
+		n, cerr := otherRowsReferencing(ctx, x.db, e, x.vals, false)
 		if cerr != nil || n == 0 {
 			break
 		}

@@ -21,17 +21,17 @@ import (
 // ("targets") are deleted explicitly, child first, before the cascade
 // could: their rows are counted exactly, under their own name.
 type model struct {
-	order   []*mtable // set and targets, in delete order (children first)
-	tables  []*mtable // the set, in configured (or discovered) order
-	targets []*mtable
+	order   []*logicalTable // set and targets, in delete order (children first)
+	tables  []*logicalTable // the set, in configured (or discovered) order
+	targets []*logicalTable
 	// inbound are the keys that reference a table the deletion removes rows
 	// from, from anywhere.
-	inbound []*medge
+	inbound []*keyEdge
 	// dropped are keys within the set whose order was given up to break a
 	// cycle (ON DELETE CASCADE, then SET NULL): their action runs on this
 	// tenant's own rows.
-	dropped []*medge
-	byKey   map[tkey]*mtable
+	dropped []*keyEdge
+	byKey   map[tkey]*logicalTable
 	names   []string // breakdown keys: the set, then targets
 	// store names the server and database (storeIdentity).
 	store string
@@ -42,42 +42,42 @@ type model struct {
 	// bystanders are the tables with the tenant column in the schemas of
 	// the set that the erasure does not delete from: a trigger may remove
 	// rows of them, which the erasure counts.
-	bystanders []*mtable
+	bystanders []*logicalTable
 	// stuckLoops are self keys of the set whose loops of this tenant's
 	// rows could only be cut through the tenant column (no other column of
 	// the key allows NULL): the preflight refuses the tenant if it has
 	// rows referencing each other through one.
-	stuckLoops []*medge
+	stuckLoops []*keyEdge
 }
 
-// mtable is one table of the set or a target.
-type mtable struct {
+// logicalTable is one table of the set or a target.
+type logicalTable struct {
 	cat *catTable
 	// tenant is the tenant column; nil for a table whose rows belong to a
 	// tenant through owners.
 	tenant *catColumn
-	owners []*medge // keys to tables of the set (dependent tables only)
-	self   []*medge // keys to itself: leaves deleted first
-	listed bool     // in the set (else a cascade target)
+	owners []*keyEdge // keys to tables of the set (dependent tables only)
+	self   []*keyEdge // keys to itself: leaves deleted first
+	listed bool       // in the set (else a cascade target)
 	// cascadeFrom: for a target, the keys whose cascade reaches it.
-	cascadeFrom []*medge
+	cascadeFrom []*keyEdge
 	// cascades are the tables a batch of this one can remove rows of by
 	// cascade (through a key given up in a cycle, or a self key), counted
 	// per batch.
-	cascades []*mtable
+	cascades []*logicalTable
 	pos      int // configured position, for tie breaks
 }
 
-func (t *mtable) name() string { return t.cat.name() }
+func (t *logicalTable) name() string { return t.cat.name() }
 
-// medge is a foreign key, declared on child, referencing parent.
-type medge struct {
+// keyEdge is a foreign key, declared on child, referencing parent.
+type keyEdge struct {
 	fk              *catFK
 	child, parent   *catTable
-	childT, parentT *mtable // nil outside the set and targets
+	childT, parentT *logicalTable // nil outside the set and targets
 }
 
-func (e *medge) describe() string { return e.fk.describe() }
+func (e *keyEdge) describe() string { return e.fk.describe() }
 
 // tenantColumnFor is the tenant column of a table under cfg.
 func (cfg config) tenantColumnFor(t *catTable) string {
@@ -108,7 +108,7 @@ func fieldName(cfg config) string {
 	return "tables"
 }
 
-func fieldOf(cfg config, t *mtable) string {
+func fieldOf(cfg config, t *logicalTable) string {
 	if cfg.Discover || !t.listed {
 		return fieldName(cfg)
 	}
@@ -118,7 +118,7 @@ func fieldOf(cfg config, t *mtable) string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byKey: map[tkey]*mtable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
+	m := &model{byKey: map[tkey]*logicalTable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
 	var problems []sdk.FieldError
 	ignored := map[tkey]bool{}
 	for i, name := range cfg.IgnoreTables {
@@ -129,8 +129,8 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		}
 		ignored[t.key] = true
 	}
-	add := func(ct *catTable, pos int) *mtable {
-		t := &mtable{cat: ct, listed: true, pos: pos}
+	add := func(ct *catTable, pos int) *logicalTable {
+		t := &logicalTable{cat: ct, listed: true, pos: pos}
 		if col, ok := ct.col(cfg.tenantColumnFor(ct)); ok {
 			t.tenant = &col
 		}
@@ -211,7 +211,7 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		if ct == nil && pt == nil {
 			continue
 		}
-		e := &medge{fk: f, child: cat.tables[f.child], parent: cat.tables[f.parent], childT: ct, parentT: pt}
+		e := &keyEdge{fk: f, child: cat.tables[f.child], parent: cat.tables[f.parent], childT: ct, parentT: pt}
 		switch {
 		case ct != nil && ct == pt:
 			ct.self = append(ct.self, e)
@@ -261,13 +261,13 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 // checkOwnerCycles refuses dependent tables that own each other in a loop:
 // their rows would belong to a tenant only through themselves.
 func checkOwnerCycles(m *model) error {
-	problem := fkgraph.OwnerLoop(m.tables, func(t *mtable) bool { return t.tenant == nil }, func(t *mtable) []*mtable {
-		owners := make([]*mtable, len(t.owners))
+	problem := fkgraph.OwnerLoop(m.tables, func(t *logicalTable) bool { return t.tenant == nil }, func(t *logicalTable) []*logicalTable {
+		owners := make([]*logicalTable, len(t.owners))
 		for i, e := range t.owners {
 			owners[i] = e.parentT
 		}
 		return owners
-	}, (*mtable).name)
+	}, (*logicalTable).name)
 	if problem == "" {
 		return nil
 	}
@@ -279,7 +279,7 @@ func checkOwnerCycles(m *model) error {
 // explicitly before their parents; rows of any other table reached this way
 // are refused by the preflight.
 func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
-	queue := append([]*mtable(nil), m.tables...)
+	queue := append([]*logicalTable(nil), m.tables...)
 	for len(queue) > 0 {
 		from := queue[0]
 		queue = queue[1:]
@@ -298,12 +298,12 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 					return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
 						"%s.%s, reached by ON DELETE CASCADE of %s: %s", child.name(), col.name, e.fk.name, p)})
 				}
-				t = &mtable{cat: child, tenant: &col, pos: len(cfg.Tables) + len(m.targets)}
+				t = &logicalTable{cat: child, tenant: &col, pos: len(cfg.Tables) + len(m.targets)}
 				m.byKey[child.key] = t
 				m.targets = append(m.targets, t)
 				for _, f := range cat.fks {
 					if f.parent == child.key {
-						ne := &medge{fk: f, child: cat.tables[f.child], parent: child, childT: m.byKey[f.child], parentT: t}
+						ne := &keyEdge{fk: f, child: cat.tables[f.child], parent: child, childT: m.byKey[f.child], parentT: t}
 						if f.child == child.key {
 							t.self = append(t.self, ne)
 						}
@@ -330,14 +330,14 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 
 // owner reports whether e is how its child, a table without the tenant
 // column, belongs to the tenant.
-func owner(e *medge) bool {
+func owner(e *keyEdge) bool {
 	return e.childT != nil && e.childT.tenant == nil && slices.Contains(e.childT.owners, e)
 }
 
 // setNullStripsTenant reports whether e's ON DELETE SET NULL/DEFAULT would
 // take a row of its child out of its tenant: it writes the tenant column,
 // or it is how a table without one belongs to a tenant.
-func setNullStripsTenant(e *medge) bool {
+func setNullStripsTenant(e *keyEdge) bool {
 	if e.fk.action != 'n' && e.fk.action != 'd' || e.childT == nil {
 		return false
 	}
@@ -378,7 +378,7 @@ func (m *model) findBystanders(cfg config, cat *catalog) {
 	for _, k := range keys {
 		ct := cat.tables[k]
 		col, _ := ct.col(cfg.tenantColumnFor(ct))
-		m.bystanders = append(m.bystanders, &mtable{cat: ct, tenant: &col, listed: true})
+		m.bystanders = append(m.bystanders, &logicalTable{cat: ct, tenant: &col, listed: true})
 	}
 }
 
@@ -386,9 +386,9 @@ func (m *model) findBystanders(cfg config, cat *catalog) {
 // remove through a trigger: every other table with the tenant column the
 // model knows (set, targets and bystanders), and the set's dependent
 // tables.
-func (m *model) watchedBy(t *mtable) []*mtable {
-	var out []*mtable
-	for _, u := range append(append([]*mtable(nil), m.order...), m.bystanders...) {
+func (m *model) watchedBy(t *logicalTable) []*logicalTable {
+	var out []*logicalTable
+	for _, u := range append(append([]*logicalTable(nil), m.order...), m.bystanders...) {
 		if u != t {
 			out = append(out, u)
 		}

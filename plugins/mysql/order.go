@@ -15,8 +15,8 @@ import (
 // then SET NULL/DEFAULT); MySQL checks every other key row by row and
 // cannot defer it, so a cycle left is refused.
 func (m *model) sortTables(cfg config) error {
-	all := append(append([]*mtable(nil), m.tables...), m.targets...)
-	var edges []*medge
+	all := append(append([]*logicalTable(nil), m.tables...), m.targets...)
+	var edges []*keyEdge
 	for _, e := range m.inbound {
 		if e.childT != nil && e.parentT != nil && e.childT != e.parentT {
 			edges = append(edges, e)
@@ -57,7 +57,7 @@ func (m *model) sortTables(cfg config) error {
 		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: strings.Join(problems, "; ")})
 	}
 	edges = append(edges, extra...)
-	before := func(a, b *mtable) bool {
+	before := func(a, b *logicalTable) bool {
 		pa, pb := a.pos, b.pos
 		if cfg.Discover && a.listed && b.listed {
 			pa, pb = 0, 0
@@ -75,7 +75,9 @@ func (m *model) sortTables(cfg config) error {
 			for _, t := range cyc {
 				names = append(names, t.name())
 			}
-			for _, e := range fkgraph.Within(cyc, edges, func(e *medge) fkgraph.Edge[*mtable] { return fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT} }) {
+			for _, e := range fkgraph.Within(cyc, edges, func(e *keyEdge) fkgraph.Edge[*logicalTable] {
+				return fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
+			}) {
 				keys = append(keys, fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)))
 			}
 			sort.Strings(names)
@@ -117,14 +119,14 @@ func actionName(f *catFK) string {
 // cycle); from the region itself (a self key of a table the cascade
 // reaches, a key back into it) no order helps, and the erasure is refused
 // at Configure, naming both keys.
-func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string) {
-	seen := map[[2]*mtable]bool{}
+func (m *model) cascadeRegions(kept []*keyEdge) (extra []*keyEdge, problems []string) {
+	seen := map[[2]*logicalTable]bool{}
 	for _, d := range m.dropped {
 		if d.fk.action != 'c' {
 			continue
 		}
 		t := d.parentT
-		region := map[*mtable]bool{d.childT: true}
+		region := map[*logicalTable]bool{d.childT: true}
 		for grew := true; grew; {
 			grew = false
 			for _, e := range m.inbound {
@@ -140,9 +142,9 @@ func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string
 			}
 			w := f.childT
 			if w != t && !region[w] {
-				if !seen[[2]*mtable{w, t}] {
-					seen[[2]*mtable{w, t}] = true
-					extra = append(extra, &medge{fk: f.fk, child: f.child, parent: t.cat, childT: w, parentT: t})
+				if !seen[[2]*logicalTable{w, t}] {
+					seen[[2]*logicalTable{w, t}] = true
+					extra = append(extra, &keyEdge{fk: f.fk, child: f.child, parent: t.cat, childT: w, parentT: t})
 				}
 				continue
 			}
@@ -156,24 +158,24 @@ func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string
 }
 
 // graphEdges are keys as edges of the table graph.
-func graphEdges(es []*medge) []fkgraph.Edge[*mtable] {
-	out := make([]fkgraph.Edge[*mtable], len(es))
+func graphEdges(es []*keyEdge) []fkgraph.Edge[*logicalTable] {
+	out := make([]fkgraph.Edge[*logicalTable], len(es))
 	for i, e := range es {
-		out[i] = fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT}
+		out[i] = fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
 	}
 	return out
 }
 
 // stepOf is t's place in the delete order (-1 outside it).
-func (m *model) stepOf(t *mtable) int { return slices.Index(m.order, t) }
+func (m *model) stepOf(t *logicalTable) int { return slices.Index(m.order, t) }
 
 // planCascades finds, for each table, the tables a batch of it can remove
 // rows of by cascade: through keys given up in a cycle (their child is not
 // emptied before it).
 func (m *model) planCascades() {
 	for _, t := range m.order {
-		seen := map[*mtable]bool{}
-		queue := []*mtable{t}
+		seen := map[*logicalTable]bool{}
+		queue := []*logicalTable{t}
 		for len(queue) > 0 {
 			x := queue[0]
 			queue = queue[1:]

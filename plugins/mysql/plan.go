@@ -44,7 +44,7 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 }
 
 // keyText names a foreign key by its columns: "db.lines.order_id -> db.orders".
-func keyText(e *medge) string {
+func keyText(e *keyEdge) string {
 	cols := strings.Join(e.fk.fkCols, ",")
 	if len(e.fk.fkCols) > 1 {
 		cols = "(" + cols + ")"
@@ -52,7 +52,7 @@ func keyText(e *medge) string {
 	return e.child.name() + "." + cols + " -> " + e.parent.name()
 }
 
-func via(t *mtable) string {
+func via(t *logicalTable) string {
 	switch {
 	case !t.listed:
 		var keys []string

@@ -9,12 +9,12 @@ import (
 // arguments in the order of their placeholders: every part must be built
 // in the order it appears in the statement.
 type predicate struct {
-	vals map[*mtable]any // the id as bound for each table's tenant column
+	vals map[*logicalTable]any // the id as bound for each table's tenant column
 	args []any
 	n    int
 }
 
-func newPredicate(vals map[*mtable]any) *predicate { return &predicate{vals: vals} }
+func newPredicate(vals map[*logicalTable]any) *predicate { return &predicate{vals: vals} }
 
 func (p *predicate) alias() string {
 	p.n++
@@ -22,7 +22,7 @@ func (p *predicate) alias() string {
 }
 
 // own is true for rows of t (as alias a) that belong to the tenant.
-func (p *predicate) own(t *mtable, a string) string {
+func (p *predicate) own(t *logicalTable, a string) string {
 	if t.tenant != nil {
 		return p.match(t, a)
 	}
@@ -37,7 +37,7 @@ func (p *predicate) own(t *mtable, a string) string {
 // column's character set, after an ordinary comparison in the column's
 // collation that lets the server use an index on it (and finds a superset:
 // the ids the collation takes for equal).
-func (p *predicate) match(t *mtable, a string) string {
+func (p *predicate) match(t *logicalTable, a string) string {
 	c := t.tenant
 	col := a + "." + quoteIdent(c.name)
 	v := p.vals[t]
@@ -52,7 +52,7 @@ func (p *predicate) match(t *mtable, a string) string {
 
 // loose is match without the byte-for-byte part: the rows the column's
 // collation takes for the tenant's.
-func (p *predicate) loose(t *mtable, a string) string {
+func (p *predicate) loose(t *logicalTable, a string) string {
 	c := t.tenant
 	p.args = append(p.args, p.vals[t])
 	return fmt.Sprintf("%s.%s = CONVERT(? USING %s) COLLATE %s", a, quoteIdent(c.name), c.charset, c.collation)
@@ -61,7 +61,7 @@ func (p *predicate) loose(t *mtable, a string) string {
 // gone is true for rows of t (as alias a) that deleting the tenant removes:
 // its own rows in the set, and in a target the tenant's rows that a cascade
 // from the set would reach.
-func (p *predicate) gone(t *mtable, a string) string {
+func (p *predicate) gone(t *logicalTable, a string) string {
 	if t.listed {
 		return p.own(t, a)
 	}
@@ -76,7 +76,7 @@ func (p *predicate) gone(t *mtable, a string) string {
 // references is true for rows of e's child (as alias a) that reference a
 // row of e's parent that the deletion removes. The columns compare as the
 // key compares them (MySQL requires one collation on both sides).
-func (p *predicate) references(e *medge, a string) string {
+func (p *predicate) references(e *keyEdge, a string) string {
 	b := p.alias()
 	return fmt.Sprintf("(%s) IN (SELECT %s FROM %s %s WHERE %s)",
 		cols(a, e.fk.fkCols), cols(b, e.fk.refCols), e.parent.ident(), b, p.gone(e.parentT, b))

@@ -35,14 +35,14 @@ import (
 // checked here, NO ACTION and RESTRICT ones too: leaving those to the
 // server stopped the erasure half way (and with foreign_key_checks = 0 in
 // a DSN, not at all).
-func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) error {
+func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable]any) error {
 	var problems []string
 	for _, e := range m.inbound {
 		stripping := slices.Contains(m.dropped, e) && setNullStripsTenant(e)
 		if !stripping && aligned(e) {
 			continue
 		}
-		n, err := strangers(ctx, db, e, vals, stripping)
+		n, err := otherRowsReferencing(ctx, db, e, vals, stripping)
 		if err != nil {
 			return err
 		}
@@ -105,10 +105,10 @@ func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) 
 	return nil
 }
 
-// strangers counts the rows of e's child that reference rows the deletion
+// otherRowsReferencing counts the rows of e's child that reference rows the deletion
 // removes but are not themselves rows it removes first (with stripping,
 // every such row: the key's SET NULL would strip the tenant).
-func strangers(ctx context.Context, db *sql.DB, e *medge, vals map[*mtable]any, stripping bool) (int64, error) {
+func otherRowsReferencing(ctx context.Context, db *sql.DB, e *keyEdge, vals map[*logicalTable]any, stripping bool) (int64, error) {
 	p := newPredicate(vals)
 	refs := p.references(e, "c")
 	ok := "FALSE"
@@ -128,7 +128,7 @@ func strangers(ctx context.Context, db *sql.DB, e *medge, vals map[*mtable]any, 
 // has the parent's tenant. Only for columns that compare exactly: a key on
 // a text column compares by its collation, so a row of tenant "ACME" can
 // reference a row of tenant "acme".
-func aligned(e *medge) bool {
+func aligned(e *keyEdge) bool {
 	if e.childT == nil || !e.childT.listed || e.childT.tenant == nil || e.parentT.tenant == nil {
 		return false
 	}
@@ -143,7 +143,7 @@ func aligned(e *medge) bool {
 	return false
 }
 
-func describeProblem(e *medge, n int64, stripping bool) string {
+func describeProblem(e *keyEdge, n int64, stripping bool) string {
 	child := e.child.name()
 	if stripping {
 		what := "the key through which they belong to the tenant"

@@ -38,7 +38,7 @@ func acknowledged(cfg config, t *catTable, trigger string) bool {
 // not cut.
 func (m *model) checkReached(cfg config) []sdk.FieldError {
 	var problems []string
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		for _, trig := range t.cat.beforeTriggers {
 			if acknowledged(cfg, t.cat, trig) {
 				continue
@@ -68,7 +68,7 @@ func (m *model) checkReached(cfg config) []sdk.FieldError {
 	// the binary types keep them: where ids may hold a space, "acme " is
 	// another tenant in one table and acme in the other.
 	var padded, exact []string
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		if t.tenant == nil {
 			continue
 		}

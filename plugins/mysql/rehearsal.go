@@ -20,8 +20,8 @@ import (
 // its keys do not let go yet (1451: its children go in earlier steps) says
 // nothing about its triggers and is passed over. A trigger with effects
 // outside the transaction runs once per table: see docs/plugins.md.
-func rehearse(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) error {
-	var hooked []*mtable
+func rehearse(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable]any) error {
+	var hooked []*logicalTable
 	for _, t := range m.order {
 		if len(t.cat.deleteTriggers) > 0 {
 			hooked = append(hooked, t)
@@ -60,7 +60,7 @@ func rehearse(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) e
 }
 
 // triggerNames are t's DELETE triggers as the plan names them.
-func triggerNames(t *mtable) []string {
+func triggerNames(t *logicalTable) []string {
 	out := make([]string, len(t.cat.deleteTriggers))
 	for i, d := range t.cat.deleteTriggers {
 		out[i], _, _ = strings.Cut(d, ":")

@@ -29,7 +29,7 @@ type witness struct {
 
 // witnessed is one table's recorded identities.
 type witnessed struct {
-	t        *mtable
+	t        *logicalTable
 	temp     string
 	identity []string // nil: lcd_row (a hash of the whole row) stands for it
 	cols     []string // the identity, then the columns keys into t reference
@@ -40,7 +40,7 @@ func tempName(i int) string { return fmt.Sprintf("lcd_proof_%d", i) }
 
 // record takes a connection of its own and records the identities of every
 // row of the tenant the model reaches, before anything is deleted.
-func record(ctx context.Context, db *sql.DB, m *model, vals map[*mtable]any) (*witness, error) {
+func record(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable]any) (*witness, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, classify(fmt.Errorf("proof: %w", err))
@@ -94,7 +94,7 @@ func (wt *witnessed) selectList(a string) string {
 	return strings.Join(parts, ", ")
 }
 
-func (w *witness) recordTable(ctx context.Context, wt *witnessed, vals map[*mtable]any) error {
+func (w *witness) recordTable(ctx context.Context, wt *witnessed, vals map[*logicalTable]any) error {
 	if _, err := w.conn.ExecContext(ctx, "DROP TEMPORARY TABLE IF EXISTS "+wt.temp); err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (wt *witnessed) matches(a, p string) string {
 // through a key the plan followed.
 func (w *witness) check(ctx context.Context) ([]sdk.ProofCheck, error) {
 	var out []sdk.ProofCheck
-	byTable := map[*mtable]*witnessed{}
+	byTable := map[*logicalTable]*witnessed{}
 	for _, wt := range w.tables {
 		byTable[wt.t] = wt
 		c := sdk.ProofCheck{Kind: sdk.ProofIdentities, Target: wt.t.name(), Checked: wt.recorded}

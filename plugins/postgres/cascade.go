@@ -12,7 +12,7 @@ import (
 // their parents (and are counted); rows of any other table reached this
 // way are refused by the preflight.
 func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
-	queue := append([]*mtable(nil), m.tables...)
+	queue := append([]*logicalTable(nil), m.tables...)
 	for len(queue) > 0 {
 		from := queue[0]
 		queue = queue[1:]
@@ -32,7 +32,7 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 					return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: fmt.Sprintf(
 						"%s.%s, reached by ON DELETE CASCADE of %s: %s", child.qualified(), col.name, e.fk.name, p)})
 				}
-				t = &mtable{rel: child, tenant: &col}
+				t = &logicalTable{rel: child, tenant: &col}
 				for _, oid := range cat.tree(cr) {
 					if cat.rels[oid].kind == 'r' {
 						t.leaves = append(t.leaves, cat.rels[oid])
@@ -43,7 +43,7 @@ func (m *model) addCascadeTargets(cfg config, cat *catalog) error {
 				// Keys into the new target, and keys of it, are now edges of the model.
 				for _, f := range cat.fks {
 					if cat.root(f.parent) == cr {
-						m.inbound = append(m.inbound, &medge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent], childTree: cat.covered(f.child),
+						m.inbound = append(m.inbound, &keyEdge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent], childTree: cat.covered(f.child),
 							childT: m.byRoot[cat.root(f.child)], parentT: t})
 					}
 				}
@@ -91,7 +91,7 @@ func (m *model) checkVisibility(cfg config, cat *catalog) error {
 		check(t.rel.oid, "a cascade reaches it")
 	}
 	var ci, cs []string
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		if t.tenant == nil {
 			continue
 		}
@@ -110,7 +110,7 @@ func (m *model) checkVisibility(cfg config, cat *catalog) error {
 	// may hold a blank, "acme " is another tenant in one table and acme in
 	// the other.
 	var padded, exact []string
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		if t.tenant == nil {
 			continue
 		}
@@ -134,10 +134,10 @@ func (m *model) checkVisibility(cfg config, cat *catalog) error {
 }
 
 // reaches reports whether cascade target t is upstream of from.
-func reaches(t, from *mtable) bool {
-	seen := map[*mtable]bool{}
-	var walk func(x *mtable) bool
-	walk = func(x *mtable) bool {
+func reaches(t, from *logicalTable) bool {
+	seen := map[*logicalTable]bool{}
+	var walk func(x *logicalTable) bool
+	walk = func(x *logicalTable) bool {
 		if x == t {
 			return true
 		}

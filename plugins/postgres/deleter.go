@@ -206,7 +206,7 @@ func (d *deleter) prepare(ctx context.Context, tenant string) (*pgxpool.Pool, *m
 		}
 		return nil, nil, cfg, err
 	}
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		if t.tenant != nil {
 			if err := checkTenantID(tenant, t); err != nil {
 				return nil, nil, cfg, err
@@ -238,7 +238,7 @@ func (d *deleter) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountR
 func countRows(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string) (map[string]int64, int64, error) {
 	breakdown := map[string]int64{}
 	var total int64
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		// Leaf by leaf, as Delete goes: the root alone would skip a
 		// partition being detached concurrently, which Delete still empties.
 		var parts []string

@@ -70,7 +70,7 @@ func (x *eraser) explain(ctx context.Context, err error) error {
 					e.parent.qualified(), e.child.qualified(), strings.Join(hooks, ", "), e.fk.name, err))
 			}
 		}
-		n, cerr := strangers(ctx, x.pool, e, x.tenant, false)
+		n, cerr := otherRowsReferencing(ctx, x.pool, e, x.tenant, false)
 		if cerr != nil || n == 0 {
 			break
 		}
@@ -86,7 +86,7 @@ func (x *eraser) explain(ctx context.Context, err error) error {
 // statement. With a self key, only rows no other row references are taken
 // in each batch; rows that reference each other in a loop are deleted
 // together in one statement at the end.
-func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
+func (x *eraser) deleteTable(ctx context.Context, t *logicalTable) error {
 	if t.whole {
 		// Rows of t reference rows its own cascade removes: one statement,
 		// so that its NO ACTION keys are checked once all of them are gone.
@@ -150,7 +150,7 @@ func (x *eraser) deleteTable(ctx context.Context, t *mtable) error {
 // exec runs one delete statement of t and counts it, with what it removed
 // by cascade when t has cascades (read from the transaction's statistics,
 // which see every tuple the cascade deleted).
-func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (int64, error) {
+func (x *eraser) exec(ctx context.Context, t *logicalTable, q string, deferred bool) (int64, error) {
 	if len(t.cascades) == 0 && !deferred && !x.m.hooked(t) {
 		var tag pgconn.CommandTag
 		err := x.stoppable(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
@@ -190,7 +190,7 @@ func (x *eraser) exec(ctx context.Context, t *mtable, q string, deferred bool) (
 
 // execIn runs one delete statement of t in tx and reads what it removed,
 // cascades included.
-func (x *eraser) execIn(ctx context.Context, tx pgx.Tx, t *mtable, q string, deferred bool, direct *int64, cascaded *map[string]int64) error {
+func (x *eraser) execIn(ctx context.Context, tx pgx.Tx, t *logicalTable, q string, deferred bool, direct *int64, cascaded *map[string]int64) error {
 	if deferred {
 		if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
 			return err
@@ -202,7 +202,7 @@ func (x *eraser) execIn(ctx context.Context, tx pgx.Tx, t *mtable, q string, def
 	}
 	// t itself is read too: a cascade through a cycle can come back and
 	// remove more of t's rows than the statement did.
-	start, err := x.deletedSoFar(ctx, tx, []*mtable{t})
+	start, err := x.deletedSoFar(ctx, tx, []*logicalTable{t})
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (x *eraser) stoppable(ctx context.Context, fn func(ctx context.Context, con
 // one transaction with the keys deferred, so no order is needed. It holds
 // its locks until the end: such cycles are usually small (an org and its
 // owner), and there is no other way to satisfy the keys.
-func (x *eraser) deleteCycle(ctx context.Context, tables []*mtable) error {
+func (x *eraser) deleteCycle(ctx context.Context, tables []*logicalTable) error {
 	var counts map[string]int64
 	err := x.stoppable(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		return x.deleteCycleIn(ctx, conn, tables, &counts)
@@ -281,7 +281,7 @@ func (x *eraser) deleteCycle(ctx context.Context, tables []*mtable) error {
 }
 
 // deleteCycleIn is deleteCycle's transaction.
-func (x *eraser) deleteCycleIn(ctx context.Context, conn *pgxpool.Conn, tables []*mtable, counts *map[string]int64) error {
+func (x *eraser) deleteCycleIn(ctx context.Context, conn *pgxpool.Conn, tables []*logicalTable, counts *map[string]int64) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET CONSTRAINTS ALL DEFERRED"); err != nil {
 			return err
@@ -319,13 +319,13 @@ type deleted struct {
 // not flushed yet, but they are not flushed inside a transaction block, so
 // the difference of two readings in one transaction is exactly what the
 // transaction deleted, cascades and triggers included.
-func (x *eraser) deletedSoFar(ctx context.Context, tx pgx.Tx, tables []*mtable) (*deleted, error) {
+func (x *eraser) deletedSoFar(ctx context.Context, tx pgx.Tx, tables []*logicalTable) (*deleted, error) {
 	d := &deleted{}
 	hooked := false
-	seen := map[*mtable]bool{}
+	seen := map[*logicalTable]bool{}
 	for _, t := range tables {
 		hooked = hooked || x.m.hooked(t)
-		for _, u := range append([]*mtable{t}, t.cascades...) {
+		for _, u := range append([]*logicalTable{t}, t.cascades...) {
 			if seen[u] {
 				continue
 			}

@@ -74,8 +74,8 @@ func (m *model) checkHooks(cfg config) []sdk.FieldError {
 
 // reached are the tables the erasure deletes from: the set and the
 // cascade targets.
-func (m *model) reached() []*mtable {
-	return append(append([]*mtable(nil), m.tables...), m.targets...)
+func (m *model) reached() []*logicalTable {
+	return append(append([]*logicalTable(nil), m.tables...), m.targets...)
 }
 
 // unusedAcknowledgements are the acknowledged_hooks that name no hook of a
@@ -106,8 +106,8 @@ func (m *model) unusedAcknowledgements(cfg config) []string {
 // hooked reports whether deleting t's rows runs a trigger or rule (on t's
 // tree or a table its cascades reach): what such a delete removes is read
 // from the server's statistics, for every table.
-func (m *model) hooked(t *mtable) bool {
-	for _, x := range append([]*mtable{t}, t.cascades...) {
+func (m *model) hooked(t *logicalTable) bool {
+	for _, x := range append([]*logicalTable{t}, t.cascades...) {
 		for _, oid := range m.cat.tree(x.rel.oid) {
 			if len(m.cat.rels[oid].hooks) > 0 {
 				return true

@@ -15,17 +15,17 @@ import (
 // order that cannot violate a key, and every key through which deleting
 // could reach rows outside the set.
 type model struct {
-	tables  []*mtable // the set, in delete order
-	targets []*mtable // tables outside the set that this tenant's cascades reach
+	tables  []*logicalTable // the set, in delete order
+	targets []*logicalTable // tables outside the set that this tenant's cascades reach
 	steps   []step
 	// inbound are the keys that reference a table the deletion removes rows
 	// from (the set and the cascade targets), from anywhere.
-	inbound []*medge
+	inbound []*keyEdge
 	// dropped are keys within the set whose order was given up to break a
 	// cycle (ON DELETE CASCADE or SET NULL/DEFAULT): their action runs on
 	// this tenant's own rows.
-	dropped []*medge
-	byRoot  map[uint32]*mtable
+	dropped []*keyEdge
+	byRoot  map[uint32]*logicalTable
 	names   []string // breakdown keys, set first then targets
 	// ignored are the tables of ignore_tables, by root oid.
 	ignored map[uint32]*catRel
@@ -42,48 +42,48 @@ type model struct {
 	globalRows bool
 }
 
-// mtable is one logical table (a plain table or the root of a partition or
+// logicalTable is one logical table (a plain table or the root of a partition or
 // inheritance tree).
-type mtable struct {
+type logicalTable struct {
 	rel    *catRel
 	leaves []*catRel // where its rows are stored
 	// tenant is the tenant column; nil for a table whose rows belong to a
 	// tenant through owners.
 	tenant *catColumn
-	owners []*medge // keys to tables of the set (dependent tables only)
-	self   []*medge // keys to itself: deleted leaves of the tree first
-	listed bool     // in the set (else a cascade target)
+	owners []*keyEdge // keys to tables of the set (dependent tables only)
+	self   []*keyEdge // keys to itself: deleted leaves of the tree first
+	listed bool       // in the set (else a cascade target)
 	// cascadeFrom: for a cascade target, the keys whose cascade reaches it.
-	cascadeFrom []*medge
+	cascadeFrom []*keyEdge
 	// cascades are the tables a batch of this one can remove rows of by
 	// cascade, counted per batch from the transaction's statistics.
-	cascades []*mtable
+	cascades []*logicalTable
 	pos      int // configured position (explicit list), for tie breaks
 	// whole: the tenant's rows are deleted in one statement, not in
 	// batches (see cascadeRegions).
 	whole bool
 }
 
-func (t *mtable) name() string { return t.rel.qualified() }
+func (t *logicalTable) name() string { return t.rel.qualified() }
 
-// medge is a foreign key, declared on child, referencing parent.
-type medge struct {
+// keyEdge is a foreign key, declared on child, referencing parent.
+type keyEdge struct {
 	fk              catFK
-	child, parent   *catRel // the relations it is declared on
-	childT, parentT *mtable // nil outside the set and targets
+	child, parent   *catRel       // the relations it is declared on
+	childT, parentT *logicalTable // nil outside the set and targets
 	// childTree: the relations whose rows the key covers (child and, for
 	// a partitioned table, its partitions).
 	childTree []uint32
 }
 
-func (e *medge) describe() string {
+func (e *keyEdge) describe() string {
 	return fmt.Sprintf("%s on %s (%s) references %s", e.fk.name, e.child.qualified(), strings.Join(e.fk.fkCols, ", "), e.parent.qualified())
 }
 
 // step is one table, or a cycle of tables whose keys are all DEFERRABLE
 // and are deleted in one transaction with the keys deferred.
 type step struct {
-	tables []*mtable
+	tables []*logicalTable
 }
 
 // tenantColumnFor is the tenant column of a table under cfg.
@@ -118,11 +118,11 @@ func (cfg config) tenantColumnNames() []string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byRoot: map[uint32]*mtable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
+	m := &model{byRoot: map[uint32]*logicalTable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
 	ignored, problems := resolveIgnored(cfg, cat)
 	m.ignored = ignored
-	add := func(r *catRel, pos int) *mtable {
-		t := &mtable{rel: r, listed: true, pos: pos}
+	add := func(r *catRel, pos int) *logicalTable {
+		t := &logicalTable{rel: r, listed: true, pos: pos}
 		if col, ok := r.cols[cfg.tenantColumnFor(r)]; ok {
 			t.tenant = &col
 		}
@@ -234,7 +234,7 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		if ct == nil && pt == nil {
 			continue
 		}
-		e := &medge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent], childT: ct, parentT: pt, childTree: cat.covered(f.child)}
+		e := &keyEdge{fk: f, child: cat.rels[f.child], parent: cat.rels[f.parent], childT: ct, parentT: pt, childTree: cat.covered(f.child)}
 		switch {
 		case ct != nil && ct == pt:
 			ct.self = append(ct.self, e)
@@ -292,7 +292,7 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 	return m, nil
 }
 
-func fieldOf(cfg config, t *mtable) string {
+func fieldOf(cfg config, t *logicalTable) string {
 	if cfg.Discover {
 		return "discover"
 	}
@@ -302,13 +302,13 @@ func fieldOf(cfg config, t *mtable) string {
 // checkOwnerCycles refuses dependent tables that own each other in a loop:
 // their rows would belong to a tenant only through themselves.
 func checkOwnerCycles(m *model) error {
-	problem := fkgraph.OwnerLoop(m.tables, func(t *mtable) bool { return t.tenant == nil }, func(t *mtable) []*mtable {
-		owners := make([]*mtable, len(t.owners))
+	problem := fkgraph.OwnerLoop(m.tables, func(t *logicalTable) bool { return t.tenant == nil }, func(t *logicalTable) []*logicalTable {
+		owners := make([]*logicalTable, len(t.owners))
 		for i, e := range t.owners {
 			owners[i] = e.parentT
 		}
 		return owners
-	}, (*mtable).name)
+	}, (*logicalTable).name)
 	if problem == "" {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 // setNullStripsTenant reports whether e's ON DELETE SET NULL/DEFAULT would
 // take a row of its child out of its tenant: it writes the tenant column,
 // or it is how a table without one belongs to a tenant.
-func setNullStripsTenant(e *medge) bool {
+func setNullStripsTenant(e *keyEdge) bool {
 	if e.fk.action != 'n' && e.fk.action != 'd' {
 		return false
 	}
@@ -32,7 +32,7 @@ func setNullStripsTenant(e *medge) bool {
 // a cycle left is deleted in one transaction when every key in it is
 // DEFERRABLE NO ACTION, and refused otherwise.
 func (m *model) order(cfg config) error {
-	var edges []*medge
+	var edges []*keyEdge
 	for _, t := range m.tables {
 		for _, e := range m.inbound {
 			if e.childT == t && e.parentT != nil && e.parentT.listed && e.parentT != t {
@@ -40,7 +40,7 @@ func (m *model) order(cfg config) error {
 			}
 		}
 	}
-	owner := func(e *medge) bool { return e.childT.tenant == nil && slices.Contains(e.childT.owners, e) }
+	owner := func(e *keyEdge) bool { return e.childT.tenant == nil && slices.Contains(e.childT.owners, e) }
 	for _, dropAction := range []string{"c", "nd"} {
 		comp := fkgraph.Components(m.tables, graphEdges(edges))
 		kept := edges[:0:0]
@@ -60,17 +60,17 @@ func (m *model) order(cfg config) error {
 	}
 	edges = append(edges, extra...)
 	comp := fkgraph.Components(m.tables, graphEdges(edges))
-	members := map[int][]*mtable{}
+	members := map[int][]*logicalTable{}
 	for _, t := range m.tables {
 		members[comp[t]] = append(members[comp[t]], t)
 	}
-	rank := func(t *mtable) (int, string) {
+	rank := func(t *logicalTable) (int, string) {
 		if cfg.Discover {
 			return 0, t.name()
 		}
 		return t.pos, t.name()
 	}
-	before := func(a, b *mtable) bool {
+	before := func(a, b *logicalTable) bool {
 		pa, na := rank(a)
 		pb, nb := rank(b)
 		if pa != pb {
@@ -81,14 +81,14 @@ func (m *model) order(cfg config) error {
 	// Inside a cycle, DEFERRABLE NO ACTION keys are checked at commit, so
 	// the cycle is deleted in one transaction in the order its other keys
 	// need; those others must not form a cycle themselves.
-	inner := map[int][]*mtable{}
+	inner := map[int][]*logicalTable{}
 	var cycles []string
 	for c, ts := range members {
 		if len(ts) == 1 {
 			inner[c] = ts
 			continue
 		}
-		var hard []*medge
+		var hard []*keyEdge
 		for _, e := range edges {
 			// A key through which a table without the tenant column belongs
 			// to the tenant stays ordered even when deferrable: its rows are
@@ -110,8 +110,8 @@ func (m *model) order(cfg config) error {
 	}
 
 	// The components in order, child first.
-	heads := make([]*mtable, 0, len(members))
-	headOf := map[*mtable]*mtable{}
+	heads := make([]*logicalTable, 0, len(members))
+	headOf := map[*logicalTable]*logicalTable{}
 	for c, ts := range inner {
 		head := ts[0]
 		for _, t := range ts {
@@ -124,10 +124,10 @@ func (m *model) order(cfg config) error {
 			headOf[t] = head
 		}
 	}
-	var between []fkgraph.Edge[*mtable]
+	var between []fkgraph.Edge[*logicalTable]
 	for _, e := range edges {
 		if comp[e.childT] != comp[e.parentT] {
-			between = append(between, fkgraph.Edge[*mtable]{Child: headOf[e.childT], Parent: headOf[e.parentT]})
+			between = append(between, fkgraph.Edge[*logicalTable]{Child: headOf[e.childT], Parent: headOf[e.parentT]})
 		}
 	}
 	order, _ := fkgraph.Order(heads, between, before) // acyclic: components
@@ -164,18 +164,18 @@ func (m *model) order(cfg config) error {
 //     checked when the statement ends, t is deleted in one statement (its
 //     rows referencing the region go in it too); a RESTRICT key, checked
 //     row by row, is refused.
-func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string) {
-	isKept := map[*medge]bool{}
+func (m *model) cascadeRegions(kept []*keyEdge) (extra []*keyEdge, problems []string) {
+	isKept := map[*keyEdge]bool{}
 	for _, e := range kept {
 		isKept[e] = true
 	}
-	seen := map[[2]*mtable]bool{}
+	seen := map[[2]*logicalTable]bool{}
 	for _, d := range m.dropped {
 		if d.fk.action != 'c' {
 			continue
 		}
 		t := d.parentT
-		region := map[*mtable]bool{d.childT: true}
+		region := map[*logicalTable]bool{d.childT: true}
 		for grew := true; grew; {
 			grew = false
 			for _, e := range m.inbound {
@@ -192,9 +192,9 @@ func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string
 			w := f.childT
 			switch {
 			case w != t && !region[w]:
-				if !seen[[2]*mtable{w, t}] {
-					seen[[2]*mtable{w, t}] = true
-					extra = append(extra, &medge{fk: f.fk, child: f.child, parent: t.rel, childT: w, parentT: t})
+				if !seen[[2]*logicalTable{w, t}] {
+					seen[[2]*logicalTable{w, t}] = true
+					extra = append(extra, &keyEdge{fk: f.fk, child: f.child, parent: t.rel, childT: w, parentT: t})
 				}
 			case f.fk.action == 'r':
 				problems = append(problems, fmt.Sprintf("foreign keys form a cycle in which %s cascades but %s is RESTRICT, checked row by row: "+
@@ -209,10 +209,10 @@ func (m *model) cascadeRegions(kept []*medge) (extra []*medge, problems []string
 }
 
 // graphEdges are keys as edges of the table graph.
-func graphEdges(es []*medge) []fkgraph.Edge[*mtable] {
-	out := make([]fkgraph.Edge[*mtable], len(es))
+func graphEdges(es []*keyEdge) []fkgraph.Edge[*logicalTable] {
+	out := make([]fkgraph.Edge[*logicalTable], len(es))
 	for i, e := range es {
-		out[i] = fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT}
+		out[i] = fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
 	}
 	return out
 }
@@ -220,14 +220,16 @@ func graphEdges(es []*medge) []fkgraph.Edge[*mtable] {
 // cycleProblems names each cycle of hard (keys no delete order can
 // satisfy) among tables, with exactly the keys that form it: never a key
 // that only leads into the cycle.
-func cycleProblems(tables []*mtable, hard []*medge) []string {
+func cycleProblems(tables []*logicalTable, hard []*keyEdge) []string {
 	var out []string
 	for _, cyc := range fkgraph.Cycles(tables, graphEdges(hard)) {
 		var names, keys []string
 		for _, t := range cyc {
 			names = append(names, t.name())
 		}
-		for _, e := range fkgraph.Within(cyc, hard, func(e *medge) fkgraph.Edge[*mtable] { return fkgraph.Edge[*mtable]{Child: e.childT, Parent: e.parentT} }) {
+		for _, e := range fkgraph.Within(cyc, hard, func(e *keyEdge) fkgraph.Edge[*logicalTable] {
+			return fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
+		}) {
 			keys = append(keys, fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)))
 		}
 		sort.Strings(names)

@@ -33,11 +33,11 @@ func (d *deleter) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResp
 
 // planOrder is the set in delete order with each cascade target placed
 // after the first table whose cascade reaches it.
-func (m *model) planOrder() []*mtable {
-	var out []*mtable
-	placed := map[*mtable]bool{}
-	var place func(t *mtable)
-	place = func(t *mtable) {
+func (m *model) planOrder() []*logicalTable {
+	var out []*logicalTable
+	placed := map[*logicalTable]bool{}
+	var place func(t *logicalTable)
+	place = func(t *logicalTable) {
 		if placed[t] {
 			return
 		}
@@ -59,7 +59,7 @@ func (m *model) planOrder() []*mtable {
 }
 
 // keyText names a foreign key by its columns: "public.lines.order_id -> public.orders".
-func keyText(e *medge) string {
+func keyText(e *keyEdge) string {
 	cols := strings.Join(e.fk.fkCols, ",")
 	if len(e.fk.fkCols) > 1 {
 		cols = "(" + cols + ")"
@@ -69,7 +69,7 @@ func keyText(e *medge) string {
 
 // via says how t's rows are known to be the tenant's. It names columns and
 // keys, never the tenant.
-func via(t *mtable) string {
+func via(t *logicalTable) string {
 	switch {
 	case !t.listed:
 		var keys []string
@@ -147,7 +147,7 @@ func deleteHookLines(m *model) []string {
 		return nil
 	}
 	var lines []string
-	for _, t := range append(append([]*mtable(nil), m.tables...), m.targets...) {
+	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		for _, oid := range m.cat.tree(t.rel.oid) {
 			r := m.cat.rels[oid]
 			if oid != t.rel.oid && !r.partition {
@@ -161,7 +161,7 @@ func deleteHookLines(m *model) []string {
 	return lines
 }
 
-func tableIdentity(t *mtable) string {
+func tableIdentity(t *logicalTable) string {
 	if t.tenant != nil {
 		return fmt.Sprintf("tenant %q %q", t.tenant.name, t.tenant.base)
 	}

@@ -16,7 +16,7 @@ func (p *predicate) alias() string {
 }
 
 // own is true for rows of t (as alias a) that belong to the tenant.
-func (p *predicate) own(t *mtable, a string) string {
+func (p *predicate) own(t *logicalTable, a string) string {
 	if t.tenant != nil {
 		// $1 is one parameter for every table of a statement, whose tenant
 		// columns may differ in type (uuid here, text there): it is sent
@@ -34,7 +34,7 @@ func (p *predicate) own(t *mtable, a string) string {
 
 // gone is true for rows of t (as alias a) that deleting the tenant removes:
 // its own rows in the set, and rows a cascade reaches in a target.
-func (p *predicate) gone(t *mtable, a string) string {
+func (p *predicate) gone(t *logicalTable, a string) string {
 	if t.listed {
 		return p.own(t, a)
 	}
@@ -59,7 +59,7 @@ func oidArray(oids []uint32) string {
 // row of e's parent that the deletion removes. Each referencing column is
 // compared as the key compares it: as the referenced column's type when the
 // two differ (text referencing char(n) ignores trailing blanks).
-func (p *predicate) references(e *medge, a string) string {
+func (p *predicate) references(e *keyEdge, a string) string {
 	b := p.alias()
 	return fmt.Sprintf("(%s) IN (SELECT %s FROM %s %s WHERE %s)",
 		keyCols(a, e.fk.fkCols, e.fk.refTypes), cols(b, e.fk.refCols), e.parent.scan(), b, p.gone(e.parentT, b))
@@ -90,7 +90,7 @@ func cols(alias string, names []string) string {
 // leafReady is true for rows of t (as alias a) that no other row of the
 // same tree references through a self key: deleting those first can never
 // violate the key, at any batch size.
-func (p *predicate) leafReady(t *mtable, a string) string {
+func (p *predicate) leafReady(t *logicalTable, a string) string {
 	var ands []string
 	for _, e := range t.self {
 		c := p.alias()

@@ -37,7 +37,7 @@ func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string)
 		if !stripping && aligned(e) {
 			continue
 		}
-		n, err := strangers(ctx, pool, e, tenant, stripping)
+		n, err := otherRowsReferencing(ctx, pool, e, tenant, stripping)
 		if err != nil {
 			return err
 		}
@@ -79,10 +79,10 @@ func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string)
 	return nil
 }
 
-// strangers counts the rows of e's child that reference rows the deletion
+// otherRowsReferencing counts the rows of e's child that reference rows the deletion
 // removes but are not themselves this tenant's rows deleted with them (with
 // stripping, every such row: the key's SET NULL would strip the tenant).
-func strangers(ctx context.Context, pool *pgxpool.Pool, e *medge, tenant string, stripping bool) (int64, error) {
+func otherRowsReferencing(ctx context.Context, pool *pgxpool.Pool, e *keyEdge, tenant string, stripping bool) (int64, error) {
 	p := &predicate{}
 	ok := "false"
 	switch {
@@ -103,7 +103,7 @@ func strangers(ctx context.Context, pool *pgxpool.Pool, e *medge, tenant string,
 // aligned reports whether a key into the set maps a listed child's tenant
 // column onto its parent's (Citus-style composite keys): a referencing row
 // then has the parent's tenant, so no other tenant's row can be reached.
-func aligned(e *medge) bool {
+func aligned(e *keyEdge) bool {
 	if e.childT == nil || !e.childT.listed || e.childT.tenant == nil || e.parentT.tenant == nil {
 		return false
 	}
@@ -115,7 +115,7 @@ func aligned(e *medge) bool {
 	return false
 }
 
-func describeProblem(e *medge, n int64, stripping bool) string {
+func describeProblem(e *keyEdge, n int64, stripping bool) string {
 	child := e.child.qualified()
 	if stripping {
 		what := "the key through which they belong to the tenant"

@@ -28,7 +28,7 @@ var errRehearsed = errors.New("rehearsal done")
 // transaction (dblink, a foreign table) runs once per table: see
 // docs/plugins.md.
 func rehearse(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string) error {
-	var hooked []*mtable
+	var hooked []*logicalTable
 	for _, t := range m.reached() {
 		if m.hooked(t) {
 			hooked = append(hooked, t)
@@ -77,9 +77,9 @@ func retryableCode(code string) bool {
 }
 
 // hookNames names the hooks a delete of t's rows runs.
-func hookNames(m *model, t *mtable) []string {
+func hookNames(m *model, t *logicalTable) []string {
 	var names []string
-	for _, x := range append([]*mtable{t}, t.cascades...) {
+	for _, x := range append([]*logicalTable{t}, t.cascades...) {
 		for _, oid := range m.cat.tree(x.rel.oid) {
 			for _, h := range m.cat.rels[oid].hooks {
 				names = append(names, hookName(m.cat.rels[oid], h))

@@ -5,7 +5,7 @@ import (
 )
 
 // stepOf is the index of t's step in the delete order (-1 outside the set).
-func (m *model) stepOf(t *mtable) int {
+func (m *model) stepOf(t *logicalTable) int {
 	for i, s := range m.steps {
 		if slices.Contains(s.tables, t) {
 			return i
@@ -18,15 +18,15 @@ func (m *model) stepOf(t *mtable) int {
 // can remove rows of by cascade: targets, and set tables that are not
 // emptied before it.
 func (m *model) planCascades() {
-	stepOf := map[*mtable]int{}
+	stepOf := map[*logicalTable]int{}
 	for i, s := range m.steps {
 		for _, t := range s.tables {
 			stepOf[t] = i
 		}
 	}
 	for _, t := range m.tables {
-		seen := map[*mtable]bool{t: true}
-		queue := []*mtable{t}
+		seen := map[*logicalTable]bool{t: true}
+		queue := []*logicalTable{t}
 		for len(queue) > 0 {
 			x := queue[0]
 			queue = queue[1:]

@@ -59,7 +59,7 @@ func columnProblem(c catColumn) string {
 
 // checkTenantID refuses an id that is not the canonical text of a value of
 // the column's type.
-func checkTenantID(id string, t *mtable) error {
+func checkTenantID(id string, t *logicalTable) error {
 	c := t.tenant
 	where := fmt.Sprintf("%s.%s is %s", t.name(), c.name, c.typ)
 	if id == "" {

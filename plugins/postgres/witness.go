@@ -31,7 +31,7 @@ type witness struct {
 	tables []*witnessed
 	// folded are the tables checked inside each delete statement (see
 	// foldable), by table.
-	folded map[*mtable]*foldedTable
+	folded map[*logicalTable]*foldedTable
 }
 
 // foldedTable marks a table checked without a record (see foldable).
@@ -49,7 +49,7 @@ type foldedTable struct{}
 // Recording a million identities and looking each up again costs half the
 // deletion's time; this costs one index probe per table. Every other table
 // is recorded and looked up.
-func (m *model) foldable(t *mtable) bool {
+func (m *model) foldable(t *logicalTable) bool {
 	if !t.listed || t.rel.identity == nil || len(t.self) > 0 || len(t.cascades) > 0 || t.whole || m.hooked(t) {
 		return false
 	}
@@ -68,7 +68,7 @@ func (m *model) foldable(t *mtable) bool {
 
 // witnessed is one table's recorded identities.
 type witnessed struct {
-	t    *mtable
+	t    *logicalTable
 	temp string
 	// cols are the recorded columns: the identity, then the columns keys
 	// into the table reference; nil identity means lcd_row (the row's
@@ -88,7 +88,7 @@ func record(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string) (*
 	if err != nil {
 		return nil, classify(fmt.Errorf("proof: %w", err))
 	}
-	w := &witness{conn: conn, m: m, folded: map[*mtable]*foldedTable{}}
+	w := &witness{conn: conn, m: m, folded: map[*logicalTable]*foldedTable{}}
 	if _, err := conn.Exec(ctx, "DISCARD TEMP"); err != nil {
 		w.close()
 		return nil, classify(fmt.Errorf("proof: %w", err))
@@ -204,7 +204,7 @@ func (w *witness) check(ctx context.Context, tenant string, deleted map[string]i
 		return nil, err
 	}
 	out = append(out, folded...)
-	byTable := map[*mtable]*witnessed{}
+	byTable := map[*logicalTable]*witnessed{}
 	for _, wt := range w.tables {
 		byTable[wt.t] = wt
 	}
@@ -230,7 +230,7 @@ func (w *witness) check(ctx context.Context, tenant string, deleted map[string]i
 
 // swallowingHooks names the hooks of t's tree that can keep or redirect
 // the rows a delete removes.
-func swallowingHooks(m *model, t *mtable) []string {
+func swallowingHooks(m *model, t *logicalTable) []string {
 	var names []string
 	for _, oid := range m.cat.tree(t.rel.oid) {
 		for _, h := range m.cat.rels[oid].hooks {
@@ -243,7 +243,7 @@ func swallowingHooks(m *model, t *mtable) []string {
 }
 
 // hookHint names what may have kept rows of t: its delete hooks.
-func hookHint(m *model, t *mtable) string {
+func hookHint(m *model, t *logicalTable) string {
 	names := swallowingHooks(m, t)
 	if len(names) == 0 {
 		return "still there after their delete"
