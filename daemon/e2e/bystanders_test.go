@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/seed001"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -58,7 +60,7 @@ func TestErasureLeavesEveryBystanderUnchanged(t *testing.T) {
 			postgresBlockIgnoring("postgres:notes", e.pgDSN, []string{"workflow_steps", "workflow_instances", "workflow_definitions"}, "notes") +
 			redisBlock(e.redis.Addr, e.patterns...) +
 			dynamoBlock("dynamodb:audit_logs", "audit_logs", e.dynamo)})
-		testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+		testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 
 		// The dry run in the upper-case spelling counts A, per table and
 		// pattern, under A's canonical id.
@@ -69,7 +71,8 @@ func TestErasureLeavesEveryBystanderUnchanged(t *testing.T) {
 			Total     int64                       `json:"total"`
 			Complete  bool                        `json:"complete"`
 		}
-		raw := d.JSON("GET", tenantPath(upperA, "/counts"), nil, 200, &counts)
+		var raw []byte
+		apitest.Expect(t, d, 200, &counts).Counts(t.Context(), upperA, adminclient.Raw(&raw))
 		wantBreakdown := map[string]map[string]int64{
 			"postgres:workflows":  {"public.workflow_steps": 30, "public.workflow_instances": 30, "public.workflow_definitions": 3},
 			"postgres:notes":      {"public.notes": 5},

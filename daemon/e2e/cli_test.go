@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -67,13 +70,15 @@ func TestCLIExitCodesAndJSONErrors(t *testing.T) {
 	})
 
 	t.Run("retry-all takes dry_run in the body and refuses anything else", func(t *testing.T) {
-		code, body := d.Do("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", []byte(`{"dry_run":true}`), nil)
-		require.Equal(t, 200, code, "%s", body)
-		require.Contains(t, string(body), `"dry_run":true`)
-		code, body = d.Do("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", []byte(`{"dry_rnu":true}`), nil)
-		require.Equal(t, 400, code, "%s", body)
-		require.Contains(t, string(body), "dry_rnu")
-		code, _ = d.Do("POST", "/api/v1/dlq/orders.dlq.v1/retry-all?dry_run=false", []byte(`{"dry_run":true}`), nil)
-		require.Equal(t, 400, code, "query and body disagree")
+		var a apitest.Answer
+		api := apitest.Record(d, &a)
+		api.RetryAll(t.Context(), "orders.dlq.v1", false, adminclient.Body([]byte(`{"dry_run":true}`)))
+		require.Equal(t, 200, a.Code, "%s", a.Body)
+		require.Contains(t, string(a.Body), `"dry_run":true`)
+		api.RetryAll(t.Context(), "orders.dlq.v1", false, adminclient.Body([]byte(`{"dry_rnu":true}`)))
+		require.Equal(t, 400, a.Code, "%s", a.Body)
+		require.Contains(t, string(a.Body), "dry_rnu")
+		api.RetryAll(t.Context(), "orders.dlq.v1", false, adminclient.Query(url.Values{"dry_run": {"false"}}), adminclient.Body([]byte(`{"dry_run":true}`)))
+		require.Equal(t, 400, a.Code, "query and body disagree")
 	})
 }

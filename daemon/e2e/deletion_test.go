@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/seed001"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -171,11 +172,12 @@ func waitJob(t *testing.T, d *testsvc.Daemon, tenant, status string, within time
 	t.Helper()
 	var j jobBody
 	testsvc.Eventually(t, within, func() bool {
-		code, body := d.Do("GET", "/api/v1/tenants/"+tenant+"/deletion", nil, nil)
-		if code != 200 {
+		var a apitest.Answer
+		apitest.Record(d, &a).Deletion(t.Context(), tenant)
+		if a.Code != 200 {
 			return false
 		}
-		require.NoError(t, json.Unmarshal(body, &j))
+		require.NoError(t, json.Unmarshal(a.Body, &j))
 		return j.Status == status
 	}, "job of %s reaches %s (is %s)", tenant, status, j.Status)
 	return j
@@ -183,10 +185,8 @@ func waitJob(t *testing.T, d *testsvc.Daemon, tenant, status string, within time
 
 func startDeletion(t *testing.T, d *testsvc.Daemon, tenant string) jobBody {
 	t.Helper()
-	code, body := d.Do("POST", "/api/v1/tenants/"+tenant+"/deletion", nil, map[string]string{"Idempotency-Key": uuid.NewString()})
-	require.Equal(t, 202, code, "%s", body)
 	var j jobBody
-	require.NoError(t, json.Unmarshal(body, &j))
+	apitest.Expect(t, d, 202, &j).RequestDeletion(t.Context(), tenant, nil, adminclient.IdempotencyKey(uuid.NewString()))
 	return j
 }
 
@@ -196,13 +196,13 @@ func TestTenantErasureAcrossAllStores(t *testing.T) {
 	a, b := uuid.NewString(), uuid.NewString()
 	seedA, seedB := s.seed(t, a, 200), s.seed(t, b, 150)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
-	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 
 	var counts struct {
 		Counts map[string]int64 `json:"counts"`
 		Failed []any            `json:"failed"`
 	}
-	d.JSON("GET", "/api/v1/tenants/"+a+"/counts", nil, 200, &counts)
+	apitest.Expect(t, d, 200, &counts).Counts(t.Context(), a)
 	require.Equal(t, map[string]int64{"postgres:workflows": seedA.pg, "redis:sessions": seedA.redis, "dynamodb:audit_logs": seedA.dynamo}, counts.Counts)
 	require.Empty(t, counts.Failed)
 
@@ -228,8 +228,7 @@ func TestTenantErasureAcrossAllStores(t *testing.T) {
 	require.Contains(t, out, "COMPLETED")
 	require.Equal(t, seeded{}, s.remaining(t, b))
 
-	metrics := func() string { _, m := d.Do("GET", "/metrics", nil, nil); return string(m) }()
-	require.Contains(t, metrics, fmt.Sprintf(`lifecycled_deletion_items_deleted_total{deleter="redis:sessions"} %d`, seedA.redis+seedB.redis))
+	require.Contains(t, metrics(t, d), fmt.Sprintf(`lifecycled_deletion_items_deleted_total{deleter="redis:sessions"} %d`, seedA.redis+seedB.redis))
 }
 
 func TestPartialFailureRetriesUntilCompleted(t *testing.T) {
@@ -238,7 +237,7 @@ func TestPartialFailureRetriesUntilCompleted(t *testing.T) {
 	a := uuid.NewString()
 	seedA := s.seed(t, a, 100)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
-	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 
 	s.redis.Stop()
 	startDeletion(t, d, a)
@@ -269,7 +268,7 @@ func TestKill9MidJobThenRestartFinishesWithRightCounts(t *testing.T) {
 	a, b := uuid.NewString(), uuid.NewString()
 	seedA, seedB := s.seed(t, a, 30000), s.seed(t, b, 100)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
-	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 	startDeletion(t, d, a)
 	testsvc.Eventually(t, time.Minute, func() bool {
 		left := s.remaining(t, a)
@@ -296,17 +295,22 @@ func TestHostileTenantIDsAre400AndDeleteNothing(t *testing.T) {
 	a := uuid.NewString()
 	seedA := s.seed(t, a, 20)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.deleters()})
-	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 	hostile := []string{"*", "?", "[a-f]*", a[:35] + "?", a[:34] + "*", a + "*", "' OR '1'='1", "%", "..", "", strings.Repeat("a", 10*1024), "not-a-uuid", " " + a}
 	for _, id := range hostile {
-		for _, r := range []struct{ m, suffix string }{{"GET", "/counts"}, {"POST", "/deletion"}} {
-			code, body := d.Do(r.m, "/api/v1/tenants/"+url.PathEscape(id)+r.suffix, nil, nil)
+		for _, call := range []func() (int, []byte){
+			func() (int, []byte) { return apitest.Refused(apitest.Client(d).Counts(t.Context(), id))(t) },
+			func() (int, []byte) {
+				return apitest.Refused(apitest.Client(d).RequestDeletion(t.Context(), id, nil))(t)
+			},
+		} {
+			code, body := call()
 			require.Equal(t, 400, code, "%q: %s", id, body)
 			require.Contains(t, string(body), "SYS_TENANT_VALIDATION_ERROR")
 		}
 	}
 	require.Equal(t, seedA, s.remaining(t, a), "nothing deleted anywhere")
-	code, _ := d.Do("GET", "/api/v1/tenants/"+a+"/deletion", nil, nil)
+	code, _ := apitest.Refused(apitest.Client(d).Deletion(t.Context(), a))(t)
 	require.Equal(t, 404, code, "no job was created")
 }
 
@@ -321,7 +325,7 @@ func TestTwoDaemonsShareOnePostgresStateStore(t *testing.T) {
 	d1 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra})
 	d2 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra})
 	for _, d := range []*testsvc.Daemon{d1, d2} {
-		testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+		testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 	}
 	tenants := make([]string, 6)
 	seeds := map[string]seeded{}
@@ -381,6 +385,6 @@ func TestTwoDaemonsShareOnePostgresStateStore(t *testing.T) {
 	}
 	alone(d1, d2)
 	d2.Restarted(t)
-	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d2.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	testsvc.Eventually(t, time.Minute, apitest.Ready(d2), "plugins ready")
 	alone(d2, d1)
 }

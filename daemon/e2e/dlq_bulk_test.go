@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -31,7 +34,7 @@ type operationJSON struct {
 func getOperation(t *testing.T, d *testsvc.Daemon, id string) operationJSON {
 	t.Helper()
 	var op operationJSON
-	d.JSON("GET", "/api/v1/dlq/operations/"+id, nil, 200, &op)
+	apitest.Expect(t, d, 200, &op).Operation(t.Context(), id)
 	return op
 }
 
@@ -78,7 +81,7 @@ func TestBulkRetryOfAGroupThroughTheCLI(t *testing.T) {
 					SampleError string `json:"sample_error"`
 				} `json:"groups"`
 			}
-			d.JSON("GET", "/api/v1/dlq/groups", nil, 200, &groups)
+			apitest.Expect(t, d, 200, &groups).Groups(t.Context(), nil)
 			var group string
 			for _, g := range groups.Groups {
 				if strings.Contains(g.SampleError, "SocketTimeoutException") {
@@ -102,14 +105,14 @@ func TestBulkRetryOfAGroupThroughTheCLI(t *testing.T) {
 				`{"action":"dead","filter":{"key":""}}`:                                                    "key",
 				`{"action":"replay_to","filter":{"group":"` + group + `"},"target_topic":"orders.dlq.v1"}`: "target_topic",
 			} {
-				code, resp := d.Do("POST", "/api/v1/dlq/operations", []byte(body), nil)
+				code, resp := apitest.Refused(apitest.Client(d).StartOperation(t.Context(), wire.OperationRequest{}, adminclient.Body([]byte(body))))(t)
 				require.Equal(t, 400, code, "%s: %s", body, resp)
 				require.Contains(t, string(resp), field, body)
 			}
 			var ops struct {
 				Operations []operationJSON `json:"operations"`
 			}
-			d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+			apitest.Expect(t, d, 200, &ops).Operations(t.Context(), nil)
 			require.Empty(t, ops.Operations, "a refused request stores nothing")
 
 			out, errOut, code := d.CLI("dlq", "bulk", "retry", "--group", group, "--dry-run")
@@ -123,7 +126,7 @@ func TestBulkRetryOfAGroupThroughTheCLI(t *testing.T) {
 			require.Contains(t, out, "200/200 (200 succeeded, 0 failed)")
 			require.Contains(t, errOut, "retry", "progress went to stderr")
 
-			d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+			apitest.Expect(t, d, 200, &ops).Operations(t.Context(), nil)
 			require.Len(t, ops.Operations, 1)
 			op := ops.Operations[0]
 			require.Equal(t, "COMPLETED", op.State)
@@ -159,7 +162,7 @@ func TestBulkRetryOfAGroupThroughTheCLI(t *testing.T) {
 						UID    *int            `json:"uid"`
 					} `json:"events"`
 				}
-				d.JSON("GET", "/api/v1/dlq/messages/"+id+"/history", nil, 200, &h)
+				apitest.Expect(t, d, 200, &h).History(t.Context(), id)
 				last := h.Events[len(h.Events)-1]
 				require.Equal(t, "attempt", last.Kind)
 				require.Contains(t, string(last.Detail), op.ID)
@@ -185,7 +188,7 @@ func TestKill9DuringBulkRetryResumes(t *testing.T) {
 	waitTotal(t, d, "orders.dlq.v1", n, 2*time.Minute)
 
 	var op operationJSON
-	d.JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 1000}, 202, &op)
+	apitest.Expect(t, d, 202, &op).StartOperation(t.Context(), wire.OperationRequest{Action: "retry", Filter: json.RawMessage(`{"topic":"orders.dlq.v1"}`), Rate: new(1000.0)})
 	require.EqualValues(t, n, op.Matched)
 	testsvc.Eventually(t, time.Minute, func() bool { return getOperation(t, d, op.ID).Done >= 400 }, "under way")
 	d.Kill9()
@@ -253,20 +256,16 @@ func TestBulkOperationIdempotencyKey(t *testing.T) {
 	produce(t, k, "orders.dlq.v1", 20)
 	d := startDLQDaemon(t, "sqlite", kafkaSource(k.Addr)+retryBlock(false, "1h"))
 	waitTotal(t, d, "orders.dlq.v1", 20, time.Minute)
-	body := []byte(`{"action":"dead","filter":{"topic":"orders.dlq.v1"},"rate":5}`)
-	key := map[string]string{"Idempotency-Key": "bulk-once"}
-	code, first := d.Do("POST", "/api/v1/dlq/operations", body, key)
-	require.Equal(t, 202, code, "%s", first)
-	code, second := d.Do("POST", "/api/v1/dlq/operations", body, key)
-	require.Equal(t, 202, code, "%s", second)
+	req := wire.OperationRequest{Action: "dead", Filter: json.RawMessage(`{"topic":"orders.dlq.v1"}`), Rate: new(5.0)}
+	key := adminclient.IdempotencyKey("bulk-once")
 	var a, b operationJSON
-	require.NoError(t, json.Unmarshal(first, &a))
-	require.NoError(t, json.Unmarshal(second, &b))
+	apitest.Expect(t, d, 202, &a).StartOperation(t.Context(), req, key)
+	apitest.Expect(t, d, 202, &b).StartOperation(t.Context(), req, key)
 	require.Equal(t, a.ID, b.ID)
 	var ops struct {
 		Operations []operationJSON `json:"operations"`
 	}
-	d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+	apitest.Expect(t, d, 200, &ops).Operations(t.Context(), nil)
 	require.Len(t, ops.Operations, 1)
 }
 
@@ -307,13 +306,13 @@ func startBulkRetryOnOneOfTwo(t *testing.T, n int, lease string, beforeRetry fun
 		beforeRetry(f.k)
 	}
 
-	daemons[0].JSON("POST", "/api/v1/dlq/operations", map[string]any{"action": "retry", "filter": map[string]any{"topic": "orders.dlq.v1"}, "rate": 20}, 202, &f.op)
+	apitest.Expect(t, daemons[0], 202, &f.op).StartOperation(t.Context(), wire.OperationRequest{Action: "retry", Filter: json.RawMessage(`{"topic":"orders.dlq.v1"}`), Rate: new(20.0)})
 	require.EqualValues(t, n, f.op.Matched)
 	// Which daemon runs it is whichever claimed it first. At 20/s the rest
 	// takes the other daemon 8 s: what the test does next is read before
 	// it ends.
 	testsvc.Eventually(t, time.Minute, func() bool {
-		done, by := f.progress(daemons[0])
+		done, by := f.progress(t, daemons[0])
 		for i, d := range daemons {
 			if done >= 40 && strings.Contains(by, holder(d)) {
 				f.running, f.other = d, daemons[1-i]
@@ -329,12 +328,13 @@ func holder(d *testsvc.Daemon) string { return fmt.Sprintf("/%d/", d.PID()) }
 
 // progress is how much of the operation is done, and which daemon holds it,
 // as d reads it.
-func (f *twoDaemons) progress(d *testsvc.Daemon) (int64, string) {
+func (f *twoDaemons) progress(t *testing.T, d *testsvc.Daemon) (int64, string) {
+	t.Helper()
 	var o struct {
 		Done   int64  `json:"done"`
 		Daemon string `json:"daemon"`
 	}
-	d.JSON("GET", "/api/v1/dlq/operations/"+f.op.ID, nil, 200, &o)
+	apitest.Expect(t, d, 200, &o).Operation(t.Context(), f.op.ID)
 	return o.Done, o.Daemon
 }
 
@@ -401,11 +401,11 @@ func TestABulkRetryTakenFromAFrozenDaemonSendsEachMessageOnce(t *testing.T) {
 	frozen := f.running
 	frozen.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { frozen.Signal(syscall.SIGCONT) }) // before the daemons' own clean-up stops them
-	atFreeze, _ := f.progress(f.other)
+	atFreeze, _ := f.progress(t, f.other)
 	t.Logf("frozen at %d/%d done", atFreeze, n)
 
 	testsvc.Eventually(t, time.Minute, func() bool {
-		_, by := f.progress(f.other)
+		_, by := f.progress(t, f.other)
 		return strings.Contains(by, holder(f.other))
 	}, "taken over by the other daemon once the lease ran out")
 	// The other runs while the first stays frozen: any page the frozen one

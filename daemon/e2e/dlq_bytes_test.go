@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -62,7 +63,7 @@ func TestBinaryHeaderKeysAreStoredAndRepublishedByteForByte(t *testing.T) {
 
 			for _, id := range []string{m2.ID, m5.ID} {
 				var retried map[string]any
-				d.JSON("POST", "/api/v1/dlq/messages/"+id+"/retry", nil, 200, &retried)
+				apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), id)
 				require.Equal(t, "RESOLVED", retried["status"])
 			}
 			recs := consumeRecords(t, k, "orders.events.v1", 2)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -42,7 +45,7 @@ lease = "1s"
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.Do("POST", "/api/v1/dlq/operations", []byte(`{"action": "retry", "filter": {"topic": "orders.dlq.v1"}, "rate": 100000}`), nil)
+				apitest.Client(d).StartOperation(t.Context(), wire.OperationRequest{Action: "retry", Filter: json.RawMessage(`{"topic": "orders.dlq.v1"}`), Rate: new(100000.0)})
 			}()
 			rng := rand.New(rand.NewPCG(uint64(len(state)), 5))
 			for range 800 {
@@ -50,7 +53,7 @@ lease = "1s"
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					d.Do("POST", "/api/v1/dlq/messages/"+id+"/retry", nil, nil) // 200, or 409 once taken or resolved
+					apitest.Client(d).RetryMessage(t.Context(), id) // 200, or 409 once taken or resolved
 				}()
 			}
 			wg.Wait()

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"strconv"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -160,11 +160,11 @@ lease = "2s"
 		case 0, 1:
 			if msgs := fuzzStored(t, d); len(msgs) > 0 {
 				id := msgs[rng.IntN(len(msgs))].ID
-				d.Do("POST", "/api/v1/dlq/messages/"+id+"/retry", nil, nil) // 200, or 409 when no longer retryable
+				apitest.Client(d).RetryMessage(t.Context(), id) // 200, or 409 when no longer retryable
 				retries++
 			}
 		case 2:
-			d.Do("POST", "/api/v1/dlq/"+url.PathEscape(fuzzDLQ)+"/retry-all", nil, nil)
+			apitest.Client(d).RetryAll(t.Context(), fuzzDLQ, false)
 			retryAlls++
 		case 3:
 			if kills && round < rounds-1 {
@@ -235,7 +235,7 @@ lease = "2s"
 		}
 		require.True(t, time.Now().Before(deadline), "seed %d: %d messages not republished", seed, pending)
 		if !auto {
-			d.Do("POST", "/api/v1/dlq/"+url.PathEscape(fuzzDLQ)+"/retry-all", nil, nil)
+			apitest.Client(d).RetryAll(t.Context(), fuzzDLQ, false)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

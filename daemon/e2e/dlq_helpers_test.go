@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -89,7 +91,7 @@ func (m messageJSON) headers(t *testing.T) []rawHeader {
 func getMessage(t *testing.T, d *testsvc.Daemon, id string) messageJSON {
 	t.Helper()
 	var m messageJSON
-	d.JSON("GET", "/api/v1/dlq/messages/"+id, nil, 200, &m)
+	apitest.Expect(t, d, 200, &m).Message(t.Context(), id)
 	return m
 }
 
@@ -110,7 +112,7 @@ func listAll[T any](t *testing.T, d *testsvc.Daemon, topic string) []T {
 				HasNext bool `json:"has_next"`
 			} `json:"pagination"`
 		}
-		d.JSON("GET", fmt.Sprintf("/api/v1/dlq/%s?page=%d&page_size=1000", url.PathEscape(topic), page), nil, 200, &b)
+		apitest.Expect(t, d, 200, &b).ListMessages(t.Context(), topic, url.Values{"page": {strconv.Itoa(page)}, "page_size": {"1000"}})
 		out = append(out, b.Messages...)
 		if !b.Pagination.HasNext {
 			return out
@@ -219,6 +221,6 @@ func startDLQDaemon(t *testing.T, state string, extra string) *testsvc.Daemon {
 		o.State = testsvc.PGDatabase(t)
 	}
 	d := testsvc.StartDaemon(t, o)
-	testsvc.Eventually(t, 30*time.Second, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "ready")
+	testsvc.Eventually(t, 30*time.Second, apitest.Ready(d), "ready")
 	return d
 }

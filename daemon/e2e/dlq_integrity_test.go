@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -35,7 +37,7 @@ func TestCopiedDLQIDIsStoredAsANewDeadLetter(t *testing.T) {
 			}, "orders stored")
 			resolved, pending := orders[0], orders[1]
 			var retried map[string]any
-			d.JSON("POST", "/api/v1/dlq/messages/"+resolved.ID+"/retry", nil, 200, &retried)
+			apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), resolved.ID)
 			require.Equal(t, "RESOLVED", retried["status"])
 			beforeResolved, beforePending := getMessage(t, d, resolved.ID), getMessage(t, d, pending.ID)
 
@@ -84,7 +86,7 @@ func TestRetryAllOfLargeMessagesSplitsByBytesAndFailsAnOversizedOneAlone(t *test
 	waitTotal(t, d, "orders.dlq.v1", 121, 2*time.Minute)
 
 	var res map[string]any
-	d.JSON("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, 200, &res)
+	apitest.Expect(t, d, 200, &res).RetryAll(t.Context(), "orders.dlq.v1", false)
 	require.Equal(t, 120.0, res["retried"], "%v", res)
 	require.Equal(t, 1.0, res["failed"], "%v", res)
 
@@ -131,7 +133,7 @@ func TestReviveGivesADeadMessageAnotherChance(t *testing.T) {
 			d := startDLQDaemon(t, state, kafkaSource(k.Addr)+deadAfterOneAttempt())
 			id := waitTotal(t, d, "orders.dlq.v1", 1, time.Minute).Messages[0].ID
 
-			code, body := d.Do("POST", "/api/v1/dlq/messages/"+id+"/retry", nil, nil)
+			code, body := apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), id))(t)
 			require.Equal(t, 502, code, "%s", body)
 			dead := getMessage(t, d, id)
 			require.Equal(t, "DEAD", dead.Status)
@@ -143,7 +145,7 @@ func TestReviveGivesADeadMessageAnotherChance(t *testing.T) {
 			require.Equal(t, "manual", dead.Attempts[0].Trigger)
 
 			var revived map[string]any
-			d.JSON("POST", "/api/v1/dlq/messages/"+id+"/revive", nil, 200, &revived)
+			apitest.Expect(t, d, 200, &revived).ReviveMessage(t.Context(), id)
 			require.Equal(t, id, revived["id"])
 			require.Equal(t, "PENDING", revived["status"])
 			m := getMessage(t, d, id)
@@ -153,16 +155,17 @@ func TestReviveGivesADeadMessageAnotherChance(t *testing.T) {
 			require.Equal(t, "revived", m.Attempts[1].Outcome)
 			require.NotNil(t, m.Attempts[1].UID)
 			require.EqualValues(t, os.Getuid(), *m.Attempts[1].UID)
-			require.Contains(t, d.Logs(), "/api/v1/dlq/messages/"+id+"/revive", "audited")
+			revive := apitest.PathOf(func(c *adminclient.Client) { c.ReviveMessage(t.Context(), id) })
+			require.Contains(t, d.Logs(), revive, "audited")
 
-			code, body = d.Do("POST", "/api/v1/dlq/messages/"+id+"/revive", nil, nil)
+			code, body = apitest.Refused(apitest.Client(d).ReviveMessage(t.Context(), id))(t)
 			require.Equal(t, 409, code, "%s", body)
 			require.Contains(t, string(body), "SYS_DLQ_CONFLICT")
 			require.Contains(t, string(body), "status=PENDING")
-			code, body = d.Do("POST", "/api/v1/dlq/messages/00000000-0000-4000-8000-000000000000/revive", nil, nil)
+			code, body = apitest.Refused(apitest.Client(d).ReviveMessage(t.Context(), "00000000-0000-4000-8000-000000000000"))(t)
 			require.Equal(t, 404, code, "%s", body)
 			require.Contains(t, string(body), "SYS_DLQ_NOT_FOUND")
-			code, _ = d.Do("POST", "/api/v1/dlq/messages/not-a-uuid/revive", nil, nil)
+			code, _ = apitest.Refused(apitest.Client(d).ReviveMessage(t.Context(), "not-a-uuid"))(t)
 			require.Equal(t, 400, code)
 
 			// The CLI: retry kills it again, revive brings it back.
@@ -197,11 +200,11 @@ archive_retention = "8760h"
 			d := startDLQDaemon(t, state, extra)
 			waitTotal(t, d, "orders.dlq.v1", 5, time.Minute)
 			var all map[string]any
-			d.JSON("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, 200, &all)
+			apitest.Expect(t, d, 200, &all).RetryAll(t.Context(), "orders.dlq.v1", false)
 			require.Equal(t, 5.0, all["retried"])
 			time.Sleep(1100 * time.Millisecond)
 			var run map[string]any
-			d.JSON("POST", "/api/v1/archive/run", nil, 200, &run)
+			apitest.Expect(t, d, 200, &run).RunArchive(t.Context(), false)
 			require.Equal(t, 5.0, run["archived"], "%v", run)
 			waitTotal(t, d, "orders.dlq.v1", 0, time.Minute)
 
@@ -218,7 +221,7 @@ archive_retention = "8760h"
 			require.Equal(t, 1, got.Pagination.TotalCount, "archived positions are known")
 			require.Equal(t, "new", got.Messages[0].ErrorMessage)
 
-			d.JSON("POST", "/api/v1/archive/run", nil, 200, &run)
+			apitest.Expect(t, d, 200, &run).RunArchive(t.Context(), false)
 			require.Len(t, consumeKcat(t, k, "orders.events.v1"), 5, "nothing republished twice")
 		})
 	}

@@ -1,13 +1,13 @@
 package e2e
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -34,10 +34,8 @@ func TestNullAndEmptyStayApartFromIntakeToRepublish(t *testing.T) {
 
 			raw := func(id string) map[string]any {
 				t.Helper()
-				code, body := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
-				require.Equal(t, 200, code, "%s", body)
 				var m map[string]any
-				require.NoError(t, json.Unmarshal(body, &m))
+				apitest.Expect(t, d, 200, &m).Message(t.Context(), id)
 				return m
 			}
 			// present reports whether the field is in the object, and its value.
@@ -72,7 +70,7 @@ func TestNullAndEmptyStayApartFromIntakeToRepublish(t *testing.T) {
 
 			for _, id := range []string{msgs[0].ID, msgs[1].ID} {
 				var retried map[string]any
-				d.JSON("POST", "/api/v1/dlq/messages/"+id+"/retry", nil, 200, &retried)
+				apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), id)
 				require.Equal(t, "RESOLVED", retried["status"])
 			}
 			recs := consumeRecords(t, k, "orders.events.v1", 2)

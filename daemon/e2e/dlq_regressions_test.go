@@ -15,10 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
-// Regression tests for breaks of the dead-letter invariant (docs/architecture.md):
+// Regression tests for breaks of the dead-letter invariant (docs/design.md):
 // every message a consumer put on a DLQ topic is stored exactly once, keeps
 // its bytes, and is kept until it is safely replayed or an operator decides
 // otherwise; nothing gets stuck.
@@ -146,7 +147,7 @@ func TestDLQCopiedIDWithOtherBytesOnTheSameTopicIsANewDeadLetter(t *testing.T) {
 	k.Kcat(t, `{"batch":[1,2,3]}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "error=batch failed")
 	a := waitTotal(t, d, "orders.dlq.v1", 1, time.Minute).Messages[0]
 	var retried map[string]any
-	d.JSON("POST", "/api/v1/dlq/messages/"+a.ID+"/retry", nil, 200, &retried)
+	apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), a.ID)
 	require.Equal(t, "RESOLVED", retried["status"])
 	before := getMessage(t, d, a.ID)
 
@@ -182,7 +183,7 @@ func TestDLQReReadReturnsAreNotCountedAgain(t *testing.T) {
 			// Replay, the consumer fails again, the replay comes back: twice.
 			for i := 1; i <= 2; i++ {
 				var retried map[string]any
-				d.JSON("POST", "/api/v1/dlq/messages/"+a.ID+"/retry", nil, 200, &retried)
+				apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), a.ID)
 				require.Equal(t, "RESOLVED", retried["status"])
 				k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "error=first failure",
 					"-H", "x-dlq-id="+a.ID, "-H", "x-dlq-retry-count="+string(rune('0'+i)), "-H", "error=replay failed")
@@ -232,7 +233,7 @@ lease = "30s"
 	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "error=first")
 	a := waitTotal(t, d, "orders.dlq.v1", 1, time.Minute).Messages[0]
 	var retried map[string]any
-	d.JSON("POST", "/api/v1/dlq/messages/"+a.ID+"/retry", nil, 200, &retried)
+	apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), a.ID)
 	// Replay 1 fails in consumer group X and comes back.
 	k.Kcat(t, `{"order":1}`+"\n", "-P", "-t", "orders.dlq.v1", "-H", "x-dlq-id="+a.ID, "-H", "x-dlq-retry-count=1", "-H", "error=group X failed")
 	testsvc.Eventually(t, time.Minute, func() bool { return getMessage(t, d, a.ID).RetryCount == 1 }, "return applied")
@@ -254,14 +255,11 @@ lease = "30s"
 		}
 		return nil, nil, false
 	})
-	type answer struct {
-		code int
-		body []byte
-	}
-	done := make(chan answer, 1)
+	done := make(chan apitest.Answer, 1)
 	go func() {
-		code, body := d.Do("POST", "/api/v1/dlq/messages/"+a.ID+"/retry", nil, nil)
-		done <- answer{code, body}
+		var ans apitest.Answer
+		apitest.Record(d, &ans).RetryMessage(t.Context(), a.ID)
+		done <- ans
 	}()
 	testsvc.Eventually(t, 3*time.Second, func() bool { return getMessage(t, d, a.ID).Status == "RETRYING" }, "retry in flight")
 	// Meanwhile consumer group Y's failure on replay 1 arrives: the same
@@ -272,17 +270,17 @@ lease = "30s"
 	mid := getMessage(t, d, a.ID)
 	require.Equal(t, "RETRYING", mid.Status, "the return does not take the record out of its retry")
 
-	var ans answer
+	var ans apitest.Answer
 	select {
 	case ans = <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("the retry did not answer")
 	}
 	m := getMessage(t, d, a.ID)
-	t.Logf("retry answered %d %s; stored: status=%s retry_count=%d attempts=%v", ans.code, ans.body, m.Status, m.RetryCount, outcomesOf(m))
-	require.Equal(t, 200, ans.code, "%s", ans.body)
+	t.Logf("retry answered %d %s; stored: status=%s retry_count=%d attempts=%v", ans.Code, ans.Body, m.Status, m.RetryCount, outcomesOf(m))
+	require.Equal(t, 200, ans.Code, "%s", ans.Body)
 	var body map[string]any
-	require.NoError(t, json.Unmarshal(ans.body, &body))
+	require.NoError(t, json.Unmarshal(ans.Body, &body))
 	require.Equal(t, m.Status, body["status"], "the answer is the stored status")
 	require.Equal(t, "RESOLVED", m.Status, "the broker's acknowledgement is recorded")
 	require.Equal(t, 2, m.RetryCount, "one return of each attempt counted")
@@ -324,7 +322,7 @@ lease = "2s"
 		require.NotNil(t, m.LastError, "the reason is kept")
 		require.Contains(t, *m.LastError, "no original topic")
 
-		code, body := d.Do("POST", "/api/v1/dlq/messages/"+m.ID+"/retry", nil, nil)
+		code, body := apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), m.ID))(t)
 		require.Equal(t, 409, code, "%s", body)
 		env := decodeEnvelope(t, body)
 		require.Equal(t, "SYS_DLQ_CONFLICT", env.Error.Code)
@@ -332,12 +330,12 @@ lease = "2s"
 		require.Equal(t, m, getMessage(t, d, m.ID), "a refused retry changes nothing")
 	}
 	var dry map[string]any
-	d.JSON("POST", "/api/v1/dlq/sink-dlq/retry-all?dry_run=true", nil, 200, &dry)
+	apitest.Expect(t, d, 200, &dry).RetryAll(t.Context(), "sink-dlq", true)
 	require.Equal(t, 0.0, dry["retryable"], "retry-all would not take them")
 	require.Len(t, consumeKcat(t, k, "sink-dlq"), 2, "nothing was written to the DLQ topic")
 
 	id := allMessages(t, d, "sink-dlq")[0].ID
-	d.JSON("DELETE", "/api/v1/dlq/messages/"+id, nil, 200, nil)
+	apitest.Expect(t, d, 200, nil).DeleteMessage(t.Context(), id)
 	require.Equal(t, 1, totalOf(t, d, "sink-dlq"))
 }
 
@@ -379,7 +377,7 @@ lease = "2s"
 	require.NotContains(t, outcomesOf(m), "unavailable")
 	require.Equal(t, "failed", m.Attempts[0].Outcome, "its real history is whole")
 	var raw map[string]any
-	d.JSON("GET", "/api/v1/dlq/messages/"+id, nil, 200, &raw)
+	apitest.Expect(t, d, 200, &raw).Message(t.Context(), id)
 	require.Equal(t, false, raw["source_configured"])
 
 	var topics struct {
@@ -388,17 +386,16 @@ lease = "2s"
 			UnconfiguredSources map[string]int64 `json:"unconfigured_sources"`
 		} `json:"topics"`
 	}
-	d.JSON("GET", "/api/v1/dlq", nil, 200, &topics)
+	apitest.Expect(t, d, 200, &topics).Topics(t.Context())
 	require.Len(t, topics.Topics, 1)
 	require.Equal(t, map[string]int64{"kafka": 1}, topics.Topics[0].UnconfiguredSources)
 	out, _, code := d.CLI("dlq", "topics")
 	require.Zero(t, code)
 	require.Contains(t, out, `source "kafka" is not configured`)
-	_, metrics := d.Do("GET", "/metrics", nil, nil)
-	require.Contains(t, string(metrics), `lifecycled_dlq_unconfigured_source_messages{source="kafka"} 1`)
+	require.Contains(t, metrics(t, d), `lifecycled_dlq_unconfigured_source_messages{source="kafka"} 1`)
 
 	// A manual retry says why, changes nothing and leaves no history entry.
-	code, body := d.Do("POST", "/api/v1/dlq/messages/"+id+"/retry", nil, nil)
+	code, body := apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), id))(t)
 	require.Equal(t, 503, code, "%s", body)
 	require.Contains(t, string(body), `source \"kafka\" is not configured`)
 	require.Equal(t, m, getMessage(t, d, id))

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -71,7 +73,7 @@ replay_targets = ["billing.*"]
 		require.NotNil(t, m.LastError, key)
 		require.Contains(t, *m.LastError, "outside the replay targets", key)
 		require.Contains(t, *m.LastError, named, "%s: the flag names the topic the message asked for", key)
-		code, body := d.Do("POST", "/api/v1/dlq/messages/"+m.ID+"/retry", nil, nil)
+		code, body := apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), m.ID))(t)
 		require.Equal(t, 409, code, "%s: a plain retry is refused: %s", key, body)
 		require.Contains(t, string(body), "--topic", "%s: the refusal says how to send it", key)
 	}
@@ -86,13 +88,12 @@ replay_targets = ["billing.*"]
 	require.EqualValues(t, 0, end["legacy.events.v1"][0].Offset, "legacy.events.v1 got nothing")
 	require.EqualValues(t, 1, end["payments.events.v1"][0].Offset, "payments.events.v1 got nothing more")
 
-	_, metrics := d.Do("GET", "/metrics", nil, nil)
-	require.Contains(t, string(metrics), `lifecycled_dlq_replay_target_refused_total{topic="orders.dlq.v1"} 2`)
-	require.Contains(t, string(metrics), `lifecycled_dlq_replay_target_refused_total{topic="legacy.dlq.v1"} 1`)
+	text := metrics(t, d)
+	require.Contains(t, text, `lifecycled_dlq_replay_target_refused_total{topic="orders.dlq.v1"} 2`)
+	require.Contains(t, text, `lifecycled_dlq_replay_target_refused_total{topic="legacy.dlq.v1"} 1`)
 
 	// An operator sends one where it belongs, explicitly.
-	code, body := d.Do("POST", "/api/v1/dlq/messages/"+got["spring-elsewhere"].ID+"/replay", []byte(`{"topic":"orders.events.v1"}`), nil)
-	require.Equal(t, 200, code, "%s", body)
+	apitest.Expect(t, d, 200, nil).Replay(t.Context(), got["spring-elsewhere"].ID, &wire.ReplayRequest{Topic: new("orders.events.v1")}, false)
 	orders := consumeRecords(t, k, "orders.events.v1", 2)
 	require.Equal(t, "spring-elsewhere", string(orders[1].Key))
 }
@@ -122,7 +123,7 @@ func TestNarrowedReplayTargetsHoldForMessagesAlreadyStored(t *testing.T) {
 	require.NoError(t, os.WriteFile(d.ConfigPath, []byte(strings.Replace(string(b), wide, narrow, 1)), 0o600))
 	stdout, stderr, code := d.CLI("reload")
 	require.Equal(t, 0, code, "%s%s", stdout, stderr)
-	d.JSON("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, 200, nil)
+	apitest.Expect(t, d, 200, nil).RetryAll(t.Context(), "orders.dlq.v1", false)
 
 	byKey := map[string]messageJSON{}
 	testsvc.Eventually(t, time.Minute, func() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -67,7 +69,9 @@ func list(t *testing.T, d *testsvc.Daemon, topic string, query string) listBody 
 	if !strings.Contains(query, "page_size") {
 		query += "&page_size=1000"
 	}
-	d.JSON("GET", "/api/v1/dlq/"+topic+"?"+strings.TrimPrefix(query, "&"), nil, 200, &b)
+	q, err := url.ParseQuery(strings.TrimPrefix(query, "&"))
+	require.NoError(t, err)
+	apitest.Expect(t, d, 200, &b).ListMessages(t.Context(), topic, q)
 	return b
 }
 
@@ -129,7 +133,7 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 				o.State = testsvc.PGDatabase(t)
 			}
 			d := testsvc.StartDaemon(t, o)
-			testsvc.Eventually(t, 30*time.Second, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "ready")
+			testsvc.Eventually(t, 30*time.Second, apitest.Ready(d), "ready")
 
 			// Spring-style dead letter with a JSON payload and a key.
 			k.Kcat(t, `{"order_id":"123"}`+"\n", "-P", "-t", "orders.dlq.v1", "-k", "order-123",
@@ -158,12 +162,12 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 			require.Equal(t, "cGxhaW4gdGV4dCwgbm90IGpzb24=", *pay.PayloadBase64, "kept byte for byte")
 
 			var one map[string]any
-			d.JSON("GET", "/api/v1/dlq/messages/"+m.ID, nil, 200, &one)
+			apitest.Expect(t, d, 200, &one).Message(t.Context(), m.ID)
 			require.Equal(t, m.ID, one["id"])
 
 			// Retry: the broker has it on the original topic with key and headers.
 			var retried map[string]any
-			d.JSON("POST", "/api/v1/dlq/messages/"+m.ID+"/retry", nil, 200, &retried)
+			apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), m.ID)
 			require.Equal(t, map[string]any{"id": m.ID, "status": "RESOLVED", "message": "message retry initiated"}, retried)
 			events := consumeKcat(t, k, "orders.events.v1")
 			require.Len(t, events, 1)
@@ -178,7 +182,7 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 			require.Equal(t, "abc", trace, "original headers kept")
 
 			// Retrying a RESOLVED message is a conflict in the seed's words.
-			code, body := d.Do("POST", "/api/v1/dlq/messages/"+m.ID+"/retry", nil, nil)
+			code, body := apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), m.ID))(t)
 			require.Equal(t, 409, code)
 			require.Contains(t, string(body), "message is not retryable: status=RESOLVED, retry_count=0/3")
 
@@ -188,7 +192,7 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 				"-H", "x-dlq-id="+m.ID, "-H", "error=still failing", "-H", "kafka_dlt-original-topic=orders.events.v1")
 			testsvc.Eventually(t, time.Minute, func() bool {
 				var got map[string]any
-				d.JSON("GET", "/api/v1/dlq/messages/"+m.ID, nil, 200, &got)
+				apitest.Expect(t, d, 200, &got).Message(t.Context(), m.ID)
 				return got["status"] == "PENDING" && got["retry_count"] == 1.0 && got["error_message"] == "still failing"
 			}, "record updated by the returning replay")
 			require.Equal(t, 1, list(t, d, "orders.dlq.v1", "").Pagination.TotalCount, "no new record")
@@ -204,7 +208,7 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 			require.Equal(t, 6, list(t, d, "orders.dlq.v1", "&status=PENDING").Pagination.TotalCount, "the dry run changed nothing")
 			require.Empty(t, consumeKcat(t, k, "orders.events.v1")[1:], "and republished nothing")
 			var all map[string]any
-			d.JSON("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, 200, &all)
+			apitest.Expect(t, d, 200, &all).RetryAll(t.Context(), "orders.dlq.v1", false)
 			require.Equal(t, 6.0, all["retried"])
 			require.Equal(t, "6 messages retried in topic orders.dlq.v1", all["message"])
 			resolved := list(t, d, "orders.dlq.v1", "&status=RESOLVED")
@@ -220,15 +224,14 @@ func TestDLQEndToEndWithKcat(t *testing.T) {
 
 			// Delete.
 			var del map[string]any
-			d.JSON("DELETE", "/api/v1/dlq/messages/"+pay.ID, nil, 200, &del)
+			apitest.Expect(t, d, 200, &del).DeleteMessage(t.Context(), pay.ID)
 			require.Equal(t, map[string]any{"success": true, "message": "message " + pay.ID + " deleted"}, del)
-			code, _ = d.Do("GET", "/api/v1/dlq/messages/"+pay.ID, nil, nil)
+			code, _ = apitest.Refused(apitest.Client(d).Message(t.Context(), pay.ID))(t)
 			require.Equal(t, 404, code)
 
-			code, body = d.Do("GET", "/metrics", nil, nil)
-			require.Equal(t, 200, code)
-			require.Contains(t, string(body), `lifecycled_dlq_messages{status="RESOLVED",topic="orders.dlq.v1"} 6`)
-			require.Contains(t, string(body), `lifecycled_dlq_ingested_total{source="kafka"}`)
+			text := metrics(t, d)
+			require.Contains(t, text, `lifecycled_dlq_messages{status="RESOLVED",topic="orders.dlq.v1"} 6`)
+			require.Contains(t, text, `lifecycled_dlq_ingested_total{source="kafka"}`)
 		})
 	}
 }
@@ -293,7 +296,7 @@ func TestKill9DuringRetryAllLosesNothing(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		d.Do("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, nil)
+		apitest.Client(d).RetryAll(t.Context(), "orders.dlq.v1", false)
 	}()
 	testsvc.Eventually(t, time.Minute, func() bool {
 		return list(t, d, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount > 100
@@ -313,12 +316,12 @@ func TestKill9DuringRetryAllLosesNothing(t *testing.T) {
 		var ops struct {
 			Operations []struct{ State string } `json:"operations"`
 		}
-		d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+		apitest.Expect(t, d, 200, &ops).Operations(t.Context(), nil)
 		return len(ops.Operations) == 1 && ops.Operations[0].State == "COMPLETED"
 	}, "the interrupted retry-all resumed and completed")
 	require.Equal(t, n, list(t, d, "orders.dlq.v1", "&status=RESOLVED&page_size=1").Pagination.TotalCount, "every message RESOLVED")
 	var res map[string]any
-	d.JSON("POST", "/api/v1/dlq/orders.dlq.v1/retry-all", nil, 200, &res)
+	apitest.Expect(t, d, 200, &res).RetryAll(t.Context(), "orders.dlq.v1", false)
 	require.EqualValues(t, 0, res["retried"], "nothing left to retry")
 
 	// Every record was acknowledged by the broker at least once.
@@ -348,21 +351,22 @@ func TestBrokerDownPausesIntakeAndRetryAnswers503(t *testing.T) {
 	m := waitTotal(t, d, "orders.dlq.v1", 1, time.Minute).Messages[0]
 
 	k.Stop()
-	code, body := d.Do("POST", "/api/v1/dlq/messages/"+m.ID+"/retry", nil, nil)
+	code, body := apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), m.ID))(t)
 	require.Equal(t, 503, code, "%s", body)
 	require.Contains(t, string(body), "SYS_DLQ_SOURCE_UNAVAILABLE")
 	var got map[string]any
-	d.JSON("GET", "/api/v1/dlq/messages/"+m.ID, nil, 200, &got)
+	apitest.Expect(t, d, 200, &got).Message(t.Context(), m.ID)
 	require.Equal(t, "PENDING", got["status"], "stays PENDING")
 	require.Equal(t, 0.0, got["retry_count"], "a broker outage is not the message's failure")
-	code, _ = d.Do("GET", "/healthz", nil, nil)
-	require.Equal(t, 200, code, "liveness never fails because a store is down")
+	var health apitest.Answer
+	apitest.Record(d, &health).Healthz(t.Context())
+	require.Equal(t, 200, health.Code, "liveness never fails because a store is down")
 
 	k.Start()
 	k.Kcat(t, "{}\n", "-P", "-t", "orders.dlq.v1", "-H", "error=y")
 	waitTotal(t, d, "orders.dlq.v1", 2, 2*time.Minute)
 	var retried map[string]any
-	d.JSON("POST", "/api/v1/dlq/messages/"+m.ID+"/retry", nil, 200, &retried)
+	apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), m.ID)
 	require.Equal(t, "RESOLVED", retried["status"])
 }
 
@@ -381,14 +385,14 @@ func TestPluginCrashMidRetryIsRestarted(t *testing.T) {
 			State    string `json:"state"`
 		} `json:"plugins"`
 	}
-	d.JSON("GET", "/api/v1/plugins", nil, 200, &plugins)
+	apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
 	require.NoError(t, syscall.Kill(plugins.Plugins[0].PID, syscall.SIGKILL))
 	testsvc.Eventually(t, 30*time.Second, func() bool {
-		d.JSON("GET", "/api/v1/plugins", nil, 200, &plugins)
+		apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
 		return plugins.Plugins[0].State == "running" && plugins.Plugins[0].Restarts >= 1
 	}, "kafka plugin restarted")
 	var retried map[string]any
-	d.JSON("POST", "/api/v1/dlq/messages/"+m.ID+"/retry", nil, 200, &retried)
+	apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), m.ID)
 	require.Equal(t, "RESOLVED", retried["status"])
 	out, _, code := d.CLI("plugins", "list")
 	require.Equal(t, 0, code)
@@ -408,7 +412,7 @@ func TestAutomaticRetryResolvesThroughTheBroker(t *testing.T) {
 			return false
 		}
 		got = nil
-		d.JSON("GET", "/api/v1/dlq/messages/"+list(t, d, "orders.dlq.v1", "").Messages[0].ID, nil, 200, &got)
+		apitest.Expect(t, d, 200, &got).Message(t.Context(), list(t, d, "orders.dlq.v1", "").Messages[0].ID)
 		return got["status"] == "RESOLVED"
 	}, "the retry loop republishes the message without an operator (%v)", got)
 
@@ -417,6 +421,5 @@ func TestAutomaticRetryResolvesThroughTheBroker(t *testing.T) {
 	require.Equal(t, "order-7", *events[0].Key)
 	id, _ := header(events[0], "x-dlq-id")
 	require.Equal(t, got["id"], id)
-	_, body := d.Do("GET", "/metrics", nil, nil)
-	require.Contains(t, string(body), `lifecycled_dlq_retries_total{outcome="resolved",trigger="auto"} 1`)
+	require.Contains(t, metrics(t, d), `lifecycled_dlq_retries_total{outcome="resolved",trigger="auto"} 1`)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -43,8 +44,9 @@ func TestReplayHistoryAndPauseThroughTheCLI(t *testing.T) {
 			waitTotal(t, d, "orders.dlq.v1", 2, time.Minute)
 			msgs := byOffset(allMessages(t, d, "orders.dlq.v1"))
 			id, other := msgs[0].ID, msgs[1].ID
-			_, before := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
-			_, otherBefore := d.Do("GET", "/api/v1/dlq/messages/"+other, nil, nil)
+			var before, otherBefore apitest.Answer
+			apitest.Record(d, &before).Message(t.Context(), id)
+			apitest.Record(d, &otherBefore).Message(t.Context(), other)
 
 			fixed := filepath.Join(t.TempDir(), "fixed.json")
 			require.NoError(t, os.WriteFile(fixed, []byte("{\"order\": 1,\n \"bad\": false}\n"), 0o600))
@@ -72,10 +74,11 @@ func TestReplayHistoryAndPauseThroughTheCLI(t *testing.T) {
 			require.NotContains(t, replayHeaders, "x-dlq-id")
 			require.Equal(t, int64(0), endOffset(t, k, "orders.events.v1"))
 
-			_, after := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
-			_, otherAfter := d.Do("GET", "/api/v1/dlq/messages/"+other, nil, nil)
-			require.Equal(t, string(before), string(after), "the replayed message is unchanged, byte for byte")
-			require.Equal(t, string(otherBefore), string(otherAfter))
+			var after, otherAfter apitest.Answer
+			apitest.Record(d, &after).Message(t.Context(), id)
+			apitest.Record(d, &otherAfter).Message(t.Context(), other)
+			require.Equal(t, string(before.Body), string(after.Body), "the replayed message is unchanged, byte for byte")
+			require.Equal(t, string(otherBefore.Body), string(otherAfter.Body))
 
 			out, errOut, code = d.CLI("dlq", "show", id)
 			require.Equal(t, 0, code, errOut)
@@ -123,7 +126,7 @@ func TestReplayHistoryAndPauseThroughTheCLI(t *testing.T) {
 			require.Contains(t, out, "orders.dlq.v1: automatic retries PAUSED by uid "+strconv.Itoa(os.Getuid()))
 			require.Contains(t, out, "INC-1")
 			var retried map[string]any
-			d.JSON("POST", "/api/v1/dlq/messages/"+other+"/retry", nil, 200, &retried)
+			apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), other)
 			require.Equal(t, "RESOLVED", retried["status"])
 			_, errOut, code = d.CLI("dlq", "resume", "orders.dlq.v1")
 			require.Equal(t, 0, code, errOut)
@@ -184,9 +187,9 @@ auto_pause_window = "10m"
 	}, "auto-paused")
 	out, _, _ := d.CLI("dlq", "topics")
 	require.Contains(t, out, "replays came back within 10m0s (threshold 2)")
-	_, metrics := d.Do("GET", "/metrics", nil, nil)
-	require.Contains(t, string(metrics), `lifecycled_dlq_topic_paused{reason="auto",topic="orders.dlq.v1"} 1`)
-	require.Contains(t, string(metrics), "lifecycled_dlq_auto_pauses_total 1")
+	text := metrics(t, d)
+	require.Contains(t, text, `lifecycled_dlq_topic_paused{reason="auto",topic="orders.dlq.v1"} 1`)
+	require.Contains(t, text, "lifecycled_dlq_auto_pauses_total 1")
 
 	// Paused: no more republishes, whatever is due (a claim in flight when
 	// the pause came may still finish).

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -46,7 +47,7 @@ func TestSchemaChangeBlocksTheJobUntilRetried(t *testing.T) {
 		var j struct {
 			Attempts int `json:"attempts"`
 		}
-		d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &j)
+		apitest.Expect(t, d, 200, &j).Deletion(t.Context(), a)
 		return j.Attempts
 	}
 	before := attempts()

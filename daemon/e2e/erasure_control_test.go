@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -110,7 +111,7 @@ type fullJob struct {
 func latestJob(t *testing.T, d *testsvc.Daemon, tenant string) fullJob {
 	t.Helper()
 	var j fullJob
-	d.JSON("GET", "/api/v1/tenants/"+tenant+"/deletion", nil, 200, &j)
+	apitest.Expect(t, d, 200, &j).Deletion(t.Context(), tenant)
 	return j
 }
 
@@ -140,7 +141,7 @@ func TestCancelInTheMiddleOfALargePostgresDeletion(t *testing.T) {
 			require.Equal(t, seedA, total(initial))
 			sumB := s.pgChecksum(t, b)
 			d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state(), Extra: s.pgOnly("")})
-			testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+			testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 
 			startDeletion(t, d, a)
 			testsvc.Eventually(t, time.Minute, func() bool { return total(s.pgLeft(t, a)) < seedA-20*int64(s.pgBatch) }, "deletion under way")
@@ -181,11 +182,12 @@ func waitJobStatus(t *testing.T, d *testsvc.Daemon, tenant, status string, withi
 	t.Helper()
 	var j fullJob
 	testsvc.Eventually(t, within, func() bool {
-		code, body := d.Do("GET", "/api/v1/tenants/"+tenant+"/deletion", nil, nil)
-		if code != 200 {
+		var a apitest.Answer
+		apitest.Record(d, &a).Deletion(t.Context(), tenant)
+		if a.Code != 200 {
 			return false
 		}
-		require.NoError(t, json.Unmarshal(body, &j))
+		require.NoError(t, json.Unmarshal(a.Body, &j))
 		return j.Status == status
 	}, "job of %s reaches %s (is %s)", tenant, status, j.Status)
 	return j

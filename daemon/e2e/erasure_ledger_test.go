@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -57,7 +58,7 @@ func resurrections(t *testing.T, d *testsvc.Daemon, tenant string) []resurrectio
 		Jobs          []json.RawMessage  `json:"jobs"`
 		Resurrections []resurrectionBody `json:"resurrections"`
 	}
-	d.JSON("GET", "/api/v1/tenants/"+tenant+"/deletions", nil, 200, &body)
+	apitest.Expect(t, d, 200, &body).TenantDeletions(t.Context(), tenant, nil)
 	require.NotNil(t, body.Resurrections, "the field is always there")
 	return body.Resurrections
 }
@@ -98,13 +99,12 @@ func TestRestoreDrill(t *testing.T) {
 reverify_interval = "1s"
 reverify_rate = 50.0
 reerase = false`)})
-			testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+			testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 			startDeletion(t, d, a)
 			first := waitJob(t, d, a, "COMPLETED", 2*time.Minute)
 			require.Zero(t, total(s.pgLeft(t, a)))
 			require.Equal(t, sumB, s.pgChecksum(t, b))
-			code, rec := d.Do("GET", "/api/v1/tenants/"+a+"/deletion/receipt", nil, nil)
-			require.Equal(t, 200, code, "%s", rec)
+			rec, _ := apitest.Expect(t, d, 200, nil).Receipt(t.Context(), a)
 			sum := sha256.Sum256(bytes.TrimSuffix(rec, []byte("\n")))
 			firstHash := "sha256:" + hex.EncodeToString(sum[:])
 
@@ -180,8 +180,7 @@ reerase = false`)})
 			require.Zero(t, total(s.pgLeft(t, a)))
 			require.Equal(t, sumB, s.pgChecksum(t, b), "B unchanged by the restore and the re-erase")
 
-			code, rec2 := d.Do("GET", "/api/v1/tenants/"+a+"/deletion/receipt", nil, nil)
-			require.Equal(t, 200, code, "%s", rec2)
+			rec2, _ := apitest.Expect(t, d, 200, nil).Receipt(t.Context(), a)
 			var doc struct {
 				JobID    string `json:"job_id"`
 				Reerases *struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -52,7 +53,7 @@ func TestThousandTenantsFromAFileWithMaxJobsAcrossTwoDaemons(t *testing.T) {
 	d1 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra})
 	d2 := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state, Extra: extra})
 	for _, d := range []*testsvc.Daemon{d1, d2} {
-		testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+		testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 	}
 	ctx := testsvc.Context(t, 13*time.Minute)
 	sp, err := pgxpool.New(ctx, state)

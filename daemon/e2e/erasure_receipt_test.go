@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -30,8 +31,8 @@ func TestErasureReceiptVerifiesOfflineAndCatchesTampering(t *testing.T) {
 			a := uuid.NewString()
 			seedA := s.seed(t, a, 120)
 			d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state(), Extra: s.deleters()})
-			testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
-			code, body := d.Do("GET", "/api/v1/tenants/"+a+"/deletion/receipt", nil, nil)
+			testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
+			code, body := apitest.Refused(apitest.Client(d).Receipt(t.Context(), a))(t)
 			require.Equal(t, 404, code, "%s", body)
 
 			startDeletion(t, d, a)
@@ -63,7 +64,7 @@ func TestErasureReceiptVerifiesOfflineAndCatchesTampering(t *testing.T) {
 			var plugins struct {
 				Plugins []struct{ Name, Version, SHA256 string } `json:"plugins"`
 			}
-			d.JSON("GET", "/api/v1/plugins", nil, 200, &plugins)
+			apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
 			require.Len(t, doc.Deleters, 3)
 			for _, dl := range doc.Deleters {
 				for _, p := range plugins.Plugins {

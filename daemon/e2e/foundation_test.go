@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -51,16 +54,18 @@ func TestRepoConfigServesAndStopsCleanly(t *testing.T) {
 	d.Start()
 	d.WaitServing(30 * time.Second)
 
-	code, body := d.Do("GET", "/healthz", nil, nil)
-	require.Equal(t, 200, code, "%s", body)
-	code, body = d.Do("GET", "/readyz", nil, nil)
-	require.Equal(t, 200, code, "%s", body)
-	code, body = d.Do("GET", "/readyz?verbose", nil, nil)
-	require.Equal(t, 200, code)
-	require.Contains(t, string(body), `"state_store"`)
-	code, body = d.Do("GET", "/metrics", nil, nil)
-	require.Equal(t, 200, code)
-	require.Contains(t, string(body), "lifecycled_build_info{")
+	var a apitest.Answer
+	api := apitest.Record(d, &a)
+	api.Healthz(t.Context())
+	require.Equal(t, 200, a.Code, "%s", a.Body)
+	api.Readyz(t.Context(), false)
+	require.Equal(t, 200, a.Code, "%s", a.Body)
+	api.Readyz(t.Context(), true)
+	require.Equal(t, 200, a.Code)
+	require.Contains(t, string(a.Body), `"state_store"`)
+	api.Metrics(t.Context())
+	require.Equal(t, 200, a.Code)
+	require.Contains(t, string(a.Body), "lifecycled_build_info{")
 
 	out, errOut, exit := d.CLI("status")
 	require.Equal(t, 0, exit, "stdout: %s\nstderr: %s", out, errOut)
@@ -105,8 +110,7 @@ func TestSecondDaemonOnTheSameSocketIsRefused(t *testing.T) {
 	require.NotEqual(t, 0, b.Wait(30*time.Second))
 	require.Contains(t, b.Logs(), "is lifecycled already running")
 	require.NotContains(t, b.Logs(), "lifecycled-plugin-redis", "no plugin was started")
-	code, _ := a.Do("GET", "/healthz", nil, nil)
-	require.Equal(t, 200, code, "the first daemon keeps serving")
+	require.Equal(t, 200, healthz(t, a), "the first daemon keeps serving")
 	_, err := os.Lstat(a.Socket)
 	require.NoError(t, err, "the refused daemon did not remove the live socket")
 }
@@ -123,8 +127,7 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 	require.NoError(t, err)
 
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Dir: dir, Socket: sock})
-	code, _ := d.Do("GET", "/healthz", nil, nil)
-	require.Equal(t, 200, code)
+	require.Equal(t, 200, healthz(t, d))
 }
 
 func TestRegularFileAtSocketPathIsLeftAlone(t *testing.T) {
@@ -144,7 +147,7 @@ func TestRegularFileAtSocketPathIsLeftAlone(t *testing.T) {
 func TestAuditLineNamesTheCaller(t *testing.T) {
 	t.Parallel()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
-	code, body := d.Do("POST", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/deletion", nil, map[string]string{"X-Request-Id": "req_audit_test"})
+	code, body := apitest.Refused(apitest.Client(d).RequestDeletion(t.Context(), "550e8400-e29b-41d4-a716-446655440000", nil, adminclient.Header("X-Request-Id", "req_audit_test")))(t)
 	require.Equal(t, 409, code, "no deleters configured: %s", body)
 	testsvc.Eventually(t, 5*time.Second, func() bool { return strings.Contains(d.Logs(), "req_audit_test") }, "audit line written")
 	var audit map[string]any
@@ -164,11 +167,15 @@ func TestAuditLineNamesTheCaller(t *testing.T) {
 func TestHostOriginAndEnvelope(t *testing.T) {
 	t.Parallel()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
-	code, body := d.Do("GET", "/healthz", nil, map[string]string{"Host": "evil.example.com"})
+	evilHost := adminclient.New(doerFunc(func(req *http.Request) (*http.Response, error) {
+		req.Host = "evil.example.com"
+		return d.HTTP().Do(req)
+	}))
+	code, body := apitest.Refused(evilHost.Healthz(t.Context()))(t)
 	require.Equal(t, 400, code)
 	require.Equal(t, "SYS_VALIDATION_ERROR", decodeEnvelope(t, body).Error.Code)
 
-	code, body = d.Do("GET", "/api/v1/status", nil, map[string]string{"Origin": "https://evil.example.com"})
+	code, body = apitest.Refused(apitest.Client(d).Status(t.Context(), adminclient.Header("Origin", "https://evil.example.com")))(t)
 	require.Equal(t, 403, code)
 	require.Equal(t, "SYS_FORBIDDEN", decodeEnvelope(t, body).Error.Code)
 
@@ -176,14 +183,15 @@ func TestHostOriginAndEnvelope(t *testing.T) {
 	c, err := net.Dial("unix", d.Socket)
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")
+	healthzPath := apitest.PathOf(func(api *adminclient.Client) { api.Healthz(t.Context()) })
+	_, err = fmt.Fprint(c, "GET "+healthzPath+" HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")
 	require.NoError(t, err)
 	line, err := bufio.NewReader(c).ReadString('\n')
 	require.NoError(t, err)
 	require.Contains(t, line, "200")
 
 	// Unknown routes answer in the envelope, with the request id of the header.
-	code, body = d.Do("GET", "/api/v1/nothing-here", nil, map[string]string{"X-Request-Id": "req_mine_123"})
+	code, body = socketGet(t, d, adminclient.APIPrefix+"nothing-here", http.Header{"X-Request-Id": {"req_mine_123"}})
 	require.Equal(t, 404, code)
 	e := decodeEnvelope(t, body)
 	require.Equal(t, "SYS_NOT_FOUND", e.Error.Code)
@@ -191,7 +199,7 @@ func TestHostOriginAndEnvelope(t *testing.T) {
 
 	// Bodies are capped at 1 MiB.
 	big := make([]byte, 1<<20+1)
-	code, body = d.Do("POST", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/deletion", big, nil)
+	code, body = apitest.Refused(apitest.Client(d).RequestDeletion(t.Context(), "550e8400-e29b-41d4-a716-446655440000", nil, adminclient.Body(big)))(t)
 	require.Equal(t, 413, code, "%s", body)
 	require.Equal(t, "SYS_TENANT_VALIDATION_ERROR", decodeEnvelope(t, body).Error.Code)
 }
@@ -200,16 +208,17 @@ func TestAccessPolicyFromPeerCredentials(t *testing.T) {
 	t.Parallel()
 	uid := os.Getuid()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("allow_uids = [%d]\nread_only_uids = [%d]", uid+4242, uid)})
-	code, body := d.Do("GET", "/api/v1/status", nil, nil)
-	require.Equal(t, 200, code, "read-only callers may GET: %s", body)
-	code, body = d.Do("POST", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/deletion", nil, nil)
+	var a apitest.Answer
+	apitest.Record(d, &a).Status(t.Context())
+	require.Equal(t, 200, a.Code, "read-only callers may GET: %s", a.Body)
+	code, body := apitest.Refused(apitest.Client(d).RequestDeletion(t.Context(), "550e8400-e29b-41d4-a716-446655440000", nil))(t)
 	require.Equal(t, 403, code)
 	e := decodeEnvelope(t, body)
 	require.Equal(t, "SYS_TENANT_FORBIDDEN", e.Error.Code)
 	require.Contains(t, e.Error.Message, "read-only")
 
 	other := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("allow_uids = [%d]", uid+4242)})
-	code, body = other.Do("GET", "/api/v1/status", nil, nil)
+	code, body = apitest.Refused(apitest.Client(other).Status(t.Context()))(t)
 	require.Equal(t, 403, code, "%s", body)
 	require.Contains(t, decodeEnvelope(t, body).Error.Message, "not in admin.allow_uids")
 }
@@ -218,16 +227,19 @@ func TestMetricsListenerServesOnlyMetricsAndHealth(t *testing.T) {
 	t.Parallel()
 	port := testsvc.FreePort(t)
 	testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("metrics_listen = \"127.0.0.1:%d\"", port)})
-	get := func(path string) int {
-		resp, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
-		require.NoError(t, err)
-		return resp
-	}
-	require.Equal(t, 200, get("/metrics"))
-	require.Equal(t, 200, get("/healthz"))
-	require.Equal(t, 200, get("/readyz"))
-	require.Equal(t, 404, get("/api/v1/status"), "the API is only on the socket")
-	require.Equal(t, 404, get("/debug/pprof/"), "pprof is only on the socket")
+	var a apitest.Answer
+	tcp := apitest.RecordThrough(onMetricsPort(port), &a)
+	tcp.Metrics(t.Context())
+	require.Equal(t, 200, a.Code, "%s", a.Body)
+	tcp.Healthz(t.Context())
+	require.Equal(t, 200, a.Code, "%s", a.Body)
+	tcp.Readyz(t.Context(), false)
+	require.Equal(t, 200, a.Code, "%s", a.Body)
+	tcp.Status(t.Context())
+	require.Equal(t, 404, a.Code, "the API is only on the socket: %s", a.Body)
+	code, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", port))
+	require.NoError(t, err)
+	require.Equal(t, 404, code, "pprof is only on the socket")
 }
 
 // Issue 33 case 8: /debug/pprof was always on, for read-only uids too
@@ -238,17 +250,17 @@ func TestPprofIsOffByDefaultAndForAdminsOnly(t *testing.T) {
 	t.Parallel()
 	uid := os.Getuid()
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
-	code, _ := d.Do("GET", "/debug/pprof/", nil, nil)
+	code, _ := socketGet(t, d, "/debug/pprof/", nil)
 	require.Equal(t, 404, code, "off by default")
-	code, _ = d.Do("GET", "/debug/pprof/cmdline", nil, nil)
+	code, _ = socketGet(t, d, "/debug/pprof/cmdline", nil)
 	require.Equal(t, 404, code)
 
 	on := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: "pprof = true"})
-	code, _ = on.Do("GET", "/debug/pprof/", nil, nil)
+	code, _ = socketGet(t, on, "/debug/pprof/", nil)
 	require.Equal(t, 200, code, "on when asked for")
 
 	readOnly := testsvc.StartDaemon(t, testsvc.DaemonOptions{Admin: fmt.Sprintf("pprof = true\nallow_uids = [%d]\nread_only_uids = [%d]", uid+4242, uid)})
-	code, body := readOnly.Do("GET", "/debug/pprof/cmdline", nil, nil)
+	code, body := socketGet(t, readOnly, "/debug/pprof/cmdline", nil)
 	require.Equal(t, 403, code, "read-only callers get no profiles: %s", body)
 	require.Contains(t, string(body), "read-only")
 }
@@ -272,8 +284,7 @@ func TestSdNotifyReadyReloadAndStopping(t *testing.T) {
 	next("READY=1")
 	testsvc.Eventually(t, 10*time.Second, func() bool { return strings.Contains(d.Logs(), "reload refused") }, "reload refused logged")
 	require.Contains(t, d.Logs(), "bogus_key")
-	code, _ := d.Do("GET", "/readyz", nil, nil)
-	require.Equal(t, 200, code, "still serving with the old config")
+	require.True(t, apitest.Ready(d)(), "still serving with the old config")
 
 	d.Signal(syscall.SIGTERM)
 	next("STOPPING=1")
@@ -296,7 +307,8 @@ func TestDaemonOnPostgresStateStore(t *testing.T) {
 	state := testsvc.PGDatabase(t) + "&password=hunter2-in-query"
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state})
 	var st map[string]any
-	body := d.JSON("GET", "/api/v1/status", nil, 200, &st)
+	var body []byte
+	apitest.Expect(t, d, 200, &st).Status(t.Context(), adminclient.Raw(&body))
 	require.Equal(t, "postgres", st["state_store"].(map[string]any)["dialect"])
 	require.NotContains(t, string(body), "hunter2")
 	out, _, code := runCLI(t, d.Dir, "config", "dump", "--config", d.ConfigPath)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -46,13 +46,11 @@ func TestIdleConnectionsCannotStarveTheAdminSocket(t *testing.T) {
 		var dd net.Dialer
 		return dd.DialContext(ctx, "unix", d.Socket)
 	}}}
+	var a apitest.Answer
+	api := apitest.RecordThrough(client, &a)
 	testsvc.Eventually(t, 10*time.Second, func() bool {
-		resp, err := client.Get("http://localhost/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
+		api.Healthz(t.Context())
+		return a.Code == 200
 	}, "the admin socket answers while 100 idle clients hold the metrics port and 10 the socket")
 	require.NotContains(t, d.Logs(), "too many open files")
 }
@@ -65,9 +63,10 @@ func TestMetricFamiliesExistBeforeTheirFirstIncrement(t *testing.T) {
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(
 		"[[deleter]]\nname = \"redis:s\"\nplugin = \"redis\"\n[deleter.config]\naddr = %q\npatterns = [\"s:{tenant}\"]\n", redis.Addr)})
 	testsvc.Eventually(t, 30*time.Second, func() bool {
-		code, body := d.Do("GET", "/metrics", nil, nil)
-		return code == 200 && strings.Contains(string(body), `lifecycled_plugin_restarts_total{plugin="redis:s"} 0`) &&
-			strings.Contains(string(body), `lifecycled_deletion_failures_total{deleter="redis:s"} 0`)
+		var a apitest.Answer
+		apitest.Record(d, &a).Metrics(t.Context())
+		return a.Code == 200 && strings.Contains(string(a.Body), `lifecycled_plugin_restarts_total{plugin="redis:s"} 0`) &&
+			strings.Contains(string(a.Body), `lifecycled_deletion_failures_total{deleter="redis:s"} 0`)
 	}, "restart and failure counters of redis:s at 0")
 }
 
@@ -95,15 +94,20 @@ func TestStateStoreOutageIs503AndStatusSaysUnknown(t *testing.T) {
 	outage(true)
 	t.Cleanup(func() { outage(false) })
 	testsvc.Eventually(t, 30*time.Second, func() bool {
-		code, body := d.Do("GET", "/api/v1/dlq", nil, nil)
-		return code == 503 && strings.Contains(string(body), "SYS_STATE_STORE_UNAVAILABLE") && !strings.Contains(string(body), db)
+		var a apitest.Answer
+		apitest.Record(d, &a).Topics(t.Context())
+		return a.Code == 503 && strings.Contains(string(a.Body), "SYS_STATE_STORE_UNAVAILABLE") && !strings.Contains(string(a.Body), db)
 	}, "503 SYS_STATE_STORE_UNAVAILABLE without the database's name")
 	out, _, code := d.CLI("status")
 	require.Equal(t, 3, code, out)
 	require.Contains(t, out, "dead letters  unknown")
 	require.NotContains(t, out, "PENDING 0")
 	outage(false)
-	testsvc.Eventually(t, 30*time.Second, func() bool { code, _ := d.Do("GET", "/api/v1/dlq", nil, nil); return code == 200 }, "back after the outage")
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		var a apitest.Answer
+		apitest.Record(d, &a).Topics(t.Context())
+		return a.Code == 200
+	}, "back after the outage")
 }
 
 // Issue 33 case 7: /readyz?verbose on the loopback metrics port, which asks
@@ -118,18 +122,18 @@ func TestReadinessOnTheMetricsPortNamesNoConnectionDetails(t *testing.T) {
 		Extra: fmt.Sprintf("[[deleter]]\nname = \"postgres:app\"\nplugin = \"postgres\"\n[deleter.config]\ndsn = %q\ntables = [\"notes\"]\n", dsn)})
 	var socketBody string
 	testsvc.Eventually(t, 30*time.Second, func() bool {
-		code, body := d.Do("GET", "/readyz?verbose", nil, nil)
-		socketBody = string(body)
-		return code == 503 && strings.Contains(socketBody, "postgres:app")
+		var a apitest.Answer
+		apitest.Record(d, &a).Readyz(t.Context(), true)
+		socketBody = string(a.Body)
+		return a.Code == 503 && strings.Contains(socketBody, "postgres:app")
 	}, "the plugin's check fails")
 	require.Contains(t, socketBody, "secretdb", "the admin socket keeps the detail")
 
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz?verbose", port))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, 503, resp.StatusCode)
+	var a apitest.Answer
+	apitest.RecordThrough(onMetricsPort(port), &a).Readyz(t.Context(), true)
+	require.NotZero(t, a.Code, "%s", a.Body)
+	body := a.Body
+	require.Equal(t, 503, a.Code)
 	require.Contains(t, string(body), "postgres:app", "which check fails")
 	for _, secret := range []string{"secretdb", "secretuser", fmt.Sprint(closed)} {
 		require.NotContains(t, string(body), secret, "the metrics port gives no connection details")

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -65,18 +68,26 @@ func (s *idemSetup) republished(t *testing.T, id string) int {
 	return n
 }
 
-type rawResponse struct {
-	code   int
-	header http.Header
-	body   []byte
+// keyed is the answer to a call made with the Idempotency-Key key, as it
+// came; an error when the request got no answer.
+func keyed(d *testsvc.Daemon, key string, call func(*adminclient.Client, adminclient.Option)) (apitest.Answer, error) {
+	var a apitest.Answer
+	call(apitest.Record(d, &a), adminclient.IdempotencyKey(key))
+	if a.Code == 0 {
+		return a, fmt.Errorf("request failed: %s", a.Body)
+	}
+	return a, nil
 }
 
-func rawPost(d *testsvc.Daemon, path, key string, body []byte) (rawResponse, error) {
-	code, h, b := d.DoResponse("POST", path, body, map[string]string{"Idempotency-Key": key})
-	if code == 0 {
-		return rawResponse{}, fmt.Errorf("request failed: %s", b)
+// retry and deletion are the calls keyed makes.
+func retry(id string) func(*adminclient.Client, adminclient.Option) {
+	return func(c *adminclient.Client, key adminclient.Option) { c.RetryMessage(context.Background(), id, key) }
+}
+
+func deletion(tenant string) func(*adminclient.Client, adminclient.Option) {
+	return func(c *adminclient.Client, key adminclient.Option) {
+		c.RequestDeletion(context.Background(), tenant, nil, key)
 	}
-	return rawResponse{code: code, header: h, body: b}, nil
 }
 
 func TestIdempotencyKeyRules(t *testing.T) {
@@ -86,24 +97,23 @@ func TestIdempotencyKeyRules(t *testing.T) {
 			s := newIdemSetup(t, state, "")
 			d := s.d
 			key := uuid.NewString()
-			path := "/api/v1/dlq/messages/" + s.ids[0] + "/retry"
 
 			// First request runs the work; the replay returns the same body,
 			// marked replayed, and the work is not done again.
-			code, first := d.Do("POST", path, nil, map[string]string{"Idempotency-Key": key})
-			require.Equal(t, 200, code, "%s", first)
-			r, err := rawPost(d, path, key, nil)
+			var first []byte
+			apitest.Expect(t, d, 200, nil).RetryMessage(t.Context(), s.ids[0], adminclient.IdempotencyKey(key), adminclient.Raw(&first))
+			r, err := keyed(d, key, retry(s.ids[0]))
 			require.NoError(t, err)
-			require.Equal(t, 200, r.code)
-			require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
-			require.Equal(t, string(first), string(r.body), "identical body")
+			require.Equal(t, 200, r.Code)
+			require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+			require.Equal(t, string(first), string(r.Body), "identical body")
 			require.Equal(t, 1, s.republished(t, s.ids[0]), "republished once")
 
 			// The same key on another path or with another body: mismatch.
-			code, body := d.Do("POST", "/api/v1/dlq/messages/"+s.ids[1]+"/retry", nil, map[string]string{"Idempotency-Key": key})
+			code, body := apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), s.ids[1], adminclient.IdempotencyKey(key)))(t)
 			require.Equal(t, 409, code, "%s", body)
 			require.Equal(t, "SYS_IDEMPOTENCY_KEY_MISMATCH", decodeEnvelope(t, body).Error.Code)
-			code, body = d.Do("POST", path, []byte(`{"x":1}`), map[string]string{"Idempotency-Key": key})
+			code, body = apitest.Refused(apitest.Client(d).RetryMessage(t.Context(), s.ids[0], adminclient.IdempotencyKey(key), adminclient.Body([]byte(`{"x":1}`))))(t)
 			require.Equal(t, 409, code)
 			require.Equal(t, "SYS_IDEMPOTENCY_KEY_MISMATCH", decodeEnvelope(t, body).Error.Code)
 			require.Equal(t, 0, s.republished(t, s.ids[1]), "a mismatch runs nothing")
@@ -111,7 +121,8 @@ func TestIdempotencyKeyRules(t *testing.T) {
 			// Bad keys.
 			for _, bad := range []string{strings.Repeat("k", 256), "with\x01control", "tab\tinside", ""} {
 				// Go's client refuses to send control characters; write the request by hand.
-				code, body = rawHTTP(t, d.Socket, "POST /api/v1/dlq/messages/"+s.ids[1]+"/retry HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: "+bad+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				path := apitest.PathOf(func(c *adminclient.Client) { c.RetryMessage(t.Context(), s.ids[1]) })
+				code, body = rawHTTP(t, d.Socket, "POST "+path+" HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: "+bad+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 				require.Equal(t, 400, code, "%q: %s", bad, body)
 				if strings.Contains(bad, "\x01") {
 					// net/http refuses the malformed header before any handler
@@ -125,7 +136,6 @@ func TestIdempotencyKeyRules(t *testing.T) {
 			// Twenty concurrent requests with one key: one execution; the
 			// others replay or are told it is in flight.
 			key2 := uuid.NewString()
-			path2 := "/api/v1/dlq/messages/" + s.ids[2] + "/retry"
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			outcomes := map[string]int{}
@@ -133,13 +143,13 @@ func TestIdempotencyKeyRules(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r, err := rawPost(d, path2, key2, nil)
+					r, err := keyed(d, key2, retry(s.ids[2]))
 					require.NoError(t, err)
-					k := fmt.Sprint(r.code)
-					if r.header.Get("Idempotent-Replayed") == "true" {
+					k := fmt.Sprint(r.Code)
+					if r.Header.Get("Idempotent-Replayed") == "true" {
 						k = "replayed"
-					} else if r.code == 409 {
-						k = decodeEnvelope(t, r.body).Error.Code
+					} else if r.Code == 409 {
+						k = decodeEnvelope(t, r.Body).Error.Code
 					}
 					mu.Lock()
 					outcomes[k]++
@@ -155,22 +165,19 @@ func TestIdempotencyKeyRules(t *testing.T) {
 			// A tenant deletion stores its 202 and job under the key.
 			tenant := uuid.NewString()
 			key3 := uuid.NewString()
-			r1, err := rawPost(d, "/api/v1/tenants/"+tenant+"/deletion", key3, nil)
+			r1, err := keyed(d, key3, deletion(tenant))
 			require.NoError(t, err)
-			require.Equal(t, 202, r1.code)
+			require.Equal(t, 202, r1.Code)
 			job := waitJob(t, d, tenant, "COMPLETED", time.Minute)
-			r2, err := rawPost(d, "/api/v1/tenants/"+tenant+"/deletion", key3, nil)
+			r2, err := keyed(d, key3, deletion(tenant))
 			require.NoError(t, err)
-			require.Equal(t, 202, r2.code)
-			require.Equal(t, "true", r2.header.Get("Idempotent-Replayed"))
-			require.Equal(t, string(r1.body), string(r2.body))
+			require.Equal(t, 202, r2.Code)
+			require.Equal(t, "true", r2.Header.Get("Idempotent-Replayed"))
+			require.Equal(t, string(r1.Body), string(r2.Body))
 			latest := waitJob(t, d, tenant, "COMPLETED", time.Minute)
 			require.Equal(t, job.ID, latest.ID, "one deletion job: the replay created none")
 
-			var metrics string
-			_, mb := d.Do("GET", "/metrics", nil, nil)
-			metrics = string(mb)
-			require.Contains(t, metrics, `lifecycled_idempotency_requests_total{result="mismatch"} 2`)
+			require.Contains(t, metrics(t, d), `lifecycled_idempotency_requests_total{result="mismatch"} 2`)
 		})
 	}
 }
@@ -181,21 +188,21 @@ func TestIdempotencyMismatchStatus422AndExpiry(t *testing.T) {
 	d := s.d
 	key := uuid.NewString()
 	tenant := uuid.NewString()
-	r1, err := rawPost(d, "/api/v1/tenants/"+tenant+"/deletion", key, nil)
+	r1, err := keyed(d, key, deletion(tenant))
 	require.NoError(t, err)
-	require.Equal(t, 202, r1.code)
-	code, body := d.Do("POST", "/api/v1/tenants/"+uuid.NewString()+"/deletion", nil, map[string]string{"Idempotency-Key": key})
+	require.Equal(t, 202, r1.Code)
+	code, body := apitest.Refused(apitest.Client(d).RequestDeletion(t.Context(), uuid.NewString(), nil, adminclient.IdempotencyKey(key)))(t)
 	require.Equal(t, 422, code, "%s", body)
 	require.Equal(t, "SYS_IDEMPOTENCY_KEY_MISMATCH", decodeEnvelope(t, body).Error.Code)
 
 	first := waitJob(t, d, tenant, "COMPLETED", time.Minute)
 	time.Sleep(2500 * time.Millisecond) // past the TTL: the key is new again
-	r2, err := rawPost(d, "/api/v1/tenants/"+tenant+"/deletion", key, nil)
+	r2, err := keyed(d, key, deletion(tenant))
 	require.NoError(t, err)
-	require.Equal(t, 202, r2.code)
-	require.Empty(t, r2.header.Get("Idempotent-Replayed"), "an expired key is treated as new")
+	require.Equal(t, 202, r2.Code)
+	require.Empty(t, r2.Header.Get("Idempotent-Replayed"), "an expired key is treated as new")
 	var j jobBody
-	require.NoError(t, json.Unmarshal(r2.body, &j))
+	require.NoError(t, json.Unmarshal(r2.Body, &j))
 	require.NotEqual(t, first.ID, j.ID, "the work ran again: a new job")
 }
 
@@ -209,13 +216,12 @@ func TestIdempotencyKeysAreScopedByCaller(t *testing.T) {
 	require.NoError(t, os.Chmod(d.Dir, 0o755))
 	require.NoError(t, os.Chown(d.Socket, 0, 65534))
 	key := "shared-key-1"
-	code, body := d.Do("POST", "/api/v1/dlq/messages/"+s.ids[0]+"/retry", nil, map[string]string{"Idempotency-Key": key})
-	require.Equal(t, 200, code, "%s", body)
+	apitest.Expect(t, d, 200, nil).RetryMessage(t.Context(), s.ids[0], adminclient.IdempotencyKey(key))
 
 	// Another uid sends the same key for another message: not a mismatch
 	// and not a replay of root's answer; its own request runs.
 	cmd := exec.CommandContext(testsvc.Context(t, time.Minute), curl, "-sS", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", d.Socket,
-		"-X", "POST", "-H", "Idempotency-Key: "+key, "http://localhost/api/v1/dlq/messages/"+s.ids[1]+"/retry")
+		"-X", "POST", "-H", "Idempotency-Key: "+key, "http://localhost"+apitest.PathOf(func(c *adminclient.Client) { c.RetryMessage(t.Context(), s.ids[1]) }))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -17,6 +17,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -131,7 +133,7 @@ dsn = %q
 discover = true
 tenant_column = "tenant_id"
 `, s.pgDSN)})
-			testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+			testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 			// The second operator reaches the socket through its group.
 			require.NoError(t, os.Chmod(d.Dir, 0o755))
 			require.NoError(t, os.Chown(d.Socket, 0, nobody))
@@ -154,7 +156,7 @@ tenant_column = "tenant_id"
 			require.Equal(t, 0, code, "%s\n%s", out, errOut)
 			require.Contains(t, out, "AWAITING_APPROVAL")
 			var job planJob
-			d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &job)
+			apitest.Expect(t, d, 200, &job).Deletion(t.Context(), a)
 			require.Equal(t, "AWAITING_APPROVAL", job.Status)
 			require.Equal(t, int64(0), *job.RequestedByUID)
 
@@ -183,7 +185,7 @@ tenant_column = "tenant_id"
 			sumB, sumA, countA := s.pgTableChecksum(t, b, all...), s.pgTableChecksum(t, a, all...), s.pgCount(t, a, all...)
 
 			testsvc.Eventually(t, time.Minute, func() bool {
-				d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &job)
+				apitest.Expect(t, d, 200, &job).Deletion(t.Context(), a)
 				return job.Status == "AWAITING_APPROVAL" && job.PlanDrift != ""
 			}, "the job refuses at start (is %s)", job.Status)
 			require.Contains(t, job.PlanDrift, "invoices", "the refusal names the new table")
@@ -206,7 +208,7 @@ tenant_column = "tenant_id"
 			require.Equal(t, 0, code, out)
 
 			testsvc.Eventually(t, 2*time.Minute, func() bool {
-				d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &job)
+				apitest.Expect(t, d, 200, &job).Deletion(t.Context(), a)
 				return job.Status == "COMPLETED"
 			}, "the job completes (is %s: %s)", job.Status, job.LastError)
 			require.True(t, job.Verified)
@@ -221,7 +223,7 @@ tenant_column = "tenant_id"
 					ApprovedByUID *int64 `json:"approved_by_uid"`
 				} `json:"approval"`
 			}
-			raw := d.JSON("GET", "/api/v1/tenants/"+a+"/deletion/receipt", nil, 200, &rec)
+			raw, _ := apitest.Expect(t, d, 200, &rec).Receipt(t.Context(), a)
 			require.Equal(t, int64(0), *rec.RequestedByUID)
 			require.Equal(t, int64(nobody), *rec.Approval.ApprovedByUID)
 			require.True(t, rec.Approval.Required)
@@ -247,13 +249,13 @@ func TestUnlistedTableStopsAJobOnRealPostgres(t *testing.T) {
 	s.seed(t, a, 50)
 	s.seed(t, b, 30)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: s.pgOnly("")})
-	testsvc.Eventually(t, time.Minute, func() bool { code, _ := d.Do("GET", "/readyz", nil, nil); return code == 200 }, "plugins ready")
+	testsvc.Eventually(t, time.Minute, apitest.Ready(d), "plugins ready")
 	var plan planView
-	d.JSON("GET", "/api/v1/tenants/"+a+"/plan", nil, 200, &plan)
+	apitest.Expect(t, d, 200, &plan).Plan(t.Context(), a)
 	require.True(t, plan.Complete)
 	var job planJob
-	d.JSON("POST", "/api/v1/tenants/"+a+"/deletion", map[string]any{"plan_hash": *plan.PlanHash,
-		"not_before": time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)}, 202, &job)
+	apitest.Expect(t, d, 202, &job).RequestDeletion(t.Context(), a, &wire.DeletionRequest{PlanHash: plan.PlanHash,
+		NotBefore: new(time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano))})
 	require.Equal(t, "SCHEDULED", job.Status)
 	require.Equal(t, *plan.PlanHash, job.PlanHash)
 
@@ -267,7 +269,7 @@ func TestUnlistedTableStopsAJobOnRealPostgres(t *testing.T) {
 	sumA, sumB := s.pgTableChecksum(t, a, all...), s.pgTableChecksum(t, b, all...)
 
 	testsvc.Eventually(t, time.Minute, func() bool {
-		d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &job)
+		apitest.Expect(t, d, 200, &job).Deletion(t.Context(), a)
 		return job.Status == "AWAITING_APPROVAL"
 	}, "the job stops at start (is %s: %s)", job.Status, job.LastError)
 	require.Contains(t, job.PlanDrift, "postgres:workflows refused to plan")
@@ -285,13 +287,14 @@ func TestUnlistedTableStopsAJobOnRealPostgres(t *testing.T) {
 	out, errOut, code := d.CLI("reload")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	testsvc.Eventually(t, time.Minute, func() bool {
-		c, body := d.Do("GET", "/api/v1/tenants/"+a+"/plan", nil, nil)
-		return c == 200 && json.Unmarshal(body, &plan) == nil && plan.Complete
+		var got apitest.Answer
+		apitest.Record(d, &got).Plan(t.Context(), a)
+		return got.Code == 200 && json.Unmarshal(got.Body, &plan) == nil && plan.Complete
 	}, "the plan is complete again")
 	require.Contains(t, fmt.Sprint(plan.Deleters[0].Steps), "invoices")
-	d.JSON("POST", "/api/v1/tenants/"+a+"/deletion/approve", map[string]any{"plan_hash": *plan.PlanHash}, 200, &job)
+	apitest.Expect(t, d, 200, &job).Approve(t.Context(), a, wire.ApproveRequest{PlanHash: plan.PlanHash})
 	testsvc.Eventually(t, 2*time.Minute, func() bool {
-		d.JSON("GET", "/api/v1/tenants/"+a+"/deletion", nil, 200, &job)
+		apitest.Expect(t, d, 200, &job).Deletion(t.Context(), a)
 		return job.Status == "COMPLETED"
 	}, "the job completes (is %s: %s)", job.Status, job.LastError)
 	require.Equal(t, int64(0), s.pgCount(t, a, all...))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -51,9 +52,10 @@ func TestBrokenPluginMakesTheDaemonDegradedAndSaysWhich(t *testing.T) {
 	ready := next("READY=1")
 	require.Contains(t, ready, "STATUS=degraded; 0/1 plugins running; redis:sessions: ")
 	require.Contains(t, ready, "connection refused")
-	code, body := d.Do("GET", "/readyz?verbose", nil, nil)
-	require.Equal(t, 503, code, "%s", body)
-	require.Contains(t, string(body), "redis:sessions")
+	var a apitest.Answer
+	apitest.Record(d, &a).Readyz(t.Context(), true)
+	require.Equal(t, 503, a.Code, "%s", a.Body)
+	require.Contains(t, string(a.Body), "redis:sessions")
 	_, err := os.Stat(filepath.Join(dir, "admin.sock"))
 	require.NoError(t, err)
 }

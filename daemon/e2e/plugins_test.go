@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -45,7 +46,7 @@ func TestNoPluginOutlivesTheDaemon(t *testing.T) {
 			d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: redisDeleter(r.Addr)})
 			var pl pluginList
 			testsvc.Eventually(t, 30*time.Second, func() bool {
-				d.JSON("GET", "/api/v1/plugins", nil, 200, &pl)
+				apitest.Expect(t, d, 200, &pl).Plugins(t.Context())
 				return len(pl.Plugins) == 1 && pl.Plugins[0].State == "running"
 			}, "plugin running")
 			pid := pl.Plugins[0].PID
@@ -81,7 +82,7 @@ root = %q
 		return code == 0 && containsAll(out, "files:uploads", "running", "0.1.0")
 	}, "plugin listed as running")
 	var counts map[string]any
-	d.JSON("GET", "/api/v1/tenants/550e8400-e29b-41d4-a716-446655440000/counts", nil, 200, &counts)
+	apitest.Expect(t, d, 200, &counts).Counts(t.Context(), "550e8400-e29b-41d4-a716-446655440000")
 	require.Equal(t, map[string]any{"files:uploads": 1.0}, counts["counts"])
 }
 

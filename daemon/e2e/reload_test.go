@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -31,7 +32,7 @@ func TestRefusedReloadKeepsTheRunningPlugin(t *testing.T) {
 				PID   float64 `json:"pid"`
 			} `json:"plugins"`
 		}
-		d.JSON("GET", "/api/v1/plugins", nil, 200, &pl)
+		apitest.Expect(t, d, 200, &pl).Plugins(t.Context())
 		require.Len(t, pl.Plugins, 1)
 		require.Equal(t, "running", pl.Plugins[0].State)
 		return pl.Plugins[0].PID
@@ -67,8 +68,9 @@ func TestRefusedReloadKeepsTheRunningPlugin(t *testing.T) {
 	require.Contains(t, metrics(t, d), "lifecycled_config_last_reload_successful 1")
 }
 
+// metrics is the daemon's GET /metrics, which must answer 200.
 func metrics(t *testing.T, d *testsvc.Daemon) string {
-	code, body := d.Do("GET", "/metrics", nil, nil)
-	require.Equal(t, 200, code)
-	return string(body)
+	t.Helper()
+	text, _ := apitest.Expect(t, d, 200, nil).Metrics(t.Context())
+	return text
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -64,7 +65,7 @@ func TestDaemonRunsUnderTheUnitsSystemCallFilter(t *testing.T) {
 
 	var pl pluginList
 	testsvc.Eventually(t, 30*time.Second, func() bool {
-		d.JSON("GET", "/api/v1/plugins", nil, 200, &pl)
+		apitest.Expect(t, d, 200, &pl).Plugins(t.Context())
 		return len(pl.Plugins) == 1 && pl.Plugins[0].State == "running"
 	}, "the plugin runs")
 	require.Equal(t, "2", seccompMode(t, pl.Plugins[0].PID), "the plugin inherits the filter")

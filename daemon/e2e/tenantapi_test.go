@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -60,16 +61,10 @@ func (j apiJob) failed() []string {
 	return out
 }
 
-func tenantPath(tenant, suffix string) string {
-	return "/api/v1/tenants/" + url.PathEscape(tenant) + suffix
-}
-
 func startErasure(t *testing.T, d *testsvc.Daemon, tenant string) apiJob {
 	t.Helper()
-	code, body := d.Do("POST", tenantPath(tenant, "/deletion"), nil, map[string]string{"Idempotency-Key": uuid.NewString()})
-	require.Equal(t, 202, code, "%s", body)
 	var j apiJob
-	require.NoError(t, json.Unmarshal(body, &j))
+	apitest.Expect(t, d, 202, &j).RequestDeletion(t.Context(), tenant, nil, adminclient.IdempotencyKey(uuid.NewString()))
 	return j
 }
 
@@ -79,11 +74,12 @@ func settled(t *testing.T, d *testsvc.Daemon, tenant string, within time.Duratio
 	t.Helper()
 	var j apiJob
 	testsvc.Eventually(t, within, func() bool {
-		code, body := d.Do("GET", tenantPath(tenant, "/deletion"), nil, nil)
-		if code != 200 {
+		var a apitest.Answer
+		apitest.Record(d, &a).Deletion(t.Context(), tenant)
+		if a.Code != 200 {
 			return false
 		}
-		require.NoError(t, json.Unmarshal(body, &j))
+		require.NoError(t, json.Unmarshal(a.Body, &j))
 		return j.Status == "COMPLETED" || ((j.Status == "PARTIAL" || j.Status == "BLOCKED") && j.Attempts >= 1)
 	}, "job of %q finishes an attempt (is %s)", tenant, j.Status)
 	return j
@@ -97,7 +93,7 @@ func plugins(t *testing.T, d *testsvc.Daemon) map[string]struct{ State, LastErro
 			LastError string `json:"last_error"`
 		} `json:"plugins"`
 	}
-	d.JSON("GET", "/api/v1/plugins", nil, 200, &pl)
+	apitest.Expect(t, d, 200, &pl).Plugins(t.Context())
 	out := map[string]struct{ State, LastError string }{}
 	for _, p := range pl.Plugins {
 		out[p.Name] = struct{ State, LastError string }{p.State, p.LastError}

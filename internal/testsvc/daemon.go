@@ -3,10 +3,8 @@ package testsvc
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -204,7 +202,11 @@ func (d *Daemon) PID() int { return d.cmd.Process.Pid }
 // Logs returns everything the daemon wrote so far.
 func (d *Daemon) Logs() string { return d.stderr.String() }
 
-// WaitServing waits until /healthz answers.
+// WaitServing waits until the daemon serves HTTP on its socket: any answer
+// to a request for its root will do. (This package cannot call the typed
+// admin client's liveness route: the unit tests of the packages that client
+// depends on use this one. The end-to-end tests check /healthz themselves,
+// through daemon/e2e/apitest.)
 func (d *Daemon) WaitServing(timeout time.Duration) {
 	d.t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -212,13 +214,34 @@ func (d *Daemon) WaitServing(timeout time.Duration) {
 		if !d.Running() {
 			d.t.Fatalf("daemon exited during start: %v\n%s", d.exitErr, tail(d.Logs(), 80))
 		}
-		if code, _ := d.Do("GET", "/healthz", nil, nil); code == 200 {
+		if d.answers() {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	d.t.Fatalf("daemon did not serve within %s\n%s", timeout, tail(d.Logs(), 80))
 }
+
+// answers reports whether the daemon answers a GET of its root on the
+// socket, whatever the status (a redirect is not followed).
+func (d *Daemon) answers() bool {
+	req, err := http.NewRequest(http.MethodGet, "http://localhost/", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := d.http.Transport.RoundTrip(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
+}
+
+// HTTP is the HTTP client that dials the daemon's socket. Tests call the
+// admin API through daemon/adminclient on it (daemon/e2e/apitest); on its
+// own it is for requests that are no call of the API: the console's pages,
+// pprof, a route that does not exist, a forged Host.
+func (d *Daemon) HTTP() *http.Client { return d.http }
 
 // Signal sends sig to the daemon.
 func (d *Daemon) Signal(sig os.Signal) {
@@ -263,61 +286,6 @@ func (d *Daemon) Signaled() (syscall.Signal, bool) {
 		}
 	}
 	return 0, false
-}
-
-// Do sends a request over the admin socket and returns status and body.
-func (d *Daemon) Do(method, path string, body []byte, headers map[string]string) (int, []byte) {
-	code, _, b := d.DoResponse(method, path, body, headers)
-	return code, b
-}
-
-// DoResponse is Do that also returns the response headers.
-func (d *Daemon) DoResponse(method, path string, body []byte, headers map[string]string) (int, http.Header, []byte) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, "http://localhost"+path, rd)
-	if err != nil {
-		d.t.Fatalf("build request: %v", err)
-	}
-	for k, v := range headers {
-		if strings.EqualFold(k, "Host") {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return 0, nil, []byte(err.Error())
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
-}
-
-// JSON sends a request and decodes a JSON answer into out, failing the test
-// unless the status is want.
-func (d *Daemon) JSON(method, path string, body any, want int, out any) []byte {
-	d.t.Helper()
-	var raw []byte
-	if body != nil {
-		var err error
-		if raw, err = json.Marshal(body); err != nil {
-			d.t.Fatal(err)
-		}
-	}
-	code, b := d.Do(method, path, raw, nil)
-	if code != want {
-		d.t.Fatalf("%s %s: status %d, want %d: %s", method, path, code, want, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			d.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
-		}
-	}
-	return b
 }
 
 // CLI runs the lifecycled binary as a client of this daemon.

@@ -8,12 +8,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -25,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 )
 
 func pgAdmin() string {
@@ -76,20 +73,8 @@ batch_size = %d
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	benchkit.Must(cmd.Start(), "start daemon (run make build)")
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	client := &http.Client{Timeout: time.Hour, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-	for i := 0; ; i++ {
-		if resp, err := client.Get("http://localhost/readyz"); err == nil && resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
-		}
-		if i > 600 {
-			benchkit.Must(fmt.Errorf("not ready"), "daemon")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	api := adminclient.New(benchkit.Socket(sock, time.Hour))
+	benchkit.WaitReady(api, 601)
 
 	pool, err := pgxpool.New(ctx, dsn)
 	benchkit.Must(err, "connect")
@@ -136,17 +121,8 @@ batch_size = %d
 	procMoved := count(`SELECT count(*) FROM dlq.dlq_messages_archive`)
 
 	load()
-	var res struct {
-		Archived            int64   `json:"archived"`
-		Batches             int     `json:"batches"`
-		TookSeconds         float64 `json:"took_seconds"`
-		LongestBatchSeconds float64 `json:"longest_batch_seconds"`
-	}
-	resp, err := client.Post("http://localhost/api/v1/archive/run", "application/json", nil)
+	res, err := api.RunArchive(ctx, false)
 	benchkit.Must(err, "archive run")
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	benchkit.Must(json.Unmarshal(body, &res), "archive answer: "+string(body))
 	live := count(`SELECT count(*) FROM dlq.dlq_messages`)
 	archived := count(`SELECT count(*) FROM dlq.dlq_messages_archive`)
 	if res.Archived != int64(*rows) || archived != int64(*rows) || live != 20000 {

@@ -1,17 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // bulkAtRate measures a bulk retry limited to rate messages/s over n dead
@@ -20,37 +22,32 @@ import (
 // 200 ms, against its RSS just before.
 func bulkAtRate(d *daemon, kc *kgo.Client, n int, rate float64) {
 	produceTo(kc, "payments.dlq.v1", "payments.events.v1", n)
+	ctx := context.Background()
 	for {
-		var body struct {
-			Pagination struct {
-				TotalCount int `json:"total_count"`
-			} `json:"pagination"`
-		}
-		benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/payments.dlq.v1?page_size=1"), &body), "list")
-		if body.Pagination.TotalCount >= n {
+		body, err := d.api.ListMessages(ctx, "payments.dlq.v1", url.Values{"page_size": {"1"}})
+		benchkit.Must(err, "list")
+		if body.Pagination.TotalCount >= int64(n) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	before := benchkit.ProcStatus(d.cmd.Process.Pid, "VmRSS")
-	req, _ := json.Marshal(map[string]any{"action": "retry", "filter": map[string]any{"topic": "payments.dlq.v1", "status": []string{"PENDING"}}, "rate": rate})
-	var op struct {
-		ID         string  `json:"id"`
-		State      string  `json:"state"`
-		Matched    int64   `json:"matched"`
-		Done       int64   `json:"done"`
-		Succeeded  int64   `json:"succeeded"`
-		StartedAt  *string `json:"started_at"`
-		FinishedAt *string `json:"finished_at"`
+	filter, err := json.Marshal(wire.OperationFilter{Topic: new("payments.dlq.v1"), Status: []string{"PENDING"}})
+	benchkit.Must(err, "filter")
+	var code int
+	op, err := d.api.StartOperation(ctx, wire.OperationRequest{Action: "retry", Filter: filter, Rate: &rate}, adminclient.Status(&code))
+	benchkit.Must(err, "start bulk retry")
+	if code != http.StatusAccepted {
+		benchkit.Must(fmt.Errorf("status %d", code), "start bulk retry")
 	}
-	benchkit.Must(json.Unmarshal(d.postJSON("/api/v1/dlq/operations", req, 202), &op), "start bulk retry")
 	var peak int64
 	for op.State == "RUNNING" {
 		time.Sleep(200 * time.Millisecond)
 		if rss := benchkit.ProcStatus(d.cmd.Process.Pid, "VmRSS"); rss > peak {
 			peak = rss
 		}
-		benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/operations/"+op.ID), &op), "read bulk retry")
+		op, err = d.api.Operation(ctx, op.ID)
+		benchkit.Must(err, "read bulk retry")
 	}
 	if op.State != "COMPLETED" || op.Succeeded != int64(n) {
 		benchkit.Must(fmt.Errorf("%s with %d of %d retried", op.State, op.Succeeded, n), "bulk retry at a rate")
@@ -91,15 +88,4 @@ func produceTo(kc *kgo.Client, topic, original string, n int) {
 	}
 	wg.Wait()
 	benchkit.Must(firstErr, "produce")
-}
-
-func (d *daemon) postJSON(path string, body []byte, want int) []byte {
-	resp, err := d.http.Post("http://localhost"+path, "application/json", bytes.NewReader(body))
-	benchkit.Must(err, "POST "+path)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, b), "POST "+path)
-	}
-	return b
 }

@@ -15,11 +15,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -35,6 +32,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func main() {
@@ -92,12 +91,11 @@ func main() {
 	benchkit.Report(fmt.Sprintf("search index caught up with the %d, after intake", *first), "%v", indexed.Round(time.Millisecond))
 
 	// Retry-all: republish every message with acks=all.
-	var res struct {
-		Retried int `json:"retried"`
-	}
+	var res wire.RetryAllResult
 	retryAll := benchkit.Time(func() {
-		body := d.post("/api/v1/dlq/orders.dlq.v1/retry-all")
-		benchkit.Must(json.Unmarshal(body, &res), "retry-all answer: "+string(body))
+		var err error
+		res, err = d.api.RetryAll(ctx, "orders.dlq.v1", false)
+		benchkit.Must(err, "retry-all")
 	})
 	if res.Retried != *first {
 		benchkit.Must(fmt.Errorf("retried %d of %d", res.Retried, *first), "retry-all")
@@ -144,12 +142,14 @@ func main() {
 		benchkit.Report(fmt.Sprintf("daemon peak RSS during intake to %d", *total), "%d MiB (vs %d MiB at %d: flat means no growth with volume)", peak2/1024, peak1/1024, *first)
 	}
 
-	// List page 1 of the topic over the socket.
+	// List page 1 of the topic over the socket: each call's exchange, the
+	// request sent to the answer read (benchkit.Exchange).
 	lat := make([]time.Duration, *listCalls)
+	page1 := url.Values{"page": {"1"}, "page_size": {"20"}}
 	for i := range lat {
-		start := time.Now()
-		d.get("/api/v1/dlq/orders.dlq.v1?page=1&page_size=20")
-		lat[i] = time.Since(start)
+		_, err := d.api.ListMessages(ctx, "orders.dlq.v1", page1)
+		benchkit.Must(err, "list page 1")
+		lat[i] = d.exchange.Took
 	}
 	benchkit.Sort(lat)
 	p99 := benchkit.Percentile(lat, 99)
@@ -285,7 +285,10 @@ type daemon struct {
 	dir    string
 	sock   string
 	dbName string
-	http   *http.Client
+	// api calls the daemon's admin API through exchange, which times each
+	// call.
+	api      *adminclient.Client
+	exchange *benchkit.Exchange
 }
 
 func pgAdmin() string {
@@ -338,26 +341,11 @@ group_id = "dlqbench"
 	d.cmd.Stderr = os.Stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	benchkit.Must(d.cmd.Start(), "start daemon (run make build)")
-	d.http = &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dd net.Dialer
-		return dd.DialContext(ctx, "unix", d.sock)
-	}}}
-	for i := 0; i < 600; i++ {
-		if resp, err := d.http.Get("http://localhost/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return d
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	benchkit.Must(fmt.Errorf("not ready"), "start daemon")
+	d.exchange = &benchkit.Exchange{Doer: benchkit.Socket(d.sock, 10*time.Minute)}
+	d.api = adminclient.New(d.exchange)
+	benchkit.WaitReady(d.api, 600)
 	return d
 }
-
-func (d *daemon) get(path string) []byte { return benchkit.Call(d.http, "GET", path, "") }
-
-func (d *daemon) post(path string) []byte { return benchkit.Call(d.http, "POST", path, "") }
 
 // waitStored returns how long the daemon took to store messages up to n,
 // from the moment the count first moved (so the consumer group's join is not
@@ -367,12 +355,8 @@ func (d *daemon) waitStored(n int) (time.Duration, int64) {
 	var peak int64
 	var base int64 = -1
 	for {
-		var body struct {
-			Pagination struct {
-				TotalCount int64 `json:"total_count"`
-			} `json:"pagination"`
-		}
-		benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/orders.dlq.v1?page_size=1"), &body), "list")
+		body, err := d.api.ListMessages(context.Background(), "orders.dlq.v1", url.Values{"page_size": {"1"}})
+		benchkit.Must(err, "list")
 		got := body.Pagination.TotalCount
 		if base < 0 {
 			base = got
@@ -399,7 +383,9 @@ func (d *daemon) waitStored(n int) (time.Duration, int64) {
 func (d *daemon) waitIndexed() time.Duration {
 	start := time.Now()
 	for {
-		for _, line := range strings.Split(string(d.get("/metrics")), "\n") {
+		text, err := d.api.Metrics(context.Background())
+		benchkit.Must(err, "metrics")
+		for _, line := range strings.Split(text, "\n") {
 			if strings.HasPrefix(line, "lifecycled_dlq_search_unindexed ") && strings.TrimSpace(strings.TrimPrefix(line, "lifecycled_dlq_search_unindexed ")) == "0" {
 				return time.Since(start)
 			}

@@ -13,8 +13,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 )
 
 func pgAdmin() string {
@@ -109,20 +108,9 @@ tenant_column = "tenant_id"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	benchkit.Must(cmd.Start(), "start daemon (run make build)")
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	client := &http.Client{Timeout: time.Hour, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-	for i := 0; ; i++ {
-		if resp, err := client.Get("http://localhost/readyz"); err == nil && resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
-		}
-		if i > 600 {
-			benchkit.Must(fmt.Errorf("not ready"), "daemon")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	exchange := &benchkit.Exchange{Doer: benchkit.Socket(sock, time.Hour)}
+	api := adminclient.New(exchange)
+	benchkit.WaitReady(api, 601)
 
 	// The ledger, as jobs of this store would have left it.
 	state, err := pgxpool.New(ctx, stateDSN)
@@ -172,42 +160,41 @@ tenant_column = "tenant_id"
 	})
 	conn.Close(ctx)
 
-	// Baseline: the same counts through the daemon's count route.
-	route := benchkit.Time(func() {
-		for _, id := range every {
-			resp, err := client.Get("http://localhost/api/v1/tenants/" + id + "/counts")
-			benchkit.Must(err, "counts")
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				benchkit.Must(fmt.Errorf("status %d", resp.StatusCode), "counts")
-			}
+	// Baseline: the same counts through the daemon's count route, one
+	// after another: the sum of the exchanges, each the request sent to
+	// the answer read (benchkit.Exchange).
+	var route time.Duration
+	for _, id := range every {
+		var code int
+		_, err := api.Counts(ctx, id, adminclient.Status(&code))
+		benchkit.Must(err, "counts")
+		if code != http.StatusOK {
+			benchkit.Must(fmt.Errorf("status %d", code), "counts")
 		}
-	})
+		route += exchange.Took
+	}
 
 	pass := func() (time.Duration, int64) {
-		before := reverified(client)
+		before := reverified(api)
 		start := time.Now()
-		resp, err := client.Post("http://localhost/api/v1/erasures/reverify", "application/json", nil)
+		var code int
+		_, err := api.Reverify(ctx, adminclient.Status(&code))
 		benchkit.Must(err, "reverify")
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 202 {
-			benchkit.Must(fmt.Errorf("%d %s", resp.StatusCode, body), "reverify")
+		if code != http.StatusAccepted {
+			benchkit.Must(fmt.Errorf("status %d", code), "reverify")
 		}
-		for reverified(client)-before < int64(*tenants) {
+		for reverified(api)-before < int64(*tenants) {
 			// Seldom: a scrape costs the daemon CPU the pass would use.
 			time.Sleep(100 * time.Millisecond)
 		}
-		return time.Since(start), reverified(client) - before
+		return time.Since(start), reverified(api) - before
 	}
 	free, n := pass()
-	resurrections := metric(client, `lifecycled_erasure_resurrections_total{deleter="postgres:items"}`)
+	resurrections := metric(api, `lifecycled_erasure_resurrections_total{deleter="postgres:items"}`)
 
 	benchkit.Must(os.WriteFile(cfgPath, []byte(config(*limited)), 0o600), "config")
-	resp, err := client.Post("http://localhost/api/v1/reload", "application/json", nil)
+	_, err = api.Reload(ctx)
 	benchkit.Must(err, "reload")
-	resp.Body.Close()
 	slow, m := pass()
 
 	benchkit.Report("baseline: the count queries, one connection", "%v (%s), %d found", base.Round(time.Millisecond), benchkit.Rate(int64(len(every)), base), found)
@@ -222,15 +209,13 @@ tenant_column = "tenant_id"
 	benchkit.Report(fmt.Sprintf("daemon pass, reverify_rate %.0f", *limited), "%v, measured %.1f tenants/s: %s the limit", slow.Round(time.Millisecond), measured, verdict)
 }
 
-func scrape(c *http.Client) string {
-	resp, err := c.Get("http://localhost/metrics")
+func scrape(api *adminclient.Client) string {
+	text, err := api.Metrics(context.Background())
 	benchkit.Must(err, "metrics")
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return text
 }
 
-func reverified(c *http.Client) int64 {
+func reverified(c *adminclient.Client) int64 {
 	var n int64
 	for _, m := range counted.FindAllStringSubmatch(scrape(c), -1) {
 		f, _ := strconv.ParseFloat(m[2], 64)
@@ -239,7 +224,7 @@ func reverified(c *http.Client) int64 {
 	return n
 }
 
-func metric(c *http.Client, series string) float64 {
+func metric(c *adminclient.Client, series string) float64 {
 	for _, line := range strings.Split(scrape(c), "\n") {
 		if strings.HasPrefix(line, series+" ") {
 			f, _ := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)

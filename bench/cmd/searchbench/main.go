@@ -23,8 +23,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -40,6 +38,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 var topics = []string{"orders.dlq.v1", "payments.dlq.v1", "shipping.dlq.v1", "crm.dlq.v1"}
@@ -106,12 +106,8 @@ func main() {
 	benchkit.Report(fmt.Sprintf("search indexer: %d filled messages indexed", queued), "%v (%s)", index.Round(time.Second), benchkit.Rate(queued, index))
 	d.analyze()
 
-	var groups struct {
-		Groups []struct {
-			ID string `json:"id"`
-		} `json:"groups"`
-	}
-	benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/groups"), &groups), "groups")
+	groups, err := d.api.Groups(ctx, nil)
+	benchkit.Must(err, "groups")
 	if len(groups.Groups) == 0 {
 		benchkit.Must(fmt.Errorf("no groups"), "groups")
 	}
@@ -119,7 +115,20 @@ func main() {
 	since := time.Now().Add(-50 * time.Hour).UTC()
 	window := url.Values{"since": {since.Format(time.RFC3339)}, "until": {since.Add(time.Hour).Format(time.RFC3339)}}
 
-	measure := func(name, path string, target time.Duration, calls int) {
+	// Each scenario is a call of the API (the route and its query), timed
+	// as the exchange: the request sent to the answer read
+	// (benchkit.Exchange).
+	type call func(...adminclient.Option) error
+	list := func(topic string, q url.Values) call {
+		return func(o ...adminclient.Option) error { _, err := d.api.ListMessages(ctx, topic, q, o...); return err }
+	}
+	search := func(q url.Values) call {
+		return func(o ...adminclient.Option) error { _, err := d.api.Search(ctx, q, o...); return err }
+	}
+	groupsList := func(q url.Values) call {
+		return func(o ...adminclient.Option) error { _, err := d.api.Groups(ctx, q, o...); return err }
+	}
+	measure := func(name string, c call, target time.Duration, calls int) {
 		lat := make([]time.Duration, calls)
 		var body struct {
 			Messages []json.RawMessage `json:"messages"`
@@ -131,9 +140,9 @@ func main() {
 			} `json:"pagination"`
 		}
 		for i := range lat {
-			start := time.Now()
-			b := d.get(path)
-			lat[i] = time.Since(start)
+			var b []byte
+			benchkit.Must(c(adminclient.Raw(&b)), name)
+			lat[i] = d.exchange.Took
 			if i == 0 {
 				_ = json.Unmarshal(b, &body)
 			}
@@ -154,49 +163,44 @@ func main() {
 		benchkit.Report(name, "p50 %v / p99 %v %s (target p99 <= %v)%s", benchkit.Percentile(lat, 50).Round(10*time.Microsecond),
 			p99.Round(10*time.Microsecond), verdict(p99 <= target), target, extra)
 	}
-	measure("baseline: seed list page 1 (20) of a topic", "/api/v1/dlq/orders.dlq.v1?page=1&page_size=20", 10*time.Millisecond, *calls)
-	measure("search first page: topic+status", "/api/v1/dlq/messages?topic=orders.events.v1&status=PENDING", 20*time.Millisecond, *calls)
-	measure("search first page: topic+status, 2 statuses", "/api/v1/dlq/messages?topic=orders.dlq.v1&status=PENDING,DEAD", 20*time.Millisecond, *calls)
-	measure("search first page: group", "/api/v1/dlq/messages?group="+top, 20*time.Millisecond, *calls)
-	measure("search first page: key", "/api/v1/dlq/messages?key=key-543210", 20*time.Millisecond, *calls)
-	measure("search first page: time range (1 h)", "/api/v1/dlq/messages?"+window.Encode(), 20*time.Millisecond, *calls)
-	measure("search first page: q (selective: one order)", "/api/v1/dlq/messages?q=ORD-0654321", 500*time.Millisecond, *calls/3)
-	measure("search first page: q (broad: most payloads)", "/api/v1/dlq/messages?q=currency", 500*time.Millisecond, *calls/3)
-	measure("search first page: error substring", "/api/v1/dlq/messages?error=connection%20refused", 500*time.Millisecond, *calls/3)
+	measure("baseline: seed list page 1 (20) of a topic", list("orders.dlq.v1", url.Values{"page": {"1"}, "page_size": {"20"}}), 10*time.Millisecond, *calls)
+	measure("search first page: topic+status", search(url.Values{"topic": {"orders.events.v1"}, "status": {"PENDING"}}), 20*time.Millisecond, *calls)
+	measure("search first page: topic+status, 2 statuses", search(url.Values{"topic": {"orders.dlq.v1"}, "status": {"PENDING,DEAD"}}), 20*time.Millisecond, *calls)
+	measure("search first page: group", search(url.Values{"group": {top}}), 20*time.Millisecond, *calls)
+	measure("search first page: key", search(url.Values{"key": {"key-543210"}}), 20*time.Millisecond, *calls)
+	measure("search first page: time range (1 h)", search(window), 20*time.Millisecond, *calls)
+	measure("search first page: q (selective: one order)", search(url.Values{"q": {"ORD-0654321"}}), 500*time.Millisecond, *calls/3)
+	measure("search first page: q (broad: most payloads)", search(url.Values{"q": {"currency"}}), 500*time.Millisecond, *calls/3)
+	measure("search first page: error substring", search(url.Values{"error": {"connection refused"}}), 500*time.Millisecond, *calls/3)
 	// A bulk operation's dry run counts the same set its operation would
 	// fix; the search of the same text is its baseline.
-	dryRun := func(name, filter, query string, calls int) {
+	dryRun := func(name, filter string, query url.Values, calls int) {
 		lat := make([]time.Duration, calls)
-		var body struct {
-			Matched int64 `json:"matched"`
-		}
+		var body wire.OperationDryRun
 		for i := range lat {
-			start := time.Now()
-			b := d.post("/api/v1/dlq/operations", `{"action":"retry","dry_run":true,"filter":`+filter+`}`)
-			lat[i] = time.Since(start)
+			res, err := d.api.PreviewOperation(ctx, wire.OperationRequest{Action: "retry", Filter: json.RawMessage(filter)})
+			benchkit.Must(err, "dry run")
+			lat[i] = d.exchange.Took
 			if i == 0 {
-				benchkit.Must(json.Unmarshal(b, &body), "dry run answer: "+string(b))
+				body = res
 			}
 		}
 		// The set is the search's live matches: the same count, or the
 		// measurement is of a wrong answer.
-		var found struct {
-			Total    int64 `json:"total"`
-			Estimate bool  `json:"total_is_estimate"`
-		}
-		benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/messages?"+query), &found), "search "+query)
-		if found.Estimate || found.Total != body.Matched {
-			benchkit.Must(fmt.Errorf("dry run matched %d, the search found %d (estimate: %v)", body.Matched, found.Total, found.Estimate), name)
+		found, err := d.api.Search(ctx, query)
+		benchkit.Must(err, "search "+query.Encode())
+		if found.TotalIsEstimate || found.Total != body.Matched {
+			benchkit.Must(fmt.Errorf("dry run matched %d, the search found %d (estimate: %v)", body.Matched, found.Total, found.TotalIsEstimate), name)
 		}
 		benchkit.Sort(lat)
 		benchkit.Report(name, "p50 %v / p99 %v, matched %d (as the search)", benchkit.Percentile(lat, 50).Round(10*time.Microsecond),
 			benchkit.Percentile(lat, 99).Round(10*time.Microsecond), body.Matched)
 	}
-	dryRun("bulk dry run: q (selective: one order)", `{"q":"ORD-0654321"}`, "q=ORD-0654321", *calls/3)
-	dryRun("bulk dry run: q and topic (selective)", `{"q":"ORD-0654321","topic":"orders.events.v1"}`, "q=ORD-0654321&topic=orders.events.v1", *calls/3)
-	dryRun("bulk dry run: error substring (selective: one host)", `{"error":"10.0.3.17:5432"}`, "error=10.0.3.17%3A5432", *calls/3)
-	measure("groups list (sort=count)", "/api/v1/dlq/groups", 50*time.Millisecond, *calls)
-	measure("groups list (sort=recent, one topic)", "/api/v1/dlq/groups?sort=recent&topic=payments.dlq.v1", 50*time.Millisecond, *calls)
+	dryRun("bulk dry run: q (selective: one order)", `{"q":"ORD-0654321"}`, url.Values{"q": {"ORD-0654321"}}, *calls/3)
+	dryRun("bulk dry run: q and topic (selective)", `{"q":"ORD-0654321","topic":"orders.events.v1"}`, url.Values{"q": {"ORD-0654321"}, "topic": {"orders.events.v1"}}, *calls/3)
+	dryRun("bulk dry run: error substring (selective: one host)", `{"error":"10.0.3.17:5432"}`, url.Values{"error": {"10.0.3.17:5432"}}, *calls/3)
+	measure("groups list (sort=count)", groupsList(nil), 50*time.Millisecond, *calls)
+	measure("groups list (sort=recent, one topic)", groupsList(url.Values{"sort": {"recent"}, "topic": {"payments.dlq.v1"}}), 50*time.Millisecond, *calls)
 }
 
 func verdict(ok bool) string {
@@ -247,7 +251,10 @@ type daemon struct {
 	sock   string
 	dbName string
 	dsn    string
-	http   *http.Client
+	// api calls the daemon's admin API through exchange, which times each
+	// call.
+	api      *adminclient.Client
+	exchange *benchkit.Exchange
 }
 
 func pgAdmin() string {
@@ -373,26 +380,11 @@ topic_pattern = "*.dlq.v1"
 	d.cmd.Stderr = os.Stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	benchkit.Must(d.cmd.Start(), "start daemon (run make build)")
-	d.http = &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dd net.Dialer
-		return dd.DialContext(ctx, "unix", d.sock)
-	}}}
-	for i := 0; i < 600; i++ {
-		if resp, err := d.http.Get("http://localhost/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return d
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	benchkit.Must(fmt.Errorf("not ready"), "start daemon")
+	d.exchange = &benchkit.Exchange{Doer: benchkit.Socket(d.sock, 10*time.Minute)}
+	d.api = adminclient.New(d.exchange)
+	benchkit.WaitReady(d.api, 600)
 	return d
 }
-
-func (d *daemon) post(path, body string) []byte { return benchkit.Call(d.http, "POST", path, body) }
-
-func (d *daemon) get(path string) []byte { return benchkit.Call(d.http, "GET", path, "") }
 
 // waitStored returns how long the daemon took to store n messages, from
 // the moment the count first moved (the consumer group's join is not
@@ -401,10 +393,8 @@ func (d *daemon) waitStored(n int) time.Duration {
 	var start time.Time
 	var base int64 = -1
 	for {
-		var body struct {
-			Total int64 `json:"total"`
-		}
-		benchkit.Must(json.Unmarshal(d.get("/api/v1/dlq/messages?limit=1"), &body), "count")
+		body, err := d.api.Search(context.Background(), url.Values{"limit": {"1"}})
+		benchkit.Must(err, "count")
 		got := body.Total
 		if base < 0 {
 			base = got

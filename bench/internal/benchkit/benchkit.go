@@ -5,9 +5,11 @@
 package benchkit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/sdk"
 	"github.com/lifecycled/lifecycled/sdk/host"
 )
@@ -35,23 +38,55 @@ func Root() string {
 // Bin is ./bin, where `make build` puts the binaries.
 func Bin() string { return filepath.Join(Root(), "bin") }
 
-// Call sends a request to the daemon through c (a client of its admin
-// socket) and returns the body of its 200 answer; any other answer stops
-// the benchmark.
-func Call(c *http.Client, method, path, body string) []byte {
-	req, err := http.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
-	Must(err, method+" "+path)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+// Socket is an HTTP client of the daemon's admin socket at path, whose
+// requests may take up to timeout (a retry-all of 100k messages takes
+// minutes). The benchmarks call the API through adminclient on it.
+func Socket(path string, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
+}
+
+// Exchange is an adminclient.Doer that times each exchange with the
+// daemon: from sending the request to the last byte of the answer read.
+// What the typed client does with the answer next (decoding its JSON) is
+// not counted, so that a latency is the daemon's and the socket's, as the
+// benchmarks measured it before they called the API through adminclient.
+type Exchange struct {
+	Doer adminclient.Doer
+	// Took is the time of the last exchange.
+	Took time.Duration
+}
+
+// Do implements adminclient.Doer.
+func (e *Exchange) Do(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := e.Doer.Do(req)
+	if err != nil {
+		return nil, err
 	}
-	resp, err := c.Do(req)
-	Must(err, method+" "+path)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		Must(fmt.Errorf("%d %s", resp.StatusCode, b), method+" "+path)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	e.Took = time.Since(start)
+	if err != nil {
+		return nil, err
 	}
-	return b
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// WaitReady waits until the daemon's readiness (GET /readyz) answers 200,
+// for at most tries times 50 ms.
+func WaitReady(api *adminclient.Client, tries int) {
+	for i := 0; i < tries; i++ {
+		var code int
+		if _, err := api.Readyz(context.Background(), false, adminclient.Status(&code)); err == nil && code == http.StatusOK {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	Must(fmt.Errorf("not ready"), "start daemon")
 }
 
 // Must stops the benchmark on error.

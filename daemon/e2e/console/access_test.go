@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -46,8 +47,9 @@ func TestReadOnlyUIDSeesNoControlsAndIsRefused(t *testing.T) {
 	_, d := stormDaemon(t, admin)
 	one := search(t, d, map[string][]string{"topic": {"orders.dlq.v1"}, "limit": {"1"}})
 	id := one.Messages[0].ID
-	_, before := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
-	_, historyBefore := d.Do("GET", "/api/v1/dlq/messages/"+id+"/history", nil, nil)
+	var before, historyBefore apitest.Answer
+	apitest.Record(d, &before).Message(t.Context(), id)
+	apitest.Record(d, &historyBefore).History(t.Context(), id)
 
 	u, base := ui(t, d, nil)
 	ctx := tab(t, 2*time.Minute)
@@ -67,11 +69,12 @@ func TestReadOnlyUIDSeesNoControlsAndIsRefused(t *testing.T) {
 	require.Equal(t, 403, forge(t, ctx, "/ui/dlq/messages/"+id+"/delete", true), "a forged delete")
 	require.Equal(t, 403, forge(t, ctx, "/ui/dlq/topics/orders.dlq.v1/pause", true), "a forged pause")
 	require.Equal(t, 403, forge(t, ctx, "/ui/tenants/"+leaving+"/erase", true), "a forged erasure")
-	_, after := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
-	require.JSONEq(t, string(before), string(after), "the message is unchanged")
-	_, historyAfter := d.Do("GET", "/api/v1/dlq/messages/"+id+"/history", nil, nil)
-	require.JSONEq(t, string(historyBefore), string(historyAfter), "nothing was recorded")
-	code, _ := d.Do("GET", "/api/v1/tenants/"+leaving+"/deletion", nil, nil)
+	var after, historyAfter apitest.Answer
+	apitest.Record(d, &after).Message(t.Context(), id)
+	require.JSONEq(t, string(before.Body), string(after.Body), "the message is unchanged")
+	apitest.Record(d, &historyAfter).History(t.Context(), id)
+	require.JSONEq(t, string(historyBefore.Body), string(historyAfter.Body), "nothing was recorded")
+	code, _ := apitest.Refused(apitest.Client(d).Deletion(t.Context(), leaving))(t)
 	require.Equal(t, 404, code, "no erasure")
 	for _, topic := range []string{"orders.dlq.v1", "payments.dlq.v1"} {
 		require.False(t, paused(t, d, topic), "%s is not paused", topic)
@@ -103,7 +106,7 @@ func TestMutationsNeedTheCSRFToken(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"operations"`
 	}
-	d.JSON("GET", "/api/v1/dlq/operations", nil, 200, &ops)
+	apitest.Expect(t, d, 200, &ops).Operations(t.Context(), nil)
 	require.Len(t, ops.Operations, 1, "one operation for the form sent twice")
 }
 
@@ -117,7 +120,7 @@ func paused(t *testing.T, d *testsvc.Daemon, topic string) bool {
 			Paused any    `json:"paused"`
 		} `json:"topics"`
 	}
-	d.JSON("GET", "/api/v1/dlq", nil, 200, &topics)
+	apitest.Expect(t, d, 200, &topics).Topics(t.Context())
 	for _, tp := range topics.Topics {
 		if tp.Topic == topic {
 			return tp.Paused != nil

@@ -2,11 +2,14 @@ package console
 
 import (
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 )
 
 // A bulk retry from a failure group, at a rate, previewed first (how many,
@@ -17,7 +20,9 @@ func TestBulkRetryFromAGroupWithProgress(t *testing.T) {
 	k, d := stormDaemon(t, "")
 	orders := search(t, d, map[string][]string{"topic": {"orders.dlq.v1"}, "limit": {"1"}})
 	group := orders.Messages[0].Group
-	_, paymentsBefore := d.Do("GET", "/api/v1/dlq/messages?topic=payments.dlq.v1&limit=100", nil, nil)
+	payments100 := url.Values{"topic": {"payments.dlq.v1"}, "limit": {"100"}}
+	var paymentsBefore apitest.Answer
+	apitest.Record(d, &paymentsBefore).Search(t.Context(), payments100)
 
 	u, base := ui(t, d, nil)
 	ctx := tab(t, 3*time.Minute)
@@ -52,8 +57,9 @@ func TestBulkRetryFromAGroupWithProgress(t *testing.T) {
 	shot(t, ctx, "bulk-operation")
 
 	require.EqualValues(t, 6, search(t, d, map[string][]string{"group": {group}, "status": {"RESOLVED"}}).Total)
-	_, paymentsAfter := d.Do("GET", "/api/v1/dlq/messages?topic=payments.dlq.v1&limit=100", nil, nil)
-	require.JSONEq(t, string(paymentsBefore), string(paymentsAfter), "the other group is untouched")
+	var paymentsAfter apitest.Answer
+	apitest.Record(d, &paymentsAfter).Search(t.Context(), payments100)
+	require.JSONEq(t, string(paymentsBefore.Body), string(paymentsAfter.Body), "the other group is untouched")
 
 	// The payments, marked DEAD at one every ten seconds, cancelled from
 	// the page: it ends CANCELLED with at most what was done by then.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -69,8 +70,9 @@ func waitStored(t *testing.T, d *testsvc.Daemon, n int64) {
 		var body struct {
 			Total int64 `json:"total"`
 		}
-		code, raw := d.Do("GET", "/api/v1/dlq/messages?limit=1", nil, nil)
-		return code == 200 && jsonInto(raw, &body) && body.Total == n
+		var a apitest.Answer
+		apitest.Record(d, &a).Search(t.Context(), url.Values{"limit": {"1"}})
+		return a.Code == 200 && jsonInto(a.Body, &body) && body.Total == n
 	}, "%d dead letters stored", n)
 }
 
@@ -78,7 +80,7 @@ func waitStored(t *testing.T, d *testsvc.Daemon, n int64) {
 func search(t *testing.T, d *testsvc.Daemon, q url.Values) searchBody {
 	t.Helper()
 	var b searchBody
-	d.JSON("GET", "/api/v1/dlq/messages?"+q.Encode(), nil, 200, &b)
+	apitest.Expect(t, d, 200, &b).Search(t.Context(), q)
 	return b
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -60,8 +62,8 @@ func TestDeadLettersSearchOpenEditAndReplay(t *testing.T) {
 		} `json:"messages"`
 		NextCursor string `json:"next_cursor"`
 	}
-	d.JSON("GET", "/api/v1/dlq/messages?error=DUPLICATE+KEY&limit=2", nil, 200, &p1)
-	d.JSON("GET", "/api/v1/dlq/messages?error=DUPLICATE+KEY&limit=2&cursor="+url.QueryEscape(p1.NextCursor), nil, 200, &p2)
+	apitest.Expect(t, d, 200, &p1).Search(t.Context(), url.Values{"error": {"DUPLICATE KEY"}, "limit": {"2"}})
+	apitest.Expect(t, d, 200, &p2).Search(t.Context(), url.Values{"error": {"DUPLICATE KEY"}, "limit": {"2"}, "cursor": {p1.NextCursor}})
 	do(t, ctx, chromedp.Navigate(base+"/ui/dlq/search?error=DUPLICATE+KEY&limit=2"),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#results tr[data-id="%s"]`, p1.Messages[0].ID))),
 		chromedp.Click(chromedp.CSS("#next-page")),
@@ -86,9 +88,10 @@ func TestDeadLettersSearchOpenEditAndReplay(t *testing.T) {
 			Payload json.RawMessage `json:"payload"`
 		} `json:"messages"`
 	}
-	d.JSON("GET", "/api/v1/dlq/messages?topic=orders.dlq.v1&order=oldest&limit=1", nil, 200, &oldest)
+	apitest.Expect(t, d, 200, &oldest).Search(t.Context(), url.Values{"topic": {"orders.dlq.v1"}, "order": {"oldest"}, "limit": {"1"}})
 	id := oldest.Messages[0].ID
-	_, before := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
+	var before apitest.Answer
+	apitest.Record(d, &before).Message(t.Context(), id)
 	do(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#results tr[data-id="%s"] a`, id))),
 		chromedp.WaitVisible(chromedp.CSS("#payload")))
 	require.Contains(t, text(t, ctx, "#payload"), `"order_id": "ORD-0"`, "pretty JSON")
@@ -130,13 +133,15 @@ func TestDeadLettersSearchOpenEditAndReplay(t *testing.T) {
 	require.Equal(t, "console-1", hdr["trace"])
 	require.Equal(t, id, hdr["x-dlq-replay-of"])
 	require.Equal(t, replayID, hdr["x-dlq-replay-id"])
-	_, after := d.Do("GET", "/api/v1/dlq/messages/"+id, nil, nil)
-	require.JSONEq(t, string(before), string(after), "the stored message is unchanged")
+	var after apitest.Answer
+	apitest.Record(d, &after).Message(t.Context(), id)
+	require.JSONEq(t, string(before.Body), string(after.Body), "the stored message is unchanged")
 
 	// The audit says it came through the console, as the uid of `lifecycled ui`.
+	replay := apitest.PathOf(func(c *adminclient.Client) { c.Replay(t.Context(), id, nil, false) })
 	testsvc.Eventually(t, 10*time.Second, func() bool {
 		for _, line := range strings.Split(d.Logs(), "\n") {
-			if strings.Contains(line, `"audit"`) && strings.Contains(line, "/api/v1/dlq/messages/"+id+"/replay") &&
+			if strings.Contains(line, `"audit"`) && strings.Contains(line, replay) &&
 				strings.Contains(line, `"via":"console"`) && strings.Contains(line, fmt.Sprintf(`"uid":%d`, os.Getuid())) {
 				return true
 			}

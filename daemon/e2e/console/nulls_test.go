@@ -1,6 +1,7 @@
 package console
 
 import (
+	"net/url"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -25,7 +27,7 @@ func TestATombstoneIsShownAsNull(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"messages"`
 	}
-	d.JSON("GET", "/api/v1/dlq/messages?topic=orders.dlq.v1&order=newest&limit=1", nil, 200, &newest)
+	apitest.Expect(t, d, 200, &newest).Search(t.Context(), url.Values{"topic": {"orders.dlq.v1"}, "order": {"newest"}, "limit": {"1"}})
 	id := newest.Messages[0].ID
 
 	u, base := ui(t, d, nil)

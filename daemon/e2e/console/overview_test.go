@@ -1,6 +1,7 @@
 package console
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,7 +9,23 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
+
+// onSocket is a GET of a console page on the daemon's socket, without the
+// proxy of `lifecycled ui`: its status, headers and body.
+func onSocket(t *testing.T, d *testsvc.Daemon, path string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://localhost"+path, nil)
+	require.NoError(t, err)
+	resp, err := d.HTTP().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, body
+}
 
 // get is a plain HTTP GET (no browser, no cookie) through the proxy.
 func get(t *testing.T, u string) int {
@@ -28,11 +45,11 @@ func TestOverviewThroughLifecycledUI(t *testing.T) {
 	t.Parallel()
 	_, d := stormDaemon(t, "")
 	// On the socket itself: the page, as HTML.
-	code, hdr, body := d.DoResponse("GET", "/ui/", nil, nil)
+	code, hdr, body := onSocket(t, d, "/ui/")
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
 	require.Contains(t, string(body), "orders.dlq.v1")
-	code, _, _ = d.DoResponse("GET", "/ui/no-such-page", nil, nil)
+	code, _, _ = onSocket(t, d, "/ui/no-such-page")
 	require.Equal(t, http.StatusNotFound, code)
 
 	u, base := ui(t, d, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -110,7 +111,7 @@ func TestTenantErasureWithTypedConfirmation(t *testing.T) {
 	do(t, ctx, chromedp.RemoveAttribute(chromedp.CSS("#erase"), "disabled"), chromedp.Click(chromedp.CSS("#erase")),
 		chromedp.WaitVisible(chromedp.CSS(".error")))
 	require.Contains(t, text(t, ctx, ".error"), "CONFIRMATION_MISMATCH")
-	code, _ := d.Do("GET", "/api/v1/tenants/"+leaving+"/deletion", nil, nil)
+	code, _ := apitest.Refused(apitest.Client(d).Deletion(t.Context(), leaving))(t)
 	require.Equal(t, 404, code, "no job was started")
 
 	do(t, ctx, chromedp.Navigate(base+"/ui/tenants/"+leaving), chromedp.WaitVisible(chromedp.CSS("#confirm")),
