@@ -61,12 +61,18 @@ plugin_dir = %q
 log_level = "warn"
 [admin]
 listen = "unix://%s"
+[deletion]
+receipt_key_file = %q
 [retry]
 enabled = false
 [archive]
 interval = "24h"
 batch_size = %d
-`, dsn, benchkit.Bin(), sock, *batch)
+`, dsn, benchkit.Bin(), sock, filepath.Join(dir, "receipt.key"), *batch)
+	// The daemon refuses to start without a receipt signing key; with
+	// PostgreSQL as the state store it has no state directory to make one in.
+	out, err := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "receipt", "keygen", filepath.Join(dir, "receipt.key")).CombinedOutput()
+	benchkit.Must(err, "receipt keygen: "+string(out))
 	benchkit.Must(os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600), "config")
 	cmd := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", filepath.Join(dir, "config.toml"))
 	cmd.Stderr = os.Stderr
