@@ -70,6 +70,8 @@ type statements struct {
 	ledger    ledgerSQL
 	history   historySQL
 	ops       opSQL
+	search    *searchDialect
+	groups    groupsSQL
 }
 
 // queryAll runs a statement and reads every row it returns with scan.

@@ -17,21 +17,6 @@ import (
 // messages it has per topic and status (kept by intake and by triggers), so
 // that listing groups never reads the messages.
 
-// seeGroup statements record a group seen at ?5/$5 (upsert: the first and
-// last sightings widen): (id, pattern, exception class, sample error, at).
-const (
-	sqliteSeeGroup = `
-		INSERT INTO dlq_failure_groups (id, pattern, exception_class, sample_error, first_seen, last_seen)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-		ON CONFLICT (id) DO UPDATE SET first_seen = min(first_seen, excluded.first_seen),
-			last_seen = max(last_seen, excluded.last_seen)`
-	pgSeeGroup = `
-		INSERT INTO dlq.dlq_failure_groups AS g (id, pattern, exception_class, sample_error, first_seen, last_seen)
-		VALUES ($1, $2, $3, $4, $5, $5)
-		ON CONFLICT (id) DO UPDATE SET first_seen = LEAST(g.first_seen, EXCLUDED.first_seen),
-			last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen)`
-)
-
 // maxSampleError bounds the sample kept per group: the head of a stack
 // trace says what it is.
 const maxSampleError = 4096
@@ -54,17 +39,6 @@ type groupsSQL struct {
 	// is (retention goes by it): (id, group).
 	regroup string
 }
-
-var (
-	pgGroups = groupsSQL{search: &pgSearch, see: pgSeeGroup,
-		// One microsecond later: PostgreSQL's updated_at trigger stamps
-		// now() on an UPDATE that leaves updated_at equal, which would
-		// postpone the message's archiving by a whole retention period.
-		regroup: `UPDATE dlq.dlq_messages SET failure_group = $2, updated_at = updated_at + interval '1 microsecond'
-			WHERE id = $1 AND failure_group = ''`}
-	sqliteGroups = groupsSQL{search: &sqliteSearch, see: sqliteSeeGroup,
-		regroup: `UPDATE dlq_messages SET failure_group = ?2 WHERE id = ?1 AND failure_group = ''`}
-)
 
 // groups lists failure groups: the top ones by the filter's sort from the
 // counters, then their counts by topic and status.
@@ -208,61 +182,11 @@ func (s *sqlStore) backfillGroups(ctx context.Context, gs groupsSQL, limit int) 
 }
 
 // DLQGroups implements dlq.SearchStore.
-func (p *Postgres) DLQGroups(ctx context.Context, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
-	return p.groups(ctx, pgGroups, f)
-}
-
-// DLQGroups implements dlq.SearchStore.
-func (s *SQLite) DLQGroups(ctx context.Context, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
-	return s.groups(ctx, sqliteGroups, f)
+func (s *sqlStore) DLQGroups(ctx context.Context, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
+	return s.groups(ctx, s.sql.groups, f)
 }
 
 // BackfillDLQGroups implements dlq.SearchStore.
-func (p *Postgres) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
-	return p.backfillGroups(ctx, pgGroups, limit)
-}
-
-// BackfillDLQGroups implements dlq.SearchStore.
-func (s *SQLite) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
-	return s.backfillGroups(ctx, sqliteGroups, limit)
-}
-
-// batchGroups collects what a SQLite intake batch adds to the failure
-// groups, written once per batch: a statement per message and group cost
-// a third of the embedded store's intake.
-type batchGroups struct {
-	seen   map[string]bool
-	order  []dlq.Group
-	sample map[string]string
-	counts map[[4]string]int64 // group, DLQ topic, original topic, status
-}
-
-func newBatchGroups() *batchGroups {
-	return &batchGroups{seen: map[string]bool{}, sample: map[string]string{}, counts: map[[4]string]int64{}}
-}
-
-func (b *batchGroups) add(g dlq.Group, in dlq.Incoming, status string) {
-	if !b.seen[g.ID] {
-		b.seen[g.ID] = true
-		b.order = append(b.order, g)
-		b.sample[g.ID] = in.ErrorMessage
-	}
-	b.counts[[4]string{g.ID, in.Position.Topic, in.OriginalTopic, status}]++
-}
-
-func (b *batchGroups) flush(ctx context.Context, q querier, now time.Time) error {
-	for _, g := range b.order {
-		if err := seeGroup(ctx, q, sqliteSeeGroup, g, b.sample[g.ID], now); err != nil {
-			return err
-		}
-	}
-	for k, n := range b.counts {
-		if _, err := q.exec(ctx, `INSERT INTO dlq_group_counts (group_id, dlq_topic, original_topic, status, n)
-			VALUES (?1, ?2, ?3, ?4, ?5)
-			ON CONFLICT (group_id, dlq_topic, original_topic, status) DO UPDATE SET n = n + excluded.n`,
-			k[0], k[1], k[2], k[3], n); err != nil {
-			return fmt.Errorf("count failure group %s: %w", k[0], err)
-		}
-	}
-	return nil
+func (s *sqlStore) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
+	return s.backfillGroups(ctx, s.sql.groups, limit)
 }

@@ -144,11 +144,7 @@ func matchSelect(q *searchQuery, f dlq.SearchFilter, op any) string {
 	for _, b := range q.branches(f) {
 		parts = append(parts, "SELECT id, created_at FROM "+b.table+" WHERE "+b.where)
 	}
-	cast := ""
-	if q.d.postgres {
-		cast = "::uuid"
-	}
-	return "SELECT " + q.arg(op) + cast + ", row_number() OVER (ORDER BY created_at, id), id FROM (" + strings.Join(parts, " UNION ALL ") + ") m"
+	return "SELECT " + q.arg(op) + q.d.idCast + ", row_number() OVER (ORDER BY created_at, id), id FROM (" + strings.Join(parts, " UNION ALL ") + ") m"
 }
 
 // matchQuery starts the query of the messages f matches. A text filter

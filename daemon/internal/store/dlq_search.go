@@ -2,12 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
@@ -22,7 +18,6 @@ import (
 
 // searchDialect is what differs between the dialects' search SQL.
 type searchDialect struct {
-	postgres              bool
 	live, archive         string
 	groups, groupCounts   string
 	topicCounts           string
@@ -35,151 +30,27 @@ type searchDialect struct {
 	indexed   func(q *searchQuery, field textField, substr string) (string, bool)
 	unindexed string
 	ids       func(q *searchQuery, ids candidates) string
+	// pending is the queue of messages the indexer has yet to index.
+	pending string
+	// idCast follows an id parameter that a statement selects as a column
+	// ("::uuid" where a parameter has no type of its own).
+	idCast string
+	// countsCandidates is whether a count reads a broad text filter's
+	// candidates as its row source (see broadSource): a total that stops
+	// counting at TotalThreshold then stops reading candidates there.
+	countsCandidates bool
+	// total counts the rows of union, a UNION ALL of branches each with a
+	// %s where a LIMIT may go, past the counters (see searchTotal).
+	total func(ctx context.Context, qr querier, union string, args []any) (int64, bool, error)
 }
 
 // TotalThreshold is how many matches a search counts exactly; above it the
 // total is an estimate (PostgreSQL's planner) and marked as one.
 const TotalThreshold = 10000
 
-var pgSearch = searchDialect{
-	postgres: true, live: "dlq.dlq_messages", archive: "dlq.dlq_messages_archive",
-	groups: "dlq.dlq_failure_groups", groupCounts: "dlq.dlq_group_counts", topicCounts: "dlq.dlq_topic_counts",
-	placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
-	// Checked on each row (the text index narrows the rows to check) with
-	// strpos on lower(): what ILIKE does in a UTF-8 database, but the
-	// planner takes it for a third of the rows instead of a handful (it has
-	// no statistics of the expression), so a broad text walks the ordered
-	// index and stops after a page instead of sorting every match.
-	errorMatch: func(q *searchQuery, _ string, s string) string {
-		if !pgText(s) {
-			// A text column holds neither: no error text can hold s (and
-			// PostgreSQL refuses s as a text argument).
-			return "FALSE"
-		}
-		return "strpos(lower(error_message), lower(" + q.arg(s) + "::text)) > 0"
-	},
-	// The payload's bytes with their ASCII letters lowered, and the query's
-	// the same way: lower() on the escape encoding (what the trigram
-	// index's expression holds) changes only ASCII letters, and decoding
-	// it back compares bytes. Compared in the escape encoding, a match
-	// could start inside an escape: "\x00 text" (\000 text) was found in
-	// the ASCII text `\000 text` (\\000 text), "7377" in the byte 0xff
-	// before "377" (\377377).
-	textMatch: func(q *searchQuery, _ string, s string) string {
-		return "position(decode(lower(" + q.arg(pgEscapeEncode([]byte(s))) + "::text), 'escape') IN " +
-			"decode(lower(encode(raw_payload, 'escape')), 'escape')) > 0"
-	},
-	// jsonb refuses the \u0000 of a stored header name that holds a NUL,
-	// and a search that read such a row failed: such rows (encoding/json
-	// wrote them; jsonb can hold none) are matched on their JSON text.
-	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
-		text := "strpos(convert_from(headers, 'UTF8'), " + q.arg(storedHeaderText(h)) + ") > 0"
-		if strings.ContainsRune(h.Name, 0) {
-			return text
-		}
-		return "CASE WHEN strpos(convert_from(headers, 'UTF8'), '\\u0000') = 0 THEN convert_from(headers, 'UTF8')::jsonb @> " +
-			q.arg(headerContains(h)) + "::jsonb ELSE " + text + " END"
-	},
-	indexed: pgIndexed, unindexed: "SELECT id FROM dlq.dlq_search_pending", ids: pgIds,
-}
-
-var sqliteSearch = searchDialect{
-	live: "dlq_messages", archive: "dlq_messages_archive",
-	groups: "dlq_failure_groups", groupCounts: "dlq_group_counts", topicCounts: "dlq_topic_counts",
-	placeholder: func(n int) string { return "?" + strconv.Itoa(n) },
-	errorMatch: func(q *searchQuery, _ string, s string) string {
-		if !likeSafe(s) {
-			// LIKE stops reading its pattern at a NUL: "%x\0y%" would be
-			// "%x", every error that ends with x (see likeSafe).
-			return "instr(CAST(error_message AS BLOB), CAST(" + q.arg(s) + " AS BLOB)) > 0"
-		}
-		return "error_message LIKE " + q.arg("%"+likeEscape(s)+"%") + ` ESCAPE '\'`
-	},
-	textMatch: func(q *searchQuery, table, s string) string {
-		return sqliteTextMatch(q, table, s)
-	},
-	headerMatch: func(q *searchQuery, h dlq.HeaderFilter) string {
-		field, stored := storedName(h.Name)
-		cond := "json_extract(h.value, '$." + field + "') = " + q.arg(stored)
-		if h.Value != nil {
-			cond += " AND json_extract(h.value, '$.value') = " + q.arg(base64.StdEncoding.EncodeToString([]byte(*h.Value)))
-		}
-		return "EXISTS (SELECT 1 FROM json_each(headers) h WHERE " + cond + ")"
-	},
-	indexed:   sqliteIndexed,
-	unindexed: "SELECT id FROM dlq_search_pending UNION ALL SELECT id FROM dlq_search_docs WHERE scan = 1",
-	ids:       sqliteIds,
-}
-
-// sqliteTextMatch checks a payload's bytes, ASCII letters lowered on both
-// sides (SQLite's lower() changes those only and keeps every other byte,
-// a NUL included), as PostgreSQL does. LIKE would stop reading its pattern
-// at a NUL, stop reading the payload at one, and read bad bytes as
-// characters: a lone 0xa9 as U+00A9, an overlong E0 83 A9 as U+00E9, others
-// as U+FFFD, which filters holding those characters then matched.
-func sqliteTextMatch(q *searchQuery, _ string, s string) string {
-	return "instr(CAST(lower(CAST(raw_payload AS TEXT)) AS BLOB), CAST(lower(" + q.arg(s) + ") AS BLOB)) > 0"
-}
-
-// likeSafe reports whether SQLite's LIKE finds s as the bytes it holds:
-// LIKE stops reading its pattern at a NUL, and reads a bad byte (of the
-// pattern or of the text) as U+FFFD, so that "\xff" and "\ufffd" matched
-// every payload holding either.
-func likeSafe(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0) && !strings.ContainsRune(s, utf8.RuneError)
-}
-
-// pgText reports whether PostgreSQL takes s as text: valid UTF-8 without
-// a NUL.
-func pgText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
-
 // likeEscape makes s match itself in a LIKE pattern whose escape is \.
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
-// pgEscapeEncode is encode(b, 'escape'): NUL and bytes above 0x7f as \ooo,
-// backslashes doubled, the rest as they are.
-func pgEscapeEncode(b []byte) string {
-	var sb strings.Builder
-	for _, c := range b {
-		switch {
-		case c == '\\':
-			sb.WriteString(`\\`)
-		case c == 0 || c >= 0x80:
-			fmt.Fprintf(&sb, `\%03o`, c)
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	return sb.String()
-}
-
-// headerContains is the JSON a headers column contains when it has h:
-// keys as text, values as base64 (see storedHeader).
-func headerContains(h dlq.HeaderFilter) string {
-	name, stored := storedName(h.Name)
-	m := map[string]string{name: stored}
-	if h.Value != nil {
-		m["value"] = base64.StdEncoding.EncodeToString([]byte(*h.Value))
-	}
-	b, _ := json.Marshal([]map[string]string{m}) // strings always encode
-	return string(b)
-}
-
-// storedHeaderText is the text headersJSON writes for a header h matches:
-// its name, then its value's base64 or (no value in h) the start of any.
-// A string's quote and a brace are escaped inside a JSON string, so this
-// is found only at a header's start.
-func storedHeaderText(h dlq.HeaderFilter) string {
-	field, stored := storedName(h.Name)
-	name, _ := json.Marshal(stored) // strings always encode
-	start := `{"` + field + `":` + string(name) + `,"value":`
-	if h.Value == nil {
-		return start
-	}
-	value, _ := json.Marshal(base64.StdEncoding.EncodeToString([]byte(*h.Value)))
-	return start + string(value) + `}`
 }
 
 // searchQuery builds one statement and its arguments.
@@ -351,7 +222,8 @@ func (e extraScanner) Scan(dest ...any) error { return e.scanner.Scan(append(des
 // searchTotal counts the matches exactly when the counters answer (a
 // filter on topic, status and group alone, live messages only) or when
 // there are at most TotalThreshold; above that PostgreSQL gives its
-// planner's estimate (at least TotalThreshold+1) and SQLite counts them all.
+// planner's estimate (at least TotalThreshold+1) and SQLite counts them all
+// (the dialect's total).
 func (s *sqlStore) searchTotal(ctx context.Context, qr querier, d *searchDialect, f dlq.SearchFilter, cand candidates) (int64, bool, error) {
 	if n, ok, err := s.countersTotal(ctx, qr, d, f); err != nil || ok {
 		return n, false, err
@@ -364,33 +236,7 @@ func (s *sqlStore) searchTotal(ctx context.Context, qr querier, d *searchDialect
 	for i, b := range q.branches(f) {
 		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT 1 AS one FROM %s WHERE %s%s) c%d", b.table, b.where, "%s", i))
 	}
-	union := strings.Join(parts, " UNION ALL ")
-	if !d.postgres {
-		var n int64
-		err := qr.queryRow(ctx, "SELECT count(*) FROM ("+strings.ReplaceAll(union, "%s", "")+") t", q.args...).Scan(&n)
-		return n, false, err
-	}
-	capped := strings.ReplaceAll(union, "%s", " LIMIT "+strconv.Itoa(TotalThreshold+1))
-	var n int64
-	if err := qr.queryRow(ctx, "SELECT count(*) FROM ("+capped+") t", q.args...).Scan(&n); err != nil {
-		return 0, false, fmt.Errorf("count dead letters: %w", err)
-	}
-	if n <= TotalThreshold {
-		return n, false, nil
-	}
-	var plan []byte
-	if err := qr.queryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM ("+strings.ReplaceAll(union, "%s", "")+") t", q.args...).Scan(&plan); err != nil {
-		return 0, false, fmt.Errorf("estimate dead letters: %w", err)
-	}
-	var explained []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		} `json:"Plan"`
-	}
-	if err := json.Unmarshal(plan, &explained); err != nil || len(explained) == 0 {
-		return 0, false, fmt.Errorf("estimate dead letters: unreadable plan: %v", err)
-	}
-	return max(int64(explained[0].Plan.Rows), TotalThreshold+1), true, nil
+	return d.total(ctx, qr, strings.Join(parts, " UNION ALL "), q.args)
 }
 
 // countersTotal answers the total from the per-topic or per-group counters
@@ -428,11 +274,6 @@ func (s *sqlStore) countersTotal(ctx context.Context, qr querier, d *searchDiale
 }
 
 // SearchDLQ implements dlq.SearchStore.
-func (p *Postgres) SearchDLQ(ctx context.Context, f dlq.SearchFilter) (dlq.SearchPage, error) {
-	return p.search(ctx, &pgSearch, f)
-}
-
-// SearchDLQ implements dlq.SearchStore.
-func (s *SQLite) SearchDLQ(ctx context.Context, f dlq.SearchFilter) (dlq.SearchPage, error) {
-	return s.search(ctx, &sqliteSearch, f)
+func (s *sqlStore) SearchDLQ(ctx context.Context, f dlq.SearchFilter) (dlq.SearchPage, error) {
+	return s.search(ctx, s.sql.search, f)
 }

@@ -21,7 +21,7 @@ type Postgres struct {
 
 var _ Store = (*Postgres)(nil)
 
-var pgStatements = statements{dlq: pgDLQ, jobs: pgJobs, holds: pgHolds, receipts: pgReceipts, keys: pgKeys, retention: pgRetention, plans: pgPlans, ledger: pgLedger, history: pgHistory, ops: pgOps}
+var pgStatements = statements{dlq: pgDLQ, jobs: pgJobs, holds: pgHolds, receipts: pgReceipts, keys: pgKeys, retention: pgRetention, plans: pgPlans, ledger: pgLedger, history: pgHistory, ops: pgOps, search: &pgSearch, groups: pgGroups}
 
 // OpenPostgres connects, migrates and returns the store.
 func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {

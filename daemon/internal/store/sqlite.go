@@ -28,7 +28,7 @@ type SQLite struct {
 
 var _ Store = (*SQLite)(nil)
 
-var sqliteStatements = statements{dlq: sqliteDLQ, jobs: sqliteJobs, holds: sqliteHolds, receipts: sqliteReceipts, keys: sqliteKeys, retention: sqliteRetention, plans: sqlitePlans, ledger: sqliteLedger, history: liteHistory, ops: sqliteOps}
+var sqliteStatements = statements{dlq: sqliteDLQ, jobs: sqliteJobs, holds: sqliteHolds, receipts: sqliteReceipts, keys: sqliteKeys, retention: sqliteRetention, plans: sqlitePlans, ledger: sqliteLedger, history: liteHistory, ops: sqliteOps, search: &sqliteSearch, groups: sqliteGroups}
 
 func sqliteDSN(path string) string {
 	q := url.Values{}
