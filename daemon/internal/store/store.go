@@ -1,18 +1,20 @@
 // Package store is lifecycled's state store: dead letters, deletion jobs,
-// Idempotency-Keys and the retention archive, behind one interface with two
-// implementations that pass one contract suite (the *_test.go files, run
-// on both through storetest.Each):
+// Idempotency-Keys and the retention archive, behind one interface (Store)
+// with one driver per database, which pass one contract suite (the
+// *_test.go files, run on each through storetest.Each):
 //
-//   - PostgreSQL (pgx/v5), for one or many daemons sharing the work: claims
-//     use FOR UPDATE SKIP LOCKED leases and retention runs under an advisory
-//     lock.
-//   - SQLite (modernc.org/sqlite, pure Go), the embedded default for one
-//     daemon on one VM.
+//   - store/postgres: PostgreSQL (pgx/v5), for one or many daemons sharing
+//     the work: claims use FOR UPDATE SKIP LOCKED leases and retention
+//     runs under an advisory lock.
+//   - store/sqlite: SQLite (modernc.org/sqlite, pure Go), the embedded
+//     default for one daemon on one VM.
 //
-// Each consumer interface has one file of SQL per dialect
-// (postgres_dlq.go, sqlite_dlq.go, ...) and one file of the Go both run
-// (dlq.go, ...). One adapter per dialect talks to the driver and translates
-// its errors into derrors sentinels (pgError, sqliteError).
+// The Go both run is package store/sqlstore, which reaches a database
+// only through its driver (sqlstore.Driver): the statements of each
+// consumer interface, the same parameters in the same order on each
+// database, and the operations whose Go differs, each with a Params
+// struct. This package opens a store by its dialect's name, after bringing
+// its schema up to date (migrations).
 package store
 
 import (
@@ -26,6 +28,8 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/postgres"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/sqlite"
 	"github.com/lifecycled/lifecycled/migrations"
 )
 
@@ -53,17 +57,72 @@ type Store interface {
 	Close() error
 }
 
+// Postgres is the PostgreSQL state store, as Open returns it.
+type Postgres = postgres.Store
+
+// SQLite is the embedded state store, as Open returns it.
+type SQLite = sqlite.Store
+
+var (
+	_ Store = (*Postgres)(nil)
+	_ Store = (*SQLite)(nil)
+)
+
+// driver is how a database's package is opened.
+type driver struct {
+	// openSQL opens a database/sql handle, which golang-migrate needs.
+	openSQL func(dsn string) (*sql.DB, error)
+	// open opens the store on a database whose schema is up to date.
+	open func(ctx context.Context, dsn string) (Store, error)
+}
+
+var drivers = map[migrations.Dialect]driver{
+	migrations.Postgres: {openSQL: postgres.OpenSQL, open: func(ctx context.Context, dsn string) (Store, error) {
+		return postgres.Open(ctx, dsn)
+	}},
+	migrations.SQLite: {openSQL: sqlite.OpenSQL, open: func(ctx context.Context, dsn string) (Store, error) {
+		return sqlite.Open(ctx, dsn)
+	}},
+}
+
+func driverOf(dialect migrations.Dialect) (driver, error) {
+	d, ok := drivers[dialect]
+	if !ok {
+		return driver{}, fmt.Errorf("unknown state store %q", dialect)
+	}
+	return d, nil
+}
+
 // Open connects to the store named by dialect and dsn and brings its schema
 // up to date (refusing a schema newer than this binary).
 func Open(ctx context.Context, dialect migrations.Dialect, dsn string) (Store, error) {
-	switch dialect {
-	case migrations.Postgres:
-		return OpenPostgres(ctx, dsn)
-	case migrations.SQLite:
-		return OpenSQLite(ctx, dsn)
-	default:
-		return nil, fmt.Errorf("unknown state store %q", dialect)
+	d, err := driverOf(dialect)
+	if err != nil {
+		return nil, err
 	}
+	if _, err := MigrateUp(ctx, dialect, dsn); err != nil {
+		return nil, err
+	}
+	return d.open(ctx, dsn)
+}
+
+// OpenPostgres connects, migrates and returns the PostgreSQL store.
+func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	s, err := Open(ctx, migrations.Postgres, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return s.(*Postgres), nil
+}
+
+// OpenSQLite opens (creating if needed), migrates and returns the SQLite
+// store.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	s, err := Open(ctx, migrations.SQLite, path)
+	if err != nil {
+		return nil, err
+	}
+	return s.(*SQLite), nil
 }
 
 // MigrationStatus reports the schema state without changing anything.
@@ -79,7 +138,11 @@ func MigrateUp(ctx context.Context, dialect migrations.Dialect, dsn string) (mig
 // withSQL runs fn on a database/sql handle to the store, which
 // golang-migrate needs.
 func withSQL(ctx context.Context, dialect migrations.Dialect, dsn string, fn func(migrations.Dialect, *sql.DB) (migrations.Status, error)) (migrations.Status, error) {
-	db, err := openSQL(dialect, dsn)
+	d, err := driverOf(dialect)
+	if err != nil {
+		return migrations.Status{}, err
+	}
+	db, err := d.openSQL(dsn)
 	if err != nil {
 		return migrations.Status{}, err
 	}
@@ -88,18 +151,4 @@ func withSQL(ctx context.Context, dialect migrations.Dialect, dsn string, fn fun
 		return migrations.Status{}, fmt.Errorf("connect to state store: %w", err)
 	}
 	return fn(dialect, db)
-}
-
-func openSQL(dialect migrations.Dialect, dsn string) (*sql.DB, error) {
-	switch dialect {
-	case migrations.Postgres:
-		return sql.Open("pgx", dsn)
-	case migrations.SQLite:
-		if err := ensureDir(dsn); err != nil {
-			return nil, err
-		}
-		return sql.Open("sqlite", sqliteDSN(dsn))
-	default:
-		return nil, fmt.Errorf("unknown state store %q", dialect)
-	}
 }

@@ -1,0 +1,91 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
+)
+
+// RetryDLQPage implements sqlstore.Driver with the claim
+// written before the send and the outcomes after it: two row versions per
+// message. SQLite has one writer, and a transaction held over the send
+// would keep every other writer (the intake first) waiting for the broker.
+func (s *driver) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
+	got, err := s.store.ClaimDLQIDs(ctx, p.Items, p.Operation, p.Claim)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]dlq.Message, len(got))
+	for _, m := range got {
+		byID[m.ID] = m
+	}
+	var (
+		claimed []dlq.Message
+		skipped []dlq.ItemResult
+	)
+	for _, it := range p.Items {
+		if m, ok := byID[it.ID]; ok {
+			claimed = append(claimed, m)
+			continue
+		}
+		r, err := s.store.SkippedItem(ctx, it)
+		if err != nil {
+			return nil, err
+		}
+		skipped = append(skipped, r)
+	}
+	if len(skipped) > 0 {
+		// Read after the messages: a daemon that lost the operation wrote
+		// its answers with the outcomes that ended its claims, so a
+		// message read as no longer under its claim has its answer here.
+		answered, err := s.store.AnsweredItems(ctx, s.conn, p.Operation, p.Items)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range skipped {
+			if a, ok := answered[r.Seq]; ok {
+				a.ID = r.ID
+				skipped[i] = a
+			}
+		}
+	}
+	release := func() {}
+	if p.Hold != nil {
+		release = p.Hold(claimed)
+	}
+	outcomes, progress := p.Send(claimed, skipped)
+	release()
+	if len(outcomes) == 0 {
+		// Nothing was sent: the page's progress is all there is to record.
+		if progress == nil {
+			return nil, nil
+		}
+		if pr := progress(nil); pr != nil {
+			return nil, s.store.AdvanceDLQOperation(ctx, *pr)
+		}
+		return nil, nil
+	}
+	var lost error
+	answer, err := s.store.FinishOutcomes(ctx, p.Claim.Owner, p.Now(), outcomes, s.store.WriteOutcomes(ctx, p.Now()), func(q sqlstore.Querier, answer []dlq.Recorded) error {
+		lost = nil
+		if progress == nil {
+			return nil
+		}
+		if pr := progress(answer); pr != nil {
+			lost = s.store.Advance(ctx, q, *pr)
+			if errors.Is(lost, derrors.ErrLeaseLost) {
+				return s.store.MarkAnswered(ctx, q, *pr)
+			}
+			return lost
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return answer, lost
+}

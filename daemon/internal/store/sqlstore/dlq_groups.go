@@ -1,0 +1,192 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+)
+
+// Failure groups (GET /api/v1/dlq/groups): dlq_failure_groups says what a
+// group looks like and when it was seen, dlq_group_counts how many live
+// messages it has per topic and status (kept by intake and by triggers), so
+// that listing groups never reads the messages.
+
+// maxSampleError bounds the sample kept per group: the head of a stack
+// trace says what it is.
+const maxSampleError = 4096
+
+func SeeGroup(ctx context.Context, q Querier, stmt string, g dlq.Group, sample string, at time.Time) error {
+	if len(sample) > maxSampleError {
+		sample = strings.ToValidUTF8(sample[:maxSampleError], "")
+	}
+	if _, err := q.Exec(ctx, stmt, g.ID, g.Pattern, g.ExceptionClass, sample, at); err != nil {
+		return fmt.Errorf("record failure group %s: %w", g.ID, err)
+	}
+	return nil
+}
+
+// GroupsSQL is what differs between the dialects' group statements.
+type GroupsSQL struct {
+	Search *SearchDialect
+	See    string
+	// regroup sets an ungrouped message's group, leaving updated_at as it
+	// is (retention goes by it): (id, group).
+	Regroup string
+}
+
+// groups lists failure groups: the top ones by the filter's sort from the
+// counters, then their counts by topic and status.
+func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
+	d := gs.Search
+	var out []dlq.GroupSummary
+	err := s.Conn.Snapshot(ctx, func(qr Querier) error {
+		// The conditions of the filter, built once per statement.
+		condsFor := func(q *SearchQuery) []string {
+			conds := []string{"c.n > 0"}
+			if f.Topic != "" {
+				t := q.Arg(f.Topic)
+				conds = append(conds, "(c.dlq_topic = "+t+" OR c.original_topic = "+t+")")
+			}
+			if len(f.Statuses) > 0 {
+				var in []string
+				for _, st := range f.Statuses {
+					in = append(in, q.Arg(string(st)))
+				}
+				conds = append(conds, "c.status IN ("+strings.Join(in, ", ")+")")
+			}
+			return conds
+		}
+		q := &SearchQuery{d: d}
+		conds := condsFor(q)
+		where := strings.Join(conds, " AND ")
+		order := "sum(c.n) DESC, g.last_seen DESC, g.id"
+		if f.Sort == dlq.GroupsByRecent {
+			order = "g.last_seen DESC, sum(c.n) DESC, g.id"
+		}
+		top := fmt.Sprintf(`SELECT g.id, g.pattern, g.exception_class, g.sample_error, g.first_seen, g.last_seen
+			FROM %s c JOIN %s g ON g.id = c.group_id WHERE %s
+			GROUP BY g.id, g.pattern, g.exception_class, g.sample_error, g.first_seen, g.last_seen
+			ORDER BY %s LIMIT %s`, d.GroupCounts, d.Groups, where, order, q.Arg(f.Limit))
+		var err error
+		out, err = QueryAll(ctx, qr, func(sc Scanner) (g dlq.GroupSummary, err error) {
+			err = sc.Scan(&g.ID, &g.Pattern, &g.ExceptionClass, &g.SampleError, &g.FirstSeen, &g.LastSeen)
+			return g, err
+		}, top, q.args...)
+		if err != nil {
+			return fmt.Errorf("list failure groups: %w", err)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		index := map[string]int{}
+		var ids []string
+		for i := range out {
+			index[out[i].ID] = i
+			ids = append(ids, out[i].ID)
+			out[i].Counts = map[dlq.Status]int64{}
+			for _, st := range dlq.Statuses {
+				out[i].Counts[st] = 0
+			}
+		}
+		q2 := &SearchQuery{d: d}
+		var in []string
+		for _, id := range ids {
+			in = append(in, q2.Arg(id))
+		}
+		detail := strings.Join(append([]string{"c.group_id IN (" + strings.Join(in, ", ") + ")"}, condsFor(q2)...), " AND ")
+		type row struct {
+			id, dlqTopic, origTopic, status string
+			n                               int64
+		}
+		rows, err := QueryAll(ctx, qr, func(sc Scanner) (r row, err error) {
+			return r, sc.Scan(&r.id, &r.dlqTopic, &r.origTopic, &r.status, &r.n)
+		}, `SELECT c.group_id, c.dlq_topic, c.original_topic, c.status, c.n FROM `+d.GroupCounts+` c WHERE `+detail, q2.args...)
+		if err != nil {
+			return fmt.Errorf("count failure groups: %w", err)
+		}
+		for _, r := range rows {
+			g := &out[index[r.id]]
+			g.Counts[dlq.Status(r.status)] += r.n
+			if r.origTopic != "" && !contains(g.OriginalTopics, r.origTopic) {
+				g.OriginalTopics = append(g.OriginalTopics, r.origTopic)
+			}
+			if !contains(g.DLQTopics, r.dlqTopic) {
+				g.DLQTopics = append(g.DLQTopics, r.dlqTopic)
+			}
+		}
+		for i := range out {
+			sort.Strings(out[i].OriginalTopics)
+			sort.Strings(out[i].DLQTopics)
+			out[i].FirstSeen, out[i].LastSeen = out[i].FirstSeen.UTC(), out[i].LastSeen.UTC()
+		}
+		return nil
+	})
+	return out, err
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// backfillGroups gives up to limit messages stored before failure groups
+// existed their group, in one transaction.
+func (s *Store) backfillGroups(ctx context.Context, gs GroupsSQL, limit int) (int, error) {
+	type old struct {
+		id                 uuid.UUID
+		origTopic, errText string
+		headers            []byte
+		createdAt          time.Time
+	}
+	done := 0
+	err := s.Conn.Tx(ctx, func(q Querier) error {
+		done = 0
+		rows, err := QueryAll(ctx, q, func(sc Scanner) (o old, err error) {
+			return o, sc.Scan(&o.id, &o.origTopic, &o.errText, &o.headers, &o.createdAt)
+		}, `SELECT id, original_topic, error_message, headers, created_at FROM `+gs.Search.Live+
+			` WHERE failure_group = '' LIMIT `+gs.Search.Placeholder(1), limit)
+		if err != nil {
+			return fmt.Errorf("read ungrouped dead letters: %w", err)
+		}
+		for _, o := range rows {
+			hs, err := decodeHeaders(o.headers)
+			if err != nil {
+				hs = nil // unreadable headers: grouped by text and topic alone
+			}
+			g := dlq.FailureGroup(o.origTopic, o.errText, hs)
+			n, err := q.Exec(ctx, gs.Regroup, o.id, g.ID)
+			if err != nil {
+				return fmt.Errorf("group dead letter %s: %w", o.id, err)
+			}
+			if n == 0 {
+				continue
+			}
+			if err := SeeGroup(ctx, q, gs.See, g, o.errText, o.createdAt); err != nil {
+				return err
+			}
+			done++
+		}
+		return nil
+	})
+	return done, err
+}
+
+// DLQGroups implements dlq.SearchStore.
+func (s *Store) DLQGroups(ctx context.Context, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
+	return s.groups(ctx, s.SQL.Groups, f)
+}
+
+// BackfillDLQGroups implements dlq.SearchStore.
+func (s *Store) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
+	return s.backfillGroups(ctx, s.SQL.Groups, limit)
+}
