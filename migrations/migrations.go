@@ -2,6 +2,12 @@
 // (postgres/ and sqlite/, NNN_name.up.sql and .down.sql), embedded in the
 // binary and applied with golang-migrate at start and by `lifecycled migrate`.
 //
+// Both dialects share one list: a change has the same number and name in
+// both directories, with a file that does nothing where a dialect has
+// nothing to do. Databases migrated before that (SQLite's files were
+// numbered on their own) are renumbered on their first migration here
+// (renumber.go).
+//
 // A database whose schema is newer than the newest migration this binary
 // carries is refused: running old code on a new schema risks writing rows the
 // new code cannot read, so the operator must upgrade the binary instead.
@@ -86,7 +92,16 @@ func latest(d Dialect) (uint, []string, error) {
 }
 
 func newMigrate(d Dialect, db *sql.DB) (*migrate.Migrate, error) {
-	src, err := iofs.New(files, string(d))
+	dir, err := FS(d)
+	if err != nil {
+		return nil, err
+	}
+	return migrateFrom(d, db, dir)
+}
+
+// migrateFrom runs the migrations of dir, a directory of d's files, on db.
+func migrateFrom(d Dialect, db *sql.DB, dir fs.FS) (*migrate.Migrate, error) {
+	src, err := iofs.New(dir, ".")
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +122,10 @@ func newMigrate(d Dialect, db *sql.DB) (*migrate.Migrate, error) {
 
 // GetStatus reports the schema state of db.
 func GetStatus(d Dialect, db *sql.DB) (Status, error) {
+	old, err := oldNumbering(d, db)
+	if err != nil {
+		return Status{}, err
+	}
 	top, names, err := latest(d)
 	if err != nil {
 		return Status{}, err
@@ -118,6 +137,9 @@ func GetStatus(d Dialect, db *sql.DB) (Status, error) {
 	v, dirty, err := m.Version()
 	if err != nil && !errors.Is(err, migrate.ErrNilVersion) {
 		return Status{}, fmt.Errorf("read schema version: %w", err)
+	}
+	if old {
+		v = renumbered(d, v) // as Up will record it
 	}
 	st := Status{Current: v, Latest: top, Dirty: dirty}
 	for _, n := range names {
@@ -131,6 +153,9 @@ func GetStatus(d Dialect, db *sql.DB) (Status, error) {
 // Up applies every pending migration. It refuses a schema newer than the
 // binary and a dirty schema, with messages that say what to do.
 func Up(d Dialect, db *sql.DB) (Status, error) {
+	if err := renumber(d, db); err != nil {
+		return Status{}, err
+	}
 	st, err := GetStatus(d, db)
 	if err != nil {
 		return st, err

@@ -12,7 +12,7 @@ import (
 )
 
 // Rows keep their meaning across the migration that tells null values
-// from truncated ones (postgres 022, sqlite 018). Down, a null value goes
+// from truncated ones (022). Down, a null value goes
 // back to empty, as it was stored before, and a truncated message stays
 // NULL, which then meant "not kept"; up again, that NULL is a truncated
 // message, not a null value, and empty stays empty. Nothing else changes.

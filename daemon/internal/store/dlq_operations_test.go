@@ -119,3 +119,27 @@ func TestAnOperationsSetIsTheMatchesOfOneMoment(t *testing.T) {
 		require.EqualValues(t, 1, op.Matched)
 	})
 }
+
+// TestOperationActionsAreNotListedInTheSchema: the actions are declared
+// once, in Go (dlq.OperationActions); the store keeps any action, one that
+// the schema's CHECK refused before migration 023 too, so that a new action
+// needs no migration.
+func TestOperationActionsAreNotListedInTheSchema(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		until := now.Add(time.Minute)
+		ingest(t, s, now, incoming("orders.dlq.v1", 1, "{}"))
+		id := onlyMessage(t, s, "orders.dlq.v1").ID
+		const action dlq.OperationAction = "quarantine" // not among those of migration 015's CHECK
+		op, err := s.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: action, State: dlq.OperationRunning,
+			Filter: []byte("{}"), CreatedAt: now, UpdatedAt: now, LeaseOwner: "d1", LeaseExpiresAt: &until},
+			dlq.OperationFilter{IDs: []uuid.UUID{id}})
+		require.NoError(t, err)
+		got, err := s.GetDLQOperation(ctx, op.ID)
+		require.NoError(t, err)
+		require.Equal(t, action, got.Action)
+		items, err := s.DLQOperationItems(ctx, op.ID, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, items, 1, "the rebuilt table's items still belong to it")
+	})
+}

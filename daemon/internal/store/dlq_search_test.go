@@ -243,7 +243,7 @@ func TestGroupsBackfillOldRowsLeavesEverythingElse(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
 		searchFixture(t, s)
 		before := search(t, s, dlq.SearchFilter{}).Messages
-		// Rows from before migration 010/008: no group, counted under "".
+		// Rows from before migration 010: no group, counted under "".
 		exec(t, s, `DELETE FROM dlq.dlq_failure_groups WHERE id IN (SELECT failure_group FROM dlq.dlq_messages WHERE dlq_topic = 'orders.dlq.v1')`,
 			`DELETE FROM dlq_failure_groups WHERE id IN (SELECT failure_group FROM dlq_messages WHERE dlq_topic = 'orders.dlq.v1')`)
 		exec(t, s, `UPDATE dlq.dlq_messages SET failure_group = '', updated_at = updated_at + interval '1 microsecond' WHERE dlq_topic = 'orders.dlq.v1'`,

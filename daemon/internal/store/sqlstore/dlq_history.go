@@ -15,8 +15,8 @@ import (
 
 // HistorySQL is the SQL of dlq.HistoryStore and dlq.PauseStore in one
 // dialect (postgres/dlq_history.go, sqlite/dlq_history.go). Attempts,
-// returns, revives and archiving are written by triggers (migrations
-// postgres/011, sqlite/009), in the transaction of the change.
+// returns, revives and archiving are written by triggers (migration
+// 011), in the transaction of the change.
 type HistorySQL struct {
 	// events reads a message's events in order (by time, then as written:
 	// a deleted message's intake, kept at its deletion, comes first):

@@ -10,7 +10,7 @@ import (
 )
 
 // The text index of dead letters (error=, q=), filled off the intake path
-// (migrations postgres/016 and sqlite/014). Intake only queues the ids it
+// (migration 016). Intake only queues the ids it
 // stores (dlq_search_pending); IndexDLQSearch moves a batch of them into
 // the index: dlq_search_text with trigram indexes on PostgreSQL, an FTS5
 // trigram table on SQLite. A text filter first asks the index for its

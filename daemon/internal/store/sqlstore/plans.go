@@ -14,7 +14,7 @@ import (
 
 // JobStatusExpr is a job's status as the API shows it: a job waiting for
 // approval is stored as SCHEDULED with approval_pending set (see
-// migrations postgres 012 / sqlite 010) and read as AWAITING_APPROVAL.
+// migration 012) and read as AWAITING_APPROVAL.
 const JobStatusExpr = `CASE WHEN approval_pending AND status = 'SCHEDULED' THEN 'AWAITING_APPROVAL' ELSE status END`
 
 // PlanSQL is the SQL of deletion.ApprovalStore in one dialect

@@ -1,4 +1,4 @@
--- Back to 004; lossy in the ways postgres/007_dlq_digest_returns.down.sql lists.
+-- Back to 006; lossy in the ways postgres/007_dlq_digest_returns.down.sql lists.
 UPDATE dlq_messages SET last_feedback = (
     SELECT r.source || '/' || r.dlq_topic || '/' || r.source_partition || '/' || r.source_offset
     FROM dlq_returns r WHERE r.message_id = dlq_messages.id ORDER BY r.applied_at DESC LIMIT 1)

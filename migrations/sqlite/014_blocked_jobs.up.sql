@@ -1,6 +1,6 @@
 -- BLOCKED jobs and deleters; see postgres/014_blocked_jobs.up.sql. SQLite
 -- cannot change a CHECK constraint, so both job tables are rebuilt (the
--- deleters copied aside first, as in 007).
+-- deleters copied aside first, as in 009).
 CREATE TABLE deletion_job_deleters_copy AS SELECT * FROM deletion_job_deleters;
 DROP TABLE deletion_job_deleters;
 
@@ -22,7 +22,7 @@ CREATE TABLE deletion_jobs_new (
     requested_by_uid    INTEGER,
     cancel_requested_at INTEGER,
     cancelled_by_uid    INTEGER,
-    -- 010_plans_approval's columns: SELECT * below copies every column in order.
+    -- 012_plans_approval's columns: SELECT * below copies every column in order.
     plan_hash           TEXT,
     approval_required   INTEGER NOT NULL DEFAULT 0,
     approval_pending    INTEGER NOT NULL DEFAULT 0,

@@ -1,5 +1,5 @@
 -- See postgres/014_blocked_jobs.down.sql: BLOCKED becomes PARTIAL and
--- FAILED, then the tables are rebuilt with the CHECK constraints of 007.
+-- FAILED, then the tables are rebuilt with the CHECK constraints of 009.
 UPDATE deletion_job_deleters SET status = 'FAILED' WHERE status = 'BLOCKED';
 UPDATE deletion_jobs SET status = 'PARTIAL', next_attempt_at = COALESCE(next_attempt_at, updated_at) WHERE status = 'BLOCKED';
 CREATE TABLE deletion_job_deleters_copy AS SELECT * FROM deletion_job_deleters;
@@ -23,7 +23,7 @@ CREATE TABLE deletion_jobs_new (
     requested_by_uid    INTEGER,
     cancel_requested_at INTEGER,
     cancelled_by_uid    INTEGER,
-    -- 010_plans_approval's columns: SELECT * below copies every column in order.
+    -- 012_plans_approval's columns: SELECT * below copies every column in order.
     plan_hash           TEXT,
     approval_required   INTEGER NOT NULL DEFAULT 0,
     approval_pending    INTEGER NOT NULL DEFAULT 0,

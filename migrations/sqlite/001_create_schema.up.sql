@@ -1,0 +1,2 @@
+-- Nothing to do on SQLite: PostgreSQL's dlq and lifecycle schemas; a SQLite
+-- file has one namespace. (Migrations are numbered alike on both dialects.)

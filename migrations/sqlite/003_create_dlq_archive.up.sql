@@ -1,0 +1,2 @@
+-- Nothing to do on SQLite: 002_create_dlq_messages creates the archive
+-- table with the live one.

@@ -1,0 +1,2 @@
+-- Nothing to do on SQLite: PostgreSQL's planner setting for the history
+-- trigger's join and the order of its triggers (see postgres/017).

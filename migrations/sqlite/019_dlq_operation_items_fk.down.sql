@@ -1,0 +1,1 @@
+-- Nothing to do on SQLite (see the up migration).

@@ -1,0 +1,2 @@
+-- Nothing to do on SQLite: its items keep their foreign key to dlq_operations
+-- (PostgreSQL's 019 dropped it, for the cost of its per-row check).
