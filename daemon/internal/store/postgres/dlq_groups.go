@@ -10,7 +10,7 @@ const pgSeeGroup = `
 		ON CONFLICT (id) DO UPDATE SET first_seen = LEAST(g.first_seen, EXCLUDED.first_seen),
 			last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen)`
 
-var pgGroups = sqlstore.GroupsSQL{Search: &pgSearch, See: pgSeeGroup,
+var pgGroups = sqlstore.GroupsSQL{See: pgSeeGroup,
 	// One microsecond later: PostgreSQL's updated_at trigger stamps
 	// now() on an UPDATE that leaves updated_at equal, which would
 	// postpone the message's archiving by a whole retention period.

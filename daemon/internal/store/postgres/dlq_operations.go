@@ -3,7 +3,6 @@ package postgres
 import "github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
 
 var pgOps = sqlstore.OpSQL{
-	Search: &pgSearch,
 	Insert: `
 		INSERT INTO dlq.dlq_operations (id, action, state, filter, target_topic, rate, created_at, updated_at, requested_by_uid,
 			lease_owner, lease_expires_at, started_at)

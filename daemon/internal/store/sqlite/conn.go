@@ -51,7 +51,7 @@ func (c liteConn) QueryRow(ctx context.Context, query string, args ...any) sqlst
 	return liteRow{c.q.QueryRowContext(ctx, query, liteArgs(args)...)}
 }
 
-// tx runs fn in a transaction that takes the write lock at once
+// Tx runs fn in a transaction that takes the write lock at once
 // (_txlock=immediate), so that it never fails half way for a lock.
 func (c liteConn) Tx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	tx, err := c.db.BeginTx(ctx, nil)
@@ -65,7 +65,7 @@ func (c liteConn) Tx(ctx context.Context, fn func(q sqlstore.Querier) error) err
 	return sqliteError(tx.Commit())
 }
 
-// snapshot is a transaction too: the one connection serves it alone.
+// Snapshot is a transaction too: the one connection serves it alone.
 func (c liteConn) Snapshot(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	return c.Tx(ctx, fn)
 }

@@ -17,7 +17,7 @@ const sqliteSeeGroup = `
 		ON CONFLICT (id) DO UPDATE SET first_seen = min(first_seen, excluded.first_seen),
 			last_seen = max(last_seen, excluded.last_seen)`
 
-var sqliteGroups = sqlstore.GroupsSQL{Search: &sqliteSearch, See: sqliteSeeGroup,
+var sqliteGroups = sqlstore.GroupsSQL{See: sqliteSeeGroup,
 	Regroup: `UPDATE dlq_messages SET failure_group = ?2 WHERE id = ?1 AND failure_group = ''`}
 
 // batchGroups collects what a SQLite intake batch adds to the failure

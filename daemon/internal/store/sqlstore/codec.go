@@ -143,7 +143,7 @@ func encodeDeleterDetail(st deletion.DeleterState) (breakdown, verification *str
 	return breakdown, verification, nil
 }
 
-// text is JSON as SQL text; nil is NULL.
+// Text is JSON as SQL text; nil is NULL.
 func Text(b json.RawMessage) *string {
 	if b == nil {
 		return nil

@@ -19,7 +19,7 @@ type Rows interface {
 // and translates the driver's errors into derrors sentinels (pgError,
 // sqliteError). What is above it is written once for both dialects.
 type Querier interface {
-	// exec runs a statement and returns how many rows it changed.
+	// Exec runs a statement and returns how many rows it changed.
 	Exec(ctx context.Context, sql string, args ...any) (int64, error)
 	Query(ctx context.Context, sql string, args ...any) (Rows, error)
 	// QueryRow runs a statement that returns one row; Scan returns
@@ -30,9 +30,9 @@ type Querier interface {
 // Conn is a Querier on the whole database that can also open transactions.
 type Conn interface {
 	Querier
-	// tx runs fn in a read-write transaction, committed when fn returns nil.
+	// Tx runs fn in a read-write transaction, committed when fn returns nil.
 	Tx(ctx context.Context, fn func(q Querier) error) error
-	// snapshot runs fn in a transaction that reads one consistent state.
+	// Snapshot runs fn in a transaction that reads one consistent state.
 	Snapshot(ctx context.Context, fn func(q Querier) error) error
 	// SnapshotTx runs fn in a read-write transaction whose statements all
 	// read the state its first one read, committed when fn returns nil:

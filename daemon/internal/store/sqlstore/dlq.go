@@ -18,13 +18,13 @@ import (
 type DLQSQL struct {
 	Get    string // (id)
 	Delete string // (id)
-	// topics summarises every DLQ topic: (dlq_topic, status, count, oldest PENDING created_at).
+	// Topics summarises every DLQ topic: (dlq_topic, status, count, oldest PENDING created_at).
 	Topics string
 	// ListPage is a page of a topic, newest first: (topic, page size,
 	// offset, offset + page size, status or ""); ListCount its total:
 	// (topic, status or "").
 	ListPage, ListCount string
-	// known reports whether a position was seen with a digest, as a stored
+	// Known reports whether a position was seen with a digest, as a stored
 	// dead letter (live or archived) or as a return applied: (source, topic,
 	// partition, offset, digest). An empty digest on either side matches
 	// any (rows from before digests, a caller that has none).
@@ -32,14 +32,14 @@ type DLQSQL struct {
 	// RecordReturn records a return applied, unless it was: (source, topic,
 	// partition, offset, digest, message id, now); one row or none.
 	RecordReturn string
-	// returned applies a returning replay: (id, status, retry_count,
+	// Returned applies a returning replay: (id, status, retry_count,
 	// error_message, next_retry_at, now, last_error, attempt). A message
 	// that stays RETRYING keeps its lease.
 	Returned string
 	// PendingSources lists the sources that have PENDING messages;
 	// PendingOfSource counts one source's by DLQ topic: (source).
 	PendingSources, PendingOfSource string
-	// list passes a list of strings as one parameter.
+	// List passes a list of strings as one parameter.
 	List func([]string) any
 	ClaimSQL
 }

@@ -14,14 +14,14 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
 
-// retryable is dlq.State.Retryable in SQL, the same in both dialects: the
+// Retryable is dlq.State.Retryable in SQL, the same in both dialects: the
 // one predicate of every claim and of the retry-all dry run. A claim adds
 // the lease to it: a PENDING message is free, a RETRYING one only once its
 // lease ran out, and only ClaimDLQ takes those (the other claims wait for
 // ReleaseExpiredDLQLeases).
 const Retryable = `status IN ('PENDING', 'RETRYING') AND retry_count < max_retries AND original_topic <> ''`
 
-// released is the status dlq.State.Next gives a RETRYING message on
+// Released is the status dlq.State.Next gives a RETRYING message on
 // EventReleased, in SQL for the release of expired leases: PENDING, or DEAD
 // when returns counted during the claim used up its attempts.
 const Released = `CASE WHEN retry_count < max_retries THEN 'PENDING' ELSE 'DEAD' END`
@@ -44,13 +44,13 @@ type ClaimSQL struct {
 	// A claim of a single message or of a bulk page takes a RETRYING one
 	// whose lease ran out only from another daemon.
 	ReleaseExpired string
-	// renew extends the lease of messages still under a claim: (ids, a
+	// Renew extends the lease of messages still under a claim: (ids, a
 	// list; owner; the claim's time; lease until).
 	Renew string
 	// ClaimedRead reads what FinishDLQ needs of messages (ClaimedColumns),
 	// in id order, under row locks where the dialect has them: (ids, a list).
 	ClaimedRead string
-	// revive: (id, max_retries, next_retry_at, now, attempt, to status, to
+	// Revive: (id, max_retries, next_retry_at, now, attempt, to status, to
 	// retry_count, from status).
 	Revive string
 }
@@ -189,7 +189,7 @@ type OutcomeRow struct {
 	ClaimedAt *time.Time `json:"claimed"`
 }
 
-// finish decides every outcome on the messages as read (cur, by id) and
+// Finish decides every outcome on the messages as read (cur, by id) and
 // returns the rows to write and the answer of FinishDLQ.
 func Finish(owner string, now time.Time, outcomes []dlq.Outcome, cur map[uuid.UUID]dlq.Current) ([]OutcomeRow, []dlq.Recorded, error) {
 	var rows []OutcomeRow
@@ -279,7 +279,7 @@ func (s *Store) FinishOutcomes(ctx context.Context, owner string, now time.Time,
 	return answer, nil
 }
 
-// microseconds is t as both stores keep it: JSON would carry nanoseconds,
+// Microseconds is t as both stores keep it: JSON would carry nanoseconds,
 // which PostgreSQL rounds where its binary protocol truncates.
 func Microseconds(t *time.Time) *time.Time {
 	if t == nil {

@@ -33,9 +33,10 @@ func SeeGroup(ctx context.Context, q Querier, stmt string, g dlq.Group, sample s
 
 // GroupsSQL is what differs between the dialects' group statements.
 type GroupsSQL struct {
-	Search *SearchDialect
-	See    string
-	// regroup sets an ungrouped message's group, leaving updated_at as it
+	// See records a group seen at a time (upsert: its first and last
+	// sightings widen): (id, pattern, exception class, sample error, at).
+	See string
+	// Regroup sets an ungrouped message's group, leaving updated_at as it
 	// is (retention goes by it): (id, group).
 	Regroup string
 }
@@ -43,7 +44,7 @@ type GroupsSQL struct {
 // groups lists failure groups: the top ones by the filter's sort from the
 // counters, then their counts by topic and status.
 func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
-	d := gs.Search
+	d := s.SQL.Search
 	var out []dlq.GroupSummary
 	err := s.Conn.Snapshot(ctx, func(qr Querier) error {
 		// The conditions of the filter, built once per statement.
@@ -153,8 +154,8 @@ func (s *Store) backfillGroups(ctx context.Context, gs GroupsSQL, limit int) (in
 		done = 0
 		rows, err := QueryAll(ctx, q, func(sc Scanner) (o old, err error) {
 			return o, sc.Scan(&o.id, &o.origTopic, &o.errText, &o.headers, &o.createdAt)
-		}, `SELECT id, original_topic, error_message, headers, created_at FROM `+gs.Search.Live+
-			` WHERE failure_group = '' LIMIT `+gs.Search.Placeholder(1), limit)
+		}, `SELECT id, original_topic, error_message, headers, created_at FROM `+s.SQL.Search.Live+
+			` WHERE failure_group = '' LIMIT `+s.SQL.Search.Placeholder(1), limit)
 		if err != nil {
 			return fmt.Errorf("read ungrouped dead letters: %w", err)
 		}

@@ -18,15 +18,15 @@ import (
 // returns, revives and archiving are written by triggers (migration
 // 011), in the transaction of the change.
 type HistorySQL struct {
-	// events reads a message's events in order (by time, then as written:
+	// Events reads a message's events in order (by time, then as written:
 	// a deleted message's intake, kept at its deletion, comes first):
 	// (id) -> at, kind, detail, uid.
 	Events string
-	// intake reads what the intake event shows, from the live row or the
+	// Intake reads what the intake event shows, from the live row or the
 	// archived one: (id) -> created_at, source, dlq_topic, partition,
 	// offset, original_topic, error_message, archived.
 	Intake string
-	// insert adds an event to a live message: (id, at, kind, detail, uid);
+	// Insert adds an event to a live message: (id, at, kind, detail, uid);
 	// no row when there is no such message.
 	Insert string
 	// InsertAny adds an event whatever is stored: (id, at, kind, detail, uid).
@@ -34,7 +34,7 @@ type HistorySQL struct {
 	// KeepIntake stores the intake event of a message about to be deleted,
 	// which can no longer be made from its row: (id).
 	KeepIntake string
-	// pause pauses a topic unless it is: (topic, at, reason, auto, uid);
+	// Pause pauses a topic unless it is: (topic, at, reason, auto, uid);
 	// PauseOf reads one: (topic); pauses reads those in force; resume:
 	// (topic, now).
 	Pause, PauseOf, Pauses, Resume string

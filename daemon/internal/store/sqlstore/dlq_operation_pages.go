@@ -78,7 +78,7 @@ func (s *Store) MarkAnswered(ctx context.Context, q Querier, p dlq.OperationProg
 	return nil
 }
 
-// advance records a page's progress in q's transaction; the operation
+// Advance records a page's progress in q's transaction; the operation
 // must be held by p.Owner (or have ended, for a page that p.Sent), and the
 // page's items not be done already (a page is counted once). Pages are recorded in any order. It checks both
 // before it writes anything, and returns derrors.ErrLeaseLost when one

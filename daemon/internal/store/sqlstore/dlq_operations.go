@@ -22,8 +22,7 @@ import (
 
 // OpSQL is the SQL of bulk operations in one dialect.
 type OpSQL struct {
-	Search *SearchDialect
-	// insert: (id, action, filter, target_topic, rate, now, uid, lease
+	// Insert: (id, action, filter, target_topic, rate, now, uid, lease
 	// owner or NULL, lease until or NULL).
 	Insert string
 	// ItemsOfIDs numbers the live messages among ids: (ids, operation).
@@ -60,11 +59,11 @@ type OpSQL struct {
 	// as JSON); SQLite only (see RetryDLQPage). An item with an answer
 	// recorded (MarkAnswered) is not claimed.
 	ClaimIDs string
-	// answered reads the answers recorded for items of a page: (operation,
+	// Answered reads the answers recorded for items of a page: (operation,
 	// seqs as JSON) -> seq, outcome, error. MarkAnswered records one: (operation,
 	// seq, outcome, error).
 	Answered, MarkAnswered string
-	// lockPage locks a page's messages in id order before a store-only
+	// LockPage locks a page's messages in id order before a store-only
 	// action changes them one by one: (ids). Each change locks the
 	// topic's counter rows to the end of the transaction, and a bulk
 	// retry page on PostgreSQL holds its messages' row locks while its
@@ -154,14 +153,14 @@ func matchSelect(q *SearchQuery, f dlq.SearchFilter, op any) string {
 // read and its text checked, which on a million messages holds the
 // operation's transaction for seconds.
 func (s *Store) matchQuery(ctx context.Context, qr Querier, f dlq.SearchFilter) (*SearchQuery, error) {
-	cand, err := s.textCandidates(ctx, qr, s.SQL.Ops.Search, f)
+	cand, err := s.textCandidates(ctx, qr, s.SQL.Search, f)
 	if err != nil {
 		return nil, err
 	}
 	if s.AfterCandidates != nil {
 		s.AfterCandidates()
 	}
-	return &SearchQuery{d: s.SQL.Ops.Search, cand: cand}, nil
+	return &SearchQuery{d: s.SQL.Search, cand: cand}, nil
 }
 
 // CreateDLQOperation implements dlq.OperationStore.
@@ -243,7 +242,7 @@ func (s *Store) CountDLQOperation(ctx context.Context, f dlq.OperationFilter, sa
 	}
 	sf := f.Search
 	sf.IncludeArchived, sf.OldestFirst, sf.Limit, sf.After = false, true, sample, nil
-	page, err := s.search(ctx, s.SQL.Ops.Search, sf)
+	page, err := s.search(ctx, s.SQL.Search, sf)
 	return n, page.Messages, err
 }
 

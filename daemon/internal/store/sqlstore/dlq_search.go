@@ -30,7 +30,7 @@ type SearchDialect struct {
 	Indexed   func(q *SearchQuery, field TextField, substr string) (string, bool)
 	Unindexed string
 	IDs       func(q *SearchQuery, ids Candidates) string
-	// pending is the queue of messages the indexer has yet to index.
+	// Pending is the queue of messages the indexer has yet to index.
 	Pending string
 	// IdCast follows an id parameter that a statement selects as a column
 	// ("::uuid" where a parameter has no type of its own).
@@ -39,7 +39,7 @@ type SearchDialect struct {
 	// candidates as its row source (see broadSource): a total that stops
 	// counting at TotalThreshold then stops reading candidates there.
 	CountsCandidates bool
-	// total counts the rows of union, a UNION ALL of branches each with a
+	// Total counts the rows of union, a UNION ALL of branches each with a
 	// %s where a LIMIT may go, past the counters (see searchTotal).
 	Total func(ctx context.Context, qr Querier, union string, args []any) (int64, bool, error)
 }

@@ -46,7 +46,7 @@ const (
 	FieldError   TextField = "error"
 )
 
-// candidates are the live messages a text filter may match; nil when the
+// Candidates are the live messages a text filter may match; nil when the
 // filter is checked row by row instead.
 type Candidates []uuid.UUID
 

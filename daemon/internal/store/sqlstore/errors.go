@@ -26,7 +26,7 @@ func (e *driverError) Error() string { return e.kind.Error() + ": " + e.reason }
 
 func (e *driverError) Unwrap() []error { return []error{e.kind, e.cause} }
 
-// translate is what pgError and sqliteError share: nil, an error already
+// Translate is what pgError and sqliteError share: nil, an error already
 // translated and a cancelled call stay as they are (the caller gave up; the
 // store did nothing wrong), the driver's noRows becomes
 // derrors.ErrNotFound, a deadline that passed makes the store unavailable;
@@ -45,12 +45,12 @@ func Translate(err, noRows error, classify func(error) error) error {
 	}
 }
 
-// unavailable: the store cannot serve now; a later try may succeed.
+// Unavailable: the store cannot serve now; a later try may succeed.
 func Unavailable(reason string, cause error) error {
 	return &driverError{kind: derrors.ErrStoreUnavailable, reason: reason, cause: cause}
 }
 
-// conflict: the statement broke a uniqueness rule.
+// Conflict: the statement broke a uniqueness rule.
 func Conflict(reason string, cause error) error {
 	return &driverError{kind: derrors.ErrConflict, reason: reason, cause: cause}
 }

@@ -18,7 +18,7 @@ type HoldSQL struct {
 	Place   string // unless the tenant is held: (id, tenant, reason, now, uid)
 	Release string // (tenant, uid, now) -> the hold
 	Active  string // (tenant)
-	// list: (include released, tenant or "", cursor time, cursor id, limit)
+	// List: (include released, tenant or "", cursor time, cursor id, limit)
 	List string
 }
 

@@ -12,7 +12,7 @@ import (
 // KeySQL is the SQL of idempotency.Store in one dialect
 // (postgres/idempotency.go, sqlite/idempotency.go).
 type KeySQL struct {
-	// reserve takes a key unless a live record holds it: (uid, key, route,
+	// Reserve takes a key unless a live record holds it: (uid, key, route,
 	// request hash, now, expires_at, stale before).
 	Reserve  string
 	Holder   string // (uid, key)

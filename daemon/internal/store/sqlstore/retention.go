@@ -12,7 +12,7 @@ import (
 // (postgres/retention.go, sqlite/retention.go), beside the archive move and
 // the retention lock, which each dialect does its own way.
 type RetentionSQL struct {
-	// count counts what a pass would archive and purge: (archive cutoff,
+	// Count counts what a pass would archive and purge: (archive cutoff,
 	// purge cutoff, now).
 	Count     string
 	Purge     string // archived messages: (cutoff, limit)
@@ -23,7 +23,7 @@ type RetentionSQL struct {
 	PurgeReturns string
 }
 
-// finished is the status part of the archive predicate, the same in both
+// Finished is the status part of the archive predicate, the same in both
 // dialects: only messages nothing will change any more are archived.
 const Finished = `status IN ('RESOLVED', 'DEAD')`
 
