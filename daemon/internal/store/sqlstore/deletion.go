@@ -90,7 +90,7 @@ func (s *Store) withDeleters(ctx context.Context, q Querier, row Scanner) (*dele
 	if err != nil {
 		return nil, err
 	}
-	if j.Deleters, err = QueryAll(ctx, q, scanDeleter, s.SQL.Jobs.DeletersFor, j.ID); err != nil {
+	if j.Deleters, err = QueryAll(ctx, q, scanDeleter, s.sql.Jobs.DeletersFor, j.ID); err != nil {
 		return nil, fmt.Errorf("read deleters of job %s: %w", j.ID, err)
 	}
 	return j, nil
@@ -112,9 +112,9 @@ func (s *Store) CreateDeletionJob(ctx context.Context, tenant string, deleters [
 // CreateDeletionJobs implements deletion.JobStore.
 func (s *Store) CreateDeletionJobs(ctx context.Context, reqs []deletion.JobRequest, deleters []string, now time.Time) ([]deletion.JobCreated, error) {
 	out := make([]deletion.JobCreated, len(reqs))
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		for i, req := range reqs {
-			hold, err := scanHold(q.QueryRow(ctx, s.SQL.Holds.Active, req.Tenant))
+			hold, err := scanHold(q.QueryRow(ctx, s.sql.Holds.Active, req.Tenant))
 			if err == nil {
 				out[i] = deletion.JobCreated{Hold: hold}
 				continue
@@ -128,7 +128,7 @@ func (s *Store) CreateDeletionJobs(ctx context.Context, reqs []deletion.JobReque
 				status, next, notBefore = deletion.JobScheduled, *req.NotBefore, req.NotBefore
 			}
 			id := newID()
-			n, err := q.Exec(ctx, s.SQL.Jobs.Create, id, req.Tenant, string(status), now, next, notBefore, req.UID)
+			n, err := q.Exec(ctx, s.sql.Jobs.Create, id, req.Tenant, string(status), now, next, notBefore, req.UID)
 			if err != nil {
 				return fmt.Errorf("create deletion job: %w", err)
 			}
@@ -138,12 +138,12 @@ func (s *Store) CreateDeletionJobs(ctx context.Context, reqs []deletion.JobReque
 					return err
 				}
 				for _, d := range deleters {
-					if _, err := q.Exec(ctx, s.SQL.Jobs.AddDeleter, id, d, now); err != nil {
+					if _, err := q.Exec(ctx, s.sql.Jobs.AddDeleter, id, d, now); err != nil {
 						return fmt.Errorf("create deletion job: %w", err)
 					}
 				}
 			}
-			job, err := s.withDeleters(ctx, q, q.QueryRow(ctx, s.SQL.Jobs.Active, req.Tenant))
+			job, err := s.withDeleters(ctx, q, q.QueryRow(ctx, s.sql.Jobs.Active, req.Tenant))
 			if err != nil {
 				return err
 			}
@@ -156,7 +156,7 @@ func (s *Store) CreateDeletionJobs(ctx context.Context, reqs []deletion.JobReque
 
 // LatestDeletionJob implements deletion.JobStore.
 func (s *Store) LatestDeletionJob(ctx context.Context, tenant string) (*deletion.Job, error) {
-	j, err := s.withDeleters(ctx, s.Conn, s.Conn.QueryRow(ctx, s.SQL.Jobs.Latest, tenant))
+	j, err := s.withDeleters(ctx, s.conn, s.conn.QueryRow(ctx, s.sql.Jobs.Latest, tenant))
 	if err != nil {
 		return nil, fmt.Errorf("deletion job for tenant %q: %w", tenant, err)
 	}
@@ -170,14 +170,14 @@ func (s *Store) LatestDeletionJob(ctx context.Context, tenant string) (*deletion
 // both take the last slot.
 func (s *Store) ClaimDeletionJob(ctx context.Context, owner string, now, leaseUntil time.Time, maxJobs int) (*deletion.Job, error) {
 	var j *deletion.Job
-	err := s.Conn.Tx(ctx, func(q Querier) error {
-		if maxJobs > 0 && s.SQL.Jobs.ClaimLock != "" {
-			if _, err := q.Exec(ctx, s.SQL.Jobs.ClaimLock); err != nil {
+	err := s.conn.Tx(ctx, func(q Querier) error {
+		if maxJobs > 0 && s.sql.Jobs.ClaimLock != "" {
+			if _, err := q.Exec(ctx, s.sql.Jobs.ClaimLock); err != nil {
 				return err
 			}
 		}
 		var err error
-		j, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.SQL.Jobs.Claim, now, owner, leaseUntil, maxJobs))
+		j, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.sql.Jobs.Claim, now, owner, leaseUntil, maxJobs))
 		return err
 	})
 	if errors.Is(err, derrors.ErrNotFound) {
@@ -191,7 +191,7 @@ func (s *Store) ClaimDeletionJob(ctx context.Context, owner string, now, leaseUn
 
 // RenewDeletionLease implements deletion.JobStore.
 func (s *Store) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner string, leaseUntil time.Time) error {
-	n, err := s.Conn.Exec(ctx, s.SQL.Jobs.Renew, id, owner, leaseUntil)
+	n, err := s.conn.Exec(ctx, s.sql.Jobs.Renew, id, owner, leaseUntil)
 	if err != nil {
 		return fmt.Errorf("renew deletion lease: %w", err)
 	}
@@ -201,7 +201,7 @@ func (s *Store) RenewDeletionLease(ctx context.Context, id uuid.UUID, owner stri
 // DeletionJobControl implements deletion.JobStore.
 func (s *Store) DeletionJobControl(ctx context.Context, id uuid.UUID) (deletion.JobControl, error) {
 	var c deletion.JobControl
-	if err := s.Conn.QueryRow(ctx, s.SQL.Jobs.Control, id).Scan(&c.CancelRequested, &c.Held); err != nil {
+	if err := s.conn.QueryRow(ctx, s.sql.Jobs.Control, id).Scan(&c.CancelRequested, &c.Held); err != nil {
 		return c, fmt.Errorf("read control of deletion job %s: %w", id, err)
 	}
 	return c, nil
@@ -213,7 +213,7 @@ func (s *Store) SetDeleterState(ctx context.Context, id uuid.UUID, owner string,
 	if err != nil {
 		return err
 	}
-	n, err := s.Conn.Exec(ctx, s.SQL.Jobs.SetDeleter, id, owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts,
+	n, err := s.conn.Exec(ctx, s.sql.Jobs.SetDeleter, id, owner, st.Name, string(st.Status), st.DeletedCount, st.Attempts,
 		st.Error, st.UpdatedAt, st.Total, breakdown, verification)
 	if err != nil {
 		return fmt.Errorf("store deleter progress: %w", err)
@@ -225,9 +225,9 @@ func (s *Store) SetDeleterState(ctx context.Context, id uuid.UUID, owner string,
 // COMPLETED job is stored in the same transaction: a job is never
 // COMPLETED without the receipt it was issued.
 func (s *Store) FinishDeletionAttempt(ctx context.Context, id uuid.UUID, owner string, u deletion.JobUpdate) error {
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		var status string
-		err := q.QueryRow(ctx, s.SQL.Jobs.Finish, id, owner, string(u.Status), u.Verified, u.LastError, u.NextAttemptAt, u.Now).Scan(&status)
+		err := q.QueryRow(ctx, s.sql.Jobs.Finish, id, owner, string(u.Status), u.Verified, u.LastError, u.NextAttemptAt, u.Now).Scan(&status)
 		if errors.Is(err, derrors.ErrNotFound) {
 			return leaseHeld(0, id)
 		}
@@ -235,7 +235,7 @@ func (s *Store) FinishDeletionAttempt(ctx context.Context, id uuid.UUID, owner s
 			return err
 		}
 		if u.Receipt != nil && deletion.JobStatus(status) == deletion.JobCompleted {
-			if _, err := q.Exec(ctx, s.SQL.Receipts.Insert, id, u.Receipt.KeyID, u.Receipt.Body, u.Now); err != nil {
+			if _, err := q.Exec(ctx, s.sql.Receipts.Insert, id, u.Receipt.KeyID, u.Receipt.Body, u.Now); err != nil {
 				return fmt.Errorf("store receipt: %w", err)
 			}
 		}
@@ -256,17 +256,17 @@ func (s *Store) CancelDeletionJob(ctx context.Context, tenant string, uid *int64
 		job     *deletion.Job
 		outcome deletion.CancelOutcome
 	)
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		var id uuid.UUID
-		err := q.QueryRow(ctx, s.SQL.Jobs.CancelNow, tenant, uid, now).Scan(&id)
+		err := q.QueryRow(ctx, s.sql.Jobs.CancelNow, tenant, uid, now).Scan(&id)
 		switch {
 		case err == nil:
 			outcome = deletion.CancelledNow
-			if _, err := q.Exec(ctx, s.SQL.Jobs.CancelRunning, id, now); err != nil {
+			if _, err := q.Exec(ctx, s.sql.Jobs.CancelRunning, id, now); err != nil {
 				return err
 			}
 		case errors.Is(err, derrors.ErrNotFound):
-			err = q.QueryRow(ctx, s.SQL.Jobs.CancelRequest, tenant, uid, now).Scan(&id)
+			err = q.QueryRow(ctx, s.sql.Jobs.CancelRequest, tenant, uid, now).Scan(&id)
 			if err != nil && !errors.Is(err, derrors.ErrNotFound) {
 				return err
 			}
@@ -274,7 +274,7 @@ func (s *Store) CancelDeletionJob(ctx context.Context, tenant string, uid *int64
 		default:
 			return err
 		}
-		job, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.SQL.Jobs.Latest, tenant))
+		job, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.sql.Jobs.Latest, tenant))
 		if errors.Is(err, derrors.ErrNotFound) {
 			return fmt.Errorf("%w: tenant %s has no deletion job to cancel", derrors.ErrNotFound, tenant)
 		}
@@ -299,18 +299,18 @@ func (s *Store) CancelDeletionJob(ctx context.Context, tenant string, uid *int64
 // RetryDeletionJob implements deletion.JobStore.
 func (s *Store) RetryDeletionJob(ctx context.Context, tenant string, now time.Time) (*deletion.Job, error) {
 	var job *deletion.Job
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		var id uuid.UUID
-		err := q.QueryRow(ctx, s.SQL.Jobs.RetryJob, tenant, now).Scan(&id)
+		err := q.QueryRow(ctx, s.sql.Jobs.RetryJob, tenant, now).Scan(&id)
 		switch {
 		case err == nil:
-			if _, err := q.Exec(ctx, s.SQL.Jobs.RetryDeleters, id, now); err != nil {
+			if _, err := q.Exec(ctx, s.sql.Jobs.RetryDeleters, id, now); err != nil {
 				return err
 			}
 		case !errors.Is(err, derrors.ErrNotFound):
 			return err
 		}
-		job, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.SQL.Jobs.Latest, tenant))
+		job, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.sql.Jobs.Latest, tenant))
 		if errors.Is(err, derrors.ErrNotFound) {
 			return fmt.Errorf("%w: tenant %s has no deletion job to retry", derrors.ErrNotFound, tenant)
 		}
@@ -341,7 +341,7 @@ func finishedOrUpdated(j *deletion.Job) time.Time {
 
 // ReapCancelledJobs implements deletion.JobStore.
 func (s *Store) ReapCancelledJobs(ctx context.Context, now time.Time) (int64, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.Jobs.Reap, now)
+	n, err := s.conn.Exec(ctx, s.sql.Jobs.Reap, now)
 	if err != nil {
 		return 0, fmt.Errorf("end cancelled jobs of dead runners: %w", err)
 	}
@@ -351,7 +351,7 @@ func (s *Store) ReapCancelledJobs(ctx context.Context, now time.Time) (int64, er
 // DeletionJobStats implements deletion.JobStore.
 func (s *Store) DeletionJobStats(ctx context.Context, now time.Time) (deletion.JobStats, error) {
 	st := deletion.JobStats{ByStatus: map[deletion.JobStatus]int64{}}
-	err := s.Conn.Snapshot(ctx, func(q Querier) error {
+	err := s.conn.Snapshot(ctx, func(q Querier) error {
 		type pair struct {
 			status string
 			n      int64
@@ -359,20 +359,20 @@ func (s *Store) DeletionJobStats(ctx context.Context, now time.Time) (deletion.J
 		counts, err := QueryAll(ctx, q, func(r Scanner) (pair, error) {
 			var p pair
 			return p, r.Scan(&p.status, &p.n)
-		}, s.SQL.Jobs.StatusCounts)
+		}, s.sql.Jobs.StatusCounts)
 		if err != nil {
 			return err
 		}
 		for _, p := range counts {
 			st.ByStatus[deletion.JobStatus(p.status)] = p.n
 		}
-		if err := q.QueryRow(ctx, s.SQL.Jobs.Overdue, now).Scan(&st.OldestOverdue); err != nil {
+		if err := q.QueryRow(ctx, s.sql.Jobs.Overdue, now).Scan(&st.OldestOverdue); err != nil {
 			return err
 		}
-		if err := q.QueryRow(ctx, s.SQL.Jobs.HeldJobs).Scan(&st.Held); err != nil {
+		if err := q.QueryRow(ctx, s.sql.Jobs.HeldJobs).Scan(&st.Held); err != nil {
 			return err
 		}
-		return q.QueryRow(ctx, s.SQL.Jobs.ActiveHolds).Scan(&st.Holds)
+		return q.QueryRow(ctx, s.sql.Jobs.ActiveHolds).Scan(&st.Holds)
 	})
 	if err != nil {
 		return st, fmt.Errorf("count deletion jobs: %w", err)

@@ -26,9 +26,9 @@ func (s *Store) ListDeletionJobs(ctx context.Context, f deletion.JobFilter) ([]*
 		afterAt, afterID = &f.After.At, f.After.ID
 	}
 	var jobs []*deletion.Job
-	err := s.Conn.Snapshot(ctx, func(q Querier) error {
+	err := s.conn.Snapshot(ctx, func(q Querier) error {
 		var err error
-		jobs, err = QueryAll(ctx, q, scanJob, s.SQL.Jobs.List, f.Tenant, jsonArray(statuses), f.CreatedAfter, f.CreatedBefore,
+		jobs, err = QueryAll(ctx, q, scanJob, s.sql.Jobs.List, f.Tenant, jsonArray(statuses), f.CreatedAfter, f.CreatedBefore,
 			afterAt, afterID, f.Limit)
 		if err != nil || len(jobs) == 0 {
 			return err
@@ -55,7 +55,7 @@ func (s *Store) ListDeletionJobs(ctx context.Context, f deletion.JobFilter) ([]*
 			}
 			o.d.Status = deletion.DeleterStatus(status)
 			return o, decodeDeleterDetail(&o.d, breakdown, verification)
-		}, s.SQL.Jobs.DeletersOf, jsonArray(ids))
+		}, s.sql.Jobs.DeletersOf, jsonArray(ids))
 		if err != nil {
 			return fmt.Errorf("read deleters: %w", err)
 		}

@@ -120,7 +120,7 @@ func oneMessage(row Scanner) (*dlq.Message, error) {
 
 // GetDLQ implements dlq.Store.
 func (s *Store) GetDLQ(ctx context.Context, id uuid.UUID) (*dlq.Message, error) {
-	m, err := oneMessage(s.Conn.QueryRow(ctx, s.SQL.DLQ.Get, id))
+	m, err := oneMessage(s.conn.QueryRow(ctx, s.sql.DLQ.Get, id))
 	if err != nil {
 		return nil, fmt.Errorf("dlq message %s: %w", id, err)
 	}
@@ -135,13 +135,13 @@ func (s *Store) ListDLQ(ctx context.Context, f dlq.ListFilter) ([]dlq.Message, i
 		msgs  []dlq.Message
 		total int64
 	)
-	err := s.Conn.Snapshot(ctx, func(q Querier) error {
+	err := s.conn.Snapshot(ctx, func(q Querier) error {
 		var err error
-		msgs, err = QueryAll(ctx, q, ScanMessage, s.SQL.DLQ.ListPage, f.Topic, f.PageSize, offset, offset+f.PageSize, string(f.Status))
+		msgs, err = QueryAll(ctx, q, ScanMessage, s.sql.DLQ.ListPage, f.Topic, f.PageSize, offset, offset+f.PageSize, string(f.Status))
 		if err != nil {
 			return fmt.Errorf("list dead letters: %w", err)
 		}
-		if err := q.QueryRow(ctx, s.SQL.DLQ.ListCount, f.Topic, string(f.Status)).Scan(&total); err != nil {
+		if err := q.QueryRow(ctx, s.sql.DLQ.ListCount, f.Topic, string(f.Status)).Scan(&total); err != nil {
 			return fmt.Errorf("count dead letters: %w", err)
 		}
 		return nil
@@ -154,7 +154,7 @@ func (s *Store) ListDLQ(ctx context.Context, f dlq.ListFilter) ([]dlq.Message, i
 
 // DeleteDLQ implements dlq.Store.
 func (s *Store) DeleteDLQ(ctx context.Context, id uuid.UUID) error {
-	n, err := s.Conn.Exec(ctx, s.SQL.DLQ.Delete, id)
+	n, err := s.conn.Exec(ctx, s.sql.DLQ.Delete, id)
 	if err != nil {
 		return fmt.Errorf("delete dead letter: %w", err)
 	}
@@ -168,9 +168,9 @@ func (s *Store) DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error) {
 		n             int64
 		oldest        *time.Time
 	}
-	rows, err := QueryAll(ctx, s.Conn, func(sc Scanner) (r row, err error) {
+	rows, err := QueryAll(ctx, s.conn, func(sc Scanner) (r row, err error) {
 		return r, sc.Scan(&r.topic, &r.status, &r.n, &r.oldest)
-	}, s.SQL.DLQ.Topics)
+	}, s.sql.DLQ.Topics)
 	if err != nil {
 		return nil, fmt.Errorf("summarise topics: %w", err)
 	}
@@ -203,7 +203,7 @@ func (s *Store) Ingest(ctx context.Context, batch []dlq.Incoming, fn func(q Quer
 	if len(batch) == 0 {
 		return res, nil
 	}
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		res = dlq.IngestResult{}
 		return fn(q, &res)
 	})
@@ -289,7 +289,7 @@ func (r *ReplayTarget) ours(in dlq.Incoming) bool {
 func (s *Store) TakeReturn(ctx context.Context, q Querier, in dlq.Incoming, r *ReplayTarget, opts dlq.IngestOptions, res *dlq.IngestResult) (bool, error) {
 	pos, digest := in.Position, DigestOf(in)
 	var known bool
-	if err := q.QueryRow(ctx, s.SQL.DLQ.Known, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest).Scan(&known); err != nil {
+	if err := q.QueryRow(ctx, s.sql.DLQ.Known, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest).Scan(&known); err != nil {
 		return false, fmt.Errorf("look up a returned replay's position: %w", err)
 	}
 	if known {
@@ -299,7 +299,7 @@ func (s *Store) TakeReturn(ctx context.Context, q Querier, in dlq.Incoming, r *R
 	if r == nil || !r.ours(in) {
 		return false, nil
 	}
-	n, err := q.Exec(ctx, s.SQL.DLQ.RecordReturn, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest, r.ID, opts.Now)
+	n, err := q.Exec(ctx, s.sql.DLQ.RecordReturn, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest, r.ID, opts.Now)
 	if err != nil {
 		return false, fmt.Errorf("record a returned replay: %w", err)
 	}
@@ -323,7 +323,7 @@ func (s *Store) TakeReturn(ctx context.Context, q Querier, in dlq.Incoming, r *R
 	reason := fmt.Sprintf("the replay failed again and came back to %s (partition %d, offset %d): %s",
 		pos.Topic, pos.Partition, pos.Offset, in.ErrorMessage)
 	entry := &dlq.Attempt{At: opts.Now, Outcome: dlq.OutcomeReturned, Error: reason}
-	if _, err := q.Exec(ctx, s.SQL.DLQ.Returned, r.ID, string(to.Status), to.RetryCount, in.ErrorMessage, next,
+	if _, err := q.Exec(ctx, s.sql.DLQ.Returned, r.ID, string(to.Status), to.RetryCount, in.ErrorMessage, next,
 		opts.Now, reason, attemptJSON(entry)); err != nil {
 		return false, fmt.Errorf("update replayed dead letter: %w", err)
 	}
@@ -339,7 +339,7 @@ func (s *Store) TakeReturn(ctx context.Context, q Querier, in dlq.Incoming, r *R
 // messages come from the due index one probe each, and only those not
 // configured are counted.
 func (s *Store) PendingBySourceDLQ(ctx context.Context, configured []string) ([]dlq.SourcePending, error) {
-	sources, err := QueryAll(ctx, s.Conn, func(sc Scanner) (src string, err error) { return src, sc.Scan(&src) }, s.SQL.DLQ.PendingSources)
+	sources, err := QueryAll(ctx, s.conn, func(sc Scanner) (src string, err error) { return src, sc.Scan(&src) }, s.sql.DLQ.PendingSources)
 	if err != nil {
 		return nil, fmt.Errorf("list sources with pending dead letters: %w", err)
 	}
@@ -348,10 +348,10 @@ func (s *Store) PendingBySourceDLQ(ctx context.Context, configured []string) ([]
 		if slices.Contains(configured, src) {
 			continue
 		}
-		counts, err := QueryAll(ctx, s.Conn, func(sc Scanner) (p dlq.SourcePending, err error) {
+		counts, err := QueryAll(ctx, s.conn, func(sc Scanner) (p dlq.SourcePending, err error) {
 			p.Source = src
 			return p, sc.Scan(&p.Topic, &p.Pending)
-		}, s.SQL.DLQ.PendingOfSource, src)
+		}, s.sql.DLQ.PendingOfSource, src)
 		if err != nil {
 			return nil, fmt.Errorf("count pending dead letters of source %s: %w", src, err)
 		}

@@ -58,14 +58,14 @@ type ClaimSQL struct {
 // ClaimDLQ implements dlq.Store.
 func (s *Store) ClaimDLQ(ctx context.Context, id uuid.UUID, c dlq.Claim) (*dlq.Message, error) {
 	return s.changeOne(ctx, "claim dead letter", func(cur *dlq.Message) error { return dlq.NotRetryable(cur) },
-		s.SQL.DLQ.Claim, id, c.Now, c.Owner, c.LeaseUntil, time.Now())
+		s.sql.DLQ.Claim, id, c.Now, c.Owner, c.LeaseUntil, time.Now())
 }
 
 // changeOne runs a statement that changes the message whose id is its
 // first argument and returns it. When it changed none, the message as it
 // is now says why (refused), or its absence does (derrors.ErrNotFound).
 func (s *Store) changeOne(ctx context.Context, what string, refused func(cur *dlq.Message) error, sql string, id uuid.UUID, args ...any) (*dlq.Message, error) {
-	m, err := oneMessage(s.Conn.QueryRow(ctx, sql, append([]any{id}, args...)...))
+	m, err := oneMessage(s.conn.QueryRow(ctx, sql, append([]any{id}, args...)...))
 	if err == nil {
 		return m, nil
 	}
@@ -87,7 +87,7 @@ func (s *Store) ClaimTopic(ctx context.Context, topic string, after *dlq.Cursor,
 	if after != nil {
 		afterT, afterID = after.CreatedAt, after.ID
 	}
-	msgs, err := QueryAll(ctx, s.Conn, ScanMessage, s.SQL.DLQ.ClaimTopic, topic, afterT, afterID, limit, c.Now, c.Owner, c.LeaseUntil, entered)
+	msgs, err := QueryAll(ctx, s.conn, ScanMessage, s.sql.DLQ.ClaimTopic, topic, afterT, afterID, limit, c.Now, c.Owner, c.LeaseUntil, entered)
 	if err != nil {
 		return nil, fmt.Errorf("claim topic: %w", err)
 	}
@@ -103,7 +103,7 @@ func (s *Store) ClaimTopic(ctx context.Context, topic string, after *dlq.Cursor,
 // CountRetryableDLQTopic implements dlq.Store with ClaimDLQTopic's predicate.
 func (s *Store) CountRetryableDLQTopic(ctx context.Context, topic string) (int64, error) {
 	var n int64
-	if err := s.Conn.QueryRow(ctx, s.SQL.DLQ.CountRetryable, topic).Scan(&n); err != nil {
+	if err := s.conn.QueryRow(ctx, s.sql.DLQ.CountRetryable, topic).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count retryable: %w", err)
 	}
 	return n, nil
@@ -111,8 +111,8 @@ func (s *Store) CountRetryableDLQTopic(ctx context.Context, topic string) (int64
 
 // ClaimDueDLQ implements dlq.Store.
 func (s *Store) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.Message, error) {
-	msgs, err := QueryAll(ctx, s.Conn, ScanMessage, s.SQL.DLQ.ClaimDue, c.Now, limit, c.Owner, c.LeaseUntil, s.SQL.DLQ.List(c.Sources),
-		s.SQL.DLQ.List(c.SkipTopics), time.Now())
+	msgs, err := QueryAll(ctx, s.conn, ScanMessage, s.sql.DLQ.ClaimDue, c.Now, limit, c.Owner, c.LeaseUntil, s.sql.DLQ.List(c.Sources),
+		s.sql.DLQ.List(c.SkipTopics), time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("claim due retries: %w", err)
 	}
@@ -122,7 +122,7 @@ func (s *Store) ClaimDueDLQ(ctx context.Context, limit int, c dlq.Claim) ([]dlq.
 // RenewDLQClaims implements dlq.Store. Only the lease changes: no trigger
 // of the counts, the history or the search index looks at it.
 func (s *Store) RenewDLQClaims(ctx context.Context, ids []uuid.UUID, c dlq.Claim) (int64, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.DLQ.Renew, s.SQL.DLQ.List(idStrings(ids)), c.Owner, c.Now, c.LeaseUntil, time.Now())
+	n, err := s.conn.Exec(ctx, s.sql.DLQ.Renew, s.sql.DLQ.List(idStrings(ids)), c.Owner, c.Now, c.LeaseUntil, time.Now())
 	if err != nil {
 		return 0, fmt.Errorf("renew retry leases: %w", err)
 	}
@@ -131,7 +131,7 @@ func (s *Store) RenewDLQClaims(ctx context.Context, ids []uuid.UUID, c dlq.Claim
 
 // ReleaseExpiredDLQLeases implements dlq.Store.
 func (s *Store) ReleaseExpiredDLQLeases(ctx context.Context, now time.Time, sending dlq.Sending) (int64, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.DLQ.ReleaseExpired, now, sending.Owner, s.SQL.DLQ.List(idStrings(sending.IDs)))
+	n, err := s.conn.Exec(ctx, s.sql.DLQ.ReleaseExpired, now, sending.Owner, s.sql.DLQ.List(idStrings(sending.IDs)))
 	if err != nil {
 		return 0, fmt.Errorf("release expired leases: %w", err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) ReleaseExpiredDLQLeases(ctx context.Context, now time.Time, send
 // that was kept whole to r.To and records the revive in its history.
 func (s *Store) ReviveDLQ(ctx context.Context, id uuid.UUID, r dlq.Revive) (*dlq.Message, error) {
 	return s.changeOne(ctx, "revive dead letter", func(cur *dlq.Message) error { return dlq.NotRevivable(cur) },
-		s.SQL.DLQ.Revive, id, r.To.MaxRetries, r.NextRetryAt, r.Now, attemptJSON(&r.Attempt), string(r.To.Status),
+		s.sql.DLQ.Revive, id, r.To.MaxRetries, r.NextRetryAt, r.Now, attemptJSON(&r.Attempt), string(r.To.Status),
 		r.To.RetryCount, string(r.From))
 }
 
@@ -242,7 +242,7 @@ func (s *Store) FinishOutcomes(ctx context.Context, owner string, now time.Time,
 		ids[i] = o.ID.String()
 	}
 	var answer []dlq.Recorded
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		type claimed struct {
 			id  uuid.UUID
 			cur dlq.Current
@@ -250,7 +250,7 @@ func (s *Store) FinishOutcomes(ctx context.Context, owner string, now time.Time,
 		read, err := QueryAll(ctx, q, func(sc Scanner) (c claimed, err error) {
 			c.id, c.cur, err = scanClaimed(sc)
 			return c, err
-		}, s.SQL.DLQ.ClaimedRead, s.SQL.DLQ.List(ids))
+		}, s.sql.DLQ.ClaimedRead, s.sql.DLQ.List(ids))
 		if err != nil {
 			return fmt.Errorf("read claimed dead letters: %w", err)
 		}

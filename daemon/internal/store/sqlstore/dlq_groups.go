@@ -44,9 +44,9 @@ type GroupsSQL struct {
 // groups lists failure groups: the top ones by the filter's sort from the
 // counters, then their counts by topic and status.
 func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
-	d := s.SQL.Search
+	d := s.sql.Search
 	var out []dlq.GroupSummary
-	err := s.Conn.Snapshot(ctx, func(qr Querier) error {
+	err := s.conn.Snapshot(ctx, func(qr Querier) error {
 		// The conditions of the filter, built once per statement.
 		condsFor := func(q *SearchQuery) []string {
 			conds := []string{"c.n > 0"}
@@ -150,12 +150,12 @@ func (s *Store) backfillGroups(ctx context.Context, gs GroupsSQL, limit int) (in
 		createdAt          time.Time
 	}
 	done := 0
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		done = 0
 		rows, err := QueryAll(ctx, q, func(sc Scanner) (o old, err error) {
 			return o, sc.Scan(&o.id, &o.origTopic, &o.errText, &o.headers, &o.createdAt)
-		}, `SELECT id, original_topic, error_message, headers, created_at FROM `+s.SQL.Search.Live+
-			` WHERE failure_group = '' LIMIT `+s.SQL.Search.Placeholder(1), limit)
+		}, `SELECT id, original_topic, error_message, headers, created_at FROM `+s.sql.Search.Live+
+			` WHERE failure_group = '' LIMIT `+s.sql.Search.Placeholder(1), limit)
 		if err != nil {
 			return fmt.Errorf("read ungrouped dead letters: %w", err)
 		}
@@ -184,10 +184,10 @@ func (s *Store) backfillGroups(ctx context.Context, gs GroupsSQL, limit int) (in
 
 // DLQGroups implements dlq.SearchStore.
 func (s *Store) DLQGroups(ctx context.Context, f dlq.GroupFilter) ([]dlq.GroupSummary, error) {
-	return s.groups(ctx, s.SQL.Groups, f)
+	return s.groups(ctx, s.sql.Groups, f)
 }
 
 // BackfillDLQGroups implements dlq.SearchStore.
 func (s *Store) BackfillDLQGroups(ctx context.Context, limit int) (int, error) {
-	return s.backfillGroups(ctx, s.SQL.Groups, limit)
+	return s.backfillGroups(ctx, s.sql.Groups, limit)
 }

@@ -46,7 +46,7 @@ type HistorySQL struct {
 // DLQHistory implements dlq.HistoryStore.DLQHistory for both dialects.
 func (s *Store) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEvent, error) {
 	var out []dlq.HistoryEvent
-	err := s.Conn.Snapshot(ctx, func(q Querier) error {
+	err := s.conn.Snapshot(ctx, func(q Querier) error {
 		var (
 			created          time.Time
 			source, topic    string
@@ -55,7 +55,7 @@ func (s *Store) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEven
 			original, errMsg string
 			archived         bool
 		)
-		err := q.QueryRow(ctx, s.SQL.History.Intake, id).Scan(&created, &source, &topic, &part, &offset, &original, &errMsg, &archived)
+		err := q.QueryRow(ctx, s.sql.History.Intake, id).Scan(&created, &source, &topic, &part, &offset, &original, &errMsg, &archived)
 		switch {
 		case err == nil:
 			detail, _ := json.Marshal(map[string]any{"source": source, "topic": topic, "partition": part, "offset": offset,
@@ -64,7 +64,7 @@ func (s *Store) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEven
 		case !errors.Is(err, derrors.ErrNotFound):
 			return fmt.Errorf("read dead letter %s: %w", id, err)
 		}
-		events, err := QueryAll(ctx, q, scanEvent, s.SQL.History.Events, id)
+		events, err := QueryAll(ctx, q, scanEvent, s.sql.History.Events, id)
 		if err != nil {
 			return fmt.Errorf("read history of %s: %w", id, err)
 		}
@@ -115,7 +115,7 @@ func eventArgs(id uuid.UUID, e dlq.HistoryEvent) []any {
 
 // RecordDLQEvent implements dlq.HistoryStore.RecordDLQEvent.
 func (s *Store) RecordDLQEvent(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
-	n, err := s.Conn.Exec(ctx, s.SQL.History.Insert, eventArgs(id, e)...)
+	n, err := s.conn.Exec(ctx, s.sql.History.Insert, eventArgs(id, e)...)
 	if err != nil {
 		return fmt.Errorf("record a history event: %w", err)
 	}
@@ -125,18 +125,18 @@ func (s *Store) RecordDLQEvent(ctx context.Context, id uuid.UUID, e dlq.HistoryE
 // DeleteDLQAs implements dlq.HistoryStore.DeleteDLQAs: the deletion and
 // its event in one transaction.
 func (s *Store) DeleteDLQAs(ctx context.Context, id uuid.UUID, e dlq.HistoryEvent) error {
-	return s.Conn.Tx(ctx, func(q Querier) error {
-		if _, err := q.Exec(ctx, s.SQL.History.KeepIntake, id); err != nil {
+	return s.conn.Tx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, s.sql.History.KeepIntake, id); err != nil {
 			return fmt.Errorf("keep the intake of a deleted dead letter: %w", err)
 		}
-		n, err := q.Exec(ctx, s.SQL.DLQ.Delete, id)
+		n, err := q.Exec(ctx, s.sql.DLQ.Delete, id)
 		if err != nil {
 			return fmt.Errorf("delete dead letter: %w", err)
 		}
 		if err := foundOne(n, "dlq message %s", id); err != nil {
 			return err
 		}
-		if _, err := q.Exec(ctx, s.SQL.History.InsertAny, eventArgs(id, e)...); err != nil {
+		if _, err := q.Exec(ctx, s.sql.History.InsertAny, eventArgs(id, e)...); err != nil {
 			return fmt.Errorf("record the deletion: %w", err)
 		}
 		return nil
@@ -170,13 +170,13 @@ func (s *Store) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.TopicP
 		u := int64(*p.UID)
 		uid = &u
 	}
-	err := s.Conn.Tx(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, s.SQL.History.Pause, p.Topic, p.PausedAt, p.Reason, p.Auto, uid)
+	err := s.conn.Tx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, s.sql.History.Pause, p.Topic, p.PausedAt, p.Reason, p.Auto, uid)
 		if err != nil {
 			return fmt.Errorf("pause topic %s: %w", p.Topic, err)
 		}
 		created = n == 1
-		out, err = scanPause(q.QueryRow(ctx, s.SQL.History.PauseOf, p.Topic))
+		out, err = scanPause(q.QueryRow(ctx, s.sql.History.PauseOf, p.Topic))
 		if err != nil {
 			return fmt.Errorf("read the pause of %s: %w", p.Topic, err)
 		}
@@ -187,7 +187,7 @@ func (s *Store) PauseDLQTopic(ctx context.Context, p dlq.TopicPause) (dlq.TopicP
 
 // ResumeDLQTopic implements dlq.PauseStore.ResumeDLQTopic.
 func (s *Store) ResumeDLQTopic(ctx context.Context, topic string, now time.Time) (bool, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.History.Resume, topic, now)
+	n, err := s.conn.Exec(ctx, s.sql.History.Resume, topic, now)
 	if err != nil {
 		return false, fmt.Errorf("resume topic %s: %w", topic, err)
 	}
@@ -196,7 +196,7 @@ func (s *Store) ResumeDLQTopic(ctx context.Context, topic string, now time.Time)
 
 // DLQTopicPauses implements dlq.PauseStore.DLQTopicPauses.
 func (s *Store) DLQTopicPauses(ctx context.Context) ([]dlq.TopicPause, error) {
-	ps, err := QueryAll(ctx, s.Conn, scanPause, s.SQL.History.Pauses)
+	ps, err := QueryAll(ctx, s.conn, scanPause, s.sql.History.Pauses)
 	if err != nil {
 		return nil, fmt.Errorf("list paused topics: %w", err)
 	}
@@ -206,7 +206,7 @@ func (s *Store) DLQTopicPauses(ctx context.Context) ([]dlq.TopicPause, error) {
 // CountReturnsDLQ implements dlq.PauseStore.CountReturnsDLQ.
 func (s *Store) CountReturnsDLQ(ctx context.Context, topic string, since time.Time) (int64, error) {
 	var n int64
-	if err := s.Conn.QueryRow(ctx, s.SQL.History.CountReturns, topic, since).Scan(&n); err != nil {
+	if err := s.conn.QueryRow(ctx, s.sql.History.CountReturns, topic, since).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count returned replays of %s: %w", topic, err)
 	}
 	return n, nil

@@ -28,7 +28,7 @@ func (s *Store) ClaimDLQIDs(ctx context.Context, items []dlq.OperationItem, op u
 		ids[i], seqs[i] = it.ID, it.Seq
 	}
 	seqJSON, _ := json.Marshal(seqs) // numbers always encode
-	msgs, err := QueryAll(ctx, s.Conn, ScanMessage, s.SQL.Ops.ClaimIDs, s.SQL.DLQ.List(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil,
+	msgs, err := QueryAll(ctx, s.conn, ScanMessage, s.sql.Ops.ClaimIDs, s.sql.DLQ.List(idStrings(ids)), c.Now, c.Owner, c.LeaseUntil,
 		op.String(), string(seqJSON), time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("claim dead letters: %w", err)
@@ -50,7 +50,7 @@ func (s *Store) AnsweredItems(ctx context.Context, q Querier, op uuid.UUID, item
 		seqs[i] = it.Seq
 	}
 	seqJSON, _ := json.Marshal(seqs) // numbers always encode
-	rows, err := QueryAll(ctx, q, scanAnswer, s.SQL.Ops.Answered, op, string(seqJSON))
+	rows, err := QueryAll(ctx, q, scanAnswer, s.sql.Ops.Answered, op, string(seqJSON))
 	if err != nil {
 		return nil, fmt.Errorf("read the answers recorded for a page: %w", err)
 	}
@@ -71,7 +71,7 @@ func (s *Store) MarkAnswered(ctx context.Context, q Querier, p dlq.OperationProg
 		if !dlq.Answered(r.Outcome) {
 			continue
 		}
-		if _, err := q.Exec(ctx, s.SQL.Ops.MarkAnswered, p.Operation, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
+		if _, err := q.Exec(ctx, s.sql.Ops.MarkAnswered, p.Operation, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
 			return fmt.Errorf("record what the broker answered for an item: %w", err)
 		}
 	}
@@ -91,7 +91,7 @@ func (s *Store) Advance(ctx context.Context, q Querier, p dlq.OperationProgress)
 		outcomes, ranges []byte
 		owner, state     string
 	)
-	err := q.QueryRow(ctx, s.SQL.Ops.LockProgress, p.Operation).Scan(&pos, &outcomes, &ranges, &owner, &state)
+	err := q.QueryRow(ctx, s.sql.Ops.LockProgress, p.Operation).Scan(&pos, &outcomes, &ranges, &owner, &state)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return notHeld(p.Operation, p.Owner)
 	}
@@ -168,7 +168,7 @@ func (s *Store) count(ctx context.Context, q Querier, p *progress, results []dlq
 			continue
 		}
 		failed++
-		if _, err := q.Exec(ctx, s.SQL.Ops.ItemFailed, p.id, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
+		if _, err := q.Exec(ctx, s.sql.Ops.ItemFailed, p.id, r.Seq, r.Outcome, dlq.ItemErrorText(r.Error)); err != nil {
 			return fmt.Errorf("record a failed item: %w", err)
 		}
 	}
@@ -177,7 +177,7 @@ func (s *Store) count(ctx context.Context, q Querier, p *progress, results []dlq
 		p.done = []dlq.SeqRange{}
 	}
 	r, _ := json.Marshal(p.done) // pairs of numbers always encode
-	if _, err := q.Exec(ctx, s.SQL.Ops.Advance, p.id, p.position, int64(len(results)), ok, failed, string(b), now, string(r)); err != nil {
+	if _, err := q.Exec(ctx, s.sql.Ops.Advance, p.id, p.position, int64(len(results)), ok, failed, string(b), now, string(r)); err != nil {
 		return fmt.Errorf("record bulk operation progress: %w", err)
 	}
 	return nil
@@ -189,7 +189,7 @@ func (s *Store) count(ctx context.Context, q Querier, p *progress, results []dlq
 // daemon that held it last reached those items, and would not count
 // messages it sent.
 func (s *Store) foldAnswers(ctx context.Context, q Querier, id uuid.UUID, now time.Time) error {
-	answers, err := QueryAll(ctx, q, scanAnswer, s.SQL.Ops.AllAnswered, id)
+	answers, err := QueryAll(ctx, q, scanAnswer, s.sql.Ops.AllAnswered, id)
 	if err != nil {
 		return fmt.Errorf("read the answers recorded for bulk operation %s: %w", id, err)
 	}
@@ -201,7 +201,7 @@ func (s *Store) foldAnswers(ctx context.Context, q Querier, id uuid.UUID, now ti
 		outcomes, ranges         []byte
 		ignoreOwner, ignoreState string
 	)
-	if err := q.QueryRow(ctx, s.SQL.Ops.LockProgress, id).Scan(&pos, &outcomes, &ranges, &ignoreOwner, &ignoreState); err != nil {
+	if err := q.QueryRow(ctx, s.sql.Ops.LockProgress, id).Scan(&pos, &outcomes, &ranges, &ignoreOwner, &ignoreState); err != nil {
 		return fmt.Errorf("read bulk operation: %w", err)
 	}
 	prog, err := readProgress(id, pos, outcomes, ranges)
@@ -216,20 +216,20 @@ func (s *Store) foldAnswers(ctx context.Context, q Querier, id uuid.UUID, now ti
 
 // AdvanceDLQOperation implements dlq.OperationStore.
 func (s *Store) AdvanceDLQOperation(ctx context.Context, p dlq.OperationProgress) error {
-	return s.Conn.Tx(ctx, func(q Querier) error { return s.Advance(ctx, q, p) })
+	return s.conn.Tx(ctx, func(q Querier) error { return s.Advance(ctx, q, p) })
 }
 
 // ApplyDLQOperationPage implements dlq.OperationStore: each message of the
 // page changes (or is skipped, saying why) and the progress is recorded,
 // all in one transaction.
 func (s *Store) ApplyDLQOperationPage(ctx context.Context, a dlq.PageAction, p dlq.OperationProgress) (dlq.OperationProgress, error) {
-	err := s.Conn.Tx(ctx, func(q Querier) error {
-		if s.SQL.Ops.LockPage != "" {
+	err := s.conn.Tx(ctx, func(q Querier) error {
+		if s.sql.Ops.LockPage != "" {
 			ids := make([]uuid.UUID, len(a.Items))
 			for i, it := range a.Items {
 				ids[i] = it.ID
 			}
-			if _, err := q.Exec(ctx, s.SQL.Ops.LockPage, s.SQL.DLQ.List(idStrings(ids))); err != nil {
+			if _, err := q.Exec(ctx, s.sql.Ops.LockPage, s.sql.DLQ.List(idStrings(ids))); err != nil {
 				return fmt.Errorf("lock a page of dead letters: %w", err)
 			}
 		}
@@ -250,7 +250,7 @@ func (s *Store) ApplyDLQOperationPage(ctx context.Context, a dlq.PageAction, p d
 func (s *Store) applyOne(ctx context.Context, q Querier, a dlq.PageAction, it dlq.OperationItem) (dlq.ItemResult, error) {
 	r := dlq.ItemResult{Seq: it.Seq, ID: it.ID}
 	current := func() (*dlq.Message, error) {
-		m, err := oneMessage(q.QueryRow(ctx, s.SQL.DLQ.Get, it.ID))
+		m, err := oneMessage(q.QueryRow(ctx, s.sql.DLQ.Get, it.ID))
 		if errors.Is(err, derrors.ErrNotFound) {
 			r.Outcome, r.Error = dlq.ItemSkipped, dlq.ItemGone
 			return nil, nil
@@ -264,14 +264,14 @@ func (s *Store) applyOne(ctx context.Context, q Querier, a dlq.PageAction, it dl
 	switch a.Action {
 	case dlq.ActionRevive:
 		var topic string
-		if err := q.QueryRow(ctx, s.SQL.Ops.TopicOf, it.ID).Scan(&topic); errors.Is(err, derrors.ErrNotFound) {
+		if err := q.QueryRow(ctx, s.sql.Ops.TopicOf, it.ID).Scan(&topic); errors.Is(err, derrors.ErrNotFound) {
 			r.Outcome, r.Error = dlq.ItemSkipped, dlq.ItemGone
 			return r, nil
 		} else if err != nil {
 			return r, fmt.Errorf("read dead letter: %w", err)
 		}
 		rv := a.ReviveFor(topic)
-		_, err := oneMessage(q.QueryRow(ctx, s.SQL.DLQ.Revive, it.ID, rv.To.MaxRetries, rv.NextRetryAt, rv.Now, attemptJSON(&rv.Attempt),
+		_, err := oneMessage(q.QueryRow(ctx, s.sql.DLQ.Revive, it.ID, rv.To.MaxRetries, rv.NextRetryAt, rv.Now, attemptJSON(&rv.Attempt),
 			string(rv.To.Status), rv.To.RetryCount, string(rv.From)))
 		if err == nil {
 			r.Outcome = dlq.ItemRevived
@@ -286,10 +286,10 @@ func (s *Store) applyOne(ctx context.Context, q Querier, a dlq.PageAction, it dl
 		}
 		return r, err
 	case dlq.ActionDelete:
-		if _, err := q.Exec(ctx, s.SQL.History.KeepIntake, it.ID); err != nil {
+		if _, err := q.Exec(ctx, s.sql.History.KeepIntake, it.ID); err != nil {
 			return r, fmt.Errorf("keep the intake of a deleted dead letter: %w", err)
 		}
-		n, err := q.Exec(ctx, s.SQL.DLQ.Delete, it.ID)
+		n, err := q.Exec(ctx, s.sql.DLQ.Delete, it.ID)
 		if err != nil {
 			return r, fmt.Errorf("delete dead letter: %w", err)
 		}
@@ -297,14 +297,14 @@ func (s *Store) applyOne(ctx context.Context, q Querier, a dlq.PageAction, it dl
 			r.Outcome, r.Error = dlq.ItemSkipped, dlq.ItemGone
 			return r, nil
 		}
-		if _, err := q.Exec(ctx, s.SQL.History.InsertAny, eventArgs(it.ID, dlq.HistoryEvent{At: a.Now, Kind: dlq.KindDeleted,
+		if _, err := q.Exec(ctx, s.sql.History.InsertAny, eventArgs(it.ID, dlq.HistoryEvent{At: a.Now, Kind: dlq.KindDeleted,
 			Detail: detail("delete"), UID: a.UID})...); err != nil {
 			return r, fmt.Errorf("record the deletion: %w", err)
 		}
 		r.Outcome = dlq.ItemDeleted
 		return r, nil
 	case dlq.ActionDead:
-		n, err := q.Exec(ctx, s.SQL.Ops.Bury, it.ID, a.Now)
+		n, err := q.Exec(ctx, s.sql.Ops.Bury, it.ID, a.Now)
 		if err != nil {
 			return r, fmt.Errorf("mark dead letter DEAD: %w", err)
 		}
@@ -315,7 +315,7 @@ func (s *Store) applyOne(ctx context.Context, q Querier, a dlq.PageAction, it dl
 			}
 			return r, err
 		}
-		if _, err := q.Exec(ctx, s.SQL.History.InsertAny, eventArgs(it.ID, dlq.HistoryEvent{At: a.Now, Kind: dlq.KindMarkedDead,
+		if _, err := q.Exec(ctx, s.sql.History.InsertAny, eventArgs(it.ID, dlq.HistoryEvent{At: a.Now, Kind: dlq.KindMarkedDead,
 			Detail: detail("dead"), UID: a.UID})...); err != nil {
 			return r, fmt.Errorf("record the change: %w", err)
 		}

@@ -153,14 +153,14 @@ func matchSelect(q *SearchQuery, f dlq.SearchFilter, op any) string {
 // read and its text checked, which on a million messages holds the
 // operation's transaction for seconds.
 func (s *Store) matchQuery(ctx context.Context, qr Querier, f dlq.SearchFilter) (*SearchQuery, error) {
-	cand, err := s.textCandidates(ctx, qr, s.SQL.Search, f)
+	cand, err := s.textCandidates(ctx, qr, s.sql.Search, f)
 	if err != nil {
 		return nil, err
 	}
 	if s.AfterCandidates != nil {
 		s.AfterCandidates()
 	}
-	return &SearchQuery{d: s.SQL.Search, cand: cand}, nil
+	return &SearchQuery{d: s.sql.Search, cand: cand}, nil
 }
 
 // CreateDLQOperation implements dlq.OperationStore.
@@ -174,15 +174,15 @@ func (s *Store) CreateDLQOperation(ctx context.Context, op dlq.Operation, f dlq.
 	// filter at no moment (a message that no longer matches dropped, one
 	// that came to match missed as no candidate). The transaction writes
 	// only the operation's own new rows.
-	err := s.Conn.SnapshotTx(ctx, func(q Querier) error {
-		if _, err := q.Exec(ctx, s.SQL.Ops.Insert, op.ID, string(op.Action), string(op.Filter), op.TargetTopic, op.Rate,
+	err := s.conn.SnapshotTx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, s.sql.Ops.Insert, op.ID, string(op.Action), string(op.Filter), op.TargetTopic, op.Rate,
 			op.CreatedAt, int64Of(op.RequestedByUID), owner, op.LeaseExpiresAt); err != nil {
 			return fmt.Errorf("store bulk operation: %w", err)
 		}
 		var n int64
 		if f.IDs != nil {
 			var err error
-			if n, err = q.Exec(ctx, s.SQL.Ops.ItemsOfIDs, s.SQL.DLQ.List(idStrings(f.IDs)), op.ID); err != nil {
+			if n, err = q.Exec(ctx, s.sql.Ops.ItemsOfIDs, s.sql.DLQ.List(idStrings(f.IDs)), op.ID); err != nil {
 				return fmt.Errorf("fix the set of bulk operation: %w", err)
 			}
 		} else {
@@ -190,11 +190,11 @@ func (s *Store) CreateDLQOperation(ctx context.Context, op dlq.Operation, f dlq.
 			if err != nil {
 				return err
 			}
-			if n, err = q.Exec(ctx, s.SQL.Ops.ItemsPrefix+matchSelect(sq, f.Search, op.ID), sq.args...); err != nil {
+			if n, err = q.Exec(ctx, s.sql.Ops.ItemsPrefix+matchSelect(sq, f.Search, op.ID), sq.args...); err != nil {
 				return fmt.Errorf("fix the set of bulk operation: %w", err)
 			}
 		}
-		_, err := q.Exec(ctx, s.SQL.Ops.SetMatched, op.ID, n)
+		_, err := q.Exec(ctx, s.sql.Ops.SetMatched, op.ID, n)
 		return err
 	})
 	if err != nil {
@@ -209,14 +209,14 @@ func (s *Store) CountDLQOperation(ctx context.Context, f dlq.OperationFilter, sa
 		n    int64
 		msgs []dlq.Message
 	)
-	err := s.Conn.Snapshot(ctx, func(qr Querier) error {
+	err := s.conn.Snapshot(ctx, func(qr Querier) error {
 		if f.IDs != nil {
 			ids := idStrings(f.IDs)
-			if err := qr.QueryRow(ctx, s.SQL.Ops.CountIDs, s.SQL.DLQ.List(ids)).Scan(&n); err != nil {
+			if err := qr.QueryRow(ctx, s.sql.Ops.CountIDs, s.sql.DLQ.List(ids)).Scan(&n); err != nil {
 				return fmt.Errorf("count dead letters: %w", err)
 			}
 			for _, id := range f.IDs[:min(sample, len(f.IDs))] {
-				m, err := oneMessage(qr.QueryRow(ctx, s.SQL.DLQ.Get, id))
+				m, err := oneMessage(qr.QueryRow(ctx, s.sql.DLQ.Get, id))
 				if errors.Is(err, derrors.ErrNotFound) {
 					continue
 				}
@@ -242,13 +242,13 @@ func (s *Store) CountDLQOperation(ctx context.Context, f dlq.OperationFilter, sa
 	}
 	sf := f.Search
 	sf.IncludeArchived, sf.OldestFirst, sf.Limit, sf.After = false, true, sample, nil
-	page, err := s.search(ctx, s.SQL.Search, sf)
+	page, err := s.search(ctx, s.sql.Search, sf)
 	return n, page.Messages, err
 }
 
 // GetDLQOperation implements dlq.OperationStore.
 func (s *Store) GetDLQOperation(ctx context.Context, id uuid.UUID) (*dlq.Operation, error) {
-	op, err := scanOperation(s.Conn.QueryRow(ctx, s.SQL.Ops.Get, id))
+	op, err := scanOperation(s.conn.QueryRow(ctx, s.sql.Ops.Get, id))
 	if errors.Is(err, derrors.ErrNotFound) {
 		return nil, fmt.Errorf("%w: bulk operation %s", derrors.ErrNotFound, id)
 	}
@@ -257,13 +257,13 @@ func (s *Store) GetDLQOperation(ctx context.Context, id uuid.UUID) (*dlq.Operati
 
 // ListDLQOperations implements dlq.OperationStore.
 func (s *Store) ListDLQOperations(ctx context.Context, limit int, runningOnly bool) ([]dlq.Operation, error) {
-	ops, err := QueryAll(ctx, s.Conn, func(sc Scanner) (dlq.Operation, error) {
+	ops, err := QueryAll(ctx, s.conn, func(sc Scanner) (dlq.Operation, error) {
 		op, err := scanOperation(sc)
 		if err != nil {
 			return dlq.Operation{}, err
 		}
 		return *op, nil
-	}, s.SQL.Ops.List, limit, runningOnly)
+	}, s.sql.Ops.List, limit, runningOnly)
 	if err != nil {
 		return nil, fmt.Errorf("list bulk operations: %w", err)
 	}
@@ -272,7 +272,7 @@ func (s *Store) ListDLQOperations(ctx context.Context, limit int, runningOnly bo
 
 // ClaimDLQOperation implements dlq.OperationStore.
 func (s *Store) ClaimDLQOperation(ctx context.Context, owner string, now, leaseUntil time.Time) (*dlq.Operation, error) {
-	op, err := scanOperation(s.Conn.QueryRow(ctx, s.SQL.Ops.Claim, now, owner, leaseUntil))
+	op, err := scanOperation(s.conn.QueryRow(ctx, s.sql.Ops.Claim, now, owner, leaseUntil))
 	if errors.Is(err, derrors.ErrNotFound) {
 		return nil, nil
 	}
@@ -284,7 +284,7 @@ func (s *Store) ClaimDLQOperation(ctx context.Context, owner string, now, leaseU
 
 // RenewDLQOperationLease implements dlq.OperationStore.
 func (s *Store) RenewDLQOperationLease(ctx context.Context, id uuid.UUID, owner string, until time.Time) error {
-	return s.heldChange(ctx, "renew bulk operation lease", s.SQL.Ops.Renew, id, owner, until)
+	return s.heldChange(ctx, "renew bulk operation lease", s.sql.Ops.Renew, id, owner, until)
 }
 
 // notHeld is the derrors.ErrLeaseLost of an operation owner no longer holds.
@@ -294,7 +294,7 @@ func notHeld(id uuid.UUID, owner string) error {
 
 // heldChange runs a statement on an operation that owner must hold.
 func (s *Store) heldChange(ctx context.Context, what, sql string, id uuid.UUID, owner string, args ...any) error {
-	n, err := s.Conn.Exec(ctx, sql, append([]any{id, owner}, args...)...)
+	n, err := s.conn.Exec(ctx, sql, append([]any{id, owner}, args...)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -306,10 +306,10 @@ func (s *Store) heldChange(ctx context.Context, what, sql string, id uuid.UUID, 
 
 // DLQOperationItems implements dlq.OperationStore.
 func (s *Store) DLQOperationItems(ctx context.Context, id uuid.UUID, after int64, limit int) ([]dlq.OperationItem, error) {
-	items, err := QueryAll(ctx, s.Conn, func(sc Scanner) (it dlq.OperationItem, err error) {
+	items, err := QueryAll(ctx, s.conn, func(sc Scanner) (it dlq.OperationItem, err error) {
 		err = sc.Scan(&it.Seq, &it.ID)
 		return it, err
-	}, s.SQL.Ops.Items, id, after, limit)
+	}, s.sql.Ops.Items, id, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read bulk operation items: %w", err)
 	}
@@ -318,10 +318,10 @@ func (s *Store) DLQOperationItems(ctx context.Context, id uuid.UUID, after int64
 
 // DLQOperationFailures implements dlq.OperationStore.
 func (s *Store) DLQOperationFailures(ctx context.Context, id uuid.UUID, limit int) ([]dlq.ItemResult, error) {
-	out, err := QueryAll(ctx, s.Conn, func(sc Scanner) (r dlq.ItemResult, err error) {
+	out, err := QueryAll(ctx, s.conn, func(sc Scanner) (r dlq.ItemResult, err error) {
 		err = sc.Scan(&r.Seq, &r.ID, &r.Outcome, &r.Error)
 		return r, err
-	}, s.SQL.Ops.Failures, id, limit)
+	}, s.sql.Ops.Failures, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read bulk operation failures: %w", err)
 	}
@@ -330,8 +330,8 @@ func (s *Store) DLQOperationFailures(ctx context.Context, id uuid.UUID, limit in
 
 // FinishDLQOperation implements dlq.OperationStore.
 func (s *Store) FinishDLQOperation(ctx context.Context, id uuid.UUID, owner string, state dlq.OperationState, lastError string, now time.Time) error {
-	return s.Conn.Tx(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, s.SQL.Ops.Finish, id, owner, string(state), lastError, now)
+	return s.conn.Tx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, s.sql.Ops.Finish, id, owner, string(state), lastError, now)
 		if err != nil {
 			return fmt.Errorf("finish bulk operation: %w", err)
 		}
@@ -344,17 +344,17 @@ func (s *Store) FinishDLQOperation(ctx context.Context, id uuid.UUID, owner stri
 
 // ReleaseDLQOperation implements dlq.OperationStore.
 func (s *Store) ReleaseDLQOperation(ctx context.Context, id uuid.UUID, owner string) error {
-	return s.heldChange(ctx, "hand back bulk operation", s.SQL.Ops.Release, id, owner)
+	return s.heldChange(ctx, "hand back bulk operation", s.sql.Ops.Release, id, owner)
 }
 
 // CancelDLQOperation implements dlq.OperationStore.
 func (s *Store) CancelDLQOperation(ctx context.Context, id uuid.UUID, uid *uint32, now time.Time) (*dlq.Operation, error) {
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		var (
 			state string
 			held  bool
 		)
-		err := q.QueryRow(ctx, s.SQL.Ops.LockForCancel, id, now).Scan(&state, &held)
+		err := q.QueryRow(ctx, s.sql.Ops.LockForCancel, id, now).Scan(&state, &held)
 		if errors.Is(err, derrors.ErrNotFound) {
 			return fmt.Errorf("%w: bulk operation %s", derrors.ErrNotFound, id)
 		}
@@ -365,10 +365,10 @@ func (s *Store) CancelDLQOperation(ctx context.Context, id uuid.UUID, uid *uint3
 			return fmt.Errorf("%w: bulk operation %s is %s already", derrors.ErrConflict, id, state)
 		}
 		if held {
-			_, err = q.Exec(ctx, s.SQL.Ops.RequestCancel, id, int64Of(uid), now)
+			_, err = q.Exec(ctx, s.sql.Ops.RequestCancel, id, int64Of(uid), now)
 			return err
 		}
-		if _, err = q.Exec(ctx, s.SQL.Ops.CancelNow, id, int64Of(uid), now); err != nil {
+		if _, err = q.Exec(ctx, s.sql.Ops.CancelNow, id, int64Of(uid), now); err != nil {
 			return err
 		}
 		return s.foldAnswers(ctx, q, id, now)
@@ -382,7 +382,7 @@ func (s *Store) CancelDLQOperation(ctx context.Context, id uuid.UUID, uid *uint3
 // DLQOperationCancelRequested implements dlq.OperationStore.
 func (s *Store) DLQOperationCancelRequested(ctx context.Context, id uuid.UUID) (bool, error) {
 	var v bool
-	if err := s.Conn.QueryRow(ctx, s.SQL.Ops.CancelRequested, id).Scan(&v); err != nil {
+	if err := s.conn.QueryRow(ctx, s.sql.Ops.CancelRequested, id).Scan(&v); err != nil {
 		return false, fmt.Errorf("read bulk operation: %w", err)
 	}
 	return v, nil

@@ -162,7 +162,7 @@ func (q *SearchQuery) candidateBranch(f dlq.SearchFilter) string {
 // search runs a search in one snapshot: the page and its total agree.
 func (s *Store) search(ctx context.Context, d *SearchDialect, f dlq.SearchFilter) (dlq.SearchPage, error) {
 	var page dlq.SearchPage
-	err := s.Conn.Snapshot(ctx, func(qr Querier) error {
+	err := s.conn.Snapshot(ctx, func(qr Querier) error {
 		cand, err := s.textCandidates(ctx, qr, d, f)
 		if err != nil {
 			return err
@@ -275,5 +275,5 @@ func (s *Store) countersTotal(ctx context.Context, qr Querier, d *SearchDialect,
 
 // SearchDLQ implements dlq.SearchStore.
 func (s *Store) SearchDLQ(ctx context.Context, f dlq.SearchFilter) (dlq.SearchPage, error) {
-	return s.search(ctx, s.SQL.Search, f)
+	return s.search(ctx, s.sql.Search, f)
 }

@@ -164,12 +164,12 @@ func (s *Store) SearchBatch() int64 {
 
 // UnindexedDLQ implements dlq.SearchIndexStore.
 func (s *Store) UnindexedDLQ(ctx context.Context) (int64, error) {
-	return s.unindexed(ctx, s.SQL.Search.Pending)
+	return s.unindexed(ctx, s.sql.Search.Pending)
 }
 
 func (s *Store) unindexed(ctx context.Context, queue string) (int64, error) {
 	var n int64
-	if err := s.Conn.QueryRow(ctx, `SELECT count(*) FROM `+queue).Scan(&n); err != nil {
+	if err := s.conn.QueryRow(ctx, `SELECT count(*) FROM `+queue).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count dead letters waiting for the search index: %w", err)
 	}
 	return n, nil

@@ -38,13 +38,13 @@ func (s *Store) PlaceHold(ctx context.Context, tenant, reason string, uid *int64
 		hold    *deletion.Hold
 		created bool
 	)
-	err := s.Conn.Tx(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, s.SQL.Holds.Place, newID(), tenant, reason, now, uid)
+	err := s.conn.Tx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, s.sql.Holds.Place, newID(), tenant, reason, now, uid)
 		if err != nil {
 			return err
 		}
 		created = n == 1
-		hold, err = scanHold(q.QueryRow(ctx, s.SQL.Holds.Active, tenant))
+		hold, err = scanHold(q.QueryRow(ctx, s.sql.Holds.Active, tenant))
 		return err
 	})
 	if err != nil {
@@ -55,7 +55,7 @@ func (s *Store) PlaceHold(ctx context.Context, tenant, reason string, uid *int64
 
 // ReleaseHold implements deletion.HoldStore.
 func (s *Store) ReleaseHold(ctx context.Context, tenant string, uid *int64, now time.Time) (*deletion.Hold, error) {
-	h, err := scanHold(s.Conn.QueryRow(ctx, s.SQL.Holds.Release, tenant, uid, now))
+	h, err := scanHold(s.conn.QueryRow(ctx, s.sql.Holds.Release, tenant, uid, now))
 	if err != nil {
 		return nil, fmt.Errorf("release the hold on tenant %q: %w", tenant, holdNotFound(err, tenant))
 	}
@@ -64,7 +64,7 @@ func (s *Store) ReleaseHold(ctx context.Context, tenant string, uid *int64, now 
 
 // ActiveHold implements deletion.HoldStore.
 func (s *Store) ActiveHold(ctx context.Context, tenant string) (*deletion.Hold, error) {
-	h, err := scanHold(s.Conn.QueryRow(ctx, s.SQL.Holds.Active, tenant))
+	h, err := scanHold(s.conn.QueryRow(ctx, s.sql.Holds.Active, tenant))
 	if err != nil {
 		return nil, holdNotFound(err, tenant)
 	}
@@ -87,7 +87,7 @@ func (s *Store) ListHolds(ctx context.Context, f deletion.HoldFilter) ([]*deleti
 	if f.After != nil {
 		afterAt, afterID = &f.After.At, f.After.ID
 	}
-	hs, err := QueryAll(ctx, s.Conn, scanHold, s.SQL.Holds.List, f.IncludeReleased, f.Tenant, afterAt, afterID, f.Limit)
+	hs, err := QueryAll(ctx, s.conn, scanHold, s.sql.Holds.List, f.IncludeReleased, f.Tenant, afterAt, afterID, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list holds: %w", err)
 	}

@@ -26,9 +26,9 @@ const KeyColumns = `route, request_hash, state, response_status, response_body, 
 // ReserveIdempotencyKey implements idempotency.Store.
 func (s *Store) ReserveIdempotencyKey(ctx context.Context, rec idempotency.Record, now, staleBefore time.Time) (*idempotency.Record, error) {
 	var holder *idempotency.Record
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		holder = nil
-		n, err := q.Exec(ctx, s.SQL.Keys.Reserve, int64(rec.CallerUID), rec.Key, rec.Route, rec.RequestHash, now,
+		n, err := q.Exec(ctx, s.sql.Keys.Reserve, int64(rec.CallerUID), rec.Key, rec.Route, rec.RequestHash, now,
 			rec.ExpiresAt, staleBefore)
 		if err != nil {
 			return fmt.Errorf("reserve idempotency key: %w", err)
@@ -42,7 +42,7 @@ func (s *Store) ReserveIdempotencyKey(ctx context.Context, rec idempotency.Recor
 			status  *int
 			headers *string
 		)
-		if err := q.QueryRow(ctx, s.SQL.Keys.Holder, int64(rec.CallerUID), rec.Key).Scan(&h.Route, &h.RequestHash, &state,
+		if err := q.QueryRow(ctx, s.sql.Keys.Holder, int64(rec.CallerUID), rec.Key).Scan(&h.Route, &h.RequestHash, &state,
 			&status, &h.Response.Body, &headers, &h.CreatedAt, &h.LockedAt, &h.ExpiresAt); err != nil {
 			return fmt.Errorf("read idempotency key: %w", err)
 		}
@@ -67,7 +67,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, uid uint32, key, has
 	if err != nil {
 		return fmt.Errorf("encode idempotency key headers: %w", err)
 	}
-	if _, err := s.Conn.Exec(ctx, s.SQL.Keys.Complete, int64(uid), key, hash, resp.Status, nonNil(resp.Body), expiresAt, string(headers)); err != nil {
+	if _, err := s.conn.Exec(ctx, s.sql.Keys.Complete, int64(uid), key, hash, resp.Status, nonNil(resp.Body), expiresAt, string(headers)); err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
 	return nil
@@ -75,7 +75,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, uid uint32, key, has
 
 // ReleaseIdempotencyKey implements idempotency.Store.
 func (s *Store) ReleaseIdempotencyKey(ctx context.Context, uid uint32, key, hash string) error {
-	if _, err := s.Conn.Exec(ctx, s.SQL.Keys.Release, int64(uid), key, hash); err != nil {
+	if _, err := s.conn.Exec(ctx, s.sql.Keys.Release, int64(uid), key, hash); err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil

@@ -45,7 +45,7 @@ func (s *Store) recordErasure(ctx context.Context, q Querier, id uuid.UUID, u de
 	if u.Receipt != nil {
 		hash = ledger.ReceiptHash(u.Receipt.Body)
 	}
-	if _, err := q.Exec(ctx, s.SQL.Ledger.Record, id, u.Now, hash); err != nil {
+	if _, err := q.Exec(ctx, s.sql.Ledger.Record, id, u.Now, hash); err != nil {
 		return fmt.Errorf("record the erasure in the ledger: %w", err)
 	}
 	return nil
@@ -59,7 +59,7 @@ func scanEntry(row Scanner) (ledger.Entry, error) {
 
 // LedgerEntries implements ledger.Store.
 func (s *Store) LedgerEntries(ctx context.Context) ([]ledger.Entry, error) {
-	out, err := QueryAll(ctx, s.Conn, scanEntry, s.SQL.Ledger.Entries)
+	out, err := QueryAll(ctx, s.conn, scanEntry, s.sql.Ledger.Entries)
 	if err != nil {
 		return nil, fmt.Errorf("read the erasure ledger: %w", err)
 	}
@@ -69,10 +69,10 @@ func (s *Store) LedgerEntries(ctx context.Context) ([]ledger.Entry, error) {
 // ImportLedger implements ledger.Store.
 func (s *Store) ImportLedger(ctx context.Context, entries []ledger.Entry, now time.Time) (int, error) {
 	added := 0
-	err := s.Conn.Tx(ctx, func(q Querier) error {
+	err := s.conn.Tx(ctx, func(q Querier) error {
 		added = 0 // a transaction may run again
 		for _, e := range entries {
-			n, err := q.Exec(ctx, s.SQL.Ledger.ImportEntry, e.JobID, e.TenantID, e.ErasedAt, e.ReceiptSHA256, now)
+			n, err := q.Exec(ctx, s.sql.Ledger.ImportEntry, e.JobID, e.TenantID, e.ErasedAt, e.ReceiptSHA256, now)
 			if err != nil {
 				return err
 			}
@@ -88,10 +88,10 @@ func (s *Store) ImportLedger(ctx context.Context, entries []ledger.Entry, now ti
 
 // LedgerTenants implements ledger.Store.
 func (s *Store) LedgerTenants(ctx context.Context, after string, limit int) ([]ledger.Latest, error) {
-	out, err := QueryAll(ctx, s.Conn, func(r Scanner) (ledger.Latest, error) {
+	out, err := QueryAll(ctx, s.conn, func(r Scanner) (ledger.Latest, error) {
 		var l ledger.Latest
 		return l, r.Scan(&l.TenantID, &l.JobID, &l.ReceiptSHA256, &l.Busy)
-	}, s.SQL.Ledger.Tenants, after, limit)
+	}, s.sql.Ledger.Tenants, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger tenants: %w", err)
 	}
@@ -100,7 +100,7 @@ func (s *Store) LedgerTenants(ctx context.Context, after string, limit int) ([]l
 
 // AcquireReverifyLease implements ledger.Store.
 func (s *Store) AcquireReverifyLease(ctx context.Context, owner string, now, leaseUntil, dueBefore time.Time, force bool) (bool, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.Ledger.Acquire, owner, now, leaseUntil, dueBefore, force)
+	n, err := s.conn.Exec(ctx, s.sql.Ledger.Acquire, owner, now, leaseUntil, dueBefore, force)
 	if err != nil {
 		return false, fmt.Errorf("take the re-verification lease: %w", err)
 	}
@@ -109,7 +109,7 @@ func (s *Store) AcquireReverifyLease(ctx context.Context, owner string, now, lea
 
 // RenewReverifyLease implements ledger.Store.
 func (s *Store) RenewReverifyLease(ctx context.Context, owner string, leaseUntil time.Time) error {
-	n, err := s.Conn.Exec(ctx, s.SQL.Ledger.Renew, owner, leaseUntil)
+	n, err := s.conn.Exec(ctx, s.sql.Ledger.Renew, owner, leaseUntil)
 	if err != nil {
 		return fmt.Errorf("renew the re-verification lease: %w", err)
 	}
@@ -121,7 +121,7 @@ func (s *Store) RenewReverifyLease(ctx context.Context, owner string, leaseUntil
 
 // ReleaseReverifyLease implements ledger.Store.
 func (s *Store) ReleaseReverifyLease(ctx context.Context, owner string, now time.Time, completed bool) error {
-	if _, err := s.Conn.Exec(ctx, s.SQL.Ledger.Release, owner, now, completed); err != nil {
+	if _, err := s.conn.Exec(ctx, s.sql.Ledger.Release, owner, now, completed); err != nil {
 		return fmt.Errorf("release the re-verification lease: %w", err)
 	}
 	return nil
@@ -160,15 +160,15 @@ func (s *Store) RecordResurrection(ctx context.Context, f ledger.Found) (ledger.
 		return out, err
 	}
 	tenant := f.Latest.TenantID
-	err = s.Conn.Tx(ctx, func(q Querier) error {
+	err = s.conn.Tx(ctx, func(q Querier) error {
 		out = ledger.Recorded{}
-		open, err := scanResurrection(q.QueryRow(ctx, s.SQL.Ledger.OpenResurrection, tenant))
+		open, err := scanResurrection(q.QueryRow(ctx, s.sql.Ledger.OpenResurrection, tenant))
 		if err != nil && !errors.Is(err, derrors.ErrNotFound) {
 			return err
 		}
 		action := ledger.ActionReported
 		var jobID *uuid.UUID
-		_, err = scanHold(q.QueryRow(ctx, s.SQL.Holds.Active, tenant))
+		_, err = scanHold(q.QueryRow(ctx, s.sql.Holds.Active, tenant))
 		held := err == nil
 		if err != nil && !errors.Is(err, derrors.ErrNotFound) {
 			return fmt.Errorf("read hold of tenant %q: %w", tenant, err)
@@ -180,19 +180,19 @@ func (s *Store) RecordResurrection(ctx context.Context, f ledger.Found) (ledger.
 		case f.Reerase:
 			action = ledger.ActionReerase
 			id := newID()
-			n, err := q.Exec(ctx, s.SQL.Jobs.Create, id, tenant, string(deletion.JobPending), f.At, f.At, nil, nil)
+			n, err := q.Exec(ctx, s.sql.Jobs.Create, id, tenant, string(deletion.JobPending), f.At, f.At, nil, nil)
 			if err != nil {
 				return fmt.Errorf("create re-erase job: %w", err)
 			}
 			if n == 1 {
 				for _, d := range f.Deleters {
-					if _, err := q.Exec(ctx, s.SQL.Jobs.AddDeleter, id, d, f.At); err != nil {
+					if _, err := q.Exec(ctx, s.sql.Jobs.AddDeleter, id, d, f.At); err != nil {
 						return fmt.Errorf("create re-erase job: %w", err)
 					}
 				}
 				if f.RequireApproval {
 					// No plan yet: the approver approves the one current then.
-					if _, err := q.Exec(ctx, s.SQL.Plans.OnCreate, id, "", true); err != nil {
+					if _, err := q.Exec(ctx, s.sql.Plans.OnCreate, id, "", true); err != nil {
 						return fmt.Errorf("create re-erase job: %w", err)
 					}
 				}
@@ -200,7 +200,7 @@ func (s *Store) RecordResurrection(ctx context.Context, f ledger.Found) (ledger.
 			} else {
 				// A job was requested since the pass read the tenant: it
 				// erases the data; link that one.
-				job, err := scanJob(q.QueryRow(ctx, s.SQL.Jobs.Active, tenant))
+				job, err := scanJob(q.QueryRow(ctx, s.sql.Jobs.Active, tenant))
 				if err != nil {
 					return err
 				}
@@ -209,15 +209,15 @@ func (s *Store) RecordResurrection(ctx context.Context, f ledger.Found) (ledger.
 		}
 		if open == nil {
 			rid := newID()
-			if _, err := q.Exec(ctx, s.SQL.Ledger.InsertResurrection, rid, tenant, f.Latest.JobID, f.Latest.ReceiptSHA256,
+			if _, err := q.Exec(ctx, s.sql.Ledger.InsertResurrection, rid, tenant, f.Latest.JobID, f.Latest.ReceiptSHA256,
 				string(counts), f.At, string(action), jobID); err != nil {
 				return err
 			}
 			out.New = true
-		} else if _, err := q.Exec(ctx, s.SQL.Ledger.UpdateResurrection, open.ID, string(counts), f.At, string(action), jobID); err != nil {
+		} else if _, err := q.Exec(ctx, s.sql.Ledger.UpdateResurrection, open.ID, string(counts), f.At, string(action), jobID); err != nil {
 			return err
 		}
-		out.Resurrection, err = scanResurrection(q.QueryRow(ctx, s.SQL.Ledger.OpenResurrection, tenant))
+		out.Resurrection, err = scanResurrection(q.QueryRow(ctx, s.sql.Ledger.OpenResurrection, tenant))
 		return err
 	})
 	if err != nil {
@@ -228,7 +228,7 @@ func (s *Store) RecordResurrection(ctx context.Context, f ledger.Found) (ledger.
 
 // ResolveResurrection implements ledger.Store.
 func (s *Store) ResolveResurrection(ctx context.Context, tenant string, now time.Time) (bool, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.Ledger.Resolve, tenant, now)
+	n, err := s.conn.Exec(ctx, s.sql.Ledger.Resolve, tenant, now)
 	if err != nil {
 		return false, fmt.Errorf("resolve resurrection of tenant %q: %w", tenant, err)
 	}
@@ -237,7 +237,7 @@ func (s *Store) ResolveResurrection(ctx context.Context, tenant string, now time
 
 // Resurrections implements ledger.Store.
 func (s *Store) Resurrections(ctx context.Context, tenant string) ([]*ledger.Resurrection, error) {
-	out, err := QueryAll(ctx, s.Conn, scanResurrection, s.SQL.Ledger.List, tenant)
+	out, err := QueryAll(ctx, s.conn, scanResurrection, s.sql.Ledger.List, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("resurrections of tenant %q: %w", tenant, err)
 	}
@@ -247,7 +247,7 @@ func (s *Store) Resurrections(ctx context.Context, tenant string) ([]*ledger.Res
 // ReerasureOf implements deletion.ReerasureSource.
 func (s *Store) ReerasureOf(ctx context.Context, jobID uuid.UUID) (*deletion.ReerasureRef, error) {
 	var ref deletion.ReerasureRef
-	err := s.Conn.QueryRow(ctx, s.SQL.Ledger.ReerasureOf, jobID).Scan(&ref.JobID, &ref.ReceiptSHA256)
+	err := s.conn.QueryRow(ctx, s.sql.Ledger.ReerasureOf, jobID).Scan(&ref.JobID, &ref.ReceiptSHA256)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return nil, nil
 	}

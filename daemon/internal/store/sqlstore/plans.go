@@ -34,7 +34,7 @@ func (s *Store) holdToPlan(ctx context.Context, q Querier, id uuid.UUID, req del
 	if req.PlanHash == "" && !req.RequireApproval {
 		return nil
 	}
-	if _, err := q.Exec(ctx, s.SQL.Plans.OnCreate, id, req.PlanHash, req.RequireApproval); err != nil {
+	if _, err := q.Exec(ctx, s.sql.Plans.OnCreate, id, req.PlanHash, req.RequireApproval); err != nil {
 		return fmt.Errorf("hold deletion job to its plan: %w", err)
 	}
 	return nil
@@ -42,7 +42,7 @@ func (s *Store) holdToPlan(ctx context.Context, q Querier, id uuid.UUID, req del
 
 // SavePlan implements deletion.ApprovalStore.
 func (s *Store) SavePlan(ctx context.Context, hash string, body []byte, now time.Time) error {
-	if _, err := s.Conn.Exec(ctx, s.SQL.Plans.Save, hash, string(body), now); err != nil {
+	if _, err := s.conn.Exec(ctx, s.sql.Plans.Save, hash, string(body), now); err != nil {
 		return fmt.Errorf("store plan %s: %w", hash, err)
 	}
 	return nil
@@ -51,7 +51,7 @@ func (s *Store) SavePlan(ctx context.Context, hash string, body []byte, now time
 // PlanBody implements deletion.ApprovalStore.
 func (s *Store) PlanBody(ctx context.Context, hash string) ([]byte, error) {
 	var body string
-	if err := s.Conn.QueryRow(ctx, s.SQL.Plans.Body, hash).Scan(&body); err != nil {
+	if err := s.conn.QueryRow(ctx, s.sql.Plans.Body, hash).Scan(&body); err != nil {
 		return nil, fmt.Errorf("plan %s: %w", hash, err)
 	}
 	return []byte(body), nil
@@ -60,12 +60,12 @@ func (s *Store) PlanBody(ctx context.Context, hash string) ([]byte, error) {
 // ApproveDeletionJob implements deletion.ApprovalStore.
 func (s *Store) ApproveDeletionJob(ctx context.Context, id uuid.UUID, planHash string, uid *int64, now time.Time) (*deletion.Job, error) {
 	var job *deletion.Job
-	err := s.Conn.Tx(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, s.SQL.Plans.Approve, id, planHash, uid, now)
+	err := s.conn.Tx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, s.sql.Plans.Approve, id, planHash, uid, now)
 		if err != nil {
 			return err
 		}
-		job, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.SQL.Jobs.ByID, id))
+		job, err = s.withDeleters(ctx, q, q.QueryRow(ctx, s.sql.Jobs.ByID, id))
 		if err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func (s *Store) ApproveDeletionJob(ctx context.Context, id uuid.UUID, planHash s
 
 // AwaitApproval implements deletion.ApprovalStore.
 func (s *Store) AwaitApproval(ctx context.Context, id uuid.UUID, owner, drift string, now time.Time) error {
-	n, err := s.Conn.Exec(ctx, s.SQL.Plans.Await, id, owner, drift, now)
+	n, err := s.conn.Exec(ctx, s.sql.Plans.Await, id, owner, drift, now)
 	if err != nil {
 		return fmt.Errorf("send deletion job back for approval: %w", err)
 	}
@@ -95,7 +95,7 @@ func (s *Store) AwaitApproval(ctx context.Context, id uuid.UUID, owner, drift st
 
 // AdoptPlan implements deletion.ApprovalStore.
 func (s *Store) AdoptPlan(ctx context.Context, id uuid.UUID, owner, planHash string) error {
-	n, err := s.Conn.Exec(ctx, s.SQL.Plans.Adopt, id, owner, planHash)
+	n, err := s.conn.Exec(ctx, s.sql.Plans.Adopt, id, owner, planHash)
 	if err != nil {
 		return fmt.Errorf("hold deletion job to its plan: %w", err)
 	}

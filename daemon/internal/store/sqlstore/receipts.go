@@ -21,7 +21,7 @@ type ReceiptSQL struct {
 // DeletionReceipt implements deletion.JobStore.
 func (s *Store) DeletionReceipt(ctx context.Context, jobID uuid.UUID) (*deletion.SignedReceipt, error) {
 	var r deletion.SignedReceipt
-	if err := s.Conn.QueryRow(ctx, s.SQL.Receipts.Get, jobID).Scan(&r.KeyID, &r.Body); err != nil {
+	if err := s.conn.QueryRow(ctx, s.sql.Receipts.Get, jobID).Scan(&r.KeyID, &r.Body); err != nil {
 		return nil, fmt.Errorf("receipt of job %s: %w", jobID, err)
 	}
 	return &r, nil
@@ -29,7 +29,7 @@ func (s *Store) DeletionReceipt(ctx context.Context, jobID uuid.UUID) (*deletion
 
 // RegisterReceiptKey implements deletion.ReceiptKeyStore.
 func (s *Store) RegisterReceiptKey(ctx context.Context, k deletion.ReceiptKey) error {
-	if _, err := s.Conn.Exec(ctx, s.SQL.Receipts.RegisterKey, k.ID, k.Algorithm, k.PublicKey, k.RegisteredAt); err != nil {
+	if _, err := s.conn.Exec(ctx, s.sql.Receipts.RegisterKey, k.ID, k.Algorithm, k.PublicKey, k.RegisteredAt); err != nil {
 		return fmt.Errorf("register receipt key %s: %w", k.ID, err)
 	}
 	return nil
@@ -38,7 +38,7 @@ func (s *Store) RegisterReceiptKey(ctx context.Context, k deletion.ReceiptKey) e
 // ReceiptKey implements deletion.ReceiptKeyStore.
 func (s *Store) ReceiptKey(ctx context.Context, id string) (*deletion.ReceiptKey, error) {
 	var k deletion.ReceiptKey
-	if err := s.Conn.QueryRow(ctx, s.SQL.Receipts.Key, id).Scan(&k.ID, &k.Algorithm, &k.PublicKey, &k.RegisteredAt); err != nil {
+	if err := s.conn.QueryRow(ctx, s.sql.Receipts.Key, id).Scan(&k.ID, &k.Algorithm, &k.PublicKey, &k.RegisteredAt); err != nil {
 		return nil, fmt.Errorf("receipt key %q: %w", id, err)
 	}
 	return &k, nil

@@ -31,7 +31,7 @@ const Finished = `status IN ('RESOLVED', 'DEAD')`
 // ArchiveDLQBatch, PurgeDLQArchiveBatch and PurgeExpiredIdempotencyKeys.
 func (s *Store) CountRetentionCandidates(ctx context.Context, archiveCutoff, purgeCutoff, now time.Time) (archive.RetentionCounts, error) {
 	var c archive.RetentionCounts
-	if err := s.Conn.QueryRow(ctx, s.SQL.Retention.Count, archiveCutoff, purgeCutoff, now).Scan(&c.Archive, &c.PurgeArchive,
+	if err := s.conn.QueryRow(ctx, s.sql.Retention.Count, archiveCutoff, purgeCutoff, now).Scan(&c.Archive, &c.PurgeArchive,
 		&c.PurgeKeys); err != nil {
 		return c, fmt.Errorf("count retention candidates: %w", err)
 	}
@@ -43,11 +43,11 @@ func (s *Store) CountRetentionCandidates(ctx context.Context, archiveCutoff, pur
 // longer be told from new dead letters, as with the messages' own
 // positions once purged.
 func (s *Store) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.Retention.Purge, cutoff, limit)
+	n, err := s.conn.Exec(ctx, s.sql.Retention.Purge, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("purge archive: %w", err)
 	}
-	if _, err := s.Conn.Exec(ctx, s.SQL.Retention.PurgeReturns, cutoff, limit); err != nil {
+	if _, err := s.conn.Exec(ctx, s.sql.Retention.PurgeReturns, cutoff, limit); err != nil {
 		return n, fmt.Errorf("purge recorded returns: %w", err)
 	}
 	return n, nil
@@ -55,7 +55,7 @@ func (s *Store) PurgeDLQArchiveBatch(ctx context.Context, cutoff time.Time, limi
 
 // PurgeExpiredIdempotencyKeys implements archive.Store.
 func (s *Store) PurgeExpiredIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int64, error) {
-	n, err := s.Conn.Exec(ctx, s.SQL.Retention.PurgeKeys, now, limit)
+	n, err := s.conn.Exec(ctx, s.sql.Retention.PurgeKeys, now, limit)
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys: %w", err)
 	}

@@ -20,9 +20,10 @@ import (
 // Store is the state store on one Driver. A driver's package wraps it in a
 // type of its own that adds the driver's handle for tests (Pool, DB).
 type Store struct {
-	drv  Driver
-	Conn Conn
-	SQL  Statements
+	drv Driver
+	// conn and sql are the driver's Conn and Statements.
+	conn Conn
+	sql  Statements
 	// SearchBatchBytes and SearchCandidates, when set (tests), replace
 	// searchIndexBatchBytes and candidateLimit.
 	SearchBatchBytes int64
@@ -34,7 +35,7 @@ type Store struct {
 
 // New returns the store on drv.
 func New(drv Driver) *Store {
-	return &Store{drv: drv, Conn: drv.Conn(), SQL: *drv.Statements()}
+	return &Store{drv: drv, conn: drv.Conn(), sql: *drv.Statements()}
 }
 
 // Core returns s: a driver package's store type, which embeds it, hands
