@@ -35,7 +35,7 @@ E2E_GOTEST_FLAGS ?= -count=1 -timeout 20m
 # the race detector its half took more than half of those packages' time
 # (store 139 s of which 77 s, dlq 164 s of which 70 s, run alone), checking
 # the driver's own memory, while the code of ours it runs is the same
-# sqlStore code the PostgreSQL half runs under the detector; the
+# sqlstore code the PostgreSQL half runs under the detector; the
 # SQLite-only code is the connection set-up and one mutex.
 STORE_PACKAGES = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... | \
 	awk '/\/store\/storetest( |$$)/ && $$1 !~ /storetest$$/ {print $$1}')
