@@ -145,6 +145,34 @@ func Within[N comparable, E any](nodes []N, edges []E, ends func(E) Edge[N]) []E
 	return out
 }
 
+// NamedCycle is a cycle as an error names it: its tables and the keys that
+// form it, each sorted (so that the text does not depend on the
+// catalogue's order) and joined.
+type NamedCycle struct{ Tables, Keys string }
+
+// NamedCycles names each cycle of edges among nodes (Cycles) with exactly
+// the keys that form it, never a key that only leads into it.
+func NamedCycles[N comparable, E any](nodes []N, edges []E, ends func(E) Edge[N], name func(N) string, key func(E) string) []NamedCycle {
+	graph := make([]Edge[N], len(edges))
+	for i, e := range edges {
+		graph[i] = ends(e)
+	}
+	var out []NamedCycle
+	for _, cyc := range Cycles(nodes, graph) {
+		var names, keys []string
+		for _, n := range cyc {
+			names = append(names, name(n))
+		}
+		for _, e := range Within(cyc, edges, ends) {
+			keys = append(keys, key(e))
+		}
+		sort.Strings(names)
+		sort.Strings(keys)
+		out = append(out, NamedCycle{Tables: strings.Join(names, ", "), Keys: strings.Join(keys, "; ")})
+	}
+	return out
+}
+
 // Loop follows next from each start in turn, depth first, and returns the
 // first path that comes back to a node on itself: the nodes from the
 // start to the repeated node, which ends the path ("a", "b", "c", "b"); nil

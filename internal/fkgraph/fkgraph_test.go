@@ -88,3 +88,15 @@ func TestReferencingProblemSaysWhatDeletingWouldDo(t *testing.T) {
 	require.Equal(t, "1 row of public.comments that this deleter does not delete reference this tenant's rows in public.posts through comments_post: "+
 		"the delete would fail on them (ON DELETE NO ACTION); if they are this tenant's data, add public.comments to tables (or use discover = true)", r.Problem())
 }
+
+// A cycle's error names its tables and only the keys that form it, sorted
+// whatever the order of the catalogue.
+func TestNamedCyclesNameOnlyTheCyclesKeys(t *testing.T) {
+	nodes := []string{"store", "staff", "address", "city", "country"}
+	ends := func(e Edge[string]) Edge[string] { return e }
+	name := func(n string) string { return "public." + n }
+	key := func(e Edge[string]) string { return e.Child + "->" + e.Parent }
+	require.Equal(t, []NamedCycle{{Tables: "public.staff, public.store", Keys: "staff->store; store->staff"}},
+		NamedCycles(nodes, sakila, ends, name, key))
+	require.Empty(t, NamedCycles(nodes, sakila[:4], ends, name, key))
+}

@@ -70,22 +70,11 @@ func (m *model) sortTables(cfg config) error {
 	order, ok := fkgraph.Order(all, graphEdges(edges), before)
 	if !ok {
 		var problems []string
-		for _, cyc := range fkgraph.Cycles(all, graphEdges(edges)) {
-			var names, keys []string
-			for _, t := range cyc {
-				names = append(names, t.name())
-			}
-			for _, e := range fkgraph.Within(cyc, edges, func(e *keyEdge) fkgraph.Edge[*logicalTable] {
-				return fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
-			}) {
-				keys = append(keys, fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)))
-			}
-			sort.Strings(names)
-			sort.Strings(keys)
+		for _, c := range fkgraph.NamedCycles(all, edges, edgeEnds, (*logicalTable).name, cycleKey) {
 			problems = append(problems, fmt.Sprintf(
 				"foreign keys form a cycle between %s that no delete order satisfies (%s), and MySQL checks keys row by row without deferring them: "+
 					"make one key of the cycle ON DELETE SET NULL on a column that is not the tenant column, or every key of it ON DELETE CASCADE",
-				strings.Join(names, ", "), strings.Join(keys, "; ")))
+				c.Tables, c.Keys))
 		}
 		sort.Strings(problems)
 		return sdk.InvalidConfig(sdk.FieldError{Field: fieldName(cfg), Problem: strings.Join(problems, "; ")})
@@ -161,10 +150,17 @@ func (m *model) cascadeRegions(kept []*keyEdge) (extra []*keyEdge, problems []st
 func graphEdges(es []*keyEdge) []fkgraph.Edge[*logicalTable] {
 	out := make([]fkgraph.Edge[*logicalTable], len(es))
 	for i, e := range es {
-		out[i] = fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
+		out[i] = edgeEnds(e)
 	}
 	return out
 }
+
+func edgeEnds(e *keyEdge) fkgraph.Edge[*logicalTable] {
+	return fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
+}
+
+// cycleKey is a key of a cycle as its error names it.
+func cycleKey(e *keyEdge) string { return fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)) }
 
 // stepOf is t's place in the delete order (-1 outside it).
 func (m *model) stepOf(t *logicalTable) int { return slices.Index(m.order, t) }

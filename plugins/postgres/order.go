@@ -212,31 +212,27 @@ func (m *model) cascadeRegions(kept []*keyEdge) (extra []*keyEdge, problems []st
 func graphEdges(es []*keyEdge) []fkgraph.Edge[*logicalTable] {
 	out := make([]fkgraph.Edge[*logicalTable], len(es))
 	for i, e := range es {
-		out[i] = fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
+		out[i] = edgeEnds(e)
 	}
 	return out
 }
+
+func edgeEnds(e *keyEdge) fkgraph.Edge[*logicalTable] {
+	return fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
+}
+
+// cycleKey is a key of a cycle as its error names it.
+func cycleKey(e *keyEdge) string { return fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)) }
 
 // cycleProblems names each cycle of hard (keys no delete order can
 // satisfy) among tables, with exactly the keys that form it: never a key
 // that only leads into the cycle.
 func cycleProblems(tables []*logicalTable, hard []*keyEdge) []string {
 	var out []string
-	for _, cyc := range fkgraph.Cycles(tables, graphEdges(hard)) {
-		var names, keys []string
-		for _, t := range cyc {
-			names = append(names, t.name())
-		}
-		for _, e := range fkgraph.Within(cyc, hard, func(e *keyEdge) fkgraph.Edge[*logicalTable] {
-			return fkgraph.Edge[*logicalTable]{Child: e.childT, Parent: e.parentT}
-		}) {
-			keys = append(keys, fmt.Sprintf("%s is %s", e.describe(), actionName(e.fk)))
-		}
-		sort.Strings(names)
-		sort.Strings(keys)
+	for _, c := range fkgraph.NamedCycles(tables, hard, edgeEnds, (*logicalTable).name, cycleKey) {
 		out = append(out, fmt.Sprintf("foreign keys form a cycle between %s that no delete order satisfies (%s): "+
 			"make one key of the cycle DEFERRABLE (the cycle is then deleted in one transaction with its keys deferred) or ON DELETE CASCADE",
-			strings.Join(names, ", "), strings.Join(keys, "; ")))
+			c.Tables, c.Keys))
 	}
 	return out
 }
