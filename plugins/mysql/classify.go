@@ -1,12 +1,12 @@
 package main
 
 import (
-	"context"
 	"database/sql/driver"
 	"errors"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -31,14 +31,7 @@ var retryableErrors = map[uint16]bool{
 // trouble, timeouts, lock waits and deadlocks are retryable; bad SQL,
 // permissions, bad input and key violations are not.
 func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	var se *sdk.Error
-	if errors.As(err, &se) {
+	if sqldelete.Classified(err) {
 		return err
 	}
 	var me *mysql.MySQLError

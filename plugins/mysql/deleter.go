@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -15,36 +14,14 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
 const version = "1.0.0"
 
 type config struct {
-	DSN          string `json:"dsn"`
-	Password     string `json:"password"`
-	TenantColumn string `json:"tenant_column"`
-	// TenantColumns overrides the tenant column per table.
-	TenantColumns map[string]string `json:"tenant_columns"`
-	Tables        []string          `json:"tables"`
-	// IgnoreTables are tables with the tenant column that are kept on
-	// purpose (audit logs, another application's data): the independent
-	// proof reports their tenant rows as kept instead of left.
-	IgnoreTables     []string `json:"ignore_tables"`
-	Discover         bool     `json:"discover"`
-	Schemas          []string `json:"schemas"`
-	BatchSize        int      `json:"batch_size"`
-	LockTimeout      string   `json:"lock_timeout"`
-	StatementTimeout string   `json:"statement_timeout"`
-	// AcknowledgedHooks names, as "database.table.trigger", the BEFORE
-	// DELETE triggers on tables the erasure reaches that the operator has
-	// looked at: such a trigger runs before each row goes and can write it
-	// elsewhere, so any other is refused. The independent proof still
-	// decides whether the erasure is verified.
-	AcknowledgedHooks []string `json:"acknowledged_hooks"`
-	// GlobalRows: rows whose tenant column is NULL are shared by every
-	// tenant, never deleted and never another tenant's. Default true.
-	GlobalRows *bool `json:"global_rows"`
+	sqldelete.Config
 	// SystemVersioned says what to do with a MariaDB system-versioned
 	// table the erasure reaches: "refuse" (the default: its history keeps
 	// every row a delete removes), or "delete_history" (after the delete,
@@ -60,9 +37,6 @@ type config struct {
 	// asked are the pinned session variables the DSN asked for.
 	asked map[string]string
 }
-
-// globalRows is GlobalRows with its default.
-func (cfg config) globalRows() bool { return cfg.GlobalRows == nil || *cfg.GlobalRows }
 
 type deleter struct {
 	mu     sync.Mutex
@@ -99,7 +73,7 @@ func (driverLog) Print(v ...any) {
 var safeName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
-	cfg := config{TenantColumn: "tenant_id", BatchSize: 5000, LockTimeout: "1s", StatementTimeout: "30s", SystemVersioned: "refuse"}
+	cfg := config{Config: sqldelete.Config{TenantColumn: "tenant_id", BatchSize: 5000, LockTimeout: "1s", StatementTimeout: "30s"}, SystemVersioned: "refuse"}
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
 		return nil, err
 	}
@@ -115,14 +89,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 		mcfg = c
 		cfg.database = c.DBName
 	}
-	if cfg.TenantColumn == "" {
-		problems = append(problems, sdk.FieldError{Field: "tenant_column", Problem: "must not be empty"})
-	}
-	for table, col := range cfg.TenantColumns {
-		if col == "" {
-			problems = append(problems, sdk.FieldError{Field: "tenant_columns." + table, Problem: "must not be empty"})
-		}
-	}
+	problems = append(problems, cfg.TenantColumnProblems()...)
 	switch {
 	case cfg.Discover && len(cfg.Tables) > 0:
 		problems = append(problems, sdk.FieldError{Field: "tables", Problem: "set either tables or discover = true, not both"})
@@ -222,7 +189,7 @@ func (d *deleter) open(ctx context.Context, mcfg *mysql.Config) (*sql.DB, error)
 
 // plan reads the schema as it is now and derives the deletion model.
 func plan(ctx context.Context, db *sql.DB, cfg config) (*model, *catalog, error) {
-	cat, err := loadCatalog(ctx, db, cfg.tenantColumnNames())
+	cat, err := loadCatalog(ctx, db, cfg.TenantColumnNames())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -246,30 +213,26 @@ func plan(ctx context.Context, db *sql.DB, cfg config) (*model, *catalog, error)
 	return m, cat, nil
 }
 
+// ready is the configured connection and config, once the deleter is
+// configured and the tenant id fits the daemon's format.
+func (d *deleter) ready(tenant string) (*sql.DB, config, error) {
+	d.mu.Lock()
+	db, cfg, format := d.db, d.cfg, d.format
+	d.mu.Unlock()
+	return db, cfg, sqldelete.CheckReady(db != nil, format, tenant)
+}
+
 // prepare is the common start of Count and Delete: the model for the schema
 // as it is now, the tenant id checked against every tenant column, and the
 // preflight.
 func (d *deleter) prepare(ctx context.Context, tenant string) (*sql.DB, *model, config, map[*logicalTable]any, error) {
-	d.mu.Lock()
-	db, cfg, format := d.db, d.cfg, d.format
-	d.mu.Unlock()
-	if db == nil {
-		return nil, nil, cfg, nil, sdk.Unavailable(errors.New("not configured"))
-	}
-	// The daemon checks ids against its format, but a deleter does not
-	// rely on that.
-	if err := sdk.CheckTenantID(format, tenant); err != nil {
+	db, cfg, err := d.ready(tenant)
+	if err != nil {
 		return nil, nil, cfg, nil, err
 	}
 	m, _, err := plan(ctx, db, cfg)
 	if err != nil {
-		var se *sdk.Error
-		if errors.As(err, &se) && se.Code == sdk.CodeInvalidConfig {
-			// The schema changed since Configure in a way the config no
-			// longer fits: nothing will work until someone looks.
-			return nil, nil, cfg, nil, sdk.Permanent(fmt.Errorf("the schema changed since the deleter was configured: %w", err))
-		}
-		return nil, nil, cfg, nil, err
+		return nil, nil, cfg, nil, sqldelete.SchemaChanged(err)
 	}
 	vals := map[*logicalTable]any{}
 	charsets := map[string]bool{}
@@ -354,13 +317,7 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	if err := d.fps.Check(req.PlanFingerprint, fingerprintLines(cfg, m)); err != nil {
 		return nil, sdk.PartialDeletion(0, err)
 	}
-	if progress == nil {
-		progress = func(int64) {}
-	}
-	t := &tally{byTable: map[string]int64{}, progress: progress}
-	for _, name := range m.names {
-		t.byTable[name] = 0
-	}
+	t := sqldelete.NewTally(m.names, progress)
 	if err := rehearse(ctx, db, m, vals); err != nil {
 		return nil, sdk.PartialDeletion(0, err)
 	}
@@ -374,16 +331,16 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, sdk.PartialDeletion(t.total, classify(err))
+		return nil, sdk.PartialDeletion(t.Total, classify(err))
 	}
 	proof, err := w.check(ctx)
 	if err != nil {
-		return nil, sdk.PartialDeletion(t.total, err)
+		return nil, sdk.PartialDeletion(t.Total, err)
 	}
 	if sdk.ProofLeft(proof) > 0 {
-		return nil, sdk.PartialDeletion(t.total, sdk.ProofFailure(proof))
+		return nil, sdk.PartialDeletion(t.Total, sdk.ProofFailure(proof))
 	}
-	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable, Proof: proof}, nil
+	return &sdk.DeleteResponse{DeletedCount: t.Total, Breakdown: t.ByTable, Proof: proof}, nil
 }
 
 // warningsFor lists the usual cause of slow deletes: no index leading with

@@ -11,20 +11,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lifecycled/lifecycled/internal/fkgraph"
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
-
-// tally is what one Delete removed, per table (breakdown key) and in all.
-type tally struct {
-	byTable  map[string]int64
-	total    int64
-	progress sdk.Progress
-}
-
-func (t *tally) add(table string, n int64) {
-	t.byTable[table] += n
-	t.total += n
-}
 
 // eraser runs one Delete: the model's tables in order, in batches.
 type eraser struct {
@@ -32,7 +21,7 @@ type eraser struct {
 	m     *model
 	vals  map[*logicalTable]any
 	batch int
-	tally *tally
+	tally *sqldelete.Tally
 }
 
 func (x *eraser) run(ctx context.Context) error {
@@ -65,10 +54,10 @@ func (x *eraser) run(ctx context.Context) error {
 			}
 			for i, u := range watched {
 				if n := before[i] - after[i]; n > 0 {
-					x.tally.add(u.name(), n)
+					x.tally.Add(u.name(), n)
 				}
 			}
-			x.tally.progress(x.tally.total)
+			x.tally.Report()
 		}
 	}
 	// The history of a system-versioned table keeps every row deleted
@@ -137,8 +126,8 @@ func (x *eraser) deleteTable(ctx context.Context, t *logicalTable) error {
 		if n == 0 {
 			return nil
 		}
-		x.tally.add(t.name(), n)
-		x.tally.progress(x.tally.total)
+		x.tally.Add(t.name(), n)
+		x.tally.Report()
 	}
 }
 
@@ -308,11 +297,11 @@ func (x *eraser) inTx(ctx context.Context, t *logicalTable, del func(*sql.Tx) (i
 	}
 	for name, n := range got {
 		if n > 0 {
-			x.tally.add(name, n)
+			x.tally.Add(name, n)
 		}
 	}
 	if direct > 0 {
-		x.tally.progress(x.tally.total)
+		x.tally.Report()
 	}
 	return direct, nil
 }

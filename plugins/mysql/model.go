@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/internal/fkgraph"
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -92,15 +92,6 @@ func (cfg config) tenantColumnFor(t *catTable) string {
 	return cfg.TenantColumn
 }
 
-// tenantColumnNames are every column name a table may hold tenant ids in.
-func (cfg config) tenantColumnNames() []string {
-	out := []string{cfg.TenantColumn}
-	for _, c := range cfg.TenantColumns {
-		out = append(out, c)
-	}
-	return out
-}
-
 func fieldName(cfg config) string {
 	if cfg.Discover {
 		return "discover"
@@ -118,7 +109,7 @@ func fieldOf(cfg config, t *logicalTable) string {
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byKey: map[tkey]*logicalTable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
+	m := &model{byKey: map[tkey]*logicalTable{}, store: cat.store, cat: cat, globalRows: cfg.KeepsGlobalRows()}
 	var problems []sdk.FieldError
 	ignored := map[tkey]bool{}
 	for i, name := range cfg.IgnoreTables {
@@ -139,10 +130,7 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		return t
 	}
 	if cfg.Discover {
-		schemas := map[string]bool{}
-		for _, s := range cfg.Schemas {
-			schemas[s] = true
-		}
+		schemas := cfg.SchemaSet()
 		var cands []*catTable
 		for _, t := range cat.tables {
 			if schemas[t.key[0]] && !ignored[t.key] {
@@ -261,17 +249,17 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 // checkOwnerCycles refuses dependent tables that own each other in a loop:
 // their rows would belong to a tenant only through themselves.
 func checkOwnerCycles(m *model) error {
-	problem := fkgraph.OwnerLoop(m.tables, func(t *logicalTable) bool { return t.tenant == nil }, func(t *logicalTable) []*logicalTable {
-		owners := make([]*logicalTable, len(t.owners))
-		for i, e := range t.owners {
-			owners[i] = e.parentT
-		}
-		return owners
-	}, (*logicalTable).name)
-	if problem == "" {
-		return nil
+	dependent := func(t *logicalTable) bool { return t.tenant == nil }
+	return sqldelete.CheckOwnerLoops(m.tables, dependent, (*logicalTable).ownerTables, (*logicalTable).name)
+}
+
+// ownerTables are the tables whose rows own t's rows.
+func (t *logicalTable) ownerTables() []*logicalTable {
+	owners := make([]*logicalTable, len(t.owners))
+	for i, e := range t.owners {
+		owners[i] = e.parentT
 	}
-	return sdk.InvalidConfig(sdk.FieldError{Field: "tables", Problem: problem})
+	return owners
 }
 
 // addCascadeTargets finds tables outside the set that ON DELETE CASCADE

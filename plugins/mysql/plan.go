@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -55,25 +56,15 @@ func keyText(e *keyEdge) string {
 func via(t *logicalTable) string {
 	switch {
 	case !t.listed:
-		var keys []string
-		for _, e := range t.cascadeFrom {
-			keys = append(keys, keyText(e))
-		}
-		sort.Strings(keys)
 		how := "its key path"
 		if t.tenant != nil {
 			how = "tenant column " + t.tenant.name
 		}
-		return fmt.Sprintf("reached by ON DELETE CASCADE of FK %s, deleted first by %s", strings.Join(keys, " or FK "), how)
+		return fmt.Sprintf("reached by ON DELETE CASCADE of FK %s, deleted first by %s", sqldelete.KeyList(t.cascadeFrom, keyText), how)
 	case t.tenant != nil:
 		return "tenant column " + t.tenant.name
 	default:
-		var keys []string
-		for _, e := range t.owners {
-			keys = append(keys, keyText(e))
-		}
-		sort.Strings(keys)
-		return "FK " + strings.Join(keys, " or FK ")
+		return "FK " + sqldelete.KeyList(t.owners, keyText)
 	}
 }
 

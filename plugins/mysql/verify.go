@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -18,16 +17,11 @@ import (
 // of every table that references them; a system-versioned table with its
 // history (FOR SYSTEM_TIME ALL). It builds no model and follows no join.
 func (d *deleter) Verify(ctx context.Context, req *sdk.VerifyRequest) (*sdk.VerifyResponse, error) {
-	d.mu.Lock()
-	db, cfg, format := d.db, d.cfg, d.format
-	d.mu.Unlock()
-	if db == nil {
-		return nil, sdk.Unavailable(errors.New("not configured"))
-	}
-	if err := sdk.CheckTenantID(format, req.TenantID); err != nil {
+	db, cfg, err := d.ready(req.TenantID)
+	if err != nil {
 		return nil, err
 	}
-	cat, err := loadCatalog(ctx, db, cfg.tenantColumnNames())
+	cat, err := loadCatalog(ctx, db, cfg.TenantColumnNames())
 	if err != nil {
 		return nil, err
 	}

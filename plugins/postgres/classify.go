@@ -1,12 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -15,14 +15,7 @@ import (
 // are retryable; bad SQL, permissions, bad input and constraint violations
 // are not.
 func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	var se *sdk.Error
-	if errors.As(err, &se) {
+	if sqldelete.Classified(err) {
 		return err
 	}
 	var pgErr *pgconn.PgError

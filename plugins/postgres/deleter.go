@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,46 +12,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
 const version = "1.1.0"
 
 type config struct {
-	DSN          string `json:"dsn"`
-	Password     string `json:"password"`
-	TenantColumn string `json:"tenant_column"`
-	// TenantColumns overrides the tenant column per table ("companies" =
-	// "id" when the tenants table is keyed by its own id).
-	TenantColumns map[string]string `json:"tenant_columns"`
-	Tables        []string          `json:"tables"`
-	// IgnoreTables are tables the drift gate lets be although they have
-	// the tenant column or reference a listed table (with tables), or that
-	// discover leaves out: audit logs kept on purpose, another app's data.
-	IgnoreTables     []string `json:"ignore_tables"`
-	Discover         bool     `json:"discover"`
-	Schemas          []string `json:"schemas"`
-	BatchSize        int      `json:"batch_size"`
-	LockTimeout      string   `json:"lock_timeout"`
-	StatementTimeout string   `json:"statement_timeout"`
-	// AcknowledgedHooks names, as "schema.table.name", the row-level
-	// BEFORE DELETE triggers and DELETE rules on tables the erasure
-	// reaches that the operator has looked at: such a hook can keep or
-	// redirect the rows a delete removes, so any other is refused. The
-	// independent proof still decides whether the erasure is verified.
-	AcknowledgedHooks []string `json:"acknowledged_hooks"`
-	// GlobalRows: rows whose tenant column is NULL are shared by every
-	// tenant, never deleted and never another tenant's (a row linking
-	// this tenant's row to a global one is this tenant's). Default true.
-	GlobalRows *bool `json:"global_rows"`
+	sqldelete.Config
 
 	// format is the daemon's tenant_id_format, for the rules that depend
 	// on which ids can exist.
 	format string
 }
-
-// globalRows is GlobalRows with its default.
-func (cfg config) globalRows() bool { return cfg.GlobalRows == nil || *cfg.GlobalRows }
 
 type deleter struct {
 	mu     sync.Mutex
@@ -80,7 +52,7 @@ const poolSize = 4
 func newDeleter() *deleter { return &deleter{deletes: semaphore.NewWeighted(poolSize / 2)} }
 
 func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
-	cfg := config{TenantColumn: "tenant_id", BatchSize: 5000, Schemas: []string{"public"}, LockTimeout: "1s", StatementTimeout: "30s"}
+	cfg := config{Config: sqldelete.Config{TenantColumn: "tenant_id", BatchSize: 5000, Schemas: []string{"public"}, LockTimeout: "1s", StatementTimeout: "30s"}}
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
 		return nil, err
 	}
@@ -88,14 +60,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 	if cfg.DSN == "" {
 		problems = append(problems, sdk.FieldError{Field: "dsn", Problem: "required, e.g. postgres://app@db/app"})
 	}
-	if cfg.TenantColumn == "" {
-		problems = append(problems, sdk.FieldError{Field: "tenant_column", Problem: "must not be empty"})
-	}
-	for table, col := range cfg.TenantColumns {
-		if col == "" {
-			problems = append(problems, sdk.FieldError{Field: "tenant_columns." + table, Problem: "must not be empty"})
-		}
-	}
+	problems = append(problems, cfg.TenantColumnProblems()...)
 	switch {
 	case cfg.Discover && len(cfg.Tables) > 0:
 		problems = append(problems, sdk.FieldError{Field: "tables", Problem: "set either tables or discover = true, not both"})
@@ -169,7 +134,7 @@ func (d *deleter) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sd
 // plan reads the schema as it is now and derives the deletion model from
 // it, with the session settings the guard found.
 func plan(ctx context.Context, pool *pgxpool.Pool, cfg config, guard *sessionGuard) (*model, error) {
-	cat, err := loadCatalog(ctx, pool, cfg.tenantColumnNames())
+	cat, err := loadCatalog(ctx, pool, cfg.TenantColumnNames())
 	if err != nil {
 		return nil, err
 	}
@@ -181,30 +146,26 @@ func plan(ctx context.Context, pool *pgxpool.Pool, cfg config, guard *sessionGua
 	return m, nil
 }
 
+// ready is the configured pool, config and session guard, once the
+// deleter is configured and the tenant id fits the daemon's format.
+func (d *deleter) ready(tenant string) (*pgxpool.Pool, config, *sessionGuard, error) {
+	d.mu.Lock()
+	pool, cfg, format, guard := d.pool, d.cfg, d.format, d.guard
+	d.mu.Unlock()
+	return pool, cfg, guard, sqldelete.CheckReady(pool != nil, format, tenant)
+}
+
 // prepare is the common start of Count and Delete: the model for the schema
 // as it is now, the tenant id checked against every tenant column's type,
 // and the preflight.
 func (d *deleter) prepare(ctx context.Context, tenant string) (*pgxpool.Pool, *model, config, error) {
-	d.mu.Lock()
-	pool, cfg, format, guard := d.pool, d.cfg, d.format, d.guard
-	d.mu.Unlock()
-	if pool == nil {
-		return nil, nil, cfg, sdk.Unavailable(errors.New("not configured"))
-	}
-	// The daemon checks ids against its format, but a deleter does not
-	// rely on that.
-	if err := sdk.CheckTenantID(format, tenant); err != nil {
+	pool, cfg, guard, err := d.ready(tenant)
+	if err != nil {
 		return nil, nil, cfg, err
 	}
 	m, err := plan(ctx, pool, cfg, guard)
 	if err != nil {
-		var se *sdk.Error
-		if errors.As(err, &se) && se.Code == sdk.CodeInvalidConfig {
-			// The schema changed since Configure in a way the config no
-			// longer fits: nothing will work until someone looks.
-			return nil, nil, cfg, sdk.Permanent(fmt.Errorf("the schema changed since the deleter was configured: %w", err))
-		}
-		return nil, nil, cfg, err
+		return nil, nil, cfg, sqldelete.SchemaChanged(err)
 	}
 	for _, t := range append(append([]*logicalTable(nil), m.tables...), m.targets...) {
 		if t.tenant != nil {
@@ -281,9 +242,6 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 	if err := d.fps.Check(req.PlanFingerprint, fingerprintLines(cfg, m)); err != nil {
 		return nil, sdk.PartialDeletion(0, err)
 	}
-	if progress == nil {
-		progress = func(int64) {}
-	}
 	if err := rehearse(ctx, pool, m, req.TenantID); err != nil {
 		return nil, sdk.PartialDeletion(0, err)
 	}
@@ -294,30 +252,27 @@ func (d *deleter) Delete(ctx context.Context, req *sdk.DeleteRequest, progress s
 		}
 		defer w.close()
 	}
-	t := &tally{byTable: map[string]int64{}, progress: progress}
-	for _, name := range m.names {
-		t.byTable[name] = 0
-	}
+	t := sqldelete.NewTally(m.names, progress)
 	x := &eraser{pool: pool, m: m, tenant: req.TenantID, batch: cfg.BatchSize, tally: t}
 	if err := x.run(ctx); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, sdk.PartialDeletion(t.total, classify(err))
+		return nil, sdk.PartialDeletion(t.Total, classify(err))
 	}
 	if err := durable(ctx, pool); err != nil {
-		return nil, sdk.PartialDeletion(t.total, classify(fmt.Errorf("flush deletes to disk: %w", err)))
+		return nil, sdk.PartialDeletion(t.Total, classify(fmt.Errorf("flush deletes to disk: %w", err)))
 	}
 	var proof []sdk.ProofCheck
 	if w != nil {
-		if proof, err = w.check(ctx, req.TenantID, t.byTable); err != nil {
-			return nil, sdk.PartialDeletion(t.total, err)
+		if proof, err = w.check(ctx, req.TenantID, t.ByTable); err != nil {
+			return nil, sdk.PartialDeletion(t.Total, err)
 		}
 	}
 	if sdk.ProofLeft(proof) > 0 {
-		return nil, sdk.PartialDeletion(t.total, sdk.ProofFailure(proof))
+		return nil, sdk.PartialDeletion(t.Total, sdk.ProofFailure(proof))
 	}
-	return &sdk.DeleteResponse{DeletedCount: t.total, Breakdown: t.byTable, Proof: proof}, nil
+	return &sdk.DeleteResponse{DeletedCount: t.Total, Breakdown: t.ByTable, Proof: proof}, nil
 }
 
 // durable waits until every batch committed so far is on disk (and on the

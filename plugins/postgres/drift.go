@@ -92,10 +92,7 @@ func (m *model) checkViews(cfg config, cat *catalog, schemas map[string]bool, fi
 // the tenant column in the discovered schemas fails closed the same way.
 func (m *model) checkDrift(cfg config, cat *catalog) error {
 	if cfg.Discover {
-		schemas := map[string]bool{}
-		for _, s := range cfg.Schemas {
-			schemas[s] = true
-		}
+		schemas := cfg.SchemaSet()
 		if problems := m.checkViews(cfg, cat, schemas, "discover", "is in the discovered schemas but is"); len(problems) > 0 {
 			return sdk.InvalidConfig(problems...)
 		}

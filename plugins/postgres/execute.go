@@ -13,20 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
-
-// tally is what one Delete removed, per table (breakdown key) and in all.
-type tally struct {
-	byTable  map[string]int64
-	total    int64
-	progress sdk.Progress
-}
-
-func (t *tally) add(table string, n int64) {
-	t.byTable[table] += n
-	t.total += n
-}
 
 // eraser runs one Delete: the model's steps in order, in batches.
 type eraser struct {
@@ -34,7 +23,7 @@ type eraser struct {
 	m      *model
 	tenant string
 	batch  int
-	tally  *tally
+	tally  *sqldelete.Tally
 }
 
 func (x *eraser) run(ctx context.Context) error {
@@ -163,8 +152,8 @@ func (x *eraser) exec(ctx context.Context, t *logicalTable, q string, deferred b
 		}
 		n := tag.RowsAffected()
 		if n > 0 {
-			x.tally.add(t.name(), n)
-			x.tally.progress(x.tally.total)
+			x.tally.Add(t.name(), n)
+			x.tally.Report()
 		}
 		return n, nil
 	}
@@ -182,9 +171,9 @@ func (x *eraser) exec(ctx context.Context, t *logicalTable, q string, deferred b
 		cascaded[t.name()] = direct
 	}
 	for name, n := range cascaded {
-		x.tally.add(name, n)
+		x.tally.Add(name, n)
 	}
-	x.tally.progress(x.tally.total)
+	x.tally.Report()
 	return direct, nil
 }
 
@@ -274,9 +263,9 @@ func (x *eraser) deleteCycle(ctx context.Context, tables []*logicalTable) error 
 		return fmt.Errorf("delete the cycle of deferrable keys: %w", err)
 	}
 	for name, n := range counts {
-		x.tally.add(name, n)
+		x.tally.Add(name, n)
 	}
-	x.tally.progress(x.tally.total)
+	x.tally.Report()
 	return nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/internal/fkgraph"
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -106,19 +106,10 @@ func (cfg config) tenantColumnOf(schema, name string) string {
 	return cfg.TenantColumn
 }
 
-// tenantColumnNames are every column name a table may hold tenant ids in.
-func (cfg config) tenantColumnNames() []string {
-	out := []string{cfg.TenantColumn}
-	for _, c := range cfg.TenantColumns {
-		out = append(out, c)
-	}
-	return out
-}
-
 // buildModel checks the configuration against the catalogue and derives
 // the deletion model. Every problem is a config error naming the table.
 func buildModel(cfg config, cat *catalog) (*model, error) {
-	m := &model{byRoot: map[uint32]*logicalTable{}, store: cat.store, cat: cat, globalRows: cfg.globalRows()}
+	m := &model{byRoot: map[uint32]*logicalTable{}, store: cat.store, cat: cat, globalRows: cfg.KeepsGlobalRows()}
 	ignored, problems := resolveIgnored(cfg, cat)
 	m.ignored = ignored
 	add := func(r *catRel, pos int) *logicalTable {
@@ -131,10 +122,7 @@ func buildModel(cfg config, cat *catalog) (*model, error) {
 		return t
 	}
 	if cfg.Discover {
-		schemas := map[string]bool{}
-		for _, s := range cfg.Schemas {
-			schemas[s] = true
-		}
+		schemas := cfg.SchemaSet()
 		var cands []*catRel
 		for _, r := range cat.rels {
 			if schemas[r.schema] && len(r.parents) == 0 && r.kind != 'f' && ignored[r.oid] == nil {
@@ -302,15 +290,15 @@ func fieldOf(cfg config, t *logicalTable) string {
 // checkOwnerCycles refuses dependent tables that own each other in a loop:
 // their rows would belong to a tenant only through themselves.
 func checkOwnerCycles(m *model) error {
-	problem := fkgraph.OwnerLoop(m.tables, func(t *logicalTable) bool { return t.tenant == nil }, func(t *logicalTable) []*logicalTable {
-		owners := make([]*logicalTable, len(t.owners))
-		for i, e := range t.owners {
-			owners[i] = e.parentT
-		}
-		return owners
-	}, (*logicalTable).name)
-	if problem == "" {
-		return nil
+	dependent := func(t *logicalTable) bool { return t.tenant == nil }
+	return sqldelete.CheckOwnerLoops(m.tables, dependent, (*logicalTable).ownerTables, (*logicalTable).name)
+}
+
+// ownerTables are the tables whose rows own t's rows.
+func (t *logicalTable) ownerTables() []*logicalTable {
+	owners := make([]*logicalTable, len(t.owners))
+	for i, e := range t.owners {
+		owners[i] = e.parentT
 	}
-	return sdk.InvalidConfig(sdk.FieldError{Field: "tables", Problem: problem})
+	return owners
 }

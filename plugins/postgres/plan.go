@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -72,21 +73,11 @@ func keyText(e *keyEdge) string {
 func via(t *logicalTable) string {
 	switch {
 	case !t.listed:
-		var keys []string
-		for _, e := range t.cascadeFrom {
-			keys = append(keys, keyText(e))
-		}
-		sort.Strings(keys)
-		return fmt.Sprintf("ON DELETE CASCADE of FK %s, rows with tenant column %s", strings.Join(keys, " or FK "), t.tenant.name)
+		return fmt.Sprintf("ON DELETE CASCADE of FK %s, rows with tenant column %s", sqldelete.KeyList(t.cascadeFrom, keyText), t.tenant.name)
 	case t.tenant != nil:
 		return "tenant column " + t.tenant.name
 	default:
-		var keys []string
-		for _, e := range t.owners {
-			keys = append(keys, keyText(e))
-		}
-		sort.Strings(keys)
-		return "FK " + strings.Join(keys, " or FK ")
+		return "FK " + sqldelete.KeyList(t.owners, keyText)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -25,13 +24,8 @@ import (
 // ignore_tables names, and lifecycled's own state store when it shares
 // the database, are reported as kept.
 func (d *deleter) Verify(ctx context.Context, req *sdk.VerifyRequest) (*sdk.VerifyResponse, error) {
-	d.mu.Lock()
-	pool, cfg, format := d.pool, d.cfg, d.format
-	d.mu.Unlock()
-	if pool == nil {
-		return nil, sdk.Unavailable(errors.New("not configured"))
-	}
-	if err := sdk.CheckTenantID(format, req.TenantID); err != nil {
+	pool, cfg, _, err := d.ready(req.TenantID)
+	if err != nil {
 		return nil, err
 	}
 	scope, err := proofScope(ctx, pool, cfg)
@@ -108,7 +102,7 @@ func (c candidate) qualified() string { return c.schema + "." + c.name }
 // countTenantRows counts the tenant's rows in every candidate relation.
 func countTenantRows(ctx context.Context, pool *pgxpool.Pool, cfg config, sc scope, tenant string) ([]sdk.ProofCheck, error) {
 	var lower []string
-	for _, n := range cfg.tenantColumnNames() {
+	for _, n := range cfg.TenantColumnNames() {
 		lower = append(lower, strings.ToLower(n))
 	}
 	rows, err := pool.Query(ctx, `
