@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -16,20 +18,11 @@ func archiveCmd(g *globals) *cobra.Command {
 		Short: "Run one retention pass now and show what it moved and purged",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
+			body, printed, err := show(g, time.Hour, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.ArchiveRun, error) {
+				return c.RunArchive(ctx, dryRun, opts...)
+			})
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(time.Hour)
-			defer cancel()
-			var raw []byte
-			body, err := c.RunArchive(ctx, dryRun, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			if body.DryRun {
 				fmt.Fprintf(g.stdout, "dry run: would archive %d dead letters, purge %d archived rows and %d expired idempotency keys\n",

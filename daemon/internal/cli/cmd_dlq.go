@@ -34,20 +34,9 @@ func dlqTopicsCmd(g *globals) *cobra.Command {
 		Short: "List DLQ topics with message counts per status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
+			body, printed, err := show(g, 30*time.Second, (*client).Topics)
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(30 * time.Second)
-			defer cancel()
-			var raw []byte
-			body, err := c.Topics(ctx, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			if len(body.Topics) == 0 {
 				fmt.Fprintln(g.stdout, "no dead letters")
@@ -92,34 +81,24 @@ func dlqListCmd(g *globals) *cobra.Command {
 		Short: "List a topic's dead letters, newest first (TOPIC is the DLQ topic or the original topic)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
 			q := url.Values{}
 			q.Set("page", strconv.Itoa(page))
 			q.Set("page_size", strconv.Itoa(pageSize))
 			if status != "" {
 				q.Set("status", status)
 			}
-			ctx, cancel := withTimeout(30 * time.Second)
-			defer cancel()
-			var raw []byte
-			body, err := c.ListMessages(ctx, args[0], q, adminclient.Raw(&raw))
+			body, printed, err := show(g, 30*time.Second, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.MessageList, error) {
+				return c.ListMessages(ctx, args[0], q, opts...)
+			})
 			if err != nil {
 				return err
 			}
 			// A topic nothing was stored for is most likely a typo.
-			var unknown error
 			if body.Note != "" {
-				unknown = &exitError{code: ExitAttention, err: errors.New(body.Note), silent: g.json()}
+				return &exitError{code: ExitAttention, err: errors.New(body.Note), silent: printed}
 			}
-			if g.json() {
-				g.printRaw(raw)
-				return unknown
-			}
-			if unknown != nil {
-				return unknown
+			if printed {
+				return nil
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSTATUS\tRETRIES\tORIGINAL TOPIC\tCREATED\tERROR")
@@ -160,20 +139,9 @@ func dlqGetCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := g.client()
-			if err != nil {
+			m, printed, err := show(g, 30*time.Second, bind(id, (*client).Message))
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(30 * time.Second)
-			defer cancel()
-			var raw []byte
-			m, err := c.Message(ctx, id, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
 			fmt.Fprintf(w, "id\t%s\nstatus\t%s\nretries\t%d/%d\ntopic\t%s (partition %d, offset %d, source %s)\noriginal topic\t%s\nerror\t%s\ncreated\t%s\nupdated\t%s\n",
@@ -231,45 +199,40 @@ func dlqGetCmd(g *globals) *cobra.Command {
 	}
 }
 
-// dlqMutation runs one change of dead letters with the CLI's key and a
-// timeout long enough for a broker that is slow to acknowledge; the raw
-// answer is for --format json.
-func dlqMutation[T any](g *globals, change func(context.Context, *client, ...adminclient.Option) (T, error)) (T, []byte, error) {
-	var zero T
-	c, err := g.client()
-	if err != nil {
-		return zero, nil, err
-	}
-	ctx, cancel := withTimeout(10 * time.Minute)
-	defer cancel()
-	var raw []byte
-	body, err := change(ctx, c, once(), adminclient.Raw(&raw))
-	return body, raw, err
-}
+// dlqChangeTimeout is how long a change of dead letters may take: long
+// enough for a broker that is slow to acknowledge.
+const dlqChangeTimeout = 10 * time.Minute
 
-func dlqRetryCmd(g *globals) *cobra.Command {
+// dlqChangeCmd is a command that changes one dead letter, named by its ID,
+// with the CLI's key, and prints the answer (raw for --format json).
+func dlqChangeCmd[T any](g *globals, use, short string, change func(*client, context.Context, string, ...adminclient.Option) (T, error), print func(id string, body T)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "retry ID",
-		Short: "Republish one dead letter to its original topic now",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseIDArg(args[0])
 			if err != nil {
 				return err
 			}
-			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.MessageChange, error) {
-				return c.RetryMessage(ctx, id, opts...)
-			})
-			if err != nil {
+			body, printed, err := show(g, dlqChangeTimeout, bind(id, change), once())
+			if err != nil || printed {
 				return err
 			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
-			}
-			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body.Status, body.Message)
+			print(id, body)
 			return nil
 		},
+	}
+}
+
+func dlqRetryCmd(g *globals) *cobra.Command {
+	return dlqChangeCmd(g, "retry ID", "Republish one dead letter to its original topic now", (*client).RetryMessage, printMessageChange(g))
+}
+
+// printMessageChange says a dead letter's new status.
+func printMessageChange(g *globals) func(string, wire.MessageChange) {
+	return func(id string, body wire.MessageChange) {
+		fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body.Status, body.Message)
 	}
 }
 
@@ -288,55 +251,13 @@ func showBytes(text *string, b64 wire.Base64Field) string {
 }
 
 func dlqReviveCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "revive ID",
-		Short: "Give a DEAD dead letter another chance: back to PENDING with its attempts reset",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
-			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.MessageChange, error) {
-				return c.ReviveMessage(ctx, id, opts...)
-			})
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
-			}
-			fmt.Fprintf(g.stdout, "%s: %v (%v)\n", id, body.Status, body.Message)
-			return nil
-		},
-	}
+	return dlqChangeCmd(g, "revive ID", "Give a DEAD dead letter another chance: back to PENDING with its attempts reset", (*client).ReviveMessage, printMessageChange(g))
 }
 
 func dlqDeleteCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete one dead letter",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseIDArg(args[0])
-			if err != nil {
-				return err
-			}
-			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.Deleted, error) {
-				return c.DeleteMessage(ctx, id, opts...)
-			})
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
-			}
-			fmt.Fprintln(g.stdout, body.Message)
-			return nil
-		},
-	}
+	return dlqChangeCmd(g, "delete ID", "Delete one dead letter", (*client).DeleteMessage, func(_ string, body wire.Deleted) {
+		fmt.Fprintln(g.stdout, body.Message)
+	})
 }
 
 func dlqRetryAllCmd(g *globals) *cobra.Command {
@@ -346,15 +267,14 @@ func dlqRetryAllCmd(g *globals) *cobra.Command {
 		Short: "Republish every retryable dead letter of a topic",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body, raw, err := dlqMutation(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.RetryAllResult, error) {
+			body, printed, err := show(g, dlqChangeTimeout, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.RetryAllResult, error) {
 				return c.RetryAll(ctx, args[0], dryRun, opts...)
-			})
+			}, once())
 			if err != nil {
 				return err
 			}
 			f, u, n := body.Failed, body.Unavailable, body.NotRecorded
-			if g.json() {
-				g.printRaw(raw)
+			if printed {
 				if f+u+n > 0 {
 					return &exitError{code: ExitAttention, silent: true}
 				}

@@ -206,24 +206,13 @@ func dlqOperationsCmd(g *globals) *cobra.Command {
 		Short: "List bulk operations, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(30 * time.Second)
-			defer cancel()
 			var q url.Values
 			if running {
 				q = url.Values{"state": {"RUNNING"}}
 			}
-			var raw []byte
-			body, err := c.Operations(ctx, q, adminclient.Raw(&raw))
-			if err != nil {
+			body, printed, err := show(g, 30*time.Second, query(q, (*client).Operations))
+			if err != nil || printed {
 				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			if len(body.Operations) == 0 {
 				fmt.Fprintln(g.stdout, "no bulk operations")

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/spf13/cobra"
@@ -81,10 +80,7 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 				if cursor != "" {
 					q.Set("cursor", cursor)
 				}
-				ctx, cancel := withTimeout(60 * time.Second)
-				var raw []byte
-				body, err := c.Search(ctx, q, adminclient.Raw(&raw))
-				cancel()
+				body, raw, err := within(c, 60*time.Second, query(q, (*client).Search))
 				if err != nil {
 					return err
 				}
@@ -160,10 +156,6 @@ func dlqGroupsCmd(g *globals) *cobra.Command {
 		Short: "List failure groups: dead letters that failed the same way, with counts per status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
 			q := url.Values{}
 			if topic != "" {
 				q.Set("topic", topic)
@@ -173,16 +165,9 @@ func dlqGroupsCmd(g *globals) *cobra.Command {
 			}
 			q.Set("sort", sortBy)
 			q.Set("limit", strconv.Itoa(limit))
-			ctx, cancel := withTimeout(30 * time.Second)
-			defer cancel()
-			var raw []byte
-			body, err := c.Groups(ctx, q, adminclient.Raw(&raw))
-			if err != nil {
+			body, printed, err := show(g, 30*time.Second, query(q, (*client).Groups))
+			if err != nil || printed {
 				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			if len(body.Groups) == 0 {
 				fmt.Fprintln(g.stdout, "no failure groups")

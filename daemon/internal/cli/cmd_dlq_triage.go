@@ -52,20 +52,11 @@ func dlqReplayCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := g.client()
-			if err != nil {
+			rep, printed, err := show(g, 2*time.Minute, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.ReplayResult, error) {
+				return c.Replay(ctx, id, &body, dryRun, opts...)
+			}, once())
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(2 * time.Minute)
-			defer cancel()
-			var raw []byte
-			rep, err := c.Replay(ctx, id, &body, dryRun, once(), adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			changed := "nothing: sent as stored"
 			if len(rep.Changed) > 0 {
@@ -259,7 +250,7 @@ func dlqPauseCmd(g *globals) *cobra.Command {
 		Short: "Stop the automatic retries of a DLQ topic until it is resumed (stored: survives restarts)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return dlqPauseCall(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.PauseResult, error) {
+			return dlqPauseCall(g, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.PauseResult, error) {
 				return c.Pause(ctx, args[0], reason, opts...)
 			})
 		},
@@ -274,28 +265,15 @@ func dlqResumeCmd(g *globals) *cobra.Command {
 		Short: "Let the automatic retries of a paused DLQ topic run again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return dlqPauseCall(g, func(ctx context.Context, c *client, opts ...adminclient.Option) (wire.PauseResult, error) {
-				return c.Resume(ctx, args[0], opts...)
-			})
+			return dlqPauseCall(g, bind(args[0], (*client).Resume))
 		},
 	}
 }
 
-func dlqPauseCall(g *globals, change func(context.Context, *client, ...adminclient.Option) (wire.PauseResult, error)) error {
-	c, err := g.client()
-	if err != nil {
+func dlqPauseCall(g *globals, change call[wire.PauseResult]) error {
+	b, printed, err := show(g, 30*time.Second, change, once())
+	if err != nil || printed {
 		return err
-	}
-	ctx, cancel := withTimeout(30 * time.Second)
-	defer cancel()
-	var raw []byte
-	b, err := change(ctx, c, once(), adminclient.Raw(&raw))
-	if err != nil {
-		return err
-	}
-	if g.json() {
-		g.printRaw(raw)
-		return nil
 	}
 	fmt.Fprintln(g.stdout, b.Message)
 	if b.Pause != nil && !b.Created {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 func ledgerCmd(g *globals) *cobra.Command {
@@ -86,20 +88,11 @@ exit status 2. Importing the same file again adds nothing.`,
 			if err != nil {
 				return localErrorf("read ledger: %v", err)
 			}
-			c, err := g.client()
-			if err != nil {
+			body, printed, err := show(g, 10*time.Minute, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.LedgerImport, error) {
+				return c.ImportLedger(ctx, data, opts...)
+			})
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(10 * time.Minute)
-			defer cancel()
-			var raw []byte
-			body, err := c.ImportLedger(ctx, data, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			fmt.Fprintf(g.stdout, "imported %s: %d entries, %d added, %d already in the ledger (signed by %s)\n",
 				args[0], body.Entries, body.Added, body.AlreadyPresent, body.KeyID)
@@ -171,20 +164,9 @@ func ledgerReverifyCmd(g *globals) *cobra.Command {
 		Short: "Start a re-verification pass of every ledger tenant now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
+			body, printed, err := show(g, 30*time.Second, (*client).Reverify)
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(30 * time.Second)
-			defer cancel()
-			var raw []byte
-			body, err := c.Reverify(ctx, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			fmt.Fprintln(g.stdout, body.Message)
 			return nil

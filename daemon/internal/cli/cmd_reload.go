@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/spf13/cobra"
 )
 
@@ -21,20 +20,9 @@ does not start with its new config, is refused (exit 2, SYS_RELOAD_REFUSED)
 and the running config and plugins are kept.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
+			_, printed, err := show(g, 10*time.Minute, (*client).Reload)
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(10 * time.Minute)
-			defer cancel()
-			var raw []byte
-			_, err = c.Reload(ctx, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			fmt.Fprintln(g.stdout, "config reloaded")
 			return nil

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
@@ -19,20 +18,11 @@ func statusCmd(g *globals) *cobra.Command {
 		Short: "Show the daemon, its plugins, state store and queue depths (exit 3 when degraded)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
+			st, printed, err := show(g, 15*time.Second, (*client).Status)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := withTimeout(15 * time.Second)
-			defer cancel()
-			var raw []byte
-			st, err := c.Status(ctx, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-			} else {
+			if !printed {
 				printStatus(g, &st)
 			}
 			if !st.Ready {
@@ -96,20 +86,9 @@ func pluginsCmd(g *globals) *cobra.Command {
 		Short: "List configured plugins with state, restarts, version and last stderr lines",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
+			body, printed, err := show(g, 15*time.Second, (*client).Plugins)
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(15 * time.Second)
-			defer cancel()
-			var raw []byte
-			body, err := c.Plugins(ctx, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			if len(body.Plugins) == 0 {
 				fmt.Fprintln(g.stdout, "no plugins configured (add [[deleter]] or [[dlq_source]] blocks to config.toml)")

@@ -31,14 +31,7 @@ func tenantCountCmd(g *globals) *cobra.Command {
 		Short: "Show what a deletion would delete, per deleter (a dry run)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(5 * time.Minute)
-			defer cancel()
-			var raw []byte
-			body, err := c.Counts(ctx, args[0], adminclient.Raw(&raw))
+			body, printed, err := show(g, 5*time.Minute, bind(args[0], (*client).Counts))
 			if err != nil {
 				return err
 			}
@@ -49,8 +42,7 @@ func tenantCountCmd(g *globals) *cobra.Command {
 				incomplete = &exitError{code: ExitAttention, silent: g.json(),
 					err: fmt.Errorf("incomplete: %s could not count, so the total leaves them out", plural(len(body.Failed), "deleter"))}
 			}
-			if g.json() {
-				g.printRaw(raw)
+			if printed {
 				return incomplete
 			}
 			printCounts(g, &body)
@@ -309,20 +301,9 @@ func tenantStatusCmd(g *globals) *cobra.Command {
 		Short: "Show the tenant's latest deletion job and its report",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
+			job, printed, err := show(g, 30*time.Second, bind(args[0], (*client).Deletion))
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(30 * time.Second)
-			defer cancel()
-			var raw []byte
-			job, err := c.Deletion(ctx, args[0], adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			printJob(g, &job)
 			return nil

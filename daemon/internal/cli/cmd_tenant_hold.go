@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"text/tabwriter"
@@ -25,14 +26,9 @@ recorded with the caller's uid (lifecycled tenant holds --include-released).`,
 			if reason == "" {
 				return usageErrorf("--reason is required: the case or ticket that requires the hold")
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(time.Minute)
-			defer cancel()
-			var raw []byte
-			h, err := c.Hold(ctx, args[0], wire.HoldRequest{Reason: &reason}, adminclient.Raw(&raw))
+			h, raw, err := fetch(g, time.Minute, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.Hold, error) {
+				return c.Hold(ctx, args[0], wire.HoldRequest{Reason: &reason}, opts...)
+			})
 			if err != nil {
 				return err
 			}
@@ -49,14 +45,7 @@ func tenantReleaseCmd(g *globals) *cobra.Command {
 		Short: "Release the tenant's legal hold; its waiting deletion job runs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(time.Minute)
-			defer cancel()
-			var raw []byte
-			h, err := c.Release(ctx, args[0], adminclient.Raw(&raw))
+			h, raw, err := fetch(g, time.Minute, bind(args[0], (*client).Release))
 			if err != nil {
 				return err
 			}
@@ -108,10 +97,7 @@ func tenantHoldsCmd(g *globals) *cobra.Command {
 			}
 			var out wire.Holds
 			for {
-				ctx, cancel := withTimeout(time.Minute)
-				var raw []byte
-				page, err := c.Holds(ctx, q, adminclient.Raw(&raw))
-				cancel()
+				page, raw, err := within(c, time.Minute, query(q, (*client).Holds))
 				if err != nil {
 					return err
 				}

@@ -36,14 +36,6 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// Every tenant's jobs, or one tenant's with its resurrections.
-			list := func(ctx context.Context, q url.Values, opts ...adminclient.Option) (wire.TenantJobs, error) {
-				if len(args) == 1 {
-					return c.TenantDeletions(ctx, args[0], q, opts...)
-				}
-				page, err := c.Deletions(ctx, q, opts...)
-				return wire.TenantJobs{JobPage: page}, err
-			}
 			q := url.Values{}
 			if len(statuses) > 0 {
 				q.Set("status", strings.Join(statuses, ","))
@@ -61,15 +53,20 @@ func tenantJobsCmd(g *globals) *cobra.Command {
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
+			// Every tenant's jobs, or one tenant's with its resurrections.
+			list := func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.TenantJobs, error) {
+				if len(args) == 1 {
+					return c.TenantDeletions(ctx, args[0], q, opts...)
+				}
+				page, err := c.Deletions(ctx, q, opts...)
+				return wire.TenantJobs{JobPage: page}, err
+			}
 			var (
 				out  wire.JobPage
 				back []wire.Resurrection // the tenant's, from its first page
 			)
 			for {
-				ctx, cancel := withTimeout(time.Minute)
-				var raw []byte
-				page, err := list(ctx, q, adminclient.Raw(&raw))
-				cancel()
+				page, raw, err := within(c, time.Minute, list)
 				if err != nil {
 					return err
 				}
@@ -124,10 +121,7 @@ Waits until the job is CANCELLED, unless --no-wait.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := withTimeout(time.Minute)
-			var raw []byte
-			job, err := c.CancelDeletion(ctx, args[0], adminclient.Raw(&raw))
-			cancel()
+			job, raw, err := within(c, time.Minute, bind(args[0], (*client).CancelDeletion))
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -27,14 +28,7 @@ A deleter whose plugin cannot plan is shown as unsupported. Exit 3 when a
 deleter could not plan (the plan then has no hash).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(5 * time.Minute)
-			defer cancel()
-			var raw []byte
-			body, err := c.Plan(ctx, args[0], adminclient.Raw(&raw))
+			body, printed, err := show(g, 5*time.Minute, bind(args[0], (*client).Plan))
 			if err != nil {
 				return err
 			}
@@ -49,8 +43,7 @@ deleter could not plan (the plan then has no hash).`,
 				incomplete = &exitError{code: ExitAttention, silent: g.json(),
 					err: fmt.Errorf("incomplete: %s could not plan, so the plan has no hash and cannot be approved", plural(n, "deleter"))}
 			}
-			if g.json() {
-				g.printRaw(raw)
+			if printed {
 				return incomplete
 			}
 			printPlan(g, &body)
@@ -113,20 +106,11 @@ requester's (SYS_TENANT_APPROVER_NOT_DISTINCT).`,
 			if planHash == "" {
 				return usageErrorf("--plan-hash is required: the plan hash 'lifecycled tenant plan %s' shows", args[0])
 			}
-			c, err := g.client()
-			if err != nil {
+			job, printed, err := show(g, 5*time.Minute, func(c *client, ctx context.Context, opts ...adminclient.Option) (wire.Job, error) {
+				return c.Approve(ctx, args[0], wire.ApproveRequest{PlanHash: &planHash}, opts...)
+			})
+			if err != nil || printed {
 				return err
-			}
-			ctx, cancel := withTimeout(5 * time.Minute)
-			defer cancel()
-			var raw []byte
-			job, err := c.Approve(ctx, args[0], wire.ApproveRequest{PlanHash: &planHash}, adminclient.Raw(&raw))
-			if err != nil {
-				return err
-			}
-			if g.json() {
-				g.printRaw(raw)
-				return nil
 			}
 			fmt.Fprintf(g.stdout, "deletion job %s for tenant %s approved by uid %s (requested by uid %s) for plan %s: %s\nfollow it with: lifecycled tenant status %s\n",
 				job.ID, job.TenantID, uidText(job.ApprovedByUID), uidText(job.RequestedByUID), planHash, job.Status, job.TenantID)

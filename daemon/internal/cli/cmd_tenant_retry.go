@@ -3,7 +3,6 @@ package cli
 import (
 	"time"
 
-	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/spf13/cobra"
 )
 
@@ -29,10 +28,7 @@ With --wait, waits for the job as tenant delete --wait does.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := withTimeout(time.Minute)
-			var raw []byte
-			job, err := c.RetryDeletion(ctx, args[0], adminclient.Raw(&raw))
-			cancel()
+			job, raw, err := within(c, time.Minute, bind(args[0], (*client).RetryDeletion))
 			if err != nil {
 				return err
 			}
