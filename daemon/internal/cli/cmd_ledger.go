@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,11 +117,7 @@ Exit status 0 when valid, 4 when the file is not valid, 1 when the check
 could not be made (no file, no key).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
-			if err != nil {
-				return localErrorf("read ledger: %v", err)
-			}
-			keys, lastKeyErr, err := verifyKeys(g, keyFile)
+			data, keys, lastKeyErr, err := verifyInput(g, args[0], keyFile, "ledger")
 			if err != nil {
 				return err
 			}
@@ -130,28 +125,14 @@ could not be made (no file, no key).`,
 			if g.json() {
 				_ = g.printValue(rep)
 			} else {
-				fmt.Fprintf(g.stdout, "checked %s:\n", args[0])
-				for _, c := range rep.Checks {
-					mark := "ok  "
-					if !c.OK {
-						mark = "FAIL"
-					}
-					fmt.Fprintf(g.stdout, "  %s  %-9s %s\n", mark, c.Name, c.Detail)
-				}
+				printChecks(g, args[0], rep.Checks)
 				if rep.Valid {
 					fmt.Fprintf(g.stdout, "VALID: %d erasures, exported %s by %s\n", len(rep.Entries), rep.File.ExportedAt, rep.File.Daemon.ID)
 				} else {
 					fmt.Fprintln(g.stdout, "INVALID: do not import or rely on this ledger file")
 				}
 			}
-			var se *serverError
-			if keyErr := lastKeyErr(); keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
-				return &exitError{code: ExitLocal, silent: true, err: keyErr}
-			}
-			if !rep.Valid {
-				return &exitError{code: ExitInvalid, silent: true, err: errors.New("ledger file not valid")}
-			}
-			return nil
+			return verdict(lastKeyErr, rep.Valid, "ledger file not valid")
 		},
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "public key file (PEM, the JSON of GET /api/v1/receipts/key, or base64); default: ask the daemon")

@@ -74,11 +74,7 @@ Exit status 0 when valid, 4 when the receipt is not valid, 1 when the check
 could not be made (no file, no key).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
-			if err != nil {
-				return localErrorf("read receipt: %v", err)
-			}
-			keys, lastKeyErr, err := verifyKeys(g, keyFile)
+			data, keys, lastKeyErr, err := verifyInput(g, args[0], keyFile, "receipt")
 			if err != nil {
 				return err
 			}
@@ -88,17 +84,7 @@ could not be made (no file, no key).`,
 			} else {
 				printVerification(g, args[0], rep)
 			}
-			var se *serverError
-			if keyErr := lastKeyErr(); keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
-				// Not a verdict on the receipt: the key could not be had. (A
-				// key the daemon's store never registered is one: no daemon
-				// of it signed the receipt.)
-				return &exitError{code: ExitLocal, silent: true, err: keyErr}
-			}
-			if !rep.Valid {
-				return &exitError{code: ExitInvalid, silent: true, err: errors.New("receipt not valid")}
-			}
-			return nil
+			return verdict(lastKeyErr, rep.Valid, "receipt not valid")
 		},
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "public key file (PEM, the JSON of GET /api/v1/receipts/key, or base64); default: ask the daemon")
@@ -127,15 +113,34 @@ func daemonKey(g *globals) receipt.KeyResolver {
 	}
 }
 
-func printVerification(g *globals, name string, rep receipt.Report) {
+// verdict is the exit of a verify command. A key that could not be had is
+// not a verdict on the file (a key the daemon's store never registered is
+// one: no daemon of it signed the file); then the file's validity.
+func verdict(lastKeyErr func() error, valid bool, invalid string) error {
+	var se *serverError
+	if keyErr := lastKeyErr(); keyErr != nil && !(errors.As(keyErr, &se) && se.Status == 404) {
+		return &exitError{code: ExitLocal, silent: true, err: keyErr}
+	}
+	if !valid {
+		return &exitError{code: ExitInvalid, silent: true, err: errors.New(invalid)}
+	}
+	return nil
+}
+
+// printChecks says what a verify command checked in the file name.
+func printChecks(g *globals, name string, checks []receipt.Check) {
 	fmt.Fprintf(g.stdout, "checked %s:\n", name)
-	for _, c := range rep.Checks {
+	for _, c := range checks {
 		mark := "ok  "
 		if !c.OK {
 			mark = "FAIL"
 		}
 		fmt.Fprintf(g.stdout, "  %s  %-9s %s\n", mark, c.Name, c.Detail)
 	}
+}
+
+func printVerification(g *globals, name string, rep receipt.Report) {
+	printChecks(g, name, rep.Checks)
 	if !rep.Valid {
 		fmt.Fprintln(g.stdout, "INVALID: do not rely on this receipt")
 		return
@@ -212,6 +217,17 @@ on every daemon that shares a state store, so that all sign with one key.`,
 // verifyKeys is how `receipt verify` and `ledger verify` find the public
 // key a signed file names: the PEM of --key when given, else the daemon's
 // (lastErr then says why the daemon could not give it, if it could not).
+// verifyInput is what a verify command checks: the file (what names it in
+// the error) and the keys to check it with.
+func verifyInput(g *globals, file, keyFile, what string) ([]byte, receipt.KeyResolver, func() error, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, nil, localErrorf("read %s: %v", what, err)
+	}
+	keys, lastKeyErr, err := verifyKeys(g, keyFile)
+	return data, keys, lastKeyErr, err
+}
+
 func verifyKeys(g *globals, keyFile string) (keys receipt.KeyResolver, lastErr func() error, err error) {
 	if keyFile != "" {
 		raw, err := os.ReadFile(keyFile)
