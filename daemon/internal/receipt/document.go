@@ -83,28 +83,15 @@ type Deleter struct {
 	Verification Verification     `json:"verification"`
 }
 
-// Verification is what the check after the deletes found: zero everywhere.
-type Verification struct {
-	Count     int64            `json:"count"`
-	Breakdown map[string]int64 `json:"breakdown"`
-	// Method is "independent" (the deleter's own proof, by a path that
-	// does not re-run its deletion: identities recorded before the delete,
-	// the catalogue re-read, orphans looked for) or "count" (the deleter's
-	// count, which follows its deletion's model). Version 3.
-	Method string `json:"method,omitempty"`
-	// Checks are the independent proof's checks, each with what it found:
-	// 0 everywhere but in "kept" (what the config keeps on purpose).
-	Checks []ProofCheck `json:"checks,omitempty"`
-}
+// Verification is what the check after the deletes found: zero everywhere;
+// Method and Checks since version 3, each check with what it found, 0
+// everywhere but in "kept" (what the config keeps on purpose). It is the
+// job's record as stored, signed as it is: a field added there changes
+// what receipts sign, which TestVerificationFieldsAreTheSignedOnes pins.
+type Verification = deletion.Verification
 
-// ProofCheck is one check of an independent proof (deletion.ProofCheck).
-type ProofCheck struct {
-	Kind    string `json:"kind"`
-	Target  string `json:"target"`
-	Checked int64  `json:"checked"`
-	Found   int64  `json:"found"`
-	Detail  string `json:"detail,omitempty"`
-}
+// ProofCheck is one check of an independent proof.
+type ProofCheck = deletion.ProofCheck
 
 // Approval is the approval part of a receipt (version 2).
 type Approval struct {
@@ -181,9 +168,7 @@ func build(job *deletion.Job, finishedAt, issuedAt time.Time, plugins map[string
 			if entry.Verification.Method == "" {
 				entry.Verification.Method = deletion.MethodCount
 			}
-			for _, c := range d.Verification.Checks {
-				entry.Verification.Checks = append(entry.Verification.Checks, ProofCheck(c))
-			}
+			entry.Verification.Checks = append(entry.Verification.Checks, d.Verification.Checks...)
 		}
 		doc.DeletedTotal += d.DeletedCount
 		doc.Deleters = append(doc.Deleters, entry)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -207,4 +208,15 @@ func TestContentChecks(t *testing.T) {
 			require.Contains(t, c.Detail, tc.want)
 		})
 	}
+}
+
+// A receipt signs deletion's Verification as it is: a field added there
+// would change what receipts sign without a new version.
+func TestVerificationFieldsAreTheSignedOnes(t *testing.T) {
+	v := Verification{Count: 1, Breakdown: map[string]int64{"public.t": 1}, Method: deletion.MethodIndependent,
+		Checks: []ProofCheck{{Kind: "identities", Target: "public.t", Checked: 3, Found: 1, Detail: "d"}}}
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"count":1,"breakdown":{"public.t":1},"method":"independent",
+		"checks":[{"kind":"identities","target":"public.t","checked":3,"found":1,"detail":"d"}]}`, string(b))
 }
