@@ -22,13 +22,9 @@ import (
 
 // Plan passes the call on and records its error for the secrets check.
 func (r *recorder) Plan(ctx context.Context, req *sdk.PlanRequest) (*sdk.PlanResponse, error) {
-	p, ok := r.d.(sdk.Planner)
-	if !ok {
-		return nil, sdk.Unsupported(errors.New("the deleter is not an sdk.Planner"))
-	}
-	resp, err := p.Plan(ctx, req)
-	r.note(fmt.Sprintf("Plan(%q)", req.TenantID), err)
-	return resp, err
+	return recordOptional(r, "Plan", req.TenantID, "sdk.Planner", func(p sdk.Planner) (*sdk.PlanResponse, error) {
+		return p.Plan(ctx, req)
+	})
 }
 
 const fingerprintRule = "the fingerprint must hash only the schema or config the plan is computed from (tables, keys, patterns), never the tenant id or a count, " +

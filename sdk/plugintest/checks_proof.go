@@ -3,7 +3,6 @@ package plugintest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -14,13 +13,9 @@ import (
 // are checked for secrets); a deleter that is not an sdk.Verifier answers
 // Unsupported, as the gRPC server does.
 func (r *recorder) Verify(ctx context.Context, req *sdk.VerifyRequest) (*sdk.VerifyResponse, error) {
-	v, ok := r.d.(sdk.Verifier)
-	if !ok {
-		return nil, sdk.Unsupported(errors.New("the deleter is not an sdk.Verifier"))
-	}
-	resp, err := v.Verify(ctx, req)
-	r.note(fmt.Sprintf("Verify(%q)", req.TenantID), err)
-	return resp, err
+	return recordOptional(r, "Verify", req.TenantID, "sdk.Verifier", func(v sdk.Verifier) (*sdk.VerifyResponse, error) {
+		return v.Verify(ctx, req)
+	})
 }
 
 // verify calls the plugin's Verify; ok is false when the plugin has no

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -166,6 +167,20 @@ func (r *recorder) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.Count
 func (r *recorder) Delete(ctx context.Context, req *sdk.DeleteRequest, progress sdk.Progress) (*sdk.DeleteResponse, error) {
 	resp, err := r.d.Delete(ctx, req, progress)
 	r.note(fmt.Sprintf("Delete(%q)", req.TenantID), err)
+	return resp, err
+}
+
+// recordOptional passes on a call of the optional interface I, named iface
+// (sdk.Planner, sdk.Verifier), and records its error; a deleter without I
+// answers Unsupported, as the gRPC server does.
+func recordOptional[I, R any](r *recorder, method, tenant, iface string, fn func(I) (R, error)) (R, error) {
+	i, ok := r.d.(I)
+	if !ok {
+		var zero R
+		return zero, sdk.Unsupported(errors.New("the deleter is not an " + iface))
+	}
+	resp, err := fn(i)
+	r.note(fmt.Sprintf("%s(%q)", method, tenant), err)
 	return resp, err
 }
 
