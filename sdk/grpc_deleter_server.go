@@ -60,3 +60,27 @@ func (s *deleterServer) Delete(req *pb.DeleteRequest, stream pb.TenantDeleter_De
 			DeletedCount: resp.DeletedCount, Breakdown: resp.Breakdown, Proof: proofToPB(resp.Proof)}}})
 	})
 }
+
+// serveOptional serves an RPC of the optional interface I (Planner,
+// Verifier): Unsupported (lacking) when the deleter does not implement it,
+// an internal error when it answers nothing (what names the answer), else
+// the answer as toPB converts it.
+func serveOptional[I, R, Out any](s *deleterServer, method string, lacking error, what string, call func(I) (*R, error), toPB func(*R) Out) (Out, error) {
+	var out Out
+	err := s.guard(method, func() error {
+		i, ok := s.impl.(I)
+		if !ok {
+			return Unsupported(lacking)
+		}
+		resp, err := call(i)
+		if err != nil {
+			return err
+		}
+		if resp == nil {
+			return &Error{Class: ClassPermanent, Code: CodeInternal, Message: "plugin returned no " + what + " and no error"}
+		}
+		out = toPB(resp)
+		return nil
+	})
+	return out, err
+}

@@ -24,21 +24,7 @@ func planToPB(p *PlanResponse) *pb.PlanResponse {
 
 // Plan serves the Plan RPC: Unsupported when the deleter is not a Planner.
 func (s *deleterServer) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResponse, error) {
-	var out *pb.PlanResponse
-	err := s.guard("Plan", func() error {
-		p, ok := s.impl.(Planner)
-		if !ok {
-			return Unsupported(errNotPlanner)
-		}
-		resp, err := p.Plan(ctx, &PlanRequest{TenantID: req.GetTenantId()})
-		if err != nil {
-			return err
-		}
-		if resp == nil {
-			return &Error{Class: ClassPermanent, Code: CodeInternal, Message: "plugin returned no plan and no error"}
-		}
-		out = planToPB(resp)
-		return nil
-	})
-	return out, err
+	return serveOptional(s, "Plan", errNotPlanner, "plan", func(p Planner) (*PlanResponse, error) {
+		return p.Plan(ctx, &PlanRequest{TenantID: req.GetTenantId()})
+	}, planToPB)
 }

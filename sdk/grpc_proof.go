@@ -23,21 +23,9 @@ func proofToPB(checks []ProofCheck) []*pb.ProofCheck {
 // Verify serves the Verify RPC: Unsupported when the deleter is not a
 // Verifier.
 func (s *deleterServer) Verify(ctx context.Context, req *pb.VerifyRequest) (*pb.VerifyResponse, error) {
-	var out *pb.VerifyResponse
-	err := s.guard("Verify", func() error {
-		v, ok := s.impl.(Verifier)
-		if !ok {
-			return Unsupported(errNotVerifier)
-		}
-		resp, err := v.Verify(ctx, &VerifyRequest{TenantID: req.GetTenantId()})
-		if err != nil {
-			return err
-		}
-		if resp == nil {
-			return &Error{Class: ClassPermanent, Code: CodeInternal, Message: "plugin returned no proof and no error"}
-		}
-		out = &pb.VerifyResponse{Checks: proofToPB(resp.Checks)}
-		return nil
+	return serveOptional(s, "Verify", errNotVerifier, "proof", func(v Verifier) (*VerifyResponse, error) {
+		return v.Verify(ctx, &VerifyRequest{TenantID: req.GetTenantId()})
+	}, func(resp *VerifyResponse) *pb.VerifyResponse {
+		return &pb.VerifyResponse{Checks: proofToPB(resp.Checks)}
 	})
-	return out, err
 }
