@@ -86,6 +86,28 @@ type HoldPage struct {
 	Next  *Cursor
 }
 
+// listPage reads one page with list, after setting the filter's tenant
+// (when given) to its canonical spelling and its limit to one more than
+// the page's, to know whether there is a next page; list reads the filter
+// these point into.
+func listPage[T any](s *Service, tenant *string, limit *int, list func() ([]T, error), key func(T) Cursor) ([]T, *Cursor, error) {
+	if *tenant != "" {
+		t, err := s.canonical(*tenant)
+		if err != nil {
+			return nil, nil, err
+		}
+		*tenant = t
+	}
+	n := pageLimit(*limit)
+	*limit = n + 1
+	rows, err := list()
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, next := pageOf(rows, n, key)
+	return rows, next, nil
+}
+
 // pageOf trims rows read with limit+1 to limit and returns the cursor of
 // the last row kept when there were more.
 func pageOf[T any](rows []T, limit int, key func(T) Cursor) ([]T, *Cursor) {

@@ -179,20 +179,12 @@ func (s *Service) Latest(ctx context.Context, tenant string) (*Job, error) {
 
 // Jobs lists jobs newest first, one page at a time.
 func (s *Service) Jobs(ctx context.Context, f JobFilter) (JobPage, error) {
-	if f.Tenant != "" {
-		t, err := s.canonical(f.Tenant)
-		if err != nil {
-			return JobPage{}, err
-		}
-		f.Tenant = t
-	}
-	limit := pageLimit(f.Limit)
-	f.Limit = limit + 1
-	jobs, err := s.store.ListDeletionJobs(ctx, f)
+	jobs, next, err := listPage(s, &f.Tenant, &f.Limit,
+		func() ([]*Job, error) { return s.store.ListDeletionJobs(ctx, f) },
+		func(j *Job) Cursor { return Cursor{At: j.CreatedAt, ID: j.ID} })
 	if err != nil {
 		return JobPage{}, err
 	}
-	jobs, next := pageOf(jobs, limit, func(j *Job) Cursor { return Cursor{At: j.CreatedAt, ID: j.ID} })
 	return JobPage{Jobs: jobs, Next: next}, nil
 }
 

@@ -123,19 +123,11 @@ func (s *Service) HoldOf(ctx context.Context, tenant string) (*Hold, error) {
 
 // Holds lists holds newest first, one page at a time.
 func (s *Service) Holds(ctx context.Context, f HoldFilter) (HoldPage, error) {
-	if f.Tenant != "" {
-		t, err := s.canonical(f.Tenant)
-		if err != nil {
-			return HoldPage{}, err
-		}
-		f.Tenant = t
-	}
-	limit := pageLimit(f.Limit)
-	f.Limit = limit + 1
-	holds, err := s.store.ListHolds(ctx, f)
+	holds, next, err := listPage(s, &f.Tenant, &f.Limit,
+		func() ([]*Hold, error) { return s.store.ListHolds(ctx, f) },
+		func(h *Hold) Cursor { return Cursor{At: h.HeldAt, ID: h.ID} })
 	if err != nil {
 		return HoldPage{}, err
 	}
-	holds, next := pageOf(holds, limit, func(h *Hold) Cursor { return Cursor{At: h.HeldAt, ID: h.ID} })
 	return HoldPage{Holds: holds, Next: next}, nil
 }
