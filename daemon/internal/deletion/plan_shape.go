@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/jcs"
 )
 
 // PlanShape is what a plan's hash covers: per deleter its name, whether it
@@ -101,36 +103,10 @@ func (s PlanShape) Canonical() []byte {
 	return []byte(b.String())
 }
 
-// writeJCSString writes s as RFC 8785 does: '"' and '\' escaped, control
-// characters as \b \t \n \f \r or \u00xx, everything else as is. Invalid
-// UTF-8 becomes U+FFFD (the SDK already sends valid UTF-8).
+// writeJCSString writes s as RFC 8785 does; invalid UTF-8 (the SDK sends
+// valid UTF-8) becomes one U+FFFD a run.
 func writeJCSString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range strings.ToValidUTF8(s, string(utf8.RuneError)) {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\r':
-			b.WriteString(`\r`)
-		default:
-			if r < 0x20 {
-				fmt.Fprintf(b, `\u%04x`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
+	jcs.WriteString(b, strings.ToValidUTF8(s, string(utf8.RuneError)))
 }
 
 // hash is "sha256:" and the hex SHA-256 of the canonical form.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/jcs"
 )
 
 // The signed bytes of a receipt are the JSON Canonicalization Scheme of
@@ -130,7 +132,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 	case bool:
 		buf.WriteString(strconv.FormatBool(x))
 	case string:
-		writeString(buf, x)
+		jcs.WriteString(buf, x)
 	case json.Number:
 		s, err := canonicalNumber(x)
 		if err != nil {
@@ -159,7 +161,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			writeString(buf, k)
+			jcs.WriteString(buf, k)
 			buf.WriteByte(':')
 			if err := writeCanonical(buf, x[k]); err != nil {
 				return err
@@ -181,35 +183,6 @@ func lessUTF16(a, b string) bool {
 		}
 	}
 	return len(ua) < len(ub)
-}
-
-func writeString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			buf.WriteString(`\"`)
-		case '\\':
-			buf.WriteString(`\\`)
-		case '\b':
-			buf.WriteString(`\b`)
-		case '\t':
-			buf.WriteString(`\t`)
-		case '\n':
-			buf.WriteString(`\n`)
-		case '\f':
-			buf.WriteString(`\f`)
-		case '\r':
-			buf.WriteString(`\r`)
-		default:
-			if r < 0x20 {
-				fmt.Fprintf(buf, `\u%04x`, r)
-			} else {
-				buf.WriteRune(r)
-			}
-		}
-	}
-	buf.WriteByte('"')
 }
 
 // canonicalNumber prints a JSON number as ECMAScript's Number.prototype.
