@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -169,24 +167,12 @@ func Verify(data []byte, keys receipt.KeyResolver, tenant TenantCheck) Report {
 	}
 	r.add("key", true, "Ed25519 public key %s from %s is the one the file names", f.KeyID, from)
 
-	sig, err := base64.StdEncoding.DecodeString(f.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		r.add("signature", false, "signature is not the base64 of %d bytes", ed25519.SignatureSize)
+	valid, signed, problem := receipt.VerifySignature(pub, f.Signature, obj)
+	if problem != "" {
+		r.add("signature", false, "%s", problem)
 		return r
 	}
-	rest := make(map[string]any, len(obj))
-	for k, val := range obj {
-		if k != "signature" {
-			rest[k] = val
-		}
-	}
-	signed, err := receipt.Canonical(rest)
-	if err != nil {
-		r.add("signature", false, "no canonical form: %v", err)
-		return r
-	}
-	valid := ed25519.Verify(pub, signed, sig)
-	detail := fmt.Sprintf("Ed25519 signature over the RFC 8785 form (%d bytes) of every member but \"signature\"", len(signed))
+	detail := fmt.Sprintf("Ed25519 signature over the RFC 8785 form (%d bytes) of every member but \"signature\"", signed)
 	if !valid {
 		detail += " does NOT match: the file was changed after signing, or another key signed it"
 	}

@@ -80,24 +80,12 @@ func Verify(data []byte, keys KeyResolver, o Options) Report {
 	}
 	r.add("key", true, "Ed25519 public key %s from %s is the one the receipt names", doc.KeyID, from)
 
-	sig, err := base64.StdEncoding.DecodeString(doc.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		r.add("signature", false, "signature is not the base64 of %d bytes", ed25519.SignatureSize)
+	valid, signed, problem := VerifySignature(pub, doc.Signature, obj)
+	if problem != "" {
+		r.add("signature", false, "%s", problem)
 		return r
 	}
-	rest := make(map[string]any, len(obj))
-	for k, val := range obj {
-		if k != "signature" {
-			rest[k] = val
-		}
-	}
-	signed, err := Canonical(rest)
-	if err != nil {
-		r.add("signature", false, "no canonical form: %v", err)
-		return r
-	}
-	valid := ed25519.Verify(pub, signed, sig)
-	detail := fmt.Sprintf("Ed25519 signature over the RFC 8785 canonical form (%d bytes) of every field but \"signature\"", len(signed))
+	detail := fmt.Sprintf("Ed25519 signature over the RFC 8785 canonical form (%d bytes) of every field but \"signature\"", signed)
 	if !valid {
 		detail += " does NOT match: a field was changed after signing, or the signature is another's"
 	}
@@ -267,4 +255,26 @@ func proofProblem(d Deleter) string {
 		}
 	}
 	return ""
+}
+
+// VerifySignature checks sig64, the base64 of an Ed25519 signature by pub,
+// over the RFC 8785 canonical form of obj without its "signature" member
+// (a receipt, a ledger file): valid, and the length of what was signed
+// for the check's detail. problem says why it could not be checked.
+func VerifySignature(pub ed25519.PublicKey, sig64 string, obj map[string]any) (valid bool, signed int, problem string) {
+	sig, err := base64.StdEncoding.DecodeString(sig64)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return false, 0, fmt.Sprintf("signature is not the base64 of %d bytes", ed25519.SignatureSize)
+	}
+	rest := make(map[string]any, len(obj))
+	for k, val := range obj {
+		if k != "signature" {
+			rest[k] = val
+		}
+	}
+	form, err := Canonical(rest)
+	if err != nil {
+		return false, 0, fmt.Sprintf("no canonical form: %v", err)
+	}
+	return ed25519.Verify(pub, form, sig), len(form), ""
 }
