@@ -26,6 +26,20 @@ func decodeBody(r *http.Request, out any, shape string, nested ...nestedObject) 
 	return true, strictJSON(data, out, shape, nested...)
 }
 
+// decodeRequired reads the body of a route that needs one, with field set
+// (present says whether it is): a request that gives none, or not that
+// field, is refused with the shape it must have.
+func decodeRequired(r *http.Request, out any, shape, field string, present func() bool) error {
+	if err := strictRequest(r, bodyAllowed); err != nil {
+		return err
+	}
+	given, err := decodeBody(r, out, shape)
+	if err == nil && (!given || !present()) {
+		err = invalidField(field, "the body must be %s", shape)
+	}
+	return err
+}
+
 // callerUID is the caller's uid from the socket's peer credentials; nil
 // when unknown.
 func callerUID(r *http.Request) *int64 {

@@ -25,16 +25,8 @@ func DeletionRoutes(svc Tenants) func(*http.ServeMux) {
 			return jobsBody(page), nil
 		})
 		g.handle("POST /api/v1/deletions", func(r *http.Request) (any, error) {
-			if err := strictRequest(r, bodyAllowed); err != nil {
-				return nil, err
-			}
 			var body wire.BulkRequest
-			shape := `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>", "plan_hash": "<optional>"}`
-			given, err := decodeBody(r, &body, shape)
-			if err == nil && (!given || body.TenantIDs == nil) {
-				err = invalidField("tenant_ids", "the body must be %s", shape)
-			}
-			if err != nil {
+			if err := decodeRequired(r, &body, `{"tenant_ids": ["<id>", ...], "not_before": "<RFC 3339 time, optional>", "plan_hash": "<optional>"}`, "tenant_ids", func() bool { return body.TenantIDs != nil }); err != nil {
 				return nil, err
 			}
 			notBefore, err := parseNotBefore(body.NotBefore)

@@ -22,16 +22,8 @@ func HoldRoutes(svc Holds) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		g := routeGroup{mux: mux, scope: ScopeTenant}
 		g.handle("PUT /api/v1/tenants/{tenant}/hold", func(r *http.Request) (any, error) {
-			if err := strictRequest(r, bodyAllowed); err != nil {
-				return nil, err
-			}
 			var body wire.HoldRequest
-			shape := `{"reason": "<why the tenant's data must stay>"}`
-			given, err := decodeBody(r, &body, shape)
-			if err == nil && (!given || body.Reason == nil) {
-				err = invalidField("reason", "the body must be %s", shape)
-			}
-			if err != nil {
+			if err := decodeRequired(r, &body, `{"reason": "<why the tenant's data must stay>"}`, "reason", func() bool { return body.Reason != nil }); err != nil {
 				return nil, err
 			}
 			hold, created, err := svc.Hold(r.Context(), r.PathValue("tenant"), *body.Reason, callerUID(r))

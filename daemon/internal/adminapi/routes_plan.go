@@ -30,16 +30,8 @@ func PlanRoutes(svc Plans) func(*http.ServeMux) {
 			return planBody(p), nil
 		})
 		g.handle("POST /api/v1/tenants/{tenant}/deletion/approve", func(r *http.Request) (any, error) {
-			if err := strictRequest(r, bodyAllowed); err != nil {
-				return nil, err
-			}
 			var body wire.ApproveRequest
-			shape := `{"plan_hash": "sha256:<the plan hash the approver read>"}`
-			given, err := decodeBody(r, &body, shape)
-			if err == nil && (!given || body.PlanHash == nil) {
-				err = invalidField("plan_hash", "the body must be %s", shape)
-			}
-			if err != nil {
+			if err := decodeRequired(r, &body, `{"plan_hash": "sha256:<the plan hash the approver read>"}`, "plan_hash", func() bool { return body.PlanHash != nil }); err != nil {
 				return nil, err
 			}
 			uid := callerUID(r)
