@@ -48,13 +48,9 @@ func (r *Report) add(name string, ok bool, format string, args ...any) bool {
 // verified erasure, and that the file is byte for byte as issued.
 func Verify(data []byte, keys KeyResolver, o Options) Report {
 	var r Report
-	v, err := Parse(data)
-	if !r.add("json", err == nil, "%s", describeParse(len(data), err)) {
-		return r
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		r.add("form", false, "the JSON value is not an object")
+	obj, checks := ParseObject(data)
+	r.Checks = append(r.Checks, checks...)
+	if obj == nil {
 		return r
 	}
 	var doc Document
@@ -114,11 +110,20 @@ func Verify(data []byte, keys KeyResolver, o Options) Report {
 	return r
 }
 
-func describeParse(n int, err error) string {
+// ParseObject makes the first checks of a signed file (a receipt, a ledger
+// file): that it is one JSON value, strictly parsed (Parse), and an
+// object. obj is nil when a check failed, the last of checks.
+func ParseObject(data []byte) (obj map[string]any, checks []Check) {
+	v, err := Parse(data)
 	if err != nil {
-		return fmt.Sprintf("not one complete JSON value (%d bytes): %v", n, err)
+		return nil, []Check{{Name: "json", Detail: fmt.Sprintf("not one complete JSON value (%d bytes): %v", len(data), err)}}
 	}
-	return fmt.Sprintf("one JSON value (%d bytes), valid UTF-8, no member twice", n)
+	checks = []Check{{Name: "json", OK: true, Detail: fmt.Sprintf("one JSON value (%d bytes), valid UTF-8, no member twice", len(data))}}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, append(checks, Check{Name: "form", Detail: "the JSON value is not an object"})
+	}
+	return obj, checks
 }
 
 // formProblem checks that the receipt has every field of its version, with
