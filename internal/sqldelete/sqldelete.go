@@ -27,8 +27,9 @@ type Config struct {
 	Tables        []string          `json:"tables"`
 	// IgnoreTables are tables with the tenant column that are kept on
 	// purpose (audit logs, another application's data): the independent
-	// proof reports their tenant rows as kept instead of left, and
-	// discover leaves them out.
+	// proof reports their tenant rows as kept instead of left, discover
+	// leaves them out, and PostgreSQL's drift gate lets them be although
+	// they have the tenant column or reference a listed table.
 	IgnoreTables     []string `json:"ignore_tables"`
 	Discover         bool     `json:"discover"`
 	Schemas          []string `json:"schemas"`
