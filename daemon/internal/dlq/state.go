@@ -174,6 +174,39 @@ func (s State) Next(e Event) (State, bool) {
 	return to, true
 }
 
+// StatusChange is a change of status the status machine decided, for the
+// store to write only where the message is still in one of From: a
+// conditional write, as River's JobSetStateIfRunning, so that the store
+// holds no status rule of its own.
+type StatusChange struct {
+	From []Status
+	To   Status
+}
+
+// MarkDead is what a bulk "dead" does to a message: the status machine's
+// buried, in the statuses Next lets it happen in.
+func MarkDead() StatusChange { return changeOf(EventBuried) }
+
+// changeOf is event e as a conditional write, for an event whose outcome
+// depends on the status alone (the counts it keeps as they are).
+func changeOf(e Event) StatusChange {
+	var c StatusChange
+	for _, s := range Statuses {
+		to, ok := State{Status: s, MaxRetries: 1}.Next(e)
+		if !ok {
+			continue
+		}
+		if c.From != nil && to.Status != c.To {
+			panic(fmt.Sprintf("dlq: event %s leaves more than one status: not a status change", e))
+		}
+		c.From, c.To = append(c.From, s), to.Status
+	}
+	return c
+}
+
+// FromStrings is the statuses of From as text, for the store's list parameter.
+func (c StatusChange) FromStrings() []string { return enum.Strings(c.From) }
+
 // counted is s after one more failed attempt.
 func (s State) counted() State {
 	s.RetryCount++

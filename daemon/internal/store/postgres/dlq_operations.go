@@ -49,7 +49,7 @@ var pgOps = sqlstore.OpSQL{
 	CancelRequested: `SELECT cancel_requested_at IS NOT NULL FROM dlq.dlq_operations WHERE id = $1`,
 	TopicOf:         `SELECT dlq_topic FROM dlq.dlq_messages WHERE id = $1`,
 	LockPage:        `SELECT id FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
-	Bury: `
-		UPDATE dlq.dlq_messages SET status = 'DEAD', next_retry_at = NULL, updated_at = $2
-		WHERE id = $1 AND status = 'PENDING'`,
+	SetStatusIf: `
+		UPDATE dlq.dlq_messages SET status = $3, next_retry_at = NULL, updated_at = $2
+		WHERE id = $1 AND status = ANY($4::text[])`,
 }

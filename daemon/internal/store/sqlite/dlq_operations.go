@@ -55,7 +55,7 @@ var sqliteOps = sqlstore.OpSQL{
 				AND seq IN (SELECT value FROM json_each(?6)) AND answered IS NOT NULL)
 		RETURNING ` + sqlstore.DLQColumns,
 	TopicOf: `SELECT dlq_topic FROM dlq_messages WHERE id = ?1`,
-	Bury: `
-		UPDATE dlq_messages SET status = 'DEAD', next_retry_at = NULL, updated_at = ?2
-		WHERE id = ?1 AND status = 'PENDING'`,
+	SetStatusIf: `
+		UPDATE dlq_messages SET status = ?3, next_retry_at = NULL, updated_at = ?2
+		WHERE id = ?1 AND status IN (SELECT value FROM json_each(?4))`,
 }

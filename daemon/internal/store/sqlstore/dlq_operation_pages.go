@@ -11,6 +11,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 )
 
 // A bulk operation's pages: the messages of a page claimed or changed,
@@ -304,14 +305,16 @@ func (s *Store) applyOne(ctx context.Context, q Querier, a dlq.PageAction, it dl
 		r.Outcome = dlq.ItemDeleted
 		return r, nil
 	case dlq.ActionDead:
-		n, err := q.Exec(ctx, s.sql.Ops.Bury, it.ID, a.Now)
+		change := dlq.MarkDead()
+		n, err := q.Exec(ctx, s.sql.Ops.SetStatusIf, it.ID, a.Now, string(change.To), s.sql.DLQ.List(change.FromStrings()))
 		if err != nil {
 			return r, fmt.Errorf("mark dead letter DEAD: %w", err)
 		}
 		if n == 0 {
 			m, err := current()
 			if m != nil {
-				r.Outcome, r.Error = dlq.ItemSkipped, fmt.Sprintf("only a PENDING message is marked DEAD: status=%s", m.Status)
+				r.Outcome, r.Error = dlq.ItemSkipped, fmt.Sprintf("only a %s message is marked DEAD: status=%s",
+					enum.Sentence(change.From, "or"), m.Status)
 			}
 			return r, err
 		}

@@ -72,7 +72,9 @@ type OpSQL struct {
 	// cycle with it. Empty where one writer at a time makes it needless.
 	LockPage string
 	TopicOf  string // (message id)
-	Bury     string // (message id, now)
+	// SetStatusIf writes a dlq.StatusChange (a status without a retry due):
+	// (message id, now, to, the from statuses as a list).
+	SetStatusIf string
 }
 
 // OpColumns are an operation's columns, for scanOperation.
