@@ -45,3 +45,17 @@ func SetClaimPace(s *Service, pace func() (<-chan time.Time, func()), renewed fu
 
 // SetBulkPageCap caps the page size of s's bulk operations at n.
 func SetBulkPageCap(s *Service, n int) { s.bulkPageCap = n }
+
+// OperationSignals are the points of a bulk operation's run a test can
+// wait for.
+type OperationSignals = operationSignals
+
+// Signals turns s's signals on and returns them; call it before s (or its
+// runner) runs anything.
+func Signals(s *Service) *OperationSignals {
+	s.signals.init()
+	return &s.signals
+}
+
+// RunsUnderWay is how many operations r runs now.
+func RunsUnderWay(r *OperationRunner) int { return r.runs.Len() }

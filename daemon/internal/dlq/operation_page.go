@@ -40,7 +40,11 @@ func (s *Service) retryPage(ctx, run context.Context, op *Operation, items []Ope
 	lease := s.policy().Lease
 	giveUp := time.Now().Add(3 * lease)
 	for {
+		try := PageTry{Operation: op.ID, First: items[0].Seq}
+		s.signals.PageStarted.Signal(try)
 		later, err := s.retryItems(ctx, op, items)
+		try.Later, try.Err = len(later), err
+		s.signals.PageTried.Signal(try)
 		if err != nil || len(later) == 0 {
 			return err == nil, err
 		}

@@ -79,6 +79,7 @@ func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
 	for r.runs.Len() < max(cfg.MaxRunning, 1) && ctx.Err() == nil {
 		now := r.svc.now()
 		op, err := r.claim(ctx, now, now.Add(cfg.Lease))
+		r.svc.signals.Polled.Signal(polled(now, op, err))
 		if err != nil || op == nil {
 			if claimed > 0 {
 				return periodic.More, err
@@ -111,7 +112,10 @@ func (r *OperationRunner) claim(ctx context.Context, now, leaseUntil time.Time) 
 func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
 	return r.runs.Start(op.ID, struct{}{}, func(ctx context.Context, stop context.CancelCauseFunc) {
 		_ = r.svc.runOperation(ctx, stop, op, cfg.Lease) // an outage is logged; the lease spaces the next try
-	}, r.loop.Kick) != leased.Closed
+	}, func() {
+		r.svc.signals.RunEnded.Signal(op.ID)
+		r.loop.Kick()
+	}) != leased.Closed
 }
 
 // runOperation runs op, which this daemon holds, until its set is done, it
@@ -253,6 +257,7 @@ func (s *Service) operationHeartbeat(life context.Context, id uuid.UUID, lease t
 		if errors.Is(err, derrors.ErrLeaseLost) {
 			s.log.Warn("bulk operation lease lost; its run stops after the pages under way", "operation", id.String())
 			stop(errOperationLeaseLost)
+			s.signals.LeaseLost.Signal(id)
 			return
 		}
 		if err != nil || stopped {

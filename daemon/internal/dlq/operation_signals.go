@@ -1,0 +1,62 @@
+package dlq
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/internal/testsignal"
+)
+
+// operationSignals are the points of a bulk operation's run that the
+// takeover tests wait for, instead of sleeping until another daemon has
+// probably got there. They are off (a nil check each) unless a test turns
+// them on (export_test.go), before the service runs anything.
+type operationSignals struct {
+	// Polled: the runner tried to claim an operation to run.
+	Polled testsignal.Signal[Poll]
+	// PageStarted: a page of a bulk retry goes to the store to be claimed,
+	// sent and recorded; on PostgreSQL it may wait there for the row
+	// locks of another daemon's page.
+	PageStarted testsignal.Signal[PageTry]
+	// PageTried: that page came back from the store.
+	PageTried testsignal.Signal[PageTry]
+	// LeaseLost: the heartbeat found the operation held by another
+	// daemon; the run stops after the pages under way.
+	LeaseLost testsignal.Signal[uuid.UUID]
+	// RunEnded: a run of the runner ended and left the runs under way.
+	RunEnded testsignal.Signal[uuid.UUID]
+}
+
+// Poll is one claim of the runner: at what time (the service's clock),
+// and the operation it took (uuid.Nil: none, or Err).
+type Poll struct {
+	Now     time.Time
+	Claimed uuid.UUID
+	Err     error
+}
+
+// PageTry is one try of a page of a bulk retry. Later and Err are known
+// once it came back (PageTried).
+type PageTry struct {
+	Operation uuid.UUID
+	First     int64 // the page's first item (its seq)
+	Later     int   // items under another claim, to try again
+	Err       error
+}
+
+func (s *operationSignals) init() {
+	s.Polled.Init()
+	s.PageStarted.Init()
+	s.PageTried.Init()
+	s.LeaseLost.Init()
+	s.RunEnded.Init()
+}
+
+func polled(now time.Time, op *Operation, err error) Poll {
+	p := Poll{Now: now, Err: err}
+	if op != nil {
+		p.Claimed = op.ID
+	}
+	return p
+}
