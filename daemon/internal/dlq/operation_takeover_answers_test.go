@@ -1,0 +1,163 @@
+package dlq_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// TestATakeoverDoesNotResendAMessageThatCameBack: A's page resolved a
+// message (recorded without the progress); the replay failed again and came
+// back (PENDING, one attempt counted) before B reached the page. The
+// operation sent it once: B counts it and does not send it again.
+func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		bb := newBroker()
+		g := gated{Store: f.store, gate: make(chan struct{})}
+		daemonB, runnerB := daemon(t, f, g, bb, "daemon-b")
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
+		op := retryOrders(t, ctx, f.svc, 0)
+		<-stall.started
+		require.NoError(t, runnerB.Start(ctx))
+		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		stall.let()
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[0]).Status == dlq.StatusResolved })
+		id := ids[0]
+		in := dlq.Incoming{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 50}, OriginalTopic: "orders.events.v1",
+			ErrorMessage: "failed again", Payload: []byte(`{"n":0}`), FeedbackOf: &id}
+		res, err := f.store.IngestDLQ(ctx, []dlq.Incoming{in}, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: 3})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Feedback)
+		require.Equal(t, dlq.StatusPending, f.get(t, id).Status)
+		close(g.gate)
+		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		counts := sends(f.broker, bb)
+		t.Logf("outcomes %v done %d; sends of the returned message: A %d, B %d", done.Outcomes, done.Done,
+			republishCounts(f.broker)[id.String()], republishCounts(bb)[id.String()])
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.Equal(t, 1, counts[id.String()], "the operation sent the message once")
+	})
+}
+
+// TestATakeoverRemembersPastTheHistoryCap: A's page is refused for two
+// messages (attempts left) and acknowledged for the others, recorded
+// without the progress (B took the operation over); then each refused
+// message gets 50 more attempts (single retries) before B reaches the
+// page, which pushes A's attempt out of their history (the newest 50 are
+// kept). B does not send them again, and counts them as refused. When the
+// history was what said the operation had sent a message, B sent it again
+// and counted one as retried and the other as skipped.
+func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		f.policy.MaxRetries = 100
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 4)
+		f.policy.MaxRetries = 51
+		m2 := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 10, 1)[0]
+		f.policy.MaxRetries = 3
+		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.checksums(t)
+		m1 := ids[3]
+		refuse := sdk.Permanent(fmt.Errorf("consumer rejects it"))
+		f.broker.set(func(b *broker) { b.refuse[m1.String()] = refuse; b.refuse[m2.String()] = refuse })
+		bb := newBroker()
+		g := gated{Store: f.store, gate: make(chan struct{})}
+		daemonB, runnerB := daemon(t, f, g, bb, "daemon-b")
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let)
+		op := retryOrders(t, ctx, f.svc, 0)
+		require.EqualValues(t, 5, op.Matched)
+		<-stall.started
+		require.NoError(t, runnerB.Start(ctx))
+		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		stall.let()
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool {
+			return f.get(t, m1).RetryCount == 1 && f.get(t, m2).RetryCount == 1 && f.get(t, ids[0]).Status == dlq.StatusResolved
+		})
+		require.Equal(t, 1, answeredBy(f.get(t, m1), op.ID))
+		f.broker.set(func(b *broker) { b.during = nil })
+		for i := 0; i < 50; i++ {
+			for _, id := range []uuid.UUID{m1, m2} {
+				_, err := f.svc.Retry(ctx, id)
+				require.ErrorIs(t, err, dlq.ErrRepublishFailed)
+			}
+		}
+		require.Equal(t, dlq.StatusPending, f.get(t, m1).Status)
+		require.Equal(t, dlq.StatusDead, f.get(t, m2).Status)
+		require.Zero(t, answeredBy(f.get(t, m1), op.ID), "the history no longer holds the operation's attempt")
+		close(g.gate)
+		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.Zero(t, republishCounts(bb)[m1.String()], "the operation gave m1 one answered attempt (A's refusal)")
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 3, dlq.ItemRefused: 2}, done.Outcomes)
+		require.EqualValues(t, 5, done.Done)
+		require.Equal(t, 51, f.get(t, m1).RetryCount, "one attempt of the operation and 50 single retries")
+		f.requireUntouched(t, before, others)
+	})
+}
+
+// TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack: daemon A's run
+// loses its lease to B while A's page is at the broker; B hands the
+// operation back (B stopped) and A's runner takes it again before A's run
+// has ended. That run ends on the lost lease with pages left, and A's runner starts no
+// second run beside it: the operation stayed RUNNING under A's lease with
+// no run, until that lease ran out. The clock stands still here, so only
+// a hand-back ends it.
+func TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
+	each(t, false, func(t *testing.T, f *fixture) {
+		ctx := testsvc.Context(t, 2*time.Minute)
+		// Pages of 5: more pages than the run has under way, so it has
+		// pages left to read when it stops.
+		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+		dlq.SetBulkPageCap(f.svc, 5)
+		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.checksums(t)
+		stall := stallA(f)
+		startRunner(t, f.svc)
+		t.Cleanup(stall.let)
+		op := retryOrders(t, ctx, f.svc, 0)
+		<-stall.started
+		// B takes the operation (its lease ran out by the clock) ...
+		waitFor(t, 30*time.Second, "daemon-b took the operation", func() bool {
+			f.clock.set(f.clock.now().Add(5 * time.Second))
+			now := f.clock.now()
+			o, err := f.store.ClaimDLQOperation(ctx, "daemon-b", now, now.Add(2*time.Second))
+			require.NoError(t, err)
+			return o != nil
+		})
+		waitFor(t, 30*time.Second, "A's run saw the lease lost", func() bool {
+			return strings.Contains(logged(t, "daemon-a"), "bulk operation lease lost; its run stops")
+		})
+		// ... and hands it back; A's runner takes it again.
+		require.NoError(t, f.store.ReleaseDLQOperation(ctx, op.ID, "daemon-b"))
+		waitFor(t, 30*time.Second, "A's runner took it back", func() bool {
+			o, err := f.svc.Operation(ctx, op.ID)
+			require.NoError(t, err)
+			return o.LeaseOwner == "daemon-a"
+		})
+		stall.let()
+		done := waitOperation(t, f.svc, op.ID, finished, "finished without the clock")
+		require.Equal(t, dlq.OperationCompleted, done.State)
+		require.EqualValues(t, 40, done.Done)
+		require.Equal(t, map[string]int64{dlq.ItemRetried: 40}, done.Outcomes)
+		counts := republishCounts(f.broker)
+		for _, id := range ids {
+			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, 1, counts[id.String()], "sent once")
+		}
+		f.requireUntouched(t, before, others)
+	})
+}

@@ -1,0 +1,258 @@
+package dlq_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"github.com/lifecycled/lifecycled/daemon/internal/store"
+	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/migrations"
+	"github.com/lifecycled/lifecycled/sdk"
+)
+
+// aStall makes every send of daemon A (f.broker) wait, with the broker,
+// until release is closed; B sends through its own broker, never held.
+// A renews the claims of the messages it is sending each time the test's
+// clock moves (the clock moves faster than a third of the lease of real
+// time): A is alive and its broker slow, while its operation lease,
+// renewed on its own real-time schedule, runs out. (A heartbeat every
+// 5 ms instead kept SQLite's write lock so busy, on a loaded machine, that
+// daemon B starved.)
+type aStall struct {
+	inFlight atomic.Int32
+	started  chan struct{}
+	release  chan struct{}
+	once     sync.Once
+}
+
+func stallA(f *fixture) *aStall {
+	s := &aStall{started: make(chan struct{}, 64), release: make(chan struct{})}
+	dlq.SetClaimPace(f.svc, f.clock.ticks, f.clock.renewed)
+	f.broker.set(func(b *broker) {
+		b.during = func() {
+			s.inFlight.Add(1)
+			select {
+			case s.started <- struct{}{}:
+			default:
+			}
+			<-s.release
+		}
+	})
+	return s
+}
+
+func (s *aStall) let() { s.once.Do(func() { close(s.release) }) }
+
+// gated is a store whose RetryDLQPage waits until gate is closed (a daemon
+// that reaches the page later: a rate, other pages first).
+type gated struct {
+	dlq.Store
+	gate chan struct{}
+}
+
+func (g gated) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
+	<-g.gate
+	return g.Store.RetryDLQPage(ctx, p)
+}
+
+// daemon is a second daemon on f's store (or st) with its own broker.
+func daemon(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) (*dlq.Service, *dlq.OperationRunner) {
+	if st == nil {
+		st = f.store
+	}
+	svc := dlq.NewService(st, sources{b}, func() dlq.Policy { return f.policy }, name,
+		daemonLog(t, name), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
+	dlq.SetClock(svc, nil, f.clock.now)
+	r := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
+		return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
+	})
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+	return svc, r
+}
+
+// finishedAsTimeGoesOn waits up to a minute for op to finish while the
+// test's clock moves 3 s a step, as time would go on in a daemon (claims
+// and leases run out), and returns it.
+func (f *fixture) finishedAsTimeGoesOn(t *testing.T, ctx context.Context, op uuid.UUID) *dlq.Operation {
+	t.Helper()
+	var done *dlq.Operation
+	testsvc.Eventually(t, time.Minute, func() bool {
+		f.clock.set(f.clock.now().Add(3 * time.Second))
+		var err error
+		done, err = f.svc.Operation(ctx, op)
+		require.NoError(t, err)
+		return done.Finished()
+	}, "finished")
+	return done
+}
+
+// takeOver moves the clock until owner holds op.
+func takeOver(t *testing.T, ctx context.Context, f *fixture, svc *dlq.Service, op uuid.UUID, owner string) {
+	t.Helper()
+	for step := 0; step < 200; step++ {
+		f.clock.set(f.clock.now().Add(5 * time.Second))
+		time.Sleep(50 * time.Millisecond)
+		o, err := svc.Operation(ctx, op)
+		require.NoError(t, err)
+		if o.LeaseOwner == owner {
+			return
+		}
+	}
+	t.Fatalf("%s never took the operation over", owner)
+}
+
+// pagesOf25 gives the daemons pages of 25 messages: several pages at the
+// broker with few messages (pages of 250 took SQLite under the race
+// detector half a minute).
+func pagesOf25(svcs ...*dlq.Service) {
+	for _, s := range svcs {
+		dlq.SetBulkPageCap(s, 25)
+	}
+}
+
+func sends(bs ...*broker) map[string]int {
+	out := map[string]int{}
+	for _, b := range bs {
+		for k, v := range republishCounts(b) {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+// retryOrders starts a bulk retry of topic orders.dlq.v1 on svc, at rate
+// messages/s (0: unthrottled).
+func retryOrders(t *testing.T, ctx context.Context, svc *dlq.Service, rate float64) *dlq.Operation {
+	t.Helper()
+	op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: rate,
+		Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
+	require.NoError(t, err)
+	return op
+}
+
+// requireSends checks how many times a message reached the broker when a
+// daemon stalled past the lease with it: once on PostgreSQL, where the
+// claim is a row lock held to the outcome; once or twice on SQLite, where
+// it is a lease.
+func requireSends(t *testing.T, f *fixture, n int, msg string, args ...any) {
+	t.Helper()
+	if _, rowLocks := f.store.(*store.Postgres); rowLocks {
+		require.Equal(t, 1, n, "sent once: "+fmt.Sprintf(msg, args...))
+		return
+	}
+	require.Contains(t, []int{1, 2}, n, "sent once, or twice after a stall past the lease: "+fmt.Sprintf(msg, args...))
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testsvc.Eventually(t, d, cond, what)
+}
+
+// each2 is each with a second store on the same database for daemon B:
+// on PostgreSQL each daemon has its own connection pool, as in production.
+// A SQLite file serves one daemon (docs/operations.md), so there B shares
+// A's pool: SQLite's write lock has no queue, and a second process on the
+// file starves in its busy handler while the first, with writes queued on
+// its own connection, takes the lock again at once.
+func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			dsn := storetest.DSN(t, d)
+			st := storetest.OpenDSN(t, d, dsn)
+			stB := st
+			if d != migrations.SQLite {
+				stB = storetest.OpenDSN(t, d, dsn)
+			}
+			f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
+				policy: dlq.Policy{MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
+			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"),
+				dlq.NewMetrics(nil, st, nil, periodic.New(nil)))
+			dlq.SetClock(f.svc, nil, f.clock.now)
+			fn(t, f, stB)
+		})
+	}
+}
+
+// multi is a plugin host with several sources, each a broker.
+type multi map[string]*broker
+
+func (m multi) SourceNames() []string {
+	var out []string
+	for n := range m {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (m multi) Source(name string) (sdk.DLQSource, error) {
+	if b, ok := m[name]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("no source %s", name)
+}
+
+func (m multi) Running(name string) bool {
+	b, ok := m[name]
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.running
+}
+
+// answeredBy is how many of m's attempts are answers of the broker to
+// operation op.
+func answeredBy(m *dlq.Message, op uuid.UUID) int {
+	n := 0
+	for _, a := range m.Attempts {
+		if a.Operation != nil && *a.Operation == op {
+			switch a.Outcome {
+			case dlq.OutcomeResolved, dlq.OutcomeFailed, dlq.OutcomeDead:
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// signalled signals after each RetryDLQPage of daemon B returns.
+type signalled struct {
+	dlq.Store
+	ret chan struct{}
+}
+
+// nextTry waits for B's next try of a page to return, after the one under
+// way (if any).
+func (s signalled) nextTry(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.ret:
+	default:
+	}
+	select {
+	case <-s.ret:
+	case <-time.After(5 * time.Second):
+		t.Fatal("B never tried the page")
+	}
+}
+
+func (s signalled) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
+	r, err := s.Store.RetryDLQPage(ctx, p)
+	select {
+	case s.ret <- struct{}{}:
+	default:
+	}
+	return r, err
+}
