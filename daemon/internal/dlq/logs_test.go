@@ -1,7 +1,6 @@
 package dlq_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +15,7 @@ import (
 // Goroutines that outlive the test still write to the buffer, never to t.
 func daemonLog(t *testing.T, name string) hclog.Logger {
 	out := &testsvc.SyncBuffer{}
-	logs.Store(logKey{t, name}, out)
 	t.Cleanup(func() {
-		logs.Delete(logKey{t, name})
 		if t.Failed() {
 			t.Logf("%s logged:\n%s", name, out.String())
 		}
@@ -31,22 +28,4 @@ func fmtTime(t *time.Time) string {
 		return "-"
 	}
 	return t.Format(time.RFC3339Nano)
-}
-
-type logKey struct {
-	t    *testing.T
-	name string
-}
-
-// logs holds each daemon's log buffer in a running test.
-var logs sync.Map // logKey -> *testsvc.SyncBuffer
-
-// logged is what the daemon name of test t logged so far: a test waits
-// on a line for what it cannot see otherwise.
-func logged(t *testing.T, name string) string {
-	b, ok := logs.Load(logKey{t, name})
-	if !ok {
-		t.Fatalf("no daemon %s in this test", name)
-	}
-	return b.(*testsvc.SyncBuffer).String()
 }

@@ -39,8 +39,8 @@ func (s *Service) operationPage(ctx, run context.Context, op *Operation, items [
 func (s *Service) retryPage(ctx, run context.Context, op *Operation, items []OperationItem) (done bool, err error) {
 	lease := s.policy().Lease
 	giveUp := time.Now().Add(3 * lease)
-	for {
-		try := PageTry{Operation: op.ID, First: items[0].Seq}
+	for n := 1; ; n++ {
+		try := PageTry{Operation: op.ID, First: items[0].Seq, Try: n}
 		s.signals.PageStarted.Signal(try)
 		later, err := s.retryItems(ctx, op, items)
 		try.Later, try.Err = len(later), err

@@ -40,7 +40,8 @@ type Poll struct {
 // once it came back (PageTried).
 type PageTry struct {
 	Operation uuid.UUID
-	First     int64 // the page's first item (its seq)
+	First     int64 // the first item tried (its seq)
+	Try       int   // 1 for the page, then each try of its items under another claim
 	Later     int   // items under another claim, to try again
 	Err       error
 }

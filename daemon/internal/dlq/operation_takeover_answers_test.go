@@ -2,7 +2,6 @@ package dlq_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,14 +23,14 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
 		bb := newBroker()
 		g := gated{Store: f.store, gate: make(chan struct{})}
-		daemonB, runnerB := daemon(t, f, g, bb, "daemon-b")
+		b := newPeer(t, f, g, bb, "daemon-b")
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[0]).Status == dlq.StatusResolved })
 		id := ids[0]
@@ -74,15 +73,15 @@ func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
 		f.broker.set(func(b *broker) { b.refuse[m1.String()] = refuse; b.refuse[m2.String()] = refuse })
 		bb := newBroker()
 		g := gated{Store: f.store, gate: make(chan struct{})}
-		daemonB, runnerB := daemon(t, f, g, bb, "daemon-b")
+		b := newPeer(t, f, g, bb, "daemon-b")
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 0)
 		require.EqualValues(t, 5, op.Matched)
 		<-stall.started
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool {
 			return f.get(t, m1).RetryCount == 1 && f.get(t, m2).RetryCount == 1 && f.get(t, ids[0]).Status == dlq.StatusResolved
@@ -126,7 +125,7 @@ func TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
@@ -138,16 +137,11 @@ func TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
 			require.NoError(t, err)
 			return o != nil
 		})
-		waitFor(t, 30*time.Second, "A's run saw the lease lost", func() bool {
-			return strings.Contains(logged(t, "daemon-a"), "bulk operation lease lost; its run stops")
-		})
+		a.sig.LeaseLost.WaitFor(t, "A's run saw the lease lost", func(id uuid.UUID) bool { return id == op.ID })
 		// ... and hands it back; A's runner takes it again.
+		a.sig.Polled.Drain() // A's first claim of it
 		require.NoError(t, f.store.ReleaseDLQOperation(ctx, op.ID, "daemon-b"))
-		waitFor(t, 30*time.Second, "A's runner took it back", func() bool {
-			o, err := f.svc.Operation(ctx, op.ID)
-			require.NoError(t, err)
-			return o.LeaseOwner == "daemon-a"
-		})
+		a.sig.Polled.WaitFor(t, "A's runner took it back", func(p dlq.Poll) bool { return p.Claimed == op.ID })
 		stall.let()
 		done := waitOperation(t, f.svc, op.ID, finished, "finished without the clock")
 		require.Equal(t, dlq.OperationCompleted, done.State)

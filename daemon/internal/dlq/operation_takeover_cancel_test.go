@@ -21,7 +21,7 @@ func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
 		ctx := testsvc.Context(t, 2*time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
@@ -39,7 +39,7 @@ func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
 		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		time.Sleep(200 * time.Millisecond)
+		settled(t, a)
 		done := waitOperation(t, f.svc, op.ID, finished, "finished")
 		counts := republishCounts(f.broker)
 		for _, id := range ids {
@@ -62,23 +62,27 @@ func TestATakenOverOperationCancelledBeforeTheOldPageEnds(t *testing.T) {
 		ctx := testsvc.Context(t, 2*time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
 		bb := newBroker()
-		daemonB, runnerB := daemon(t, f, nil, bb, "daemon-b")
+		b := newPeer(t, f, nil, bb, "daemon-b")
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
-		time.Sleep(300 * time.Millisecond) // B is at the page
-		_, err := daemonB.CancelOperation(ctx, op.ID, nil)
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
+		atThePages(t, b, op.ID, 1)
+		_, err := b.svc.CancelOperation(ctx, op.ID, nil)
 		require.NoError(t, err)
-		time.Sleep(500 * time.Millisecond)
+		if _, rowLocks := f.store.(*store.Postgres); !rowLocks {
+			// B's run stops at once and records the cancel; on PostgreSQL
+			// its page waits for A's row locks, and the run with it.
+			waitOperation(t, f.svc, op.ID, finished, "B recorded the cancel before A's page")
+		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
-		time.Sleep(200 * time.Millisecond)
-		done, err = f.svc.Operation(ctx, op.ID)
+		waitOperation(t, f.svc, op.ID, finished, "finished")
+		settled(t, a, b)
+		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		for _, id := range ids {
@@ -102,32 +106,30 @@ func TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem(t *testing.T) {
 		ctx := testsvc.Context(t, 2*time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
 		bb := newBroker()
-		sig := signalled{Store: stB, ret: make(chan struct{}, 1)}
-		daemonB, runnerB := daemon(t, f, sig, bb, "daemon-b")
+		b := newPeer(t, f, stB, bb, "daemon-b")
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
 		_, pg := f.store.(*store.Postgres)
 		if !pg {
-			sig.nextTry(t) // the items under A's claim
-
+			b.sig.PageTried.WaitFor(t, "B found the items under A's claim", func(try dlq.PageTry) bool { return try.Later > 0 })
 		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		c, err := daemonB.CancelOperation(ctx, op.ID, nil)
+		c, err := b.svc.CancelOperation(ctx, op.ID, nil)
 		if pg && err != nil {
 			t.Logf("cancel on postgres: %v (B counted A's page from its answers first)", err)
 		} else {
 			require.NoError(t, err)
 			t.Logf("cancel: state=%s", c.State)
 		}
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
-		time.Sleep(300 * time.Millisecond)
-		done, err = f.svc.Operation(ctx, op.ID)
+		waitOperation(t, f.svc, op.ID, finished, "finished")
+		settled(t, a, b)
+		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		for _, id := range ids {
@@ -154,35 +156,32 @@ func TestALatePageOverlappingTheNewOwnersCountsTheRest(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, dlq.StatusResolved, f.get(t, ids[0]).Status)
 		bb := newBroker()
-		sig := signalled{Store: stB, ret: make(chan struct{}, 1)}
-		daemonB, runnerB := daemon(t, f, sig, bb, "daemon-b")
+		b := newPeer(t, f, stB, bb, "daemon-b")
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 0)
 		t.Logf("matched %d", op.Matched)
 		<-stall.started
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
 		_, pg := f.store.(*store.Postgres)
 		if !pg {
-			sig.nextTry(t)
+			b.sig.PageTried.WaitFor(t, "B counted the skipped one, the others under A's claim", func(try dlq.PageTry) bool { return try.Later > 0 })
 		} else {
-			time.Sleep(300 * time.Millisecond)
+			atThePages(t, b, op.ID, 1) // where it waits for A's row locks
 		}
-		c, err := daemonB.CancelOperation(ctx, op.ID, nil)
+		c, err := b.svc.CancelOperation(ctx, op.ID, nil)
 		require.NoError(t, err)
 		t.Logf("cancel: state=%s", c.State)
 		if !pg {
 			waitOperation(t, f.svc, op.ID, finished, "finished before A's record")
-		} else {
-			time.Sleep(500 * time.Millisecond)
 		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
-		time.Sleep(300 * time.Millisecond)
-		done, err = f.svc.Operation(ctx, op.ID)
+		waitOperation(t, f.svc, op.ID, finished, "finished")
+		settled(t, a, b)
+		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		t.Logf("state %s outcomes %v done %d succeeded %d", done.State, done.Outcomes, done.Done, done.Succeeded)
 		counts := sends(f.broker, bb)
@@ -206,21 +205,21 @@ func TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages(t *testing.T) {
 		ctx := testsvc.Context(t, 2*time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
 		bb := newBroker()
-		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
+		b := newPeer(t, f, stB, bb, "daemon-b")
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 1)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() >= 3 })
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
 		n := int(stall.inFlight.Load())
 		stall.let()
 		waitFor(t, 30*time.Second, "A's pages recorded", func() bool { return f.get(t, ids[n-1]).Status == dlq.StatusResolved })
-		_, cerr := daemonB.CancelOperation(ctx, op.ID, nil)
+		_, cerr := b.svc.CancelOperation(ctx, op.ID, nil)
 		t.Logf("A had %d pages at the broker; cancel: %v", n, cerr)
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
-		time.Sleep(300 * time.Millisecond)
+		waitOperation(t, f.svc, op.ID, finished, "finished")
+		settled(t, a, b)
 		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)

@@ -2,6 +2,7 @@ package dlq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
@@ -32,14 +34,14 @@ func TestAnOperationTakenOverDuringASendKeepsTheAcks(t *testing.T) {
 		before := f.checksums(t)
 
 		bb := newBroker()
-		daemonB, runnerB := daemon(t, f, nil, bb, "daemon-b")
+		b := newPeer(t, f, nil, bb, "daemon-b")
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started // A is stalled with the page; its operation lease runs out
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
 		stall.let()
 
 		done := waitOperation(t, f.svc, op.ID, finished, "completed")
@@ -69,25 +71,27 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
 		bb := newBroker()
-		daemonB, runnerB := daemon(t, f, nil, bb, "daemon-b")
+		b := newPeer(t, f, nil, bb, "daemon-b")
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
-		require.NoError(t, runnerB.Start(ctx))
-		// A stays stalled while the clock passes the lease (B takes the
-		// operation over), until B sent the page or 10 s went by.
-		tookOver := false
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(republishCounts(bb)) < len(ids); {
-			f.clock.set(f.clock.now().Add(5 * time.Second))
-			time.Sleep(50 * time.Millisecond)
-			if o, err := daemonB.Operation(ctx, op.ID); err == nil && o.LeaseOwner == "daemon-b" {
-				tookOver = true
-			}
+		require.NoError(t, b.runner.Start(ctx))
+		// A stays stalled while the clock passes the lease: B takes the
+		// operation over and goes to the page.
+		takeOver(t, f, b, op.ID)
+		if _, rowLocks := f.store.(*store.Postgres); rowLocks {
+			atThePages(t, b, op.ID, 1) // where it waits for A's row locks
+		} else {
+			// A's stall outlasts its claims too (its renewals stall with
+			// it): B takes A for a dead daemon and sends the page. (The
+			// clock outruns B's operation lease as well, and B's progress
+			// may be lost to A's runner.)
+			f.clock.stall(5 * time.Second)
+			b.sig.PageTried.WaitFor(t, "B sent the page", func(try dlq.PageTry) bool { return try.Later == 0 })
+			require.Len(t, republishCounts(bb), len(ids), "B sent the page")
 		}
-		// B sends only what it runs: sends by B are the takeover too.
-		require.True(t, tookOver || len(republishCounts(bb)) > 0, "daemon-b took the operation over")
 		stall.let()
 		// Time goes on while it ends, as it would in a daemon (the
 		// claims of messages run out); a run that ends on the lost lease
@@ -139,28 +143,28 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 			}
 		}
 		bb := newBroker()
-		for _, b := range []*broker{f.broker, bb} {
+		for _, br := range []*broker{f.broker, bb} {
 			for id := range refusedLeft {
-				b.refuse[id] = sdk.Permanent(fmt.Errorf("refused %s", id))
+				br.refuse[id] = sdk.Permanent(fmt.Errorf("refused %s", id))
 			}
 			for _, id := range last {
-				b.refuse[id.String()] = sdk.Permanent(fmt.Errorf("refused %s", id))
+				br.refuse[id.String()] = sdk.Permanent(fmt.Errorf("refused %s", id))
 			}
 		}
-		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
-		pagesOf25(f.svc, daemonB)
+		b := newPeer(t, f, stB, bb, "daemon-b")
+		pagesOf25(f.svc, b.svc)
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
 		op := retryOrders(t, ctx, f.svc, 0)
 		require.EqualValues(t, 90, op.Matched)
 		waitFor(t, 30*time.Second, "four pages at the broker", func() bool { return stall.inFlight.Load() == 4 })
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
-		time.Sleep(300 * time.Millisecond)
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
+		atThePages(t, b, op.ID, 4)
 		stall.let()
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
-		time.Sleep(300 * time.Millisecond)
+		waitOperation(t, f.svc, op.ID, finished, "finished")
+		settled(t, a, b)
 		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
@@ -223,8 +227,8 @@ func TestARetryAllTakenOver(t *testing.T) {
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
 		bb := newBroker()
-		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
-		pagesOf25(f.svc, daemonB)
+		b := newPeer(t, f, stB, bb, "daemon-b")
+		pagesOf25(f.svc, b.svc)
 		stall := stallA(f)
 		t.Cleanup(stall.let)
 		type result struct {
@@ -240,9 +244,9 @@ func TestARetryAllTakenOver(t *testing.T) {
 		ops, err := f.svc.Operations(ctx, 10, true)
 		require.NoError(t, err)
 		require.Len(t, ops, 1)
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, ops[0].ID, "daemon-b")
-		time.Sleep(300 * time.Millisecond)
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, ops[0].ID)
+		atThePages(t, b, ops[0].ID, 3)
 		stall.let()
 		r := <-out
 		t.Logf("retry-all answered %+v, %v", r.r, r.err)
@@ -298,16 +302,20 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 			return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
 		})
 		t.Cleanup(func() { _ = runnerB.Stop(context.Background()) })
+		b := &peer{name: "daemon-b", svc: daemonB, runner: runnerB, sig: dlq.Signals(daemonB)}
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
-		time.Sleep(300 * time.Millisecond)
+		takeOver(t, f, b, op.ID)
+		atThePages(t, b, op.ID, 1)
 		stall.let()
-		time.Sleep(time.Second)
+		// Both find kafka2 down: A sending the page, B trying again what A
+		// could not send.
+		a.sig.PageTried.WaitFor(t, "A's page came back", func(try dlq.PageTry) bool { return try.Operation == op.ID })
+		b.sig.PageTried.WaitFor(t, "B found kafka2 down", func(try dlq.PageTry) bool { return errors.Is(try.Err, derrors.ErrUnavailable) })
 		downB.set(func(b *broker) { b.down = nil })
 		downA.set(func(b *broker) { b.down = nil })
 		done := f.finishedAsTimeGoesOn(t, ctx, op.ID)
@@ -332,23 +340,23 @@ func TestAnOperationTakenOverTwice(t *testing.T) {
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
 		bb, bc := newBroker(), newBroker()
-		daemonB, runnerB := daemon(t, f, stB, bb, "daemon-b")
-		daemonC, runnerC := daemon(t, f, stB, bc, "daemon-c")
-		pagesOf25(f.svc, daemonB, daemonC)
+		b := newPeer(t, f, stB, bb, "daemon-b")
+		c := newPeer(t, f, stB, bc, "daemon-c")
+		pagesOf25(f.svc, b.svc, c.svc)
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		a := startA(t, f)
 		t.Cleanup(stall.let)
 		op := retryOrders(t, ctx, f.svc, 0)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() == 3 })
-		require.NoError(t, runnerB.Start(ctx))
-		takeOver(t, ctx, f, daemonB, op.ID, "daemon-b")
-		time.Sleep(300 * time.Millisecond)
-		require.NoError(t, runnerC.Start(ctx))
-		takeOver(t, ctx, f, daemonC, op.ID, "daemon-c")
-		time.Sleep(300 * time.Millisecond)
+		require.NoError(t, b.runner.Start(ctx))
+		takeOver(t, f, b, op.ID)
+		atThePages(t, b, op.ID, 3)
+		require.NoError(t, c.runner.Start(ctx))
+		takeOver(t, f, c, op.ID)
+		atThePages(t, c, op.ID, 3)
 		stall.let()
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
-		time.Sleep(300 * time.Millisecond)
+		waitOperation(t, f.svc, op.ID, finished, "finished")
+		settled(t, a, b, c)
 		done, err := f.svc.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb, bc)

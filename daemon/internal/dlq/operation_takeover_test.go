@@ -53,6 +53,15 @@ func stallA(f *fixture) *aStall {
 
 func (s *aStall) let() { s.once.Do(func() { close(s.release) }) }
 
+// stall moves the clock by d without a tick for the renewal loops it
+// paces: a daemon stalled that long (a GC pause) renews no claim
+// meanwhile, and they run out.
+func (c *clock) stall(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 // gated is a store whose RetryDLQPage waits until gate is closed (a daemon
 // that reaches the page later: a rate, other pages first).
 type gated struct {
@@ -96,19 +105,68 @@ func (f *fixture) finishedAsTimeGoesOn(t *testing.T, ctx context.Context, op uui
 	return done
 }
 
-// takeOver moves the clock until owner holds op.
-func takeOver(t *testing.T, ctx context.Context, f *fixture, svc *dlq.Service, op uuid.UUID, owner string) {
+// peer is a daemon of a takeover test, with the signals of its runs.
+type peer struct {
+	name   string
+	svc    *dlq.Service
+	runner *dlq.OperationRunner
+	sig    *dlq.OperationSignals
+}
+
+// newPeer is daemon with its signals on; its runner is not started.
+func newPeer(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) *peer {
+	svc, r := daemon(t, f, st, b, name)
+	return &peer{name: name, svc: svc, runner: r, sig: dlq.Signals(svc)}
+}
+
+// startA turns daemon A's signals on and starts its runner.
+func startA(t *testing.T, f *fixture) *peer {
+	sig := dlq.Signals(f.svc)
+	return &peer{name: "daemon-a", svc: f.svc, runner: startRunner(t, f.svc), sig: sig}
+}
+
+// takeOver moves the clock past the operation's lease, a step at a time,
+// until p's runner claims op. Each step waits for p's first claim at the
+// moved clock; it finds op held still when the old owner's heartbeat
+// renewed the lease in between, and the next step moves on.
+func takeOver(t *testing.T, f *fixture, p *peer, op uuid.UUID) {
 	t.Helper()
 	for step := 0; step < 200; step++ {
-		f.clock.set(f.clock.now().Add(5 * time.Second))
-		time.Sleep(50 * time.Millisecond)
-		o, err := svc.Operation(ctx, op)
-		require.NoError(t, err)
-		if o.LeaseOwner == owner {
+		at := f.clock.now().Add(5 * time.Second)
+		f.clock.set(at)
+		poll := p.sig.Polled.WaitFor(t, p.name+" polled at the moved clock", func(got dlq.Poll) bool { return !got.Now.Before(at) })
+		if poll.Err != nil {
+			t.Logf("%s could not claim: %v", p.name, poll.Err)
+		}
+		if poll.Claimed == op {
 			return
 		}
 	}
-	t.Fatalf("%s never took the operation over", owner)
+	t.Fatalf("%s never took the operation over", p.name)
+}
+
+// atThePages waits until p has taken n pages of op to the store: on
+// PostgreSQL a page then waits there for the old owner's row locks; on
+// SQLite it finds the old owner's claims and is tried again later.
+func atThePages(t *testing.T, p *peer, op uuid.UUID, n int) {
+	t.Helper()
+	for range n {
+		p.sig.PageStarted.WaitFor(t, fmt.Sprintf("%s at %d pages", p.name, n), func(try dlq.PageTry) bool {
+			return try.Operation == op && try.Try == 1
+		})
+	}
+}
+
+// settled waits until none of the daemons runs an operation any more.
+// Once an operation has ended nothing claims it again, so its counts are
+// final: the pages its runs had under way have been recorded.
+func settled(t *testing.T, peers ...*peer) {
+	t.Helper()
+	for _, p := range peers {
+		for dlq.RunsUnderWay(p.runner) > 0 {
+			p.sig.RunEnded.Wait(t, p.name+"'s runs ended")
+		}
+	}
 }
 
 // pagesOf25 gives the daemons pages of 25 messages: several pages at the
@@ -225,34 +283,4 @@ func answeredBy(m *dlq.Message, op uuid.UUID) int {
 		}
 	}
 	return n
-}
-
-// signalled signals after each RetryDLQPage of daemon B returns.
-type signalled struct {
-	dlq.Store
-	ret chan struct{}
-}
-
-// nextTry waits for B's next try of a page to return, after the one under
-// way (if any).
-func (s signalled) nextTry(t *testing.T) {
-	t.Helper()
-	select {
-	case <-s.ret:
-	default:
-	}
-	select {
-	case <-s.ret:
-	case <-time.After(5 * time.Second):
-		t.Fatal("B never tried the page")
-	}
-}
-
-func (s signalled) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
-	r, err := s.Store.RetryDLQPage(ctx, p)
-	select {
-	case s.ret <- struct{}{}:
-	default:
-	}
-	return r, err
 }
