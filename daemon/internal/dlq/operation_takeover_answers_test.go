@@ -22,8 +22,9 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 		ctx := testsvc.Context(t, 2*time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
 		bb := newBroker()
-		g := gated{Store: f.store, gate: make(chan struct{})}
+		g := newGated(f.store)
 		b := newPeer(t, f, g, bb, "daemon-b")
+		t.Cleanup(g.open) // first: B's runner's Stop waits for B's page at the gate
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
@@ -40,7 +41,7 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Feedback)
 		require.Equal(t, dlq.StatusPending, f.get(t, id).Status)
-		close(g.gate)
+		g.open()
 		done := waitOperation(t, f.svc, op.ID, finished, "finished")
 		counts := sends(f.broker, bb)
 		t.Logf("outcomes %v done %d; sends of the returned message: A %d, B %d", done.Outcomes, done.Done,
@@ -72,8 +73,9 @@ func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
 		refuse := sdk.Permanent(fmt.Errorf("consumer rejects it"))
 		f.broker.set(func(b *broker) { b.refuse[m1.String()] = refuse; b.refuse[m2.String()] = refuse })
 		bb := newBroker()
-		g := gated{Store: f.store, gate: make(chan struct{})}
+		g := newGated(f.store)
 		b := newPeer(t, f, g, bb, "daemon-b")
+		t.Cleanup(g.open) // first: B's runner's Stop waits for B's page at the gate
 		stall := stallA(f)
 		startRunner(t, f.svc)
 		t.Cleanup(stall.let)
@@ -97,7 +99,7 @@ func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
 		require.Equal(t, dlq.StatusPending, f.get(t, m1).Status)
 		require.Equal(t, dlq.StatusDead, f.get(t, m2).Status)
 		require.Zero(t, answeredBy(f.get(t, m1), op.ID), "the history no longer holds the operation's attempt")
-		close(g.gate)
+		g.open()
 		done := waitOperation(t, f.svc, op.ID, finished, "finished")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Zero(t, republishCounts(bb)[m1.String()], "the operation gave m1 one answered attempt (A's refusal)")

@@ -62,14 +62,19 @@ func (c *clock) stall(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// gated is a store whose RetryDLQPage waits until gate is closed (a daemon
-// that reaches the page later: a rate, other pages first).
+// gated is a store whose RetryDLQPage waits until open (a daemon that
+// reaches the page later: a rate, other pages first).
 type gated struct {
 	dlq.Store
 	gate chan struct{}
+	once sync.Once
 }
 
-func (g gated) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
+func newGated(st dlq.Store) *gated { return &gated{Store: st, gate: make(chan struct{})} }
+
+func (g *gated) open() { g.once.Do(func() { close(g.gate) }) }
+
+func (g *gated) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recorded, error) {
 	<-g.gate
 	return g.Store.RetryDLQPage(ctx, p)
 }
