@@ -47,8 +47,12 @@ func SetClaimPace(s *Service, pace func() (<-chan time.Time, func()), renewed fu
 func SetBulkPageCap(s *Service, n int) { s.bulkPageCap = n }
 
 // OperationSignals are the points of a bulk operation's run a test can
-// wait for.
-type OperationSignals = operationSignals
+// wait for, and what each says.
+type (
+	OperationSignals = operationSignals
+	Poll             = poll
+	PageTry          = pageTry
+)
 
 // Signals turns s's signals on and returns them; call it before s (or its
 // runner) runs anything.

@@ -40,7 +40,7 @@ func (s *Service) retryPage(ctx, run context.Context, op *Operation, items []Ope
 	lease := s.policy().Lease
 	giveUp := time.Now().Add(3 * lease)
 	for n := 1; ; n++ {
-		try := PageTry{Operation: op.ID, First: items[0].Seq, Try: n}
+		try := pageTry{Operation: op.ID, First: items[0].Seq, Try: n}
 		s.signals.PageStarted.Signal(try)
 		later, err := s.retryItems(ctx, op, items)
 		try.Later, try.Err = len(later), err

@@ -14,13 +14,13 @@ import (
 // them on (export_test.go), before the service runs anything.
 type operationSignals struct {
 	// Polled: the runner tried to claim an operation to run.
-	Polled testsignal.Signal[Poll]
+	Polled testsignal.Signal[poll]
 	// PageStarted: a page of a bulk retry goes to the store to be claimed,
 	// sent and recorded; on PostgreSQL it may wait there for the row
 	// locks of another daemon's page.
-	PageStarted testsignal.Signal[PageTry]
+	PageStarted testsignal.Signal[pageTry]
 	// PageTried: that page came back from the store.
-	PageTried testsignal.Signal[PageTry]
+	PageTried testsignal.Signal[pageTry]
 	// LeaseLost: the heartbeat found the operation held by another
 	// daemon; the run stops after the pages under way.
 	LeaseLost testsignal.Signal[uuid.UUID]
@@ -28,17 +28,17 @@ type operationSignals struct {
 	RunEnded testsignal.Signal[uuid.UUID]
 }
 
-// Poll is one claim of the runner: at what time (the service's clock),
+// poll is one claim of the runner: at what time (the service's clock),
 // and the operation it took (uuid.Nil: none, or Err).
-type Poll struct {
+type poll struct {
 	Now     time.Time
 	Claimed uuid.UUID
 	Err     error
 }
 
-// PageTry is one try of a page of a bulk retry. Later and Err are known
+// pageTry is one try of a page of a bulk retry. Later and Err are known
 // once it came back (PageTried).
-type PageTry struct {
+type pageTry struct {
 	Operation uuid.UUID
 	First     int64 // the first item tried (its seq)
 	Try       int   // 1 for the page, then each try of its items under another claim
@@ -54,8 +54,8 @@ func (s *operationSignals) init() {
 	s.RunEnded.Init()
 }
 
-func polled(now time.Time, op *Operation, err error) Poll {
-	p := Poll{Now: now, Err: err}
+func polled(now time.Time, op *Operation, err error) poll {
+	p := poll{Now: now, Err: err}
 	if op != nil {
 		p.Claimed = op.ID
 	}

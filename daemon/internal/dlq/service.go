@@ -91,7 +91,7 @@ type Service struct {
 	// operations: a test puts several pages at the broker with few
 	// messages.
 	bulkPageCap int
-	// signals are off but in tests, which wait on them for another
+	// signals are off except in tests, which wait on them for another
 	// daemon to reach a point of a bulk operation.
 	signals operationSignals
 }
