@@ -89,27 +89,27 @@ func resolve(t *testing.T, s store.Store, id uuid.UUID, at time.Time) {
 
 // exec runs raw SQL against either store, for states the store's own
 // methods cannot produce (rows from before a fix).
-func exec(t *testing.T, s store.Store, pg, lite string, args ...any) {
+func exec(t *testing.T, s store.Store, postgresSQL, sqliteSQL string, args ...any) {
 	t.Helper()
 	var err error
 	switch x := s.(type) {
 	case *store.Postgres:
-		_, err = x.Pool().Exec(ctx(t), pg, args...)
+		_, err = x.Pool().Exec(ctx(t), postgresSQL, args...)
 	case *store.SQLite:
-		_, err = x.DB().ExecContext(ctx(t), lite, args...)
+		_, err = x.DB().ExecContext(ctx(t), sqliteSQL, args...)
 	}
 	require.NoError(t, err)
 }
 
-func count(t *testing.T, s store.Store, pg, lite string) int {
+func count(t *testing.T, s store.Store, postgresSQL, sqliteSQL string) int {
 	t.Helper()
 	var n int
 	var err error
 	switch x := s.(type) {
 	case *store.Postgres:
-		err = x.Pool().QueryRow(ctx(t), pg).Scan(&n)
+		err = x.Pool().QueryRow(ctx(t), postgresSQL).Scan(&n)
 	case *store.SQLite:
-		err = x.DB().QueryRowContext(ctx(t), lite).Scan(&n)
+		err = x.DB().QueryRowContext(ctx(t), sqliteSQL).Scan(&n)
 	}
 	require.NoError(t, err)
 	return n

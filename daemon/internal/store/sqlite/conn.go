@@ -11,27 +11,27 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
 )
 
-// liteQuerier is what a database handle and a transaction both have.
-type liteQuerier interface {
+// sqliteQuerier is what a database handle and a transaction both have.
+type sqliteQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-// liteConn is the SQLite adapter (see Querier). The schema keeps times as
+// sqliteConn is the SQLite adapter (see Querier). The schema keeps times as
 // microseconds since the epoch (INTEGER, which compares and sorts as the
-// times do) and ids as text: liteConn passes time.Time, *time.Time and
+// times do) and ids as text: sqliteConn passes time.Time, *time.Time and
 // uuid.UUID arguments so, and reads such columns back into *time.Time and
 // **time.Time, so that the statements take and give the Go values the
 // PostgreSQL ones do. sqliteError translates its errors.
-type liteConn struct {
-	q  liteQuerier
+type sqliteConn struct {
+	q  sqliteQuerier
 	db *sql.DB // nil in a transaction
 }
 
-func (c liteConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	r, err := c.q.ExecContext(ctx, query, liteArgs(args)...)
+func (c sqliteConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	r, err := c.q.ExecContext(ctx, query, sqliteArgs(args)...)
 	if err != nil {
 		return 0, sqliteError(err)
 	}
@@ -39,26 +39,26 @@ func (c liteConn) Exec(ctx context.Context, query string, args ...any) (int64, e
 	return n, sqliteError(err)
 }
 
-func (c liteConn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	r, err := c.q.QueryContext(ctx, query, liteArgs(args)...)
+func (c sqliteConn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	r, err := c.q.QueryContext(ctx, query, sqliteArgs(args)...)
 	if err != nil {
 		return nil, sqliteError(err)
 	}
-	return liteRows{r}, nil
+	return sqliteRows{r}, nil
 }
 
-func (c liteConn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Scanner {
-	return liteRow{c.q.QueryRowContext(ctx, query, liteArgs(args)...)}
+func (c sqliteConn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Scanner {
+	return sqliteRow{c.q.QueryRowContext(ctx, query, sqliteArgs(args)...)}
 }
 
 // Tx runs fn in a transaction that takes the write lock at once
 // (_txlock=immediate), so that it never fails half way for a lock.
-func (c liteConn) Tx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+func (c sqliteConn) Tx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteError(err)
 	}
-	if err := fn(liteConn{q: tx}); err != nil {
+	if err := fn(sqliteConn{q: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -66,25 +66,25 @@ func (c liteConn) Tx(ctx context.Context, fn func(q sqlstore.Querier) error) err
 }
 
 // Snapshot is a transaction too: the one connection serves it alone.
-func (c liteConn) Snapshot(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+func (c sqliteConn) Snapshot(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	return c.Tx(ctx, fn)
 }
 
 // SnapshotTx is tx: one writer at a time, so nothing commits beside it.
-func (c liteConn) SnapshotTx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+func (c sqliteConn) SnapshotTx(ctx context.Context, fn func(q sqlstore.Querier) error) error {
 	return c.Tx(ctx, fn)
 }
 
 // prepare compiles a statement that runs many times (intake's insert).
-func (c liteConn) prepare(ctx context.Context, query string) (liteStmt, error) {
+func (c sqliteConn) prepare(ctx context.Context, query string) (sqliteStmt, error) {
 	st, err := c.q.PrepareContext(ctx, query)
-	return liteStmt{st}, sqliteError(err)
+	return sqliteStmt{st}, sqliteError(err)
 }
 
-type liteStmt struct{ st *sql.Stmt }
+type sqliteStmt struct{ st *sql.Stmt }
 
-func (s liteStmt) Exec(ctx context.Context, args ...any) (int64, error) {
-	r, err := s.st.ExecContext(ctx, liteArgs(args)...)
+func (s sqliteStmt) Exec(ctx context.Context, args ...any) (int64, error) {
+	r, err := s.st.ExecContext(ctx, sqliteArgs(args)...)
 	if err != nil {
 		return 0, sqliteError(err)
 	}
@@ -92,20 +92,20 @@ func (s liteStmt) Exec(ctx context.Context, args ...any) (int64, error) {
 	return n, sqliteError(err)
 }
 
-func (s liteStmt) close() { _ = s.st.Close() }
+func (s sqliteStmt) close() { _ = s.st.Close() }
 
-type liteRow struct{ r *sql.Row }
+type sqliteRow struct{ r *sql.Row }
 
-func (r liteRow) Scan(dest ...any) error { return sqliteError(r.r.Scan(liteDests(dest)...)) }
+func (r sqliteRow) Scan(dest ...any) error { return sqliteError(r.r.Scan(sqliteDests(dest)...)) }
 
-type liteRows struct{ r *sql.Rows }
+type sqliteRows struct{ r *sql.Rows }
 
-func (r liteRows) Next() bool             { return r.r.Next() }
-func (r liteRows) Scan(dest ...any) error { return sqliteError(r.r.Scan(liteDests(dest)...)) }
-func (r liteRows) Err() error             { return sqliteError(r.r.Err()) }
-func (r liteRows) Close()                 { _ = r.r.Close() }
+func (r sqliteRows) Next() bool             { return r.r.Next() }
+func (r sqliteRows) Scan(dest ...any) error { return sqliteError(r.r.Scan(sqliteDests(dest)...)) }
+func (r sqliteRows) Err() error             { return sqliteError(r.r.Err()) }
+func (r sqliteRows) Close()                 { _ = r.r.Close() }
 
-func liteArgs(args []any) []any {
+func sqliteArgs(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
 		switch v := a.(type) {
@@ -124,7 +124,7 @@ func liteArgs(args []any) []any {
 	return out
 }
 
-func liteDests(dest []any) []any {
+func sqliteDests(dest []any) []any {
 	out := make([]any, len(dest))
 	for i, d := range dest {
 		switch p := d.(type) {

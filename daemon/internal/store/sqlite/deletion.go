@@ -2,20 +2,20 @@ package sqlite
 
 import "github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
 
-// liteHeld is whether the tenant of the job row j is under a legal hold.
-const liteHeld = `EXISTS (SELECT 1 FROM tenant_holds h WHERE h.tenant_id = j.tenant_id AND h.released_at IS NULL)`
+// sqliteHeld is whether the tenant of the job row j is under a legal hold.
+const sqliteHeld = `EXISTS (SELECT 1 FROM tenant_holds h WHERE h.tenant_id = j.tenant_id AND h.released_at IS NULL)`
 
-// liteJobSelect selects jobs from deletion_jobs j, for scanJob.
-const liteJobSelect = `SELECT ` + sqlstore.JobColumns + `, ` + liteHeld + ` FROM deletion_jobs j`
+// sqliteJobSelect selects jobs from deletion_jobs j, for scanJob.
+const sqliteJobSelect = `SELECT ` + sqlstore.JobColumns + `, ` + sqliteHeld + ` FROM deletion_jobs j`
 
 var sqliteJobs = sqlstore.JobSQL{
 	Create: `
 		INSERT INTO deletion_jobs (id, tenant_id, status, created_at, updated_at, next_attempt_at, not_before, requested_by_uid)
 		VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7) ON CONFLICT (tenant_id) WHERE status NOT IN ('COMPLETED', 'CANCELLED') DO NOTHING`,
 	AddDeleter: `INSERT INTO deletion_job_deleters (job_id, deleter, status, updated_at) VALUES (?1, ?2, 'PENDING', ?3)`,
-	Active:     liteJobSelect + ` WHERE tenant_id = ?1 AND status NOT IN ('COMPLETED', 'CANCELLED')`,
-	Latest:     liteJobSelect + ` WHERE tenant_id = ?1 ORDER BY created_at DESC, id DESC LIMIT 1`,
-	ByID:       liteJobSelect + ` WHERE id = ?1`,
+	Active:     sqliteJobSelect + ` WHERE tenant_id = ?1 AND status NOT IN ('COMPLETED', 'CANCELLED')`,
+	Latest:     sqliteJobSelect + ` WHERE tenant_id = ?1 ORDER BY created_at DESC, id DESC LIMIT 1`,
+	ByID:       sqliteJobSelect + ` WHERE id = ?1`,
 	// One daemon owns a SQLite file, and its one connection makes every
 	// transaction serial: no other claimer to skip or to lock out.
 	Claim: `
@@ -25,12 +25,12 @@ var sqliteJobs = sqlstore.JobSQL{
 			WHERE ((j.status IN ('SCHEDULED', 'PENDING', 'PARTIAL') AND j.next_attempt_at <= ?1)
 					OR (j.status = 'RUNNING' AND j.lease_expires_at < ?1))
 				AND j.cancel_requested_at IS NULL
-				AND NOT ` + liteHeld + `
+				AND NOT ` + sqliteHeld + `
 				AND (?4 <= 0 OR (SELECT count(*) FROM deletion_jobs r WHERE r.status = 'RUNNING' AND r.lease_expires_at >= ?1) < ?4)
 			ORDER BY j.next_attempt_at, j.created_at LIMIT 1)
 		RETURNING ` + sqlstore.JobColumns + `, FALSE`,
 	Renew:   `UPDATE deletion_jobs SET lease_expires_at = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'RUNNING'`,
-	Control: `SELECT cancel_requested_at IS NOT NULL, ` + liteHeld + ` FROM deletion_jobs j WHERE id = ?1`,
+	Control: `SELECT cancel_requested_at IS NOT NULL, ` + sqliteHeld + ` FROM deletion_jobs j WHERE id = ?1`,
 	SetDeleter: `
 		INSERT INTO deletion_job_deleters (job_id, deleter, status, deleted_count, initial_count, attempts, error,
 			updated_at, breakdown, verification)
@@ -52,7 +52,7 @@ var sqliteJobs = sqlstore.JobSQL{
 	DeletersOf: `
 		SELECT job_id, ` + sqlstore.DeleterColumns + ` FROM deletion_job_deleters
 		WHERE job_id IN (SELECT value FROM json_each(?1)) ORDER BY job_id, deleter`,
-	List: liteJobSelect + `
+	List: sqliteJobSelect + `
 		WHERE (?1 = '' OR tenant_id = ?1)
 			AND (?2 = '[]' OR ` + sqlstore.JobStatusExpr + ` IN (SELECT value FROM json_each(?2)))
 			AND (?3 IS NULL OR created_at >= ?3)
@@ -82,7 +82,7 @@ var sqliteJobs = sqlstore.JobSQL{
 	StatusCounts: `SELECT ` + sqlstore.JobStatusExpr + `, count(*) FROM deletion_jobs GROUP BY 1`,
 	Overdue: `
 		SELECT min(not_before) FROM deletion_jobs j
-		WHERE status = 'SCHEDULED' AND next_attempt_at <= ?1 AND NOT ` + liteHeld,
-	HeldJobs:    `SELECT count(*) FROM deletion_jobs j WHERE status NOT IN ('COMPLETED', 'CANCELLED') AND ` + liteHeld,
+		WHERE status = 'SCHEDULED' AND next_attempt_at <= ?1 AND NOT ` + sqliteHeld,
+	HeldJobs:    `SELECT count(*) FROM deletion_jobs j WHERE status NOT IN ('COMPLETED', 'CANCELLED') AND ` + sqliteHeld,
 	ActiveHolds: `SELECT count(*) FROM tenant_holds WHERE released_at IS NULL`,
 }

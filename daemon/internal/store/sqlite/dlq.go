@@ -163,7 +163,7 @@ const sqliteIngest = `
 func (s *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams) (dlq.IngestResult, error) {
 	batch, opts := params.Batch, params.Options
 	return s.store.Ingest(ctx, batch, func(q sqlstore.Querier, res *dlq.IngestResult) error {
-		ins, err := q.(liteConn).prepare(ctx, sqliteIngest) // a transaction's Querier is a liteConn
+		ins, err := q.(sqliteConn).prepare(ctx, sqliteIngest) // a transaction's Querier is a sqliteConn
 		if err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}

@@ -2,7 +2,7 @@ package sqlite
 
 import "github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
 
-var liteHistory = sqlstore.HistorySQL{
+var sqliteHistory = sqlstore.HistorySQL{
 	Events: `SELECT at, kind, detail, uid FROM dlq_events WHERE message_id = ?1 ORDER BY at, kind <> 'intake', id`,
 	Intake: `
 		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, 0

@@ -2,7 +2,7 @@ package sqlite
 
 import "github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
 
-const liteResurrectionColumns = `id, tenant_id, erasure_job_id, receipt_sha256, counts, found_at, last_seen_at, seen_count,
+const sqliteResurrectionColumns = `id, tenant_id, erasure_job_id, receipt_sha256, counts, found_at, last_seen_at, seen_count,
 	resolved_at, action, COALESCE(reerase_job_id, '')`
 
 var sqliteLedger = sqlstore.LedgerSQL{
@@ -32,7 +32,7 @@ var sqliteLedger = sqlstore.LedgerSQL{
 		UPDATE erasure_reverify SET owner = NULL, lease_expires_at = NULL,
 			last_finished_at = CASE WHEN ?3 THEN ?2 ELSE last_finished_at END
 		WHERE name = 'reverify' AND owner = ?1`,
-	OpenResurrection: `SELECT ` + liteResurrectionColumns + ` FROM erasure_resurrections WHERE tenant_id = ?1 AND resolved_at IS NULL`,
+	OpenResurrection: `SELECT ` + sqliteResurrectionColumns + ` FROM erasure_resurrections WHERE tenant_id = ?1 AND resolved_at IS NULL`,
 	InsertResurrection: `
 		INSERT INTO erasure_resurrections (id, tenant_id, erasure_job_id, receipt_sha256, counts, found_at, last_seen_at, action, reerase_job_id)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)`,
@@ -41,7 +41,7 @@ var sqliteLedger = sqlstore.LedgerSQL{
 			action = ?4, reerase_job_id = COALESCE(?5, reerase_job_id)
 		WHERE id = ?1`,
 	Resolve: `UPDATE erasure_resurrections SET resolved_at = ?2 WHERE tenant_id = ?1 AND resolved_at IS NULL`,
-	List:    `SELECT ` + liteResurrectionColumns + ` FROM erasure_resurrections WHERE tenant_id = ?1 ORDER BY found_at DESC, id DESC`,
+	List:    `SELECT ` + sqliteResurrectionColumns + ` FROM erasure_resurrections WHERE tenant_id = ?1 ORDER BY found_at DESC, id DESC`,
 	ReerasureOf: `
 		SELECT erasure_job_id, receipt_sha256 FROM erasure_resurrections WHERE reerase_job_id = ?1
 		ORDER BY found_at DESC LIMIT 1`,

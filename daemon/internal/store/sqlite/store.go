@@ -1,6 +1,6 @@
 // Package sqlite is the SQLite driver of the state store
 // (modernc.org/sqlite, pure Go), the embedded default for one daemon on one
-// VM. It gives package sqlstore its connection (liteConn), its SQL (a file
+// VM. It gives package sqlstore its connection (sqliteConn), its SQL (a file
 // per consumer interface, beside the one of the Go it runs in sqlstore)
 // and the operations whose Go is its own (sqlstore.Driver).
 package sqlite
@@ -36,7 +36,7 @@ func (s *Store) DB() *sql.DB { return s.handle }
 // whose helpers (returns, outcomes, operation progress) its operations use.
 type driver struct {
 	store         *sqlstore.Store
-	conn          liteConn
+	conn          sqliteConn
 	handle        *sql.DB
 	retentionLock sync.Mutex
 }
@@ -44,7 +44,7 @@ type driver struct {
 var _ sqlstore.Driver = (*driver)(nil)
 
 var statements = sqlstore.Statements{DLQ: sqliteDLQ, Jobs: sqliteJobs, Holds: sqliteHolds, Receipts: sqliteReceipts,
-	Keys: sqliteKeys, Retention: sqliteRetention, Plans: sqlitePlans, Ledger: sqliteLedger, History: liteHistory,
+	Keys: sqliteKeys, Retention: sqliteRetention, Plans: sqlitePlans, Ledger: sqliteLedger, History: sqliteHistory,
 	Ops: sqliteOps, Search: &sqliteSearch, Groups: sqliteGroups}
 
 func sqliteDSN(path string) string {
@@ -91,7 +91,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
-	d := &driver{conn: liteConn{q: db, db: db}, handle: db}
+	d := &driver{conn: sqliteConn{q: db, db: db}, handle: db}
 	d.store = sqlstore.New(d)
 	return &Store{Store: d.store, handle: db}, nil
 }

@@ -13,7 +13,7 @@ type Rows interface {
 	Close()
 }
 
-// Querier runs statements. Each driver has one adapter (pgConn, liteConn)
+// Querier runs statements. Each driver has one adapter (pgConn, sqliteConn)
 // and it is the only code that talks to the driver: it passes Go values
 // (time.Time, uuid.UUID) the way the dialect stores them, reads them back,
 // and translates the driver's errors into derrors sentinels (pgError,
