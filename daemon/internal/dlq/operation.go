@@ -203,6 +203,38 @@ type OperationProgress struct {
 	Sent bool
 }
 
+// ProgressCount is how the store counts a page's progress: the rule that
+// decides who counts what once an operation may have changed hands or
+// ended, kept here with the operation so that the store only applies it.
+type ProgressCount int
+
+const (
+	// CountRefused: the operation is held by another daemon (it counts the
+	// page's messages: SkippedItem), or ended without this page having
+	// sent anything; nothing is counted and the store answers
+	// derrors.ErrLeaseLost.
+	CountRefused ProgressCount = iota
+	// CountRanges: the page's owner still holds the running operation:
+	// its ranges are recorded as done, and a range done already is a lease
+	// lost (the page was counted by a daemon that held the operation).
+	CountRanges
+	// CountItems: the operation ended while the broker had the page
+	// (Sent): each item nobody counted yet is counted, one by one.
+	CountItems
+)
+
+// CountOf decides how page p of an operation in state held by owner is
+// counted.
+func (p OperationProgress) CountOf(state OperationState, owner string) ProgressCount {
+	switch {
+	case state == OperationRunning && owner == p.Owner:
+		return CountRanges
+	case state != OperationRunning && p.Sent:
+		return CountItems
+	}
+	return CountRefused
+}
+
 // Ranges is what p records as done.
 func (p OperationProgress) Ranges() []SeqRange {
 	if p.Done != nil {

@@ -99,11 +99,8 @@ func (s *Store) Advance(ctx context.Context, q Querier, p dlq.OperationProgress)
 	if err != nil {
 		return fmt.Errorf("read bulk operation: %w", err)
 	}
-	running := dlq.OperationState(state) == dlq.OperationRunning
-	// Cancelled while the broker had the page (p.Sent): no daemon will
-	// count these messages but this one.
-	ended := !running && p.Sent
-	if !ended && (!running || owner != p.Owner) {
+	how := p.CountOf(dlq.OperationState(state), owner)
+	if how == dlq.CountRefused {
 		return notHeld(p.Operation, p.Owner)
 	}
 	prog, err := readProgress(p.Operation, pos, outcomes, ranges)
@@ -111,7 +108,7 @@ func (s *Store) Advance(ctx context.Context, q Querier, p dlq.OperationProgress)
 		return err
 	}
 	results := p.Results
-	if ended {
+	if how == dlq.CountItems {
 		// The daemon that held the operation last may have counted some
 		// of the page's items (a skipped one): count the others.
 		results = prog.recordEach(p.Results)
