@@ -12,6 +12,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/searchindex"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
@@ -96,7 +97,7 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 	lc.Append(fx.Hook{OnStart: intake.Start, OnStop: intake.Stop})
 	lc.Append(fx.Hook{OnStart: loop.Start, OnStop: loop.Stop})
 	lc.Append(fx.Hook{OnStart: ops.Start, OnStop: ops.Stop})
-	indexer := dlq.NewSearchIndexer(st, log, reg, pm)
+	indexer := searchindex.New(st, log, reg, pm)
 	lc.Append(fx.Hook{OnStart: indexer.Start, OnStop: indexer.Stop})
 	return dlqParts{Service: svc, Intake: intake}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/searchindex"
 	"github.com/lifecycled/lifecycled/daemon/internal/idempotency"
 	"github.com/lifecycled/lifecycled/daemon/internal/ledger"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/postgres"
@@ -36,7 +37,7 @@ import (
 // Store is the whole state store.
 type Store interface {
 	dlq.Store
-	dlq.SearchIndexStore
+	searchindex.Store
 	deletion.JobStore
 	idempotency.Store
 	archive.Store

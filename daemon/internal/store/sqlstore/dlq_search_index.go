@@ -162,7 +162,7 @@ func (s *Store) SearchBatch() int64 {
 	return searchIndexBatchBytes
 }
 
-// UnindexedDLQ implements dlq.SearchIndexStore.
+// UnindexedDLQ implements searchindex.Store.
 func (s *Store) UnindexedDLQ(ctx context.Context) (int64, error) {
 	return s.unindexed(ctx, s.sql.Search.Pending)
 }

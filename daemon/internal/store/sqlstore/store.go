@@ -81,7 +81,7 @@ func (s *Store) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Record
 	return s.drv.RetryDLQPage(ctx, p)
 }
 
-// IndexDLQSearch implements dlq.SearchIndexStore: a batch of the queue,
+// IndexDLQSearch implements searchindex.Store: a batch of the queue,
 // and how many messages are left in it.
 func (s *Store) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 	done, err := s.drv.IndexDLQSearch(ctx, IndexDLQSearchParams{MaxBytes: s.SearchBatch()})

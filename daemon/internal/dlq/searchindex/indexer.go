@@ -1,4 +1,10 @@
-package dlq
+// Package searchindex is the loop that fills the dead letters' text index
+// (the error= and q= searches) off the intake path: intake only queues the
+// ids of what it stored, and this loop moves them into the index a batch at
+// a time. A search finds a message whether it is indexed yet or not (the
+// store checks the queued ones row by row), so the indexer's lag costs
+// search time, never results.
+package searchindex
 
 import (
 	"context"
@@ -10,14 +16,8 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 )
 
-// The search indexer fills the text index that error= and q= searches use,
-// off the intake path: intake only queues the ids of what it stored, and
-// this loop moves them into the index a batch at a time. A search finds a
-// message whether it is indexed yet or not (the store checks the queued
-// ones row by row), so the indexer's lag costs search time, never results.
-
-// SearchIndexStore is what the search indexer needs from the state store.
-type SearchIndexStore interface {
+// Store is what the search indexer needs from the state store.
+type Store interface {
 	// IndexDLQSearch indexes one batch of the messages waiting for the
 	// search index. It returns how many queue entries it took (0: none
 	// waiting) and how many are still waiting.
@@ -26,25 +26,26 @@ type SearchIndexStore interface {
 	UnindexedDLQ(ctx context.Context) (int64, error)
 }
 
-const jobSearchIndex job = "dlq_search_index"
+// job names the loop in the periodic metrics.
+const job = "dlq_search_index"
 
-// searchIndexInterval is the wait between passes when there is nothing to
+// interval is the wait between passes when there is nothing to
 // index or intake has the CPU; a pass that indexed a batch and left some
 // is followed by the next at once.
-const searchIndexInterval = time.Second
+const interval = time.Second
 
-// searchIndexMaxDefer is how long the indexer leaves the CPU to intake
+// maxDefer is how long the indexer leaves the CPU to intake
 // while messages keep arriving before it indexes one batch all the same:
 // a busy indexer beside intake cost more than half of intake's speed on a
 // two-core box (bench/results/*-i13p-*.txt), and a storm is over in
 // seconds to minutes, after which the indexer catches up at full speed.
 // Under a steady trickle it still indexes a batch this often, so its lag
 // stays about this long.
-const searchIndexMaxDefer = 10 * time.Second
+const maxDefer = 10 * time.Second
 
-// SearchIndexer is the loop that fills the search index.
-type SearchIndexer struct {
-	store   SearchIndexStore
+// Indexer is the loop that fills the search index.
+type Indexer struct {
+	store   Store
 	loop    *periodic.Loop
 	waiting prometheus.Gauge
 	now     func() time.Time
@@ -56,10 +57,10 @@ type SearchIndexer struct {
 	took    time.Duration
 }
 
-// NewSearchIndexer returns the indexer; reg (nil: none) gets its gauge of
+// New returns the indexer; reg (nil: none) gets its gauge of
 // the messages waiting to be indexed, p its pass metrics.
-func NewSearchIndexer(store SearchIndexStore, log hclog.Logger, reg prometheus.Registerer, p *periodic.Metrics) *SearchIndexer {
-	ix := &SearchIndexer{store: store, last: -1, now: time.Now, waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+func New(store Store, log hclog.Logger, reg prometheus.Registerer, p *periodic.Metrics) *Indexer {
+	ix := &Indexer{store: store, last: -1, now: time.Now, waiting: prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lifecycled_dlq_search_unindexed",
 		Help: "Dead letters stored but not yet in the search index (searches check them row by row).",
 	})}
@@ -67,10 +68,10 @@ func NewSearchIndexer(store SearchIndexStore, log hclog.Logger, reg prometheus.R
 		reg.MustRegister(ix.waiting)
 	}
 	ix.loop = periodic.NewLoop(periodic.Config{
-		Name: "search index", Job: string(jobSearchIndex), Log: log.Named("dlq"), Metrics: p,
+		Name: "search index", Job: job, Log: log.Named("dlq"), Metrics: p,
 		// A slow pass (a batch of large payloads) must not look like a
 		// stale job to the alert.
-		Interval: func() time.Duration { return max(searchIndexInterval, 2*ix.took) },
+		Interval: func() time.Duration { return max(interval, 2*ix.took) },
 		Timeout:  func() time.Duration { return time.Minute },
 		Pass:     ix.pass,
 	})
@@ -79,14 +80,14 @@ func NewSearchIndexer(store SearchIndexStore, log hclog.Logger, reg prometheus.R
 
 // Start launches the loop. Stop ends it after the batch in progress; safe
 // to call twice.
-func (ix *SearchIndexer) Start(ctx context.Context) error { return ix.loop.Start(ctx) }
+func (ix *Indexer) Start(ctx context.Context) error { return ix.loop.Start(ctx) }
 
 // Stop ends the loop.
-func (ix *SearchIndexer) Stop(ctx context.Context) error { return ix.loop.Stop(ctx) }
+func (ix *Indexer) Stop(ctx context.Context) error { return ix.loop.Stop(ctx) }
 
 // RunOnce indexes one batch; it returns how many queue entries it took
 // and how many are still waiting.
-func (ix *SearchIndexer) RunOnce(ctx context.Context) (int, int64, error) {
+func (ix *Indexer) RunOnce(ctx context.Context) (int, int64, error) {
 	done, waiting, err := ix.store.IndexDLQSearch(ctx)
 	if err == nil {
 		ix.waiting.Set(float64(waiting))
@@ -96,8 +97,8 @@ func (ix *SearchIndexer) RunOnce(ctx context.Context) (int, int64, error) {
 }
 
 // pass indexes a batch unless messages arrived since the previous pass
-// and one was indexed less than searchIndexMaxDefer ago.
-func (ix *SearchIndexer) pass(ctx context.Context) (periodic.Outcome, error) {
+// and one was indexed less than maxDefer ago.
+func (ix *Indexer) pass(ctx context.Context) (periodic.Outcome, error) {
 	start := ix.now()
 	defer func() { ix.took = ix.now().Sub(start) }()
 	waiting, err := ix.store.UnindexedDLQ(ctx)
@@ -107,7 +108,7 @@ func (ix *SearchIndexer) pass(ctx context.Context) (periodic.Outcome, error) {
 	ix.waiting.Set(float64(waiting))
 	arrived := ix.last >= 0 && waiting > ix.last
 	ix.last = waiting
-	if waiting == 0 || (arrived && start.Sub(ix.indexed) < searchIndexMaxDefer) {
+	if waiting == 0 || (arrived && start.Sub(ix.indexed) < maxDefer) {
 		return periodic.Done, nil
 	}
 	done, waiting, err := ix.RunOnce(ctx)

@@ -1,4 +1,4 @@
-package dlq_test
+package searchindex_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/searchindex"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
@@ -44,7 +45,7 @@ func TestSearchIndexerCatchesUpAndReportsItsQueue(t *testing.T) {
 
 		reg := prometheus.NewRegistry()
 		pm := periodic.New(reg)
-		ix := dlq.NewSearchIndexer(st, hclog.NewNullLogger(), reg, pm)
+		ix := searchindex.New(st, hclog.NewNullLogger(), reg, pm)
 		require.NoError(t, ix.Start(ctx))
 		t.Cleanup(func() { _ = ix.Stop(context.Background()) })
 		for {
@@ -105,11 +106,11 @@ func (f *fakeIndexStore) IndexDLQSearch(context.Context) (int, int64, error) {
 func TestSearchIndexerDefersToIntake(t *testing.T) {
 	ctx := context.Background()
 	st := &fakeIndexStore{waiting: 1000}
-	ix := dlq.NewSearchIndexer(st, hclog.NewNullLogger(), nil, nil)
+	ix := searchindex.New(st, hclog.NewNullLogger(), nil, nil)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 
-	out, err := dlq.SearchIndexPass(ctx, ix, clock)
+	out, err := searchindex.Pass(ctx, ix, clock)
 	require.NoError(t, err)
 	require.Equal(t, periodic.More, out, "no arrivals seen yet: index")
 	require.Equal(t, 1, st.batches)
@@ -118,14 +119,14 @@ func TestSearchIndexerDefersToIntake(t *testing.T) {
 	for i := 0; i < 9; i++ {
 		st.waiting += 500
 		now = now.Add(time.Second)
-		out, err = dlq.SearchIndexPass(ctx, ix, clock)
+		out, err = searchindex.Pass(ctx, ix, clock)
 		require.NoError(t, err)
 		require.Equal(t, periodic.Done, out)
 		require.Equal(t, 1, st.batches, "pass %d: deferred to intake", i)
 	}
 	st.waiting += 500
-	now = now.Add(dlq.SearchIndexMaxDefer)
-	_, err = dlq.SearchIndexPass(ctx, ix, clock)
+	now = now.Add(searchindex.MaxDefer)
+	_, err = searchindex.Pass(ctx, ix, clock)
 	require.NoError(t, err)
 	require.Equal(t, 2, st.batches, "one batch after deferring for SearchIndexMaxDefer")
 
@@ -133,14 +134,14 @@ func TestSearchIndexerDefersToIntake(t *testing.T) {
 	for st.waiting > 0 {
 		require.Less(t, st.batches, 200)
 		now = now.Add(time.Second)
-		_, err = dlq.SearchIndexPass(ctx, ix, clock)
+		_, err = searchindex.Pass(ctx, ix, clock)
 		require.NoError(t, err)
 	}
-	out, err = dlq.SearchIndexPass(ctx, ix, clock)
+	out, err = searchindex.Pass(ctx, ix, clock)
 	require.NoError(t, err)
 	require.Equal(t, periodic.Done, out)
 	batches := st.batches
-	_, err = dlq.SearchIndexPass(ctx, ix, clock)
+	_, err = searchindex.Pass(ctx, ix, clock)
 	require.NoError(t, err)
 	require.Equal(t, batches, st.batches, "nothing waits: nothing indexed")
 }
