@@ -10,26 +10,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
-	"github.com/lifecycled/lifecycled/daemon/adminclient"
 )
-
-func pgAdmin() string {
-	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
 
 func main() {
 	rows := flag.Int("rows", 1_000_000, "eligible rows")
@@ -37,50 +23,20 @@ func main() {
 	flag.Parse()
 	benchkit.Header(fmt.Sprintf("retention: archive pass over %d eligible rows, batch_size %d", *rows, *batch))
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pgAdmin())
-	benchkit.Must(err, "connect")
-	name := fmt.Sprintf("lcd_archbench_%d", time.Now().UnixNano())
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
-	benchkit.Must(err, "create database")
-	defer func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}()
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + name
-	dsn := u.String()
+	dsn, drop := benchkit.TempDatabase(ctx, benchkit.PGAdmin(), "lcd_archbench")
+	defer drop()
 
 	// The daemon migrates the database; the rows are then loaded directly.
-	dir, _ := os.MkdirTemp("", "archb")
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "admin.sock")
-	cfg := fmt.Sprintf(`version = 1
-[daemon]
-state = %q
-plugin_dir = %q
-log_level = "warn"
-[admin]
-listen = "unix://%s"
-[deletion]
-receipt_key_file = %q
-[retry]
-enabled = false
-[archive]
+	d := benchkit.StartDaemon(benchkit.DaemonConfig{
+		DirPrefix: "archb", State: dsn, ReceiptKey: true,
+		Rest: fmt.Sprintf(`[archive]
 interval = "24h"
 batch_size = %d
-`, dsn, benchkit.Bin(), sock, filepath.Join(dir, "receipt.key"), *batch)
-	// The daemon refuses to start without a receipt signing key; with
-	// PostgreSQL as the state store it has no state directory to make one in.
-	out, err := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "receipt", "keygen", filepath.Join(dir, "receipt.key")).CombinedOutput()
-	benchkit.Must(err, "receipt keygen: "+string(out))
-	benchkit.Must(os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600), "config")
-	cmd := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", filepath.Join(dir, "config.toml"))
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	benchkit.Must(cmd.Start(), "start daemon (run make build)")
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	api := adminclient.New(benchkit.Socket(sock, time.Hour))
-	benchkit.WaitReady(api, 601)
+`, *batch),
+		Timeout: time.Hour, ReadyTries: 601,
+	})
+	defer d.Stop()
+	api := d.API
 
 	pool, err := pgxpool.New(ctx, dsn)
 	benchkit.Must(err, "connect")

@@ -3,41 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"os"
 	"os/exec"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-func pgAdmin() string {
-	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
 func pgBench(steps, instances, defs, batch, rounds int) {
 	benchkit.Header(fmt.Sprintf("PostgreSQL deleter: %d + %d + %d rows per tenant, two tenants", steps, instances, defs))
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pgAdmin())
-	benchkit.Must(err, "connect to PostgreSQL")
-	name := fmt.Sprintf("lcd_bench_%d", time.Now().UnixNano())
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
-	benchkit.Must(err, "create database")
-	defer func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}()
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + name
-	dsn := u.String()
+	dsn, drop := benchkit.TempDatabase(ctx, benchkit.PGAdmin(), "lcd_bench")
+	defer drop()
 	pool, err := pgxpool.New(ctx, dsn)
 	benchkit.Must(err, "connect")
 	defer pool.Close()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,18 +23,18 @@ func bulkAtRate(d *daemon, kc *kgo.Client, n int, rate float64) {
 	produceTo(kc, "payments.dlq.v1", "payments.events.v1", n)
 	ctx := context.Background()
 	for {
-		body, err := d.api.ListMessages(ctx, "payments.dlq.v1", url.Values{"page_size": {"1"}})
+		body, err := d.API.ListMessages(ctx, "payments.dlq.v1", url.Values{"page_size": {"1"}})
 		benchkit.Must(err, "list")
 		if body.Pagination.TotalCount >= int64(n) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	before := benchkit.ProcStatus(d.cmd.Process.Pid, "VmRSS")
+	before := benchkit.ProcStatus(d.Cmd.Process.Pid, "VmRSS")
 	filter, err := json.Marshal(wire.OperationFilter{Topic: new("payments.dlq.v1"), Status: []string{"PENDING"}})
 	benchkit.Must(err, "filter")
 	var code int
-	op, err := d.api.StartOperation(ctx, wire.OperationRequest{Action: "retry", Filter: filter, Rate: &rate}, adminclient.Status(&code))
+	op, err := d.API.StartOperation(ctx, wire.OperationRequest{Action: "retry", Filter: filter, Rate: &rate}, adminclient.Status(&code))
 	benchkit.Must(err, "start bulk retry")
 	if code != http.StatusAccepted {
 		benchkit.Must(fmt.Errorf("status %d", code), "start bulk retry")
@@ -43,10 +42,10 @@ func bulkAtRate(d *daemon, kc *kgo.Client, n int, rate float64) {
 	var peak int64
 	for op.State == "RUNNING" {
 		time.Sleep(200 * time.Millisecond)
-		if rss := benchkit.ProcStatus(d.cmd.Process.Pid, "VmRSS"); rss > peak {
+		if rss := benchkit.ProcStatus(d.Cmd.Process.Pid, "VmRSS"); rss > peak {
 			peak = rss
 		}
-		op, err = d.api.Operation(ctx, op.ID)
+		op, err = d.API.Operation(ctx, op.ID)
 		benchkit.Must(err, "read bulk retry")
 	}
 	if op.State != "COMPLETED" || op.Succeeded != int64(n) {
@@ -66,26 +65,12 @@ func bulkAtRate(d *daemon, kc *kgo.Client, n int, rate float64) {
 
 // produceTo writes n dead letters to topic, failed on original.
 func produceTo(kc *kgo.Client, topic, original string, n int) {
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		kc.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("payment-%d", i)),
+	benchkit.Produce(kc, 0, n, func(i int) *kgo.Record {
+		return &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("payment-%d", i)),
 			Value: []byte(fmt.Sprintf(`{"payment_id":%d,"amount":990}`, i)),
 			Headers: []kgo.RecordHeader{
 				{Key: "kafka_dlt-original-topic", Value: []byte(original)},
 				{Key: "kafka_dlt-exception-message", Value: []byte("java.net.SocketTimeoutException: connect timed out")},
-			}}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	benchkit.Must(firstErr, "produce")
+			}}
+	})
 }

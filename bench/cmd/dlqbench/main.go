@@ -22,8 +22,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,7 +30,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
-	"github.com/lifecycled/lifecycled/daemon/adminclient"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -94,7 +91,7 @@ func main() {
 	var res wire.RetryAllResult
 	retryAll := benchkit.Time(func() {
 		var err error
-		res, err = d.api.RetryAll(ctx, "orders.dlq.v1", false)
+		res, err = d.API.RetryAll(ctx, "orders.dlq.v1", false)
 		benchkit.Must(err, "retry-all")
 	})
 	if res.Retried != *first {
@@ -147,9 +144,9 @@ func main() {
 	lat := make([]time.Duration, *listCalls)
 	page1 := url.Values{"page": {"1"}, "page_size": {"20"}}
 	for i := range lat {
-		_, err := d.api.ListMessages(ctx, "orders.dlq.v1", page1)
+		_, err := d.API.ListMessages(ctx, "orders.dlq.v1", page1)
 		benchkit.Must(err, "list page 1")
-		lat[i] = d.exchange.Took
+		lat[i] = d.Exchange.Took
 	}
 	benchkit.Sort(lat)
 	p99 := benchkit.Percentile(lat, 99)
@@ -172,9 +169,7 @@ func main() {
 // it runs last.
 func storeFloor(d *daemon, n int, kcatRead, kcatWrite time.Duration) {
 	ctx := context.Background()
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + d.dbName
-	c, err := pgx.Connect(ctx, u.String())
+	c, err := pgx.Connect(ctx, d.DSN)
 	benchkit.Must(err, "connect to the bench database")
 	defer c.Close(ctx)
 	exec := func(what, q string) time.Duration {
@@ -253,13 +248,8 @@ func verdict(ok bool) string {
 
 // produce writes dead letters [from, to) with Spring-style headers.
 func produce(kc *kgo.Client, from, to int) {
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i := from; i < to; i++ {
-		wg.Add(1)
-		kc.Produce(ctx, &kgo.Record{
+	benchkit.Produce(kc, from, to, func(i int) *kgo.Record {
+		return &kgo.Record{
 			Topic: "orders.dlq.v1",
 			Key:   []byte(fmt.Sprintf("order-%d", i)),
 			Value: []byte(fmt.Sprintf(`{"order_id":%d,"amount":1250,"currency":"EUR","note":"dead-lettered by the consumer"}`, i)),
@@ -267,84 +257,17 @@ func produce(kc *kgo.Client, from, to int) {
 				{Key: "kafka_dlt-original-topic", Value: []byte("orders.events.v1")},
 				{Key: "kafka_dlt-exception-message", Value: []byte("java.lang.IllegalStateException: payment provider timeout")},
 			},
-		}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	benchkit.Must(firstErr, "produce")
+		}
+	})
 }
 
-type daemon struct {
-	cmd    *exec.Cmd
-	dir    string
-	sock   string
-	dbName string
-	// api calls the daemon's admin API through exchange, which times each
-	// call.
-	api      *adminclient.Client
-	exchange *benchkit.Exchange
-}
-
-func pgAdmin() string {
-	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
+// daemon is ./bin/lifecycled on a database of its own (DSN), which stop
+// drops.
+type daemon struct{ *benchkit.KafkaDaemon }
 
 func startDaemon(broker string) *daemon {
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pgAdmin())
-	benchkit.Must(err, "connect to PostgreSQL")
-	defer admin.Close(ctx)
-	d := &daemon{dbName: fmt.Sprintf("lcd_dlqbench_%d", time.Now().UnixNano())}
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+d.dbName)
-	benchkit.Must(err, "create database")
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + d.dbName
-	d.dir, _ = os.MkdirTemp("", "dlqb")
-	d.sock = filepath.Join(d.dir, "admin.sock")
-	cfg := fmt.Sprintf(`version = 1
-[daemon]
-state = %q
-plugin_dir = %q
-log_level = "warn"
-[admin]
-listen = "unix://%s"
-[deletion]
-receipt_key_file = %q
-[retry]
-enabled = false
-[archive]
-enabled = false
-[[dlq_source]]
-name = "kafka"
-plugin = "kafka"
-[dlq_source.config]
-brokers = [%q]
-group_id = "dlqbench"
-`, u.String(), benchkit.Bin(), d.sock, filepath.Join(d.dir, "receipt.key"), broker)
-	// The daemon refuses to start without a receipt signing key (issue 14);
-	// with PostgreSQL as the state store it has no state directory to
-	// generate one in.
-	out, err := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "receipt", "keygen", filepath.Join(d.dir, "receipt.key")).CombinedOutput()
-	benchkit.Must(err, "receipt keygen: "+string(out))
-	path := filepath.Join(d.dir, "config.toml")
-	benchkit.Must(os.WriteFile(path, []byte(cfg), 0o600), "write config")
-	d.cmd = exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", path)
-	d.cmd.Stderr = os.Stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	benchkit.Must(d.cmd.Start(), "start daemon (run make build)")
-	d.exchange = &benchkit.Exchange{Doer: benchkit.Socket(d.sock, 10*time.Minute)}
-	d.api = adminclient.New(d.exchange)
-	benchkit.WaitReady(d.api, 600)
-	return d
+	return &daemon{benchkit.StartKafkaDaemon("lcd_dlqbench", "dlqb", broker, `group_id = "dlqbench"
+`)}
 }
 
 // waitStored returns how long the daemon took to store messages up to n,
@@ -355,7 +278,7 @@ func (d *daemon) waitStored(n int) (time.Duration, int64) {
 	var peak int64
 	var base int64 = -1
 	for {
-		body, err := d.api.ListMessages(context.Background(), "orders.dlq.v1", url.Values{"page_size": {"1"}})
+		body, err := d.API.ListMessages(context.Background(), "orders.dlq.v1", url.Values{"page_size": {"1"}})
 		benchkit.Must(err, "list")
 		got := body.Pagination.TotalCount
 		if base < 0 {
@@ -365,7 +288,7 @@ func (d *daemon) waitStored(n int) (time.Duration, int64) {
 			start = time.Now()
 			base = got
 		}
-		if rss := benchkit.ProcStatus(d.cmd.Process.Pid, "VmRSS"); rss > peak {
+		if rss := benchkit.ProcStatus(d.Cmd.Process.Pid, "VmRSS"); rss > peak {
 			peak = rss
 		}
 		if got >= int64(n) {
@@ -383,7 +306,7 @@ func (d *daemon) waitStored(n int) (time.Duration, int64) {
 func (d *daemon) waitIndexed() time.Duration {
 	start := time.Now()
 	for {
-		text, err := d.api.Metrics(context.Background())
+		text, err := d.API.Metrics(context.Background())
 		benchkit.Must(err, "metrics")
 		for _, line := range strings.Split(text, "\n") {
 			if strings.HasPrefix(line, "lifecycled_dlq_search_unindexed ") && strings.TrimSpace(strings.TrimPrefix(line, "lifecycled_dlq_search_unindexed ")) == "0" {
@@ -395,11 +318,6 @@ func (d *daemon) waitIndexed() time.Duration {
 }
 
 func (d *daemon) stop() {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	_ = d.cmd.Wait()
-	os.RemoveAll(d.dir)
-	if admin, err := pgx.Connect(context.Background(), pgAdmin()); err == nil {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+d.dbName+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}
+	d.Stop()
+	d.Drop()
 }

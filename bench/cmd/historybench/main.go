@@ -17,26 +17,16 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for the migrations
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
 	"github.com/lifecycled/lifecycled/migrations"
 )
-
-func pgAdmin() string {
-	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
 
 func main() {
 	perRound := flag.Int("n", 25_000, "messages per round")
@@ -45,23 +35,14 @@ func main() {
 	flag.Parse()
 	benchkit.Header(fmt.Sprintf("dead-letter history: retry outcomes of %d messages with and without the events trigger, %d history reads", *rounds**perRound, *reads))
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pgAdmin())
-	benchkit.Must(err, "connect")
-	name := fmt.Sprintf("lcd_histbench_%d", time.Now().UnixNano())
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
-	benchkit.Must(err, "create database")
-	defer func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}()
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + name
-	db, err := sql.Open("pgx", u.String())
+	dsn, drop := benchkit.TempDatabase(ctx, benchkit.PGAdmin(), "lcd_histbench")
+	defer drop()
+	db, err := sql.Open("pgx", dsn)
 	benchkit.Must(err, "open")
 	_, err = migrations.Up(migrations.Postgres, db)
 	benchkit.Must(err, "migrate")
 	db.Close()
-	pool, err := pgxpool.New(ctx, u.String())
+	pool, err := pgxpool.New(ctx, dsn)
 	benchkit.Must(err, "pool")
 	defer pool.Close()
 

@@ -14,13 +14,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
@@ -31,13 +28,6 @@ const (
 	tenantA = "11111111-1111-1111-1111-111111111111"
 	tenantB = "22222222-2222-2222-2222-222222222222"
 )
-
-func pgAdmin() string {
-	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
 
 func main() {
 	tables := flag.Int("tables", 50, "listed tables")
@@ -51,18 +41,8 @@ func main() {
 	benchkit.Header(fmt.Sprintf("PostgreSQL Plan vs Count: %d listed tables x %d rows per tenant, %d ignored, %d in another schema",
 		*tables, *rows, *ignored, *foreign))
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pgAdmin())
-	benchkit.Must(err, "connect to PostgreSQL")
-	name := fmt.Sprintf("lcd_planbench_%d", time.Now().UnixNano())
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
-	benchkit.Must(err, "create database")
-	defer func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}()
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + name
-	dsn := u.String()
+	dsn, drop := benchkit.TempDatabase(ctx, benchkit.PGAdmin(), "lcd_planbench")
+	defer drop()
 	pool, err := pgxpool.New(ctx, dsn)
 	benchkit.Must(err, "connect")
 	defer pool.Close()

@@ -14,14 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,22 +25,6 @@ import (
 	"github.com/lifecycled/lifecycled/bench/internal/benchkit"
 	"github.com/lifecycled/lifecycled/daemon/adminclient"
 )
-
-func pgAdmin() string {
-	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-func createDB(ctx context.Context, admin *pgx.Conn, prefix string) (string, func()) {
-	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
-	_, err := admin.Exec(ctx, "CREATE DATABASE "+name)
-	benchkit.Must(err, "create database")
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + name
-	return u.String(), func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") }
-}
 
 var counted = regexp.MustCompile(`(?m)^lifecycled_erasure_reverified_tenants_total\{result="(clean|resurrected)"\} (\S+)$`)
 
@@ -57,12 +36,9 @@ func main() {
 	flag.Parse()
 	benchkit.Header(fmt.Sprintf("re-verification: %d ledger tenants (%d resurrected) over a %d-row PostgreSQL table", *tenants, *back, *others))
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pgAdmin())
-	benchkit.Must(err, "connect")
-	defer admin.Close(ctx)
-	stateDSN, dropState := createDB(ctx, admin, "lcd_rvbench_state")
+	stateDSN, dropState := benchkit.TempDatabase(ctx, benchkit.PGAdmin(), "lcd_rvbench_state")
 	defer dropState()
-	appDSN, dropApp := createDB(ctx, admin, "lcd_rvbench_app")
+	appDSN, dropApp := benchkit.TempDatabase(ctx, benchkit.PGAdmin(), "lcd_rvbench_app")
 	defer dropApp()
 
 	app, err := pgxpool.New(ctx, appDSN)
@@ -75,42 +51,26 @@ func main() {
 		SELECT md5((g % 2000)::text)::uuid, repeat('x', 64) FROM generate_series(1, $1) g`, *others)
 	benchkit.Must(err, "bulk rows")
 
-	dir, _ := os.MkdirTemp("", "rvb")
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "admin.sock")
-	config := func(rate float64) string {
-		return fmt.Sprintf(`version = 1
-[daemon]
-state = %q
-plugin_dir = %q
-log_level = "error"
-[admin]
-listen = "unix://%s"
-[retry]
-enabled = false
-[deletion]
-reverify_interval = "0s"
+	config := func(rate float64) benchkit.DaemonConfig {
+		return benchkit.DaemonConfig{
+			DirPrefix: "rvb", State: stateDSN, LogLevel: "error", StateDirectory: true,
+			Deletion: fmt.Sprintf(`reverify_interval = "0s"
 reverify_rate = %v
-[[deleter]]
+`, rate),
+			Rest: fmt.Sprintf(`[[deleter]]
 name = "postgres:items"
 plugin = "postgres"
 [deleter.config]
 dsn = %q
 tables = ["items"]
 tenant_column = "tenant_id"
-`, stateDSN, benchkit.Bin(), sock, rate, appDSN)
+`, appDSN),
+			Timeout: time.Hour, ReadyTries: 601,
+		}
 	}
-	cfgPath := filepath.Join(dir, "config.toml")
-	benchkit.Must(os.WriteFile(cfgPath, []byte(config(100000)), 0o600), "config")
-	cmd := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", cfgPath)
-	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), "STATE_DIRECTORY="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	benchkit.Must(cmd.Start(), "start daemon (run make build)")
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	exchange := &benchkit.Exchange{Doer: benchkit.Socket(sock, time.Hour)}
-	api := adminclient.New(exchange)
-	benchkit.WaitReady(api, 601)
+	d := benchkit.StartDaemon(config(100000))
+	defer d.Stop()
+	exchange, api := d.Exchange, d.API
 
 	// The ledger, as jobs of this store would have left it.
 	state, err := pgxpool.New(ctx, stateDSN)
@@ -192,7 +152,7 @@ tenant_column = "tenant_id"
 	free, n := pass()
 	resurrections := metric(api, `lifecycled_erasure_resurrections_total{deleter="postgres:items"}`)
 
-	benchkit.Must(os.WriteFile(cfgPath, []byte(config(*limited)), 0o600), "config")
+	d.WriteConfig(config(*limited))
 	_, err = api.Reload(ctx)
 	benchkit.Must(err, "reload")
 	slow, m := pass()

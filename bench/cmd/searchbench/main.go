@@ -24,12 +24,8 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,7 +102,7 @@ func main() {
 	benchkit.Report(fmt.Sprintf("search indexer: %d filled messages indexed", queued), "%v (%s)", index.Round(time.Second), benchkit.Rate(queued, index))
 	d.analyze()
 
-	groups, err := d.api.Groups(ctx, nil)
+	groups, err := d.API.Groups(ctx, nil)
 	benchkit.Must(err, "groups")
 	if len(groups.Groups) == 0 {
 		benchkit.Must(fmt.Errorf("no groups"), "groups")
@@ -120,13 +116,13 @@ func main() {
 	// (benchkit.Exchange).
 	type call func(...adminclient.Option) error
 	list := func(topic string, q url.Values) call {
-		return func(o ...adminclient.Option) error { _, err := d.api.ListMessages(ctx, topic, q, o...); return err }
+		return func(o ...adminclient.Option) error { _, err := d.API.ListMessages(ctx, topic, q, o...); return err }
 	}
 	search := func(q url.Values) call {
-		return func(o ...adminclient.Option) error { _, err := d.api.Search(ctx, q, o...); return err }
+		return func(o ...adminclient.Option) error { _, err := d.API.Search(ctx, q, o...); return err }
 	}
 	groupsList := func(q url.Values) call {
-		return func(o ...adminclient.Option) error { _, err := d.api.Groups(ctx, q, o...); return err }
+		return func(o ...adminclient.Option) error { _, err := d.API.Groups(ctx, q, o...); return err }
 	}
 	measure := func(name string, c call, target time.Duration, calls int) {
 		lat := make([]time.Duration, calls)
@@ -142,7 +138,7 @@ func main() {
 		for i := range lat {
 			var b []byte
 			benchkit.Must(c(adminclient.Raw(&b)), name)
-			lat[i] = d.exchange.Took
+			lat[i] = d.Exchange.Took
 			if i == 0 {
 				_ = json.Unmarshal(b, &body)
 			}
@@ -178,16 +174,16 @@ func main() {
 		lat := make([]time.Duration, calls)
 		var body wire.OperationDryRun
 		for i := range lat {
-			res, err := d.api.PreviewOperation(ctx, wire.OperationRequest{Action: "retry", Filter: json.RawMessage(filter)})
+			res, err := d.API.PreviewOperation(ctx, wire.OperationRequest{Action: "retry", Filter: json.RawMessage(filter)})
 			benchkit.Must(err, "dry run")
-			lat[i] = d.exchange.Took
+			lat[i] = d.Exchange.Took
 			if i == 0 {
 				body = res
 			}
 		}
 		// The set is the search's live matches: the same count, or the
 		// measurement is of a wrong answer.
-		found, err := d.api.Search(ctx, query)
+		found, err := d.API.Search(ctx, query)
 		benchkit.Must(err, "search "+query.Encode())
 		if found.TotalIsEstimate || found.Total != body.Matched {
 			benchkit.Must(fmt.Errorf("dry run matched %d, the search found %d (estimate: %v)", body.Matched, found.Total, found.TotalIsEstimate), name)
@@ -213,11 +209,7 @@ func verdict(ok bool) string {
 // produce writes n dead letters over the four topics, Spring-style headers,
 // each failure's variable part different per message.
 func produce(kc *kgo.Client, n int) {
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i := 0; i < n; i++ {
+	benchkit.Produce(kc, 0, n, func(i int) *kgo.Record {
 		f := failures[i%len(failures)]
 		topic := topics[i%len(topics)]
 		headers := []kgo.RecordHeader{
@@ -228,48 +220,23 @@ func produce(kc *kgo.Client, n int) {
 		if f.class != "" {
 			headers = append(headers, kgo.RecordHeader{Key: "kafka_dlt-exception-fqcn", Value: []byte(f.class)})
 		}
-		wg.Add(1)
-		kc.Produce(ctx, &kgo.Record{
+		return &kgo.Record{
 			Topic: topic, Key: []byte(fmt.Sprintf("key-%d", i)), Headers: headers,
 			Value: []byte(fmt.Sprintf(`{"order_id":"ORD-%07d","amount":%d,"currency":"EUR","note":"dead-lettered by the consumer"}`, i, i%10000)),
-		}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	benchkit.Must(firstErr, "produce")
+		}
+	})
 }
 
-type daemon struct {
-	cmd    *exec.Cmd
-	dir    string
-	sock   string
-	dbName string
-	dsn    string
-	// api calls the daemon's admin API through exchange, which times each
-	// call.
-	api      *adminclient.Client
-	exchange *benchkit.Exchange
-}
-
-func pgAdmin() string {
-	if v := os.Getenv("LIFECYCLED_TEST_PG"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
+// daemon is ./bin/lifecycled on a database of its own (DSN), which stop
+// drops.
+type daemon struct{ *benchkit.KafkaDaemon }
 
 // fill adds n copies of the ingested messages with SQL: new positions,
 // keys and payloads, created over the last week, 60% PENDING, 20%
 // RESOLVED, 20% DEAD; the counters are rebuilt from the rows.
 func (d *daemon) fill(n int) {
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, d.dsn)
+	c, err := pgx.Connect(ctx, d.DSN)
 	benchkit.Must(err, "connect to the state store")
 	defer c.Close(ctx)
 	for _, q := range []string{
@@ -303,7 +270,7 @@ func (d *daemon) fill(n int) {
 // unindexed is how many messages wait for the search indexer.
 func (d *daemon) unindexed() int64 {
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, d.dsn)
+	c, err := pgx.Connect(ctx, d.DSN)
 	benchkit.Must(err, "connect to the state store")
 	defer c.Close(ctx)
 	// A build from before the search indexer (an A/B run) has no queue.
@@ -324,7 +291,7 @@ func (d *daemon) waitIndexed() {
 // would after so many inserts.
 func (d *daemon) analyze() {
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, d.dsn)
+	c, err := pgx.Connect(ctx, d.DSN)
 	benchkit.Must(err, "connect to the state store")
 	defer c.Close(ctx)
 	var indexed bool
@@ -336,54 +303,9 @@ func (d *daemon) analyze() {
 }
 
 func startDaemon(broker string) *daemon {
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pgAdmin())
-	benchkit.Must(err, "connect to PostgreSQL")
-	defer admin.Close(ctx)
-	d := &daemon{dbName: fmt.Sprintf("lcd_searchbench_%d", time.Now().UnixNano())}
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+d.dbName)
-	benchkit.Must(err, "create database")
-	u, _ := url.Parse(pgAdmin())
-	u.Path = "/" + d.dbName
-	d.dsn = u.String()
-	d.dir, _ = os.MkdirTemp("", "srchb")
-	d.sock = filepath.Join(d.dir, "admin.sock")
-	cfg := fmt.Sprintf(`version = 1
-[daemon]
-state = %q
-plugin_dir = %q
-log_level = "warn"
-[admin]
-listen = "unix://%s"
-[deletion]
-receipt_key_file = %q
-[retry]
-enabled = false
-[archive]
-enabled = false
-[[dlq_source]]
-name = "kafka"
-plugin = "kafka"
-[dlq_source.config]
-brokers = [%q]
-group_id = "searchbench"
+	return &daemon{benchkit.StartKafkaDaemon("lcd_searchbench", "srchb", broker, `group_id = "searchbench"
 topic_pattern = "*.dlq.v1"
-`, d.dsn, benchkit.Bin(), d.sock, filepath.Join(d.dir, "receipt.key"), broker)
-	// The daemon refuses to start without a receipt signing key (issue 14);
-	// with PostgreSQL as the state store it has no state directory to
-	// generate one in.
-	out, err := exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "receipt", "keygen", filepath.Join(d.dir, "receipt.key")).CombinedOutput()
-	benchkit.Must(err, "receipt keygen: "+string(out))
-	path := filepath.Join(d.dir, "config.toml")
-	benchkit.Must(os.WriteFile(path, []byte(cfg), 0o600), "write config")
-	d.cmd = exec.Command(filepath.Join(benchkit.Bin(), "lifecycled"), "run", "--config", path)
-	d.cmd.Stderr = os.Stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	benchkit.Must(d.cmd.Start(), "start daemon (run make build)")
-	d.exchange = &benchkit.Exchange{Doer: benchkit.Socket(d.sock, 10*time.Minute)}
-	d.api = adminclient.New(d.exchange)
-	benchkit.WaitReady(d.api, 600)
-	return d
+`)}
 }
 
 // waitStored returns how long the daemon took to store n messages, from
@@ -393,7 +315,7 @@ func (d *daemon) waitStored(n int) time.Duration {
 	var start time.Time
 	var base int64 = -1
 	for {
-		body, err := d.api.Search(context.Background(), url.Values{"limit": {"1"}})
+		body, err := d.API.Search(context.Background(), url.Values{"limit": {"1"}})
 		benchkit.Must(err, "count")
 		got := body.Total
 		if base < 0 {
@@ -414,15 +336,10 @@ func (d *daemon) waitStored(n int) time.Duration {
 }
 
 func (d *daemon) stop(keep bool) {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	_ = d.cmd.Wait()
-	os.RemoveAll(d.dir)
+	d.Stop()
 	if keep {
-		fmt.Println("kept the state store:", d.dsn)
+		fmt.Println("kept the state store:", d.DSN)
 		return
 	}
-	if admin, err := pgx.Connect(context.Background(), pgAdmin()); err == nil {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+d.dbName+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}
+	d.Drop()
 }
