@@ -1,6 +1,7 @@
 // Package benchkit is shared by the benchmark programs under bench/cmd:
-// launching a plugin the way the daemon does, timing, percentiles, process
-// memory, and the report format. Benchmarks always run their baseline in the
+// launching a plugin the way the daemon does, throwaway PostgreSQL
+// databases, the daemon on a config of the benchmark's, producing to Kafka,
+// timing, percentiles, process memory, and the report format. Benchmarks always run their baseline in the
 // same run and report ratios.
 package benchkit
 
