@@ -88,7 +88,7 @@ func main() {
 	}
 	lat = benchkit.Sort(lat)
 	benchkit.Report(fmt.Sprintf("history read (%d events in the table)", events), "p50 %s, p99 %s",
-		benchkit.Percentile(lat, 0.50).Round(time.Microsecond), benchkit.Percentile(lat, 0.99).Round(time.Microsecond))
+		benchkit.Percentile(lat, 50).Round(time.Microsecond), benchkit.Percentile(lat, 99).Round(time.Microsecond))
 }
 
 // load inserts n PENDING dead letters of a DLQ topic, as intake stores them.
