@@ -29,6 +29,7 @@ type Package struct {
 var domain = []string{
 	"daemon/internal/deletion",
 	"daemon/internal/dlq",
+	"daemon/internal/dlq/intake",
 	"daemon/internal/dlq/searchindex",
 	"daemon/internal/archive",
 	"daemon/internal/retry",

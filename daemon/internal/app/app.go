@@ -32,7 +32,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/buildinfo"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/console"
-	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/intake"
 	"github.com/lifecycled/lifecycled/daemon/internal/logging"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/sdnotify"
@@ -88,7 +88,7 @@ func Run(ctx context.Context, o Options) error {
 		admin   *adminapi.Server
 		plugins *pluginhost.Host
 		st      store.Store
-		intake  *dlq.Intake
+		intake  *intake.Pipeline
 		rl      *reloader
 	)
 	fxApp := fx.New(

@@ -12,6 +12,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/intake"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/searchindex"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
@@ -79,7 +80,7 @@ func topicPolicy(t config.DLQTopicPolicy) dlq.Policy {
 type dlqParts struct {
 	fx.Out
 	Service *dlq.Service
-	Intake  *dlq.Intake
+	Intake  *intake.Pipeline
 }
 
 func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer,
@@ -87,7 +88,7 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 	metrics := dlq.NewMetrics(reg, st, host, pm)
 	policy := dlqPolicy(holder)
 	svc := dlq.NewService(st, host, policy, string(id), log, metrics)
-	intake := dlq.NewIntake(st, host, policy, dlq.IntakeConfig{}, log, metrics)
+	intake := intake.New(st, host, policy, intake.Config{}, log, intake.NewMetrics(reg, pm))
 	loop := dlq.NewRetryLoop(svc, func() time.Duration { return holder.Get().Retry.PollInterval.Duration })
 	// Bulk operations are polled for and leased like retries.
 	ops := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {

@@ -2,27 +2,13 @@ package dlq
 
 import "time"
 
-// SetClock lets tests in package dlq_test drive the service's and the
-// intake's notion of now, so backoff schedules are checked exactly.
-func SetClock(s *Service, in *Intake, now func() time.Time) {
-	if s != nil {
-		s.now = now
-	}
-	if in != nil {
-		in.now = now
-	}
-}
+// SetClock lets tests in package dlq_test drive the service's notion of
+// now, so backoff schedules are checked exactly.
+func SetClock(s *Service, now func() time.Time) { s.now = now }
 
-// SetRand sets the jitter source of the service and the intake, so that
-// jittered schedules are checked exactly.
-func SetRand(s *Service, in *Intake, rnd func() float64) {
-	if s != nil {
-		s.rnd = rnd
-	}
-	if in != nil {
-		in.rnd = rnd
-	}
-}
+// SetRand sets the jitter source of the service, so that jittered
+// schedules are checked exactly.
+func SetRand(s *Service, rnd func() float64) { s.rnd = rnd }
 
 // SetClaimHeartbeat makes the service renew the leases of the messages it
 // is sending every every, and call renewed after each renewal, so a test

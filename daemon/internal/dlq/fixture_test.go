@@ -236,7 +236,7 @@ func each(t *testing.T, auto bool, fn func(t *testing.T, f *fixture)) {
 			policy: dlq.Policy{AutoRetry: auto, MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
 		metrics := dlq.NewMetrics(nil, st, nil, periodic.New(nil))
 		f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"), metrics)
-		dlq.SetClock(f.svc, nil, f.clock.now)
+		dlq.SetClock(f.svc, f.clock.now)
 		fn(t, f)
 	})
 }

@@ -258,3 +258,17 @@ func RepublishHeaders(m *Message) []sdk.Header {
 		sdk.Header{Key: []byte(HeaderRetryCount), Value: []byte(strconv.Itoa(m.RetryCount + 1))},
 	)
 }
+
+// Degrade is a message as received, without what was made of it: no
+// original topic (nothing it named can be trusted: it is never republished
+// automatically), no producer timestamp, no returning-replay id, no JSON
+// copy of its payload, and the store's refusal as its last error. Its
+// position and digest stay, so a redelivery is still recognised.
+func Degrade(m Incoming, storeErr error) Incoming {
+	reason := sanitize(NoOriginalTopicPrefix+"stored as received: the state store refused what was read from its headers: "+storeErr.Error(), maxErrorLength)
+	return Incoming{
+		Position: m.Position, Digest: m.Digest, ErrorMessage: UnknownError,
+		Key: m.Key, Headers: m.Headers, Payload: m.Payload, NoJSON: true,
+		Truncated: m.Truncated, Dead: m.Dead, LastError: reason,
+	}
+}

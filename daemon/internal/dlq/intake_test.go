@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/intake"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -71,9 +72,8 @@ func TestIntakeStoresEverythingOnceAndCommitsOnlyWhatIsStored(t *testing.T) {
 			b.queue = deadLetters(0, 5000)
 			b.stored = fs.has
 		})
-		in := dlq.NewIntake(fs, sources{f.broker}, func() dlq.Policy { return f.policy },
-			dlq.IntakeConfig{BatchSize: 500, Wait: 50 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, fs, nil, periodic.New(nil)))
-		dlq.SetClock(nil, in, f.clock.now)
+		in := intake.New(fs, sources{f.broker}, func() dlq.Policy { return f.policy },
+			intake.Config{BatchSize: 500, Wait: 50 * time.Millisecond, Now: f.clock.now}, hclog.NewNullLogger(), intake.NewMetrics(nil, periodic.New(nil)))
 		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
 		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 
@@ -112,8 +112,8 @@ func TestIntakePausesWhileTheSourceIsDown(t *testing.T) {
 			b.down = sdk.Unavailable(errors.New("all brokers down"))
 			b.queue = deadLetters(0, 10)
 		})
-		in := dlq.NewIntake(f.store, sources{f.broker}, func() dlq.Policy { return f.policy },
-			dlq.IntakeConfig{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
+		in := intake.New(f.store, sources{f.broker}, func() dlq.Policy { return f.policy },
+			intake.Config{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), intake.NewMetrics(nil, periodic.New(nil)))
 		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
 		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/intake"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -34,13 +35,9 @@ func sequence(vals ...float64) func() float64 {
 	}
 }
 
-func (f *fixture) intake(t *testing.T, st dlq.Store, rnd func() float64) *dlq.Intake {
-	in := dlq.NewIntake(st, sources{f.broker}, func() dlq.Policy { return f.policy },
-		dlq.IntakeConfig{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), dlq.NewMetrics(nil, st, nil, periodic.New(nil)))
-	dlq.SetClock(nil, in, f.clock.now)
-	if rnd != nil {
-		dlq.SetRand(nil, in, rnd)
-	}
+func (f *fixture) intake(t *testing.T, st dlq.Store, rnd func() float64) *intake.Pipeline {
+	in := intake.New(st, sources{f.broker}, func() dlq.Policy { return f.policy },
+		intake.Config{BatchSize: 100, Wait: 20 * time.Millisecond, Now: f.clock.now, Jitter: rnd}, hclog.NewNullLogger(), intake.NewMetrics(nil, periodic.New(nil)))
 	require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
 	t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 	return in
@@ -84,7 +81,7 @@ func TestFailedRetriesGetEachTheirOwnJitter(t *testing.T) {
 				b.refuse[id.String()] = sdk.Permanent(errors.New("INVALID_RECORD"))
 			}
 		})
-		dlq.SetRand(f.svc, nil, sequence(0.25, 0.5, 0.75, 1.0/8))
+		dlq.SetRand(f.svc, sequence(0.25, 0.5, 0.75, 1.0/8))
 		_, err := f.svc.RetryAll(testsvc.Context(t, 30*time.Second), "orders.dlq.v1")
 		require.NoError(t, err)
 		seen := map[time.Time]bool{}

@@ -88,7 +88,7 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 		b.down = errors.New("connection refused")
 		svc := dlq.NewService(f.store, twoSources{f.broker, b}, func() dlq.Policy { return f.policy }, "daemon-a",
 			hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-		dlq.SetClock(svc, nil, f.clock.now)
+		dlq.SetClock(svc, f.clock.now)
 		batch := make([]dlq.Incoming, 10)
 		for i := range batch {
 			src := "kafka"

@@ -294,10 +294,10 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		downB.down = fmt.Errorf("kafka2 unreachable")
 		f.svc = dlq.NewService(f.store, multi{"kafka": f.broker, "kafka2": downA}, func() dlq.Policy { return f.policy }, "daemon-a",
 			daemonLog(t, "daemon-a"), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-		dlq.SetClock(f.svc, nil, f.clock.now)
+		dlq.SetClock(f.svc, f.clock.now)
 		daemonB := dlq.NewService(stB, multi{"kafka": bb, "kafka2": downB}, func() dlq.Policy { return f.policy }, "daemon-b",
 			daemonLog(t, "daemon-b"), dlq.NewMetrics(nil, stB, nil, periodic.New(nil)))
-		dlq.SetClock(daemonB, nil, f.clock.now)
+		dlq.SetClock(daemonB, f.clock.now)
 		runnerB := dlq.NewOperationRunner(daemonB, func() dlq.OperationConfig {
 			return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
 		})

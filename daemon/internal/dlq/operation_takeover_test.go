@@ -86,7 +86,7 @@ func daemon(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) (*dl
 	}
 	svc := dlq.NewService(st, sources{b}, func() dlq.Policy { return f.policy }, name,
 		daemonLog(t, name), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-	dlq.SetClock(svc, nil, f.clock.now)
+	dlq.SetClock(svc, f.clock.now)
 	r := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
 		return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
 	})
@@ -241,7 +241,7 @@ func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
 				policy: dlq.Policy{MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
 			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"),
 				dlq.NewMetrics(nil, st, nil, periodic.New(nil)))
-			dlq.SetClock(f.svc, nil, f.clock.now)
+			dlq.SetClock(f.svc, f.clock.now)
 			fn(t, f, stB)
 		})
 	}

@@ -151,7 +151,7 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 
 		other := dlq.NewService(f.store, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-b", daemonLog(t, "daemon-b"),
 			dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-		dlq.SetClock(other, nil, f.clock.now)
+		dlq.SetClock(other, f.clock.now)
 		startRunner(t, other)
 		done := waitOperation(t, other, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)

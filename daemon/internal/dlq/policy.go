@@ -113,37 +113,6 @@ func (s *Service) disabledTopics(ctx context.Context, pol Policy) ([]string, err
 	return out, nil
 }
 
-// autoPause pauses topic when its replays came back at least
-// AutoPauseReturns times within AutoPauseWindow; it is called after intake
-// counted returns on the topic. Returns are counted from the store's
-// history, so every daemon sharing the store sees the same count.
-func (in *Intake) autoPause(ctx context.Context, topic string) {
-	pol := in.policy().For(topic)
-	if pol.AutoPauseReturns <= 0 || pol.AutoPauseWindow <= 0 {
-		return
-	}
-	now := in.now()
-	n, err := in.store.CountReturnsDLQ(ctx, topic, now.Add(-pol.AutoPauseWindow))
-	if err != nil {
-		in.log.Warn("count returned replays for auto-pause", "topic", topic, "error", err)
-		return
-	}
-	if n < int64(pol.AutoPauseReturns) {
-		return
-	}
-	reason := fmt.Sprintf("auto-paused: %d replays came back within %s (threshold %d)", n, pol.AutoPauseWindow, pol.AutoPauseReturns)
-	_, created, err := in.store.PauseDLQTopic(ctx, TopicPause{Topic: topic, PausedAt: now, Reason: reason, Auto: true})
-	if err != nil {
-		in.log.Warn("auto-pause a DLQ topic", "topic", topic, "error", err)
-		return
-	}
-	if created {
-		in.metrics.autoPauses.Inc()
-		in.log.Warn("paused automatic retries of a DLQ topic: its replays keep coming back; resume with `lifecycled dlq resume "+topic+"`",
-			"topic", topic, "returns", n, "window", pol.AutoPauseWindow.String())
-	}
-}
-
 // withPauses adds each topic's pause to topics (index: position by topic),
 // and a summary with no messages for a paused topic that has none.
 func (s *Service) withPauses(ctx context.Context, topics []TopicSummary, index map[string]int) ([]TopicSummary, error) {

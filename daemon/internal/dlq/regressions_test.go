@@ -67,7 +67,7 @@ func TestRetryLoopLeavesMessagesOfAnUnconfiguredSourceAlone(t *testing.T) {
 		id := f.ingest(t, 1)[0]
 		metrics := dlq.NewMetrics(nil, f.store, renamedSources{f.broker}, periodic.New(nil))
 		svc := dlq.NewService(f.store, renamedSources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", hclog.NewNullLogger(), metrics)
-		dlq.SetClock(svc, nil, f.clock.now)
+		dlq.SetClock(svc, f.clock.now)
 		loop := dlq.NewRetryLoop(svc, func() time.Duration { return time.Hour })
 		before := f.get(t, id)
 		for i := 1; i <= 60; i++ {

@@ -96,10 +96,10 @@ func IsReplayTarget(targets []string, topic string) bool {
 	return false
 }
 
-// refuseOutsideTargets takes the original topic from a message whose
+// RefuseOutsideTargets takes the original topic from a message whose
 // header named one outside targets, and says why; it reports whether it
 // did.
-func refuseOutsideTargets(in *Incoming, targets []string) bool {
+func RefuseOutsideTargets(in *Incoming, targets []string) bool {
 	if in.originHeader == "" || in.OriginalTopic == "" || IsReplayTarget(targets, in.OriginalTopic) {
 		return false
 	}

@@ -63,7 +63,7 @@ func TestAHeaderNamedOriginOutsideTheTargetsIsRefused(t *testing.T) {
 	targets := DefaultReplayTargets("orders.dlq.v1")
 
 	in := at("orders.dlq.v1", "kafka_dlt-original-topic", "payments.events.v1")
-	require.True(t, refuseOutsideTargets(&in, targets))
+	require.True(t, RefuseOutsideTargets(&in, targets))
 	require.Empty(t, in.OriginalTopic)
 	require.Equal(t, NoOriginalTopicPrefix+"the header kafka_dlt-original-topic names payments.events.v1, outside the replay targets of orders.dlq.v1 (orders, orders.*): "+
 		"it is sent only where an operator replays it to (dlq replay ID --topic TOPIC)", in.LastError)
@@ -73,24 +73,24 @@ func TestAHeaderNamedOriginOutsideTheTargetsIsRefused(t *testing.T) {
 
 	for _, h := range []string{"kafka_original-topic", "__connect.errors.topic", "original_topic"} {
 		in := at("orders.dlq.v1", h, "payments.events.v1")
-		require.True(t, refuseOutsideTargets(&in, targets), h)
+		require.True(t, RefuseOutsideTargets(&in, targets), h)
 	}
 	in = at("orders.dlq.v1", "kafka_dlt-original-topic", "orders.events.v1")
-	require.False(t, refuseOutsideTargets(&in, targets))
+	require.False(t, RefuseOutsideTargets(&in, targets))
 	require.Equal(t, "orders.events.v1", in.OriginalTopic)
 	in = at("orders.dlq.v1", "kafka_dlt-original-topic", "orders")
-	require.False(t, refuseOutsideTargets(&in, targets), "the namespace itself (Spring's retry topics' origin)")
+	require.False(t, RefuseOutsideTargets(&in, targets), "the namespace itself (Spring's retry topics' origin)")
 
 	in = at("legacy-dead")
-	require.False(t, refuseOutsideTargets(&in, nil), "the source's mapping is trusted")
+	require.False(t, RefuseOutsideTargets(&in, nil), "the source's mapping is trusted")
 	require.Equal(t, "mapped.events", in.OriginalTopic)
 
 	in = at("legacy-dead", "original_topic", "anything")
-	require.True(t, refuseOutsideTargets(&in, DefaultReplayTargets("legacy-dead")))
+	require.True(t, RefuseOutsideTargets(&in, DefaultReplayTargets("legacy-dead")))
 	require.Contains(t, in.LastError, "none: its name follows no dead-letter naming convention")
 
 	in = at("orders.dlq.v1", "kafka_dlt-original-topic", "orders.dlq.v1")
-	require.False(t, refuseOutsideTargets(&in, targets), "already refused by Interpret (its own DLQ topic), with its own reason")
+	require.False(t, RefuseOutsideTargets(&in, targets), "already refused by Interpret (its own DLQ topic), with its own reason")
 	require.Contains(t, in.LastError, "names the DLQ topic itself")
 }
 

@@ -53,9 +53,6 @@ type Incoming struct {
 	// source's mapping did): what a producer chose is held to the DLQ
 	// topic's replay targets.
 	originHeader string
-	// targetRefused: the header named a topic outside the replay targets
-	// (see refuseOutsideTargets).
-	targetRefused bool
 }
 
 // IngestOptions carries the policy the store applies to a batch.

@@ -1,4 +1,7 @@
-package dlq
+// Package intake takes dead letters in: one pipeline per configured source
+// fetches from the source plugin, stores each batch in the state store and
+// commits the source's positions only once what they cover is stored.
+package intake
 
 import (
 	"context"
@@ -9,63 +12,72 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// IntakeConfig tunes the intake loops.
-type IntakeConfig struct {
+// Config tunes the intake loops.
+type Config struct {
 	BatchSize int           // messages per fetch
 	Wait      time.Duration // how long a fetch waits for a first message
+	// Now and Jitter default to the clock and math/rand; tests set them to
+	// check retry schedules exactly.
+	Now    func() time.Time
+	Jitter func() float64
 }
 
-// Intake runs one pipeline per configured source (see loop): it fetches
+// Pipeline runs one pipeline per configured source (see loop): it fetches
 // ahead while earlier batches are stored by several workers, and commits
 // stored batches in fetch order. A batch that cannot be stored is retried as
 // is and every later commit waits for it, so no offset is ever committed
 // past a message that is not stored: at-least-once, no loss; redeliveries
 // are absorbed by the unique position.
-type Intake struct {
-	store   Store
-	sources Sources
-	policy  func() Policy
-	cfg     IntakeConfig
+type Pipeline struct {
+	store   dlq.Store
+	sources dlq.Sources
+	policy  func() dlq.Policy
+	cfg     Config
 	log     hclog.Logger
 	metrics *Metrics
-	now     func() time.Time
-	rnd     func() float64 // jitter source
 
 	mu       sync.Mutex
 	running  map[string]*periodic.Loop
 	stopping sync.WaitGroup // loops of removed sources, winding down
 
 	// dlqTopics are the topics dead letters were read from, by any source:
-	// none of them is an original topic (see Interpret).
+	// none of them is an original topic (see dlq.Interpret).
 	dlqTopics sync.Map
 }
 
-// NewIntake returns the intake; Start launches its loops.
-func NewIntake(store Store, sources Sources, policy func() Policy, cfg IntakeConfig, log hclog.Logger, m *Metrics) *Intake {
+// New returns the intake; Start launches its loops.
+func New(store dlq.Store, sources dlq.Sources, policy func() dlq.Policy, cfg Config, log hclog.Logger, m *Metrics) *Pipeline {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000
 	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = time.Second
 	}
-	return &Intake{store: store, sources: sources, policy: policy, cfg: cfg, log: log.Named("dlq.intake"), metrics: m,
-		now: time.Now, rnd: rand.Float64, running: map[string]*periodic.Loop{}}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = rand.Float64
+	}
+	return &Pipeline{store: store, sources: sources, policy: policy, cfg: cfg, log: log.Named("dlq.intake"), metrics: m,
+		running: map[string]*periodic.Loop{}}
 }
 
 // Start launches a loop for every configured source.
-func (in *Intake) Start(context.Context) error {
+func (in *Pipeline) Start(context.Context) error {
 	in.Sync()
 	return nil
 }
 
 // learnDLQTopics adds the DLQ topics the store knows to those seen; a store
 // that does not answer only leaves the set to the topics fetched.
-func (in *Intake) learnDLQTopics(ctx context.Context) {
+func (in *Pipeline) learnDLQTopics(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	topics, err := in.store.DLQTopics(ctx)
@@ -78,14 +90,14 @@ func (in *Intake) learnDLQTopics(ctx context.Context) {
 }
 
 // isDLQTopic reports whether dead letters were read from topic.
-func (in *Intake) isDLQTopic(topic string) bool {
+func (in *Pipeline) isDLQTopic(topic string) bool {
 	_, ok := in.dlqTopics.Load(topic)
 	return ok
 }
 
 // Sync starts loops for sources added by a reload and stops loops of
 // removed ones.
-func (in *Intake) Sync() {
+func (in *Pipeline) Sync() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	want := map[string]bool{}
@@ -116,7 +128,7 @@ func (in *Intake) Sync() {
 }
 
 // stopInBackground stops l without waiting; Stop waits for it.
-func (in *Intake) stopInBackground(l *periodic.Loop) {
+func (in *Pipeline) stopInBackground(l *periodic.Loop) {
 	in.stopping.Add(1)
 	go func() {
 		defer in.stopping.Done()
@@ -126,7 +138,7 @@ func (in *Intake) stopInBackground(l *periodic.Loop) {
 
 // Stop ends every loop; a batch fetched but not stored is not committed and
 // comes again after the next start.
-func (in *Intake) Stop(ctx context.Context) error {
+func (in *Pipeline) Stop(ctx context.Context) error {
 	in.mu.Lock()
 	for name, l := range in.running {
 		delete(in.running, name)
@@ -159,8 +171,11 @@ var errorBackoff = retry.Policy{Initial: 200 * time.Millisecond, Multiplier: 2, 
 // fetched is a batch on its way from the source to the store.
 type fetched struct {
 	seq       int
-	batch     []Incoming
+	batch     []dlq.Incoming
 	positions []sdk.Position
+	// targetRefused has the DLQ topic of each message whose header named a
+	// topic outside its replay targets.
+	targetRefused []string
 }
 
 // storeWorkers is how many batches are stored at once: PostgreSQL uses one
@@ -171,7 +186,7 @@ const storeWorkers = 4
 // batch while the previous one is being stored, and commit stored batches
 // in order. At most one fetched batch waits for the store, and a batch is
 // committed only after it was stored.
-func (in *Intake) loop(ctx context.Context, name string) {
+func (in *Pipeline) loop(ctx context.Context, name string) {
 	log := in.log.With("source", name)
 	toStore := make(chan fetched, 1)
 	toCommit := make(chan fetched, storeWorkers*2)
@@ -210,7 +225,7 @@ func (b *backoff) pause(ctx context.Context, what string, err error) bool {
 	return sleepCtx(ctx, d)
 }
 
-func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger, out chan<- fetched) {
+func (in *Pipeline) fetchStage(ctx context.Context, name string, log hclog.Logger, out chan<- fetched) {
 	b := &backoff{log: log}
 	seq := 0
 	in.learnDLQTopics(ctx)
@@ -234,19 +249,21 @@ func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger,
 		}
 		b.failures = 0
 		if len(resp.Messages) == 0 {
-			in.metrics.markSuccess(jobIntake, in.cfg.Wait)
+			in.metrics.passed(in.cfg.Wait)
 			continue
 		}
-		f := fetched{seq: seq, batch: make([]Incoming, len(resp.Messages)), positions: make([]sdk.Position, len(resp.Messages))}
+		f := fetched{seq: seq, batch: make([]dlq.Incoming, len(resp.Messages)), positions: make([]sdk.Position, len(resp.Messages))}
 		seq++
-		now := in.now()
+		now := in.cfg.Now()
 		for _, m := range resp.Messages {
 			in.dlqTopics.Store(m.Position.Topic, true)
 		}
 		policy := in.policy()
 		for i, m := range resp.Messages {
-			f.batch[i] = Interpret(name, m, now, in.isDLQTopic)
-			f.batch[i].targetRefused = refuseOutsideTargets(&f.batch[i], ReplayTargetsOf(policy, f.batch[i].Position.Topic))
+			f.batch[i] = dlq.Interpret(name, m, now, in.isDLQTopic)
+			if dlq.RefuseOutsideTargets(&f.batch[i], dlq.ReplayTargetsOf(policy, f.batch[i].Position.Topic)) {
+				f.targetRefused = append(f.targetRefused, f.batch[i].Position.Topic)
+			}
 			f.positions[i] = m.Position
 		}
 		select {
@@ -263,7 +280,7 @@ func (in *Intake) fetchStage(ctx context.Context, name string, log hclog.Logger,
 // holds) cannot hold up the source: it is stored without the JSON copy of
 // its payload, and if that is refused too, as received, without the
 // interpretation the store refused, and the reason.
-func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger, batches <-chan fetched, out chan<- fetched) {
+func (in *Pipeline) storeStage(ctx context.Context, name string, log hclog.Logger, batches <-chan fetched, out chan<- fetched) {
 	b := &backoff{log: log}
 	for f := range batches {
 		for {
@@ -272,15 +289,7 @@ func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger,
 				res, err = in.storeOneByOne(ctx, log, f.batch)
 			}
 			if err == nil {
-				in.metrics.ingested.WithLabelValues(name).Add(float64(res.Inserted))
-				in.metrics.duplicates.WithLabelValues(name).Add(float64(res.Duplicates))
-				in.metrics.returned.WithLabelValues(name).Add(float64(res.Feedback))
-				in.metrics.dead.Add(float64(res.Dead))
-				for _, m := range f.batch {
-					if m.targetRefused {
-						in.metrics.targetRefused.WithLabelValues(m.Position.Topic).Inc()
-					}
-				}
+				in.metrics.stored(name, res, f.targetRefused)
 				for _, topic := range returnsOn {
 					in.autoPause(ctx, topic)
 				}
@@ -303,7 +312,7 @@ func (in *Intake) storeStage(ctx context.Context, name string, log hclog.Logger,
 // batch stored early waits for the ones before it, so a commit never covers
 // a batch that is not stored, and a partition's committed offset never moves
 // backwards.
-func (in *Intake) commitStage(ctx context.Context, name string, log hclog.Logger, stored <-chan fetched) {
+func (in *Pipeline) commitStage(ctx context.Context, name string, log hclog.Logger, stored <-chan fetched) {
 	next := 0
 	waiting := map[int][]sdk.Position{}
 	for f := range stored {
@@ -320,7 +329,7 @@ func (in *Intake) commitStage(ctx context.Context, name string, log hclog.Logger
 	}
 }
 
-func (in *Intake) commit(ctx context.Context, name string, log hclog.Logger, positions []sdk.Position) {
+func (in *Pipeline) commit(ctx context.Context, name string, log hclog.Logger, positions []sdk.Position) {
 	src, err := in.sources.Source(name)
 	if err == nil {
 		_, err = src.Commit(ctx, &sdk.CommitRequest{Positions: positions})
@@ -330,116 +339,5 @@ func (in *Intake) commit(ctx context.Context, name string, log hclog.Logger, pos
 		// and a redelivery meanwhile is stored once.
 		log.Warn("commit offsets", "error", err, "messages", len(positions))
 	}
-	in.metrics.markSuccess(jobIntake, in.cfg.Wait)
-}
-
-// oneByOneAfter is how many times a batch fails whole before it is stored
-// one message at a time.
-const oneByOneAfter = 3
-
-// storeOneByOne stores each message of a batch alone. A message the store
-// refuses is stored again without the JSON copy of its payload (PostgreSQL's
-// jsonb refuses some JSON that Go accepts, such as numbers out of its
-// range), then without its interpretation (see Degrade). It fails as soon
-// as the store refuses a degraded message too: the store itself is
-// failing, and the batch is tried again later.
-func (in *Intake) storeOneByOne(ctx context.Context, log hclog.Logger, batch []Incoming) (IngestResult, error) {
-	var total IngestResult
-	for _, m := range batch {
-		res, err := in.store.IngestDLQ(ctx, []Incoming{m}, in.ingestOptions(m.Position.Topic))
-		if err != nil && !m.NoJSON {
-			plain := m
-			plain.NoJSON = true
-			if res, err = in.store.IngestDLQ(ctx, []Incoming{plain}, in.ingestOptions(m.Position.Topic)); err == nil {
-				log.Warn("stored a dead letter without the JSON copy of its payload, which the state store refused", "position", m.Position.String())
-			}
-		}
-		if err != nil {
-			if res, err = in.store.IngestDLQ(ctx, []Incoming{Degrade(m, err)}, in.ingestOptions(m.Position.Topic)); err != nil {
-				return total, err
-			}
-			log.Warn("stored a dead letter without its interpretation", "position", m.Position.String(), "error", err)
-		}
-		total.Inserted += res.Inserted
-		total.Duplicates += res.Duplicates
-		total.Feedback += res.Feedback
-		total.Dead += res.Dead
-	}
-	return total, nil
-}
-
-// Degrade is a message as received, without what was made of it: no
-// original topic (nothing it named can be trusted: it is never republished
-// automatically), no producer timestamp, no returning-replay id, no JSON
-// copy of its payload, and the store's refusal as its last error. Its
-// position and digest stay, so a redelivery is still recognised.
-func Degrade(m Incoming, storeErr error) Incoming {
-	reason := sanitize(NoOriginalTopicPrefix+"stored as received: the state store refused what was read from its headers: "+storeErr.Error(), maxErrorLength)
-	return Incoming{
-		Position: m.Position, Digest: m.Digest, ErrorMessage: UnknownError,
-		Key: m.Key, Headers: m.Headers, Payload: m.Payload, NoJSON: true,
-		Truncated: m.Truncated, Dead: m.Dead, LastError: reason,
-	}
-}
-
-// ingestOptions is the policy intake applies to the messages of a DLQ topic.
-func (in *Intake) ingestOptions(topic string) IngestOptions {
-	pol := in.policy().For(topic)
-	now := in.now()
-	opts := IngestOptions{Now: now, MaxRetries: pol.MaxRetries}
-	if pol.AutoRetry {
-		// One draw per message: with full jitter a shared draw gave a whole
-		// batch the same, possibly near-zero, first retry.
-		opts.FirstRetryAt = func() *time.Time {
-			t := now.Add(pol.Backoff.DelayRand(0, in.rnd))
-			return &t
-		}
-		opts.FeedbackRetryAt = func(attempt int) *time.Time {
-			t := now.Add(pol.Backoff.DelayRand(attempt, in.rnd))
-			return &t
-		}
-	}
-	return opts
-}
-
-// ingestByTopic stores a batch with each DLQ topic's policy: the whole
-// batch in one transaction when every topic has the same policy (no
-// [[dlq.topic]] blocks), else one per topic, in the batch's order of first
-// appearance. It returns the topics on which returning replays were
-// counted, for the auto-pause.
-func (in *Intake) ingestByTopic(ctx context.Context, batch []Incoming) (IngestResult, []string, error) {
-	var order []string
-	groups := map[string][]Incoming{}
-	for _, m := range batch {
-		t := m.Position.Topic
-		if _, ok := groups[t]; !ok {
-			order = append(order, t)
-		}
-		groups[t] = append(groups[t], m)
-	}
-	if in.policy().ForTopic == nil {
-		res, err := in.store.IngestDLQ(ctx, batch, in.ingestOptions(""))
-		if err != nil || res.Feedback == 0 {
-			return res, nil, err
-		}
-		return res, order, nil
-	}
-	var total IngestResult
-	var returnsOn []string
-	for _, t := range order {
-		res, err := in.store.IngestDLQ(ctx, groups[t], in.ingestOptions(t))
-		if err != nil {
-			// The groups stored already are found again as duplicates when
-			// the batch is tried again.
-			return total, returnsOn, err
-		}
-		total.Inserted += res.Inserted
-		total.Duplicates += res.Duplicates
-		total.Feedback += res.Feedback
-		total.Dead += res.Dead
-		if res.Feedback > 0 {
-			returnsOn = append(returnsOn, t)
-		}
-	}
-	return total, returnsOn, nil
+	in.metrics.passed(in.cfg.Wait)
 }
