@@ -30,6 +30,7 @@ var domain = []string{
 	"daemon/internal/deletion",
 	"daemon/internal/dlq",
 	"daemon/internal/dlq/intake",
+	"daemon/internal/dlq/bulk",
 	"daemon/internal/dlq/searchindex",
 	"daemon/internal/archive",
 	"daemon/internal/retry",

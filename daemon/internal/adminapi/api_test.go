@@ -18,6 +18,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/deletion"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/migrations"
@@ -40,7 +41,7 @@ func newHandler(t testing.TB) http.Handler {
 	srv := adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
 		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
-		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.TenantRoutes(tenants), adminapi.ArchiveRoutes(retention)},
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc, bulk.NewService(svc, st, log)), adminapi.TenantRoutes(tenants), adminapi.ArchiveRoutes(retention)},
 	})
 	return srv.Handler()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -19,14 +20,18 @@ type DLQ interface {
 	DeleteAs(ctx context.Context, id uuid.UUID, uid uint32) error
 	RetryAs(ctx context.Context, id uuid.UUID, uid uint32) (*dlq.Message, error)
 	Revive(ctx context.Context, id uuid.UUID, uid uint32) (*dlq.Message, error)
-	RetryAll(ctx context.Context, topic string) (dlq.RetryAllResult, error)
 	CountRetryable(ctx context.Context, topic string) (int64, error)
 	Topics(ctx context.Context) ([]dlq.TopicSummary, error)
 	SourceConfigured(name string) bool
 }
 
+// RetryAller runs a retry-all: a bulk retry that the request runs itself.
+type RetryAller interface {
+	RetryAll(ctx context.Context, topic string) (bulk.RetryAllResult, error)
+}
+
 // DLQRoutes serves the dead-letter routes of DESIGN.md.
-func DLQRoutes(svc DLQ) func(*http.ServeMux) {
+func DLQRoutes(svc DLQ, all RetryAller) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		g := routeGroup{mux: mux, scope: ScopeDLQ}
 		g.handle("GET /api/v1/dlq", func(r *http.Request) (any, error) {
@@ -171,7 +176,7 @@ func DLQRoutes(svc DLQ) func(*http.ServeMux) {
 				return wire.RetryAllResult{DryRun: true, Retryable: &n,
 					Message: fmt.Sprintf("%s would be retried in topic %s", countOf(n, "message"), topic)}, nil
 			}
-			res, err := svc.RetryAll(r.Context(), topic)
+			res, err := all.RetryAll(r.Context(), topic)
 			if err != nil {
 				return nil, err
 			}

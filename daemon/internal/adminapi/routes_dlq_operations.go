@@ -12,18 +12,24 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/enum"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
 // DLQOperations is what the bulk-operation routes need.
 type DLQOperations interface {
-	DryRunOperation(ctx context.Context, req dlq.OperationRequest, sample int) (int64, []dlq.Message, error)
-	StartOperation(ctx context.Context, req dlq.OperationRequest) (*dlq.Operation, error)
+	DryRunOperation(ctx context.Context, req bulk.Request, sample int) (int64, []dlq.Message, error)
+	StartOperation(ctx context.Context, req bulk.Request) (*dlq.Operation, error)
 	Operation(ctx context.Context, id uuid.UUID) (*dlq.Operation, error)
 	OperationFailures(ctx context.Context, id uuid.UUID, limit int) ([]dlq.ItemResult, error)
 	Operations(ctx context.Context, limit int, runningOnly bool) ([]dlq.Operation, error)
 	CancelOperation(ctx context.Context, id uuid.UUID, uid *uint32) (*dlq.Operation, error)
+}
+
+// Sources says whether a dead letter's source is configured, as a
+// message's JSON shows it.
+type Sources interface {
 	SourceConfigured(name string) bool
 }
 
@@ -35,7 +41,7 @@ const operationFailures = 50
 
 // DLQOperationRoutes serves bulk operations (issue 13, item 3). Like every
 // POST, they take an Idempotency-Key; the audit log has the caller's uid.
-func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
+func DLQOperationRoutes(svc DLQOperations, sources Sources) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		g := routeGroup{mux: mux, scope: ScopeDLQ}
 		g.handle("POST /api/v1/dlq/operations", func(r *http.Request) (any, error) {
@@ -57,7 +63,7 @@ func DLQOperationRoutes(svc DLQOperations) func(*http.ServeMux) {
 				}
 				body := wire.OperationDryRun{DryRun: true, Matched: n, Sample: make([]wire.Message, len(sample))}
 				for i := range sample {
-					body.Sample[i] = messageJSON(&sample[i], svc.SourceConfigured(sample[i].Position.Source))
+					body.Sample[i] = messageJSON(&sample[i], sources.SourceConfigured(sample[i].Position.Source))
 				}
 				return body, nil
 			}
@@ -157,10 +163,10 @@ const minOperationRate = 0.01
 var operationShape = `{"action": "` + strings.Join(enum.Strings(dlq.OperationActions), "|") + `", "filter": {...} or "ids": [...], "rate": N, "dry_run": bool, "target_topic": "..."}`
 
 // parseOperationBody checks a bulk operation request before anything runs.
-func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
+func parseOperationBody(r *http.Request) (bulk.Request, bool, error) {
 	var (
 		b   wire.OperationRequest
-		req dlq.OperationRequest
+		req bulk.Request
 	)
 	given, err := decodeBody(r, &b, operationShape, fieldsIn("filter"))
 	if err != nil {
@@ -202,8 +208,8 @@ func parseOperationBody(r *http.Request) (dlq.OperationRequest, bool, error) {
 	case hasFilter && b.IDs != nil:
 		return req, false, invalidField("ids", "give a filter or ids, not both")
 	case b.IDs != nil:
-		if len(b.IDs) == 0 || len(b.IDs) > dlq.MaxOperationIDs {
-			return req, false, invalidField("ids", "from 1 to %d message ids", dlq.MaxOperationIDs)
+		if len(b.IDs) == 0 || len(b.IDs) > bulk.MaxIDs {
+			return req, false, invalidField("ids", "from 1 to %d message ids", bulk.MaxIDs)
 		}
 		seen := map[uuid.UUID]bool{}
 		for _, s := range b.IDs {

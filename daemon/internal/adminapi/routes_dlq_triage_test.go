@@ -16,6 +16,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
@@ -42,7 +43,7 @@ func triageHandler(t *testing.T) (http.Handler, store.Store, string) {
 	srv := adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
 		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
-		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.DLQTriageRoutes(svc)},
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc, bulk.NewService(svc, st, log)), adminapi.DLQTriageRoutes(svc)},
 		Idempotency: &adminapi.IdempotencyOptions{Store: st, TTL: func() time.Duration { return time.Hour },
 			MismatchStatus: func() int { return 409 }, LockTimeout: func() time.Duration { return time.Minute }},
 	})

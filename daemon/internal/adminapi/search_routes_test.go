@@ -14,6 +14,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
@@ -48,7 +49,7 @@ func searchHandler(t *testing.T, ctx context.Context, s store.Store) http.Handle
 	return adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
 		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
-		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.DLQSearchRoutes(svc)},
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc, bulk.NewService(svc, s, log)), adminapi.DLQSearchRoutes(svc)},
 	}).Handler()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/adminapi"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/pluginhost"
 )
 
@@ -31,7 +32,7 @@ func TestRepeatedMembersAndParametersAreRefused(t *testing.T) {
 	h := adminapi.New(adminapi.Options{
 		Logger: log, Policy: func() adminapi.AccessPolicy { return adminapi.AccessPolicy{} },
 		Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
-		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc), adminapi.DLQSearchRoutes(svc), adminapi.DLQTriageRoutes(svc), adminapi.DLQOperationRoutes(svc)},
+		Routes: []func(*http.ServeMux){adminapi.DLQRoutes(svc, bulk.NewService(svc, st, log)), adminapi.DLQSearchRoutes(svc), adminapi.DLQTriageRoutes(svc), adminapi.DLQOperationRoutes(bulk.NewService(svc, st, log), svc)},
 	}).Handler()
 	before, err := st.GetDLQ(context.Background(), mustUUID(t, id))
 	require.NoError(t, err)

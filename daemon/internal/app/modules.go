@@ -12,6 +12,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/archive"
 	"github.com/lifecycled/lifecycled/daemon/internal/config"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/intake"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/searchindex"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
@@ -80,6 +81,7 @@ func topicPolicy(t config.DLQTopicPolicy) dlq.Policy {
 type dlqParts struct {
 	fx.Out
 	Service *dlq.Service
+	Bulk    *bulk.Service
 	Intake  *intake.Pipeline
 }
 
@@ -91,28 +93,29 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 	intake := intake.New(st, host, policy, intake.Config{}, log, intake.NewMetrics(reg, pm))
 	loop := dlq.NewRetryLoop(svc, func() time.Duration { return holder.Get().Retry.PollInterval.Duration })
 	// Bulk operations are polled for and leased like retries.
-	ops := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
+	ops := bulk.NewService(svc, st, log)
+	runner := bulk.NewRunner(ops, func() bulk.Config {
 		r := holder.Get().Retry
-		return dlq.OperationConfig{PollInterval: r.PollInterval.Duration, Lease: r.Lease.Duration, MaxRunning: maxBulkOperations}
-	})
+		return bulk.Config{PollInterval: r.PollInterval.Duration, Lease: r.Lease.Duration, MaxRunning: maxBulkOperations}
+	}, pm)
 	lc.Append(fx.Hook{OnStart: intake.Start, OnStop: intake.Stop})
 	lc.Append(fx.Hook{OnStart: loop.Start, OnStop: loop.Stop})
-	lc.Append(fx.Hook{OnStart: ops.Start, OnStop: ops.Stop})
+	lc.Append(fx.Hook{OnStart: runner.Start, OnStop: runner.Stop})
 	indexer := searchindex.New(st, log, reg, pm)
 	lc.Append(fx.Hook{OnStart: indexer.Start, OnStop: indexer.Stop})
-	return dlqParts{Service: svc, Intake: intake}
+	return dlqParts{Service: svc, Bulk: ops, Intake: intake}
 }
 
-func dlqRoutes(svc *dlq.Service) func(*http.ServeMux) {
-	return adminapi.DLQRoutes(svc)
+func dlqRoutes(svc *dlq.Service, ops *bulk.Service) func(*http.ServeMux) {
+	return adminapi.DLQRoutes(svc, ops)
 }
 
 func dlqTriageRoutes(svc *dlq.Service) func(*http.ServeMux) {
 	return adminapi.DLQTriageRoutes(svc)
 }
 
-func dlqOperationRoutes(svc *dlq.Service) func(*http.ServeMux) {
-	return adminapi.DLQOperationRoutes(svc)
+func dlqOperationRoutes(svc *dlq.Service, ops *bulk.Service) func(*http.ServeMux) {
+	return adminapi.DLQOperationRoutes(ops, svc)
 }
 
 // maxBulkOperations is how many bulk operations one daemon runs at once;

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// holdClaims renews the lease of messages claimed by c every third of the
+// HoldClaims renews the lease of messages claimed by c every third of the
 // lease until the returned release is called: a broker that takes longer
 // than the lease to answer (large messages, a loaded cluster) must not see
 // the release of expired leases return its messages to PENDING, its
@@ -18,7 +18,7 @@ import (
 // A renewal that fails is logged and tried at the next tick; a message
 // whose claim was lost meanwhile is simply not renewed, and its outcome
 // is not recorded (FinishDLQ).
-func (s *Service) holdClaims(ctx context.Context, msgs []Message, c Claim) (release func()) {
+func (s *Service) HoldClaims(ctx context.Context, msgs []Message, c Claim) (release func()) {
 	lease := c.LeaseUntil.Sub(c.Now)
 	if len(msgs) == 0 || lease <= 0 {
 		return func() {}

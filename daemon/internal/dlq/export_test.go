@@ -28,24 +28,3 @@ func SetClaimPace(s *Service, pace func() (<-chan time.Time, func()), renewed fu
 	s.claimPace = func(time.Duration) (<-chan time.Time, func()) { return pace() }
 	s.claimRenewed = renewed
 }
-
-// SetBulkPageCap caps the page size of s's bulk operations at n.
-func SetBulkPageCap(s *Service, n int) { s.bulkPageCap = n }
-
-// OperationSignals are the points of a bulk operation's run a test can
-// wait for, and what each says.
-type (
-	OperationSignals = operationSignals
-	Poll             = poll
-	PageTry          = pageTry
-)
-
-// Signals turns s's signals on and returns them; call it before s (or its
-// runner) runs anything.
-func Signals(s *Service) *OperationSignals {
-	s.signals.init()
-	return &s.signals
-}
-
-// RunsUnderWay is how many operations r runs now.
-func RunsUnderWay(r *OperationRunner) int { return r.runs.Len() }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/retry"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
@@ -221,6 +222,7 @@ type fixture struct {
 	store  store.Store
 	broker *broker
 	svc    *dlq.Service
+	ops    *bulk.Service
 	clock  *clock
 	policy dlq.Policy
 }
@@ -237,6 +239,7 @@ func each(t *testing.T, auto bool, fn func(t *testing.T, f *fixture)) {
 		metrics := dlq.NewMetrics(nil, st, nil, periodic.New(nil))
 		f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"), metrics)
 		dlq.SetClock(f.svc, f.clock.now)
+		f.ops = bulk.NewService(f.svc, st, daemonLog(t, "daemon-a"))
 		fn(t, f)
 	})
 }

@@ -82,7 +82,7 @@ func TestFailedRetriesGetEachTheirOwnJitter(t *testing.T) {
 			}
 		})
 		dlq.SetRand(f.svc, sequence(0.25, 0.5, 0.75, 1.0/8))
-		_, err := f.svc.RetryAll(testsvc.Context(t, 30*time.Second), "orders.dlq.v1")
+		_, err := f.ops.RetryAll(testsvc.Context(t, 30*time.Second), "orders.dlq.v1")
 		require.NoError(t, err)
 		seen := map[time.Time]bool{}
 		for _, id := range ids {

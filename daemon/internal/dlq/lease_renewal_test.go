@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -104,11 +105,11 @@ func TestASendSlowerThanTheLeaseKeepsItsClaim(t *testing.T) {
 			before := f.checksums(t)
 			_, rowLocks := f.store.(*store.Postgres)
 			errs := slowBroker(t, f, !rowLocks)
-			startRunner(t, f.svc)
-			op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+			startRunner(t, f.ops)
+			op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 				Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 			require.NoError(t, err)
-			done := waitOperation(t, f.svc, op.ID, finished, "completed")
+			done := waitOperation(t, f.ops, op.ID, finished, "completed")
 			noErrors(t, errs)
 			require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes)
 			counts := republishCounts(f.broker)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -33,13 +34,13 @@ func TestBulkRetryWaitsForMessagesUnderAnotherClaim(t *testing.T) {
 			require.NoError(t, err)
 		}
 		before := f.checksums(t)
-		startRunner(t, f.svc)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+		startRunner(t, f.ops)
+		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 4 }, "the free ones done")
+		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 4 }, "the free ones done")
 		time.Sleep(300 * time.Millisecond)
-		mid, err := f.svc.Operation(ctx, op.ID)
+		mid, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "the claimed ones are still to do")
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 4}, mid.Outcomes)
@@ -48,7 +49,7 @@ func TestBulkRetryWaitsForMessagesUnderAnotherClaim(t *testing.T) {
 		}
 
 		f.clock.set(t0.Add(time.Minute)) // the dead daemon's lease ran out
-		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		done := waitOperation(t, f.ops, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 6}, done.Outcomes)
 		counts := republishCounts(f.broker)
@@ -89,6 +90,7 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 		svc := dlq.NewService(f.store, twoSources{f.broker, b}, func() dlq.Policy { return f.policy }, "daemon-a",
 			hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 		dlq.SetClock(svc, f.clock.now)
+		ops := bulkOf(f.store, svc)
 		batch := make([]dlq.Incoming, 10)
 		for i := range batch {
 			src := "kafka"
@@ -112,13 +114,13 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 			}
 		}
 
-		startRunner(t, svc)
-		op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+		startRunner(t, ops)
+		op, err := ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		mid := waitOperation(t, svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 5 }, "the up source's messages counted")
+		mid := waitOperation(t, ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 5 }, "the up source's messages counted")
 		time.Sleep(300 * time.Millisecond)
-		mid, err = svc.Operation(ctx, op.ID)
+		mid, err = ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "an outage is not the end of the operation")
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, mid.Outcomes)
@@ -130,7 +132,7 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 
 		b.set(func(b *broker) { b.down = nil })
 		f.clock.set(t0.Add(time.Minute)) // the operation's lease ran out
-		done := waitOperation(t, svc, op.ID, finished, "completed")
+		done := waitOperation(t, ops, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 10}, done.Outcomes)
 		for _, ids := range [][]uuid.UUID{onA, onB} {

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -93,12 +95,12 @@ func without(sums map[uuid.UUID]string, ids ...[]uuid.UUID) map[uuid.UUID]string
 	return out
 }
 
-// runner starts an operation runner of svc for the test.
-func startRunner(t *testing.T, svc *dlq.Service) *dlq.OperationRunner {
+// startRunner starts an operation runner of ops for the test.
+func startRunner(t *testing.T, ops *bulk.Service) *bulk.Runner {
 	t.Helper()
-	r := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
-		return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
-	})
+	r := bulk.NewRunner(ops, func() bulk.Config {
+		return bulk.Config{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
+	}, nil)
 	require.NoError(t, r.Start(testsvc.Context(t, time.Minute)))
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
 	return r
@@ -108,12 +110,12 @@ func startRunner(t *testing.T, svc *dlq.Service) *dlq.OperationRunner {
 // page of a few hundred outcomes takes seconds, and CI runs packages side
 // by side on two cores. A wait that ends without cond says where the
 // operation stood (its state, progress and lease).
-func waitOperation(t *testing.T, svc *dlq.Service, id uuid.UUID, cond func(*dlq.Operation) bool, what string) *dlq.Operation {
+func waitOperation(t *testing.T, ops *bulk.Service, id uuid.UUID, cond func(*dlq.Operation) bool, what string) *dlq.Operation {
 	t.Helper()
 	var op *dlq.Operation
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		var err error
-		op, err = svc.Operation(testsvc.Context(t, 30*time.Second), id)
+		op, err = ops.Operation(testsvc.Context(t, 30*time.Second), id)
 		require.NoError(t, err)
 		if cond(op) {
 			return op
@@ -133,4 +135,10 @@ func republishCounts(b *broker) map[string]int {
 		out[id]++
 	}
 	return out
+}
+
+// bulkOf is the bulk operations of svc, a daemon of the test's beside
+// the fixture's own.
+func bulkOf(st dlq.Store, svc *dlq.Service) *bulk.Service {
+	return bulk.NewService(svc, st, hclog.NewNullLogger())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -87,11 +88,11 @@ func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
 // startSlowRetry stores 40 dead letters and starts daemon-a on st (f's
 // store, wrapped) with a bulk retry of them at 5/s (eight seconds) and its
 // runner; it returns the daemon, the runner and the operation.
-func startSlowRetry(t *testing.T, ctx context.Context, f *fixture, st dlq.Store) (*dlq.Service, *dlq.OperationRunner, *dlq.Operation) {
+func startSlowRetry(t *testing.T, ctx context.Context, f *fixture, st dlq.Store) (*bulk.Service, *bulk.Runner, *dlq.Operation) {
 	t.Helper()
 	f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
 	svc, runner := daemon(t, f, st, f.broker, "daemon-a")
-	op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 5,
+	op, err := svc.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 5,
 		Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 	require.NoError(t, err)
 	require.NoError(t, runner.Start(ctx))

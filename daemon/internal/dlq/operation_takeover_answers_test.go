@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -26,9 +27,9 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 		b := newPeer(t, f, g, bb, "daemon-b")
 		t.Cleanup(g.open) // first: B's runner's Stop waits for B's page at the gate
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		startRunner(t, f.ops)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
@@ -42,7 +43,7 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 		require.Equal(t, 1, res.Feedback)
 		require.Equal(t, dlq.StatusPending, f.get(t, id).Status)
 		g.open()
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		done := waitOperation(t, f.ops, op.ID, finished, "finished")
 		counts := sends(f.broker, bb)
 		t.Logf("outcomes %v done %d; sends of the returned message: A %d, B %d", done.Outcomes, done.Done,
 			republishCounts(f.broker)[id.String()], republishCounts(bb)[id.String()])
@@ -77,9 +78,9 @@ func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
 		b := newPeer(t, f, g, bb, "daemon-b")
 		t.Cleanup(g.open) // first: B's runner's Stop waits for B's page at the gate
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		startRunner(t, f.ops)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		require.EqualValues(t, 5, op.Matched)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
@@ -100,7 +101,7 @@ func TestATakeoverRemembersPastTheHistoryCap(t *testing.T) {
 		require.Equal(t, dlq.StatusDead, f.get(t, m2).Status)
 		require.Zero(t, answeredBy(f.get(t, m1), op.ID), "the history no longer holds the operation's attempt")
 		g.open()
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		done := waitOperation(t, f.ops, op.ID, finished, "finished")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Zero(t, republishCounts(bb)[m1.String()], "the operation gave m1 one answered attempt (A's refusal)")
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 3, dlq.ItemRefused: 2}, done.Outcomes)
@@ -123,13 +124,13 @@ func TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
 		// Pages of 5: more pages than the run has under way, so it has
 		// pages left to read when it stops.
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
-		dlq.SetBulkPageCap(f.svc, 5)
+		f.ops.CapPages(5)
 		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		before := f.checksums(t)
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started
 		// B takes the operation (its lease ran out by the clock) ...
 		waitFor(t, 30*time.Second, "daemon-b took the operation", func() bool {
@@ -143,9 +144,9 @@ func TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack(t *testing.T) {
 		// ... and hands it back; A's runner takes it again.
 		a.sig.Polled.Drain() // A's first claim of it
 		require.NoError(t, f.store.ReleaseDLQOperation(ctx, op.ID, "daemon-b"))
-		a.sig.Polled.WaitFor(t, "A's runner took it back", func(p dlq.Poll) bool { return p.Claimed == op.ID })
+		a.sig.Polled.WaitFor(t, "A's runner took it back", func(p bulk.Poll) bool { return p.Claimed == op.ID })
 		stall.let()
-		done := waitOperation(t, f.svc, op.ID, finished, "finished without the clock")
+		done := waitOperation(t, f.ops, op.ID, finished, "finished without the clock")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 40, done.Done)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 40}, done.Outcomes)

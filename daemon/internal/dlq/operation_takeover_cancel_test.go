@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -23,7 +24,7 @@ func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started
 		other, _ := daemon(t, f, nil, newBroker(), "daemon-b")
 		for {
@@ -40,7 +41,7 @@ func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
 		settled(t, a)
-		done := waitOperation(t, f.svc, op.ID, finished, "finished")
+		done := waitOperation(t, f.ops, op.ID, finished, "finished")
 		counts := republishCounts(f.broker)
 		for _, id := range ids {
 			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
@@ -66,23 +67,23 @@ func TestATakenOverOperationCancelledBeforeTheOldPageEnds(t *testing.T) {
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		atThePages(t, b, op.ID, 1)
-		_, err := b.svc.CancelOperation(ctx, op.ID, nil)
+		_, err := b.ops.CancelOperation(ctx, op.ID, nil)
 		require.NoError(t, err)
 		if _, rowLocks := f.store.(*store.Postgres); !rowLocks {
 			// B's run stops at once and records the cancel; on PostgreSQL
 			// its page waits for A's row locks, and the run with it.
-			waitOperation(t, f.svc, op.ID, finished, "B recorded the cancel before A's page")
+			waitOperation(t, f.ops, op.ID, finished, "B recorded the cancel before A's page")
 		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		waitOperation(t, f.svc, op.ID, finished, "finished")
+		waitOperation(t, f.ops, op.ID, finished, "finished")
 		settled(t, a, b)
-		done, err := f.svc.Operation(ctx, op.ID)
+		done, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		for _, id := range ids {
@@ -110,26 +111,26 @@ func TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem(t *testing.T) {
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		_, pg := f.store.(*store.Postgres)
 		if !pg {
-			b.sig.PageTried.WaitFor(t, "B found the items under A's claim", func(try dlq.PageTry) bool { return try.Later > 0 })
+			b.sig.PageTried.WaitFor(t, "B found the items under A's claim", func(try bulk.PageTry) bool { return try.Later > 0 })
 		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		c, err := b.svc.CancelOperation(ctx, op.ID, nil)
+		c, err := b.ops.CancelOperation(ctx, op.ID, nil)
 		if pg && err != nil {
 			t.Logf("cancel on postgres: %v (B counted A's page from its answers first)", err)
 		} else {
 			require.NoError(t, err)
 			t.Logf("cancel: state=%s", c.State)
 		}
-		waitOperation(t, f.svc, op.ID, finished, "finished")
+		waitOperation(t, f.ops, op.ID, finished, "finished")
 		settled(t, a, b)
-		done, err := f.svc.Operation(ctx, op.ID)
+		done, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		for _, id := range ids {
@@ -160,28 +161,28 @@ func TestALatePageOverlappingTheNewOwnersCountsTheRest(t *testing.T) {
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		t.Logf("matched %d", op.Matched)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		_, pg := f.store.(*store.Postgres)
 		if !pg {
-			b.sig.PageTried.WaitFor(t, "B counted the skipped one, the others under A's claim", func(try dlq.PageTry) bool { return try.Later > 0 })
+			b.sig.PageTried.WaitFor(t, "B counted the skipped one, the others under A's claim", func(try bulk.PageTry) bool { return try.Later > 0 })
 		} else {
 			atThePages(t, b, op.ID, 1) // where it waits for A's row locks
 		}
-		c, err := b.svc.CancelOperation(ctx, op.ID, nil)
+		c, err := b.ops.CancelOperation(ctx, op.ID, nil)
 		require.NoError(t, err)
 		t.Logf("cancel: state=%s", c.State)
 		if !pg {
-			waitOperation(t, f.svc, op.ID, finished, "finished before A's record")
+			waitOperation(t, f.ops, op.ID, finished, "finished before A's record")
 		}
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		waitOperation(t, f.svc, op.ID, finished, "finished")
+		waitOperation(t, f.ops, op.ID, finished, "finished")
 		settled(t, a, b)
-		done, err := f.svc.Operation(ctx, op.ID)
+		done, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		t.Logf("state %s outcomes %v done %d succeeded %d", done.State, done.Outcomes, done.Done, done.Succeeded)
 		counts := sends(f.broker, bb)
@@ -209,18 +210,18 @@ func TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages(t *testing.T) {
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 1)
+		op := retryOrders(t, ctx, f.ops, 1)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() >= 3 })
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		n := int(stall.inFlight.Load())
 		stall.let()
 		waitFor(t, 30*time.Second, "A's pages recorded", func() bool { return f.get(t, ids[n-1]).Status == dlq.StatusResolved })
-		_, cerr := b.svc.CancelOperation(ctx, op.ID, nil)
+		_, cerr := b.ops.CancelOperation(ctx, op.ID, nil)
 		t.Logf("A had %d pages at the broker; cancel: %v", n, cerr)
-		waitOperation(t, f.svc, op.ID, finished, "finished")
+		waitOperation(t, f.ops, op.ID, finished, "finished")
 		settled(t, a, b)
-		done, err := f.svc.Operation(ctx, op.ID)
+		done, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		resolved := 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -36,15 +37,15 @@ func TestAnOperationTakenOverDuringASendKeepsTheAcks(t *testing.T) {
 		bb := newBroker()
 		b := newPeer(t, f, nil, bb, "daemon-b")
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		startRunner(t, f.ops)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started // A is stalled with the page; its operation lease runs out
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		stall.let()
 
-		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		done := waitOperation(t, f.ops, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes, "the messages A sent are counted as retried")
 		counts := sends(f.broker, bb)
@@ -73,9 +74,9 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 		bb := newBroker()
 		b := newPeer(t, f, nil, bb, "daemon-b")
 		stall := stallA(f)
-		startRunner(t, f.svc)
+		startRunner(t, f.ops)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		// A stays stalled while the clock passes the lease: B takes the
@@ -89,7 +90,7 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 			// clock outruns B's operation lease as well, and B's progress
 			// may be lost to A's runner.)
 			f.clock.stall(5 * time.Second)
-			b.sig.PageTried.WaitFor(t, "B sent the page", func(try dlq.PageTry) bool { return try.Later == 0 })
+			b.sig.PageTried.WaitFor(t, "B sent the page", func(try bulk.PageTry) bool { return try.Later == 0 })
 			require.Len(t, republishCounts(bb), len(ids), "B sent the page")
 		}
 		stall.let()
@@ -152,20 +153,20 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 			}
 		}
 		b := newPeer(t, f, stB, bb, "daemon-b")
-		pagesOf25(f.svc, b.svc)
+		pagesOf25(f.ops, b.ops)
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		require.EqualValues(t, 90, op.Matched)
 		waitFor(t, 30*time.Second, "four pages at the broker", func() bool { return stall.inFlight.Load() == 4 })
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		atThePages(t, b, op.ID, 4)
 		stall.let()
-		waitOperation(t, f.svc, op.ID, finished, "finished")
+		waitOperation(t, f.ops, op.ID, finished, "finished")
 		settled(t, a, b)
-		done, err := f.svc.Operation(ctx, op.ID)
+		done, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb)
 		acked := 0
@@ -185,7 +186,7 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 			require.Equal(t, dlq.StatusDead, f.get(t, id).Status)
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
-		fails, err := f.svc.OperationFailures(ctx, op.ID, 1000)
+		fails, err := f.ops.OperationFailures(ctx, op.ID, 1000)
 		require.NoError(t, err)
 		isLast := map[uuid.UUID]bool{}
 		for _, id := range last {
@@ -228,20 +229,20 @@ func TestARetryAllTakenOver(t *testing.T) {
 		before := f.checksums(t)
 		bb := newBroker()
 		b := newPeer(t, f, stB, bb, "daemon-b")
-		pagesOf25(f.svc, b.svc)
+		pagesOf25(f.ops, b.ops)
 		stall := stallA(f)
 		t.Cleanup(stall.let)
 		type result struct {
-			r   dlq.RetryAllResult
+			r   bulk.RetryAllResult
 			err error
 		}
 		out := make(chan result, 1)
 		go func() {
-			r, err := f.svc.RetryAll(ctx, "orders.dlq.v1")
+			r, err := f.ops.RetryAll(ctx, "orders.dlq.v1")
 			out <- result{r, err}
 		}()
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() == 3 })
-		ops, err := f.svc.Operations(ctx, 10, true)
+		ops, err := f.ops.Operations(ctx, 10, true)
 		require.NoError(t, err)
 		require.Len(t, ops, 1)
 		require.NoError(t, b.runner.Start(ctx))
@@ -250,7 +251,7 @@ func TestARetryAllTakenOver(t *testing.T) {
 		stall.let()
 		r := <-out
 		t.Logf("retry-all answered %+v, %v", r.r, r.err)
-		done := waitOperation(t, f.svc, ops[0].ID, finished, "finished")
+		done := waitOperation(t, f.ops, ops[0].ID, finished, "finished")
 		counts := sends(f.broker, bb)
 		for _, id := range ids {
 			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
@@ -295,18 +296,20 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		f.svc = dlq.NewService(f.store, multi{"kafka": f.broker, "kafka2": downA}, func() dlq.Policy { return f.policy }, "daemon-a",
 			daemonLog(t, "daemon-a"), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 		dlq.SetClock(f.svc, f.clock.now)
+		f.ops = bulk.NewService(f.svc, f.store, daemonLog(t, "daemon-a"))
 		daemonB := dlq.NewService(stB, multi{"kafka": bb, "kafka2": downB}, func() dlq.Policy { return f.policy }, "daemon-b",
 			daemonLog(t, "daemon-b"), dlq.NewMetrics(nil, stB, nil, periodic.New(nil)))
 		dlq.SetClock(daemonB, f.clock.now)
-		runnerB := dlq.NewOperationRunner(daemonB, func() dlq.OperationConfig {
-			return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
-		})
+		opsB := bulk.NewService(daemonB, stB, daemonLog(t, "daemon-b"))
+		runnerB := bulk.NewRunner(opsB, func() bulk.Config {
+			return bulk.Config{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
+		}, nil)
 		t.Cleanup(func() { _ = runnerB.Stop(context.Background()) })
-		b := &peer{name: "daemon-b", svc: daemonB, runner: runnerB, sig: dlq.Signals(daemonB)}
+		b := &peer{name: "daemon-b", ops: opsB, runner: runnerB, sig: opsB.Signals()}
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, f, b, op.ID)
@@ -314,8 +317,8 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		stall.let()
 		// Both find kafka2 down: A sending the page, B trying again what A
 		// could not send.
-		a.sig.PageTried.WaitFor(t, "A's page came back", func(try dlq.PageTry) bool { return try.Operation == op.ID })
-		b.sig.PageTried.WaitFor(t, "B found kafka2 down", func(try dlq.PageTry) bool { return errors.Is(try.Err, derrors.ErrUnavailable) })
+		a.sig.PageTried.WaitFor(t, "A's page came back", func(try bulk.PageTry) bool { return try.Operation == op.ID })
+		b.sig.PageTried.WaitFor(t, "B found kafka2 down", func(try bulk.PageTry) bool { return errors.Is(try.Err, derrors.ErrUnavailable) })
 		downB.set(func(b *broker) { b.down = nil })
 		downA.set(func(b *broker) { b.down = nil })
 		done := f.finishedAsTimeGoesOn(t, ctx, op.ID)
@@ -342,11 +345,11 @@ func TestAnOperationTakenOverTwice(t *testing.T) {
 		bb, bc := newBroker(), newBroker()
 		b := newPeer(t, f, stB, bb, "daemon-b")
 		c := newPeer(t, f, stB, bc, "daemon-c")
-		pagesOf25(f.svc, b.svc, c.svc)
+		pagesOf25(f.ops, b.ops, c.ops)
 		stall := stallA(f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.svc, 0)
+		op := retryOrders(t, ctx, f.ops, 0)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() == 3 })
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
@@ -355,9 +358,9 @@ func TestAnOperationTakenOverTwice(t *testing.T) {
 		takeOver(t, f, c, op.ID)
 		atThePages(t, c, op.ID, 3)
 		stall.let()
-		waitOperation(t, f.svc, op.ID, finished, "finished")
+		waitOperation(t, f.ops, op.ID, finished, "finished")
 		settled(t, a, b, c)
-		done, err := f.svc.Operation(ctx, op.ID)
+		done, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		counts := sends(f.broker, bb, bc)
 		for _, id := range ids {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
@@ -80,18 +81,19 @@ func (g *gated) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Record
 }
 
 // daemon is a second daemon on f's store (or st) with its own broker.
-func daemon(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) (*dlq.Service, *dlq.OperationRunner) {
+func daemon(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) (*bulk.Service, *bulk.Runner) {
 	if st == nil {
 		st = f.store
 	}
 	svc := dlq.NewService(st, sources{b}, func() dlq.Policy { return f.policy }, name,
 		daemonLog(t, name), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 	dlq.SetClock(svc, f.clock.now)
-	r := dlq.NewOperationRunner(svc, func() dlq.OperationConfig {
-		return dlq.OperationConfig{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
-	})
+	ops := bulk.NewService(svc, st, daemonLog(t, name))
+	r := bulk.NewRunner(ops, func() bulk.Config {
+		return bulk.Config{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
+	}, nil)
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
-	return svc, r
+	return ops, r
 }
 
 // finishedAsTimeGoesOn waits up to a minute for op to finish while the
@@ -103,7 +105,7 @@ func (f *fixture) finishedAsTimeGoesOn(t *testing.T, ctx context.Context, op uui
 	testsvc.Eventually(t, time.Minute, func() bool {
 		f.clock.set(f.clock.now().Add(3 * time.Second))
 		var err error
-		done, err = f.svc.Operation(ctx, op)
+		done, err = f.ops.Operation(ctx, op)
 		require.NoError(t, err)
 		return done.Finished()
 	}, "finished")
@@ -113,21 +115,21 @@ func (f *fixture) finishedAsTimeGoesOn(t *testing.T, ctx context.Context, op uui
 // peer is a daemon of a takeover test, with the signals of its runs.
 type peer struct {
 	name   string
-	svc    *dlq.Service
-	runner *dlq.OperationRunner
-	sig    *dlq.OperationSignals
+	ops    *bulk.Service
+	runner *bulk.Runner
+	sig    *bulk.Signals
 }
 
 // newPeer is daemon with its signals on; its runner is not started.
 func newPeer(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) *peer {
-	svc, r := daemon(t, f, st, b, name)
-	return &peer{name: name, svc: svc, runner: r, sig: dlq.Signals(svc)}
+	ops, r := daemon(t, f, st, b, name)
+	return &peer{name: name, ops: ops, runner: r, sig: ops.Signals()}
 }
 
 // startA turns daemon A's signals on and starts its runner.
 func startA(t *testing.T, f *fixture) *peer {
-	sig := dlq.Signals(f.svc)
-	return &peer{name: "daemon-a", svc: f.svc, runner: startRunner(t, f.svc), sig: sig}
+	sig := f.ops.Signals()
+	return &peer{name: "daemon-a", ops: f.ops, runner: startRunner(t, f.ops), sig: sig}
 }
 
 // takeOver moves the clock past the operation's lease, a step at a time,
@@ -139,7 +141,7 @@ func takeOver(t *testing.T, f *fixture, p *peer, op uuid.UUID) {
 	for step := 0; step < 200; step++ {
 		at := f.clock.now().Add(5 * time.Second)
 		f.clock.set(at)
-		poll := p.sig.Polled.WaitFor(t, p.name+" polled at the moved clock", func(got dlq.Poll) bool { return !got.Now.Before(at) })
+		poll := p.sig.Polled.WaitFor(t, p.name+" polled at the moved clock", func(got bulk.Poll) bool { return !got.Now.Before(at) })
 		if poll.Err != nil {
 			t.Logf("%s could not claim: %v", p.name, poll.Err)
 		}
@@ -156,7 +158,7 @@ func takeOver(t *testing.T, f *fixture, p *peer, op uuid.UUID) {
 func atThePages(t *testing.T, p *peer, op uuid.UUID, n int) {
 	t.Helper()
 	for range n {
-		p.sig.PageStarted.WaitFor(t, fmt.Sprintf("%s at %d pages", p.name, n), func(try dlq.PageTry) bool {
+		p.sig.PageStarted.WaitFor(t, fmt.Sprintf("%s at %d pages", p.name, n), func(try bulk.PageTry) bool {
 			return try.Operation == op && try.Try == 1
 		})
 	}
@@ -168,7 +170,7 @@ func atThePages(t *testing.T, p *peer, op uuid.UUID, n int) {
 func settled(t *testing.T, peers ...*peer) {
 	t.Helper()
 	for _, p := range peers {
-		for dlq.RunsUnderWay(p.runner) > 0 {
+		for p.runner.Running() > 0 {
 			p.sig.RunEnded.Wait(t, p.name+"'s runs ended")
 		}
 	}
@@ -177,9 +179,9 @@ func settled(t *testing.T, peers ...*peer) {
 // pagesOf25 gives the daemons pages of 25 messages: several pages at the
 // broker with few messages (pages of 250 took SQLite under the race
 // detector half a minute).
-func pagesOf25(svcs ...*dlq.Service) {
-	for _, s := range svcs {
-		dlq.SetBulkPageCap(s, 25)
+func pagesOf25(daemons ...*bulk.Service) {
+	for _, d := range daemons {
+		d.CapPages(25)
 	}
 }
 
@@ -193,11 +195,11 @@ func sends(bs ...*broker) map[string]int {
 	return out
 }
 
-// retryOrders starts a bulk retry of topic orders.dlq.v1 on svc, at rate
+// retryOrders starts a bulk retry of topic orders.dlq.v1 on ops, at rate
 // messages/s (0: unthrottled).
-func retryOrders(t *testing.T, ctx context.Context, svc *dlq.Service, rate float64) *dlq.Operation {
+func retryOrders(t *testing.T, ctx context.Context, ops *bulk.Service, rate float64) *dlq.Operation {
 	t.Helper()
-	op, err := svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: rate,
+	op, err := ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: rate,
 		Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 	require.NoError(t, err)
 	return op
@@ -242,6 +244,7 @@ func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
 			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"),
 				dlq.NewMetrics(nil, st, nil, periodic.New(nil)))
 			dlq.SetClock(f.svc, f.clock.now)
+			f.ops = bulk.NewService(f.svc, st, daemonLog(t, "daemon-a"))
 			fn(t, f, stB)
 		})
 	}

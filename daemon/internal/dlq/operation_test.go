@@ -10,6 +10,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -26,7 +27,7 @@ func TestBulkRetryActsOnTheSetFixedAtTheStart(t *testing.T) {
 		other := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "timeout after 30s", 0, 10)
 		before := f.checksums(t)
 		uid := uint32(1001)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry,
+		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1", Statuses: []dlq.Status{dlq.StatusPending}}}, UID: &uid})
 		require.NoError(t, err)
 		require.EqualValues(t, 30, op.Matched)
@@ -34,8 +35,8 @@ func TestBulkRetryActsOnTheSetFixedAtTheStart(t *testing.T) {
 		late := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout after 30s", 100, 5)
 		lateSums := f.checksums(t)
 
-		startRunner(t, f.svc)
-		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		startRunner(t, f.ops)
+		done := waitOperation(t, f.ops, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 30, done.Done)
 		require.EqualValues(t, 30, done.Succeeded)
@@ -71,7 +72,7 @@ func TestBulkDryRunChangesNothing(t *testing.T) {
 		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", `duplicate key value violates unique constraint "orders_pkey"`, 0, 25)
 		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "connection refused", 100, 5)
 		before := f.checksums(t)
-		n, sample, err := f.svc.DryRunOperation(ctx, dlq.OperationRequest{Action: dlq.ActionDelete,
+		n, sample, err := f.ops.DryRunOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Error: "UNIQUE constraint"}}}, 10)
 		require.NoError(t, err)
 		require.EqualValues(t, 25, n)
@@ -79,7 +80,7 @@ func TestBulkDryRunChangesNothing(t *testing.T) {
 		for _, m := range sample {
 			require.Contains(t, m.ErrorMessage, "unique constraint")
 		}
-		ops, err := f.svc.Operations(ctx, 10, false)
+		ops, err := f.ops.Operations(ctx, 10, false)
 		require.NoError(t, err)
 		require.Empty(t, ops, "a dry run stores no operation")
 		require.Equal(t, before, f.checksums(t))
@@ -94,15 +95,15 @@ func TestBulkCancelStopsBetweenPages(t *testing.T) {
 		ctx := testsvc.Context(t, time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
 		before := f.checksums(t)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 40,
+		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 40,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		startRunner(t, f.svc)
-		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 16 }, "some done")
+		startRunner(t, f.ops)
+		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 16 }, "some done")
 		uid := uint32(7)
-		_, err = f.svc.CancelOperation(ctx, op.ID, &uid)
+		_, err = f.ops.CancelOperation(ctx, op.ID, &uid)
 		require.NoError(t, err)
-		done := waitOperation(t, f.svc, op.ID, finished, "cancelled")
+		done := waitOperation(t, f.ops, op.ID, finished, "cancelled")
 		require.Equal(t, dlq.OperationCancelled, done.State)
 		require.Less(t, done.Done, int64(60), "stopped before the end")
 		require.Equal(t, uid, *done.CancelledByUID)
@@ -124,7 +125,7 @@ func TestBulkCancelStopsBetweenPages(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		require.Len(t, republishCounts(f.broker), len(counts), "nothing after the cancel")
 
-		_, err = f.svc.CancelOperation(ctx, op.ID, &uid)
+		_, err = f.ops.CancelOperation(ctx, op.ID, &uid)
 		require.ErrorIs(t, err, derrors.ErrConflict, "an operation that is over cannot be cancelled")
 	})
 }
@@ -138,13 +139,13 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
 		// 20/s: the 80 take four seconds, so the stop after the first 20
 		// comes well before the end (at 100/s it could come after it).
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 20,
+		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 20,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		first := startRunner(t, f.svc)
-		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 20 }, "some done")
+		first := startRunner(t, f.ops)
+		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 20 }, "some done")
 		require.NoError(t, first.Stop(ctx))
-		mid, err := f.svc.Operation(ctx, op.ID)
+		mid, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "a stop is not an end")
 		require.Less(t, mid.Done, int64(80))
@@ -152,8 +153,9 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 		other := dlq.NewService(f.store, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-b", daemonLog(t, "daemon-b"),
 			dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
 		dlq.SetClock(other, f.clock.now)
-		startRunner(t, other)
-		done := waitOperation(t, other, op.ID, finished, "completed")
+		otherOps := bulkOf(f.store, other)
+		startRunner(t, otherOps)
+		done := waitOperation(t, otherOps, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 80, done.Done)
 		require.EqualValues(t, 80, done.Succeeded)
@@ -176,19 +178,19 @@ func TestBulkDeadReviveDelete(t *testing.T) {
 		_, err := f.svc.Retry(ctx, set[0])
 		require.NoError(t, err)
 		before := f.checksums(t)
-		startRunner(t, f.svc)
+		startRunner(t, f.ops)
 		uid := uint32(1001)
 		run := func(action dlq.OperationAction) *dlq.Operation {
-			op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: action, UID: &uid,
+			op, err := f.ops.StartOperation(ctx, bulk.Request{Action: action, UID: &uid,
 				Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Error: "schema mismatch"}}})
 			require.NoError(t, err)
-			return waitOperation(t, f.svc, op.ID, finished, string(action))
+			return waitOperation(t, f.ops, op.ID, finished, string(action))
 		}
 
 		dead := run(dlq.ActionDead)
 		require.Equal(t, dlq.OperationCompleted, dead.State)
 		require.Equal(t, map[string]int64{dlq.ItemMarkedDead: 11, dlq.ItemSkipped: 1}, dead.Outcomes)
-		failures, err := f.svc.OperationFailures(ctx, dead.ID, 10)
+		failures, err := f.ops.OperationFailures(ctx, dead.ID, 10)
 		require.NoError(t, err)
 		require.Len(t, failures, 1)
 		require.Equal(t, set[0], failures[0].ID)
@@ -235,13 +237,13 @@ func TestBulkReplayToAnotherTopic(t *testing.T) {
 		ctx := testsvc.Context(t, time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 7)
 		before := f.checksums(t)
-		startRunner(t, f.svc)
+		startRunner(t, f.ops)
 		uid := uint32(1001)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionReplayTo, TargetTopic: "orders.audit.v1", UID: &uid,
+		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionReplayTo, TargetTopic: "orders.audit.v1", UID: &uid,
 			Filter: dlq.OperationFilter{IDs: ids[:5]}})
 		require.NoError(t, err)
 		require.EqualValues(t, 5, op.Matched)
-		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		done := waitOperation(t, f.ops, op.ID, finished, "completed")
 		require.Equal(t, map[string]int64{dlq.ItemReplayed: 5}, done.Outcomes)
 		f.broker.mu.Lock()
 		sent := append([]sdk.RepublishMessage(nil), f.broker.republished...)
@@ -255,11 +257,11 @@ func TestBulkReplayToAnotherTopic(t *testing.T) {
 		require.Equal(t, dlq.KindReplayed, h[len(h)-1].Kind)
 		require.Contains(t, string(h[len(h)-1].Detail), op.ID.String())
 
-		_, err = f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionReplayTo, Filter: dlq.OperationFilter{IDs: ids}})
+		_, err = f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionReplayTo, Filter: dlq.OperationFilter{IDs: ids}})
 		require.ErrorIs(t, err, derrors.ErrInvalid, "replay_to needs a target")
-		_, err = f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: -1, Filter: dlq.OperationFilter{IDs: ids}})
+		_, err = f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: -1, Filter: dlq.OperationFilter{IDs: ids}})
 		require.ErrorIs(t, err, derrors.ErrInvalid)
-		ops, err := f.svc.Operations(ctx, 10, false)
+		ops, err := f.ops.Operations(ctx, 10, false)
 		require.NoError(t, err)
 		require.Len(t, ops, 1, "a refused request stores nothing")
 	})
@@ -274,14 +276,14 @@ func TestBulkRetryStopsForABrokerOutage(t *testing.T) {
 	each(t, false, func(t *testing.T, f *fixture) {
 		ctx := testsvc.Context(t, time.Minute)
 		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
-		startRunner(t, f.svc)
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionRetry, Rate: 40,
+		startRunner(t, f.ops)
+		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 40,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		waitOperation(t, f.svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 8 }, "some done")
+		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 8 }, "some done")
 		f.broker.set(func(b *broker) { b.down = errors.New("connection refused") })
 		time.Sleep(time.Second)
-		mid, err := f.svc.Operation(ctx, op.ID)
+		mid, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "an outage is not the end of the operation")
 		require.Zero(t, mid.Failed, "nothing counted as failed: %v", mid.Outcomes)
@@ -294,7 +296,7 @@ func TestBulkRetryStopsForABrokerOutage(t *testing.T) {
 
 		f.broker.set(func(b *broker) { b.down = nil })
 		f.clock.set(t0.Add(time.Minute)) // the lease has run out
-		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		done := waitOperation(t, f.ops, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 40}, done.Outcomes)
 		counts := republishCounts(f.broker)
@@ -314,13 +316,13 @@ func TestBulkReplayToADLQTopicIsRefused(t *testing.T) {
 		f.ingestTo(t, "billing.dead", "billing.events.v1", "boom", 0, 1)
 		before := f.checksums(t)
 		for _, target := range []string{"orders.dlq.v1", "billing.dead"} {
-			req := dlq.OperationRequest{Action: dlq.ActionReplayTo, TargetTopic: target, Filter: dlq.OperationFilter{IDs: ids}}
-			_, err := f.svc.StartOperation(ctx, req)
+			req := bulk.Request{Action: dlq.ActionReplayTo, TargetTopic: target, Filter: dlq.OperationFilter{IDs: ids}}
+			_, err := f.ops.StartOperation(ctx, req)
 			require.ErrorIs(t, err, derrors.ErrInvalid, target)
-			_, _, err = f.svc.DryRunOperation(ctx, req, 5)
+			_, _, err = f.ops.DryRunOperation(ctx, req, 5)
 			require.ErrorIs(t, err, derrors.ErrInvalid, target)
 		}
-		ops, err := f.svc.Operations(ctx, 10, false)
+		ops, err := f.ops.Operations(ctx, 10, false)
 		require.NoError(t, err)
 		require.Empty(t, ops)
 		require.Equal(t, before, f.checksums(t))
@@ -370,15 +372,15 @@ func TestBulkRetryResumesAroundPagesRecordedOutOfOrder(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.Len(t, doneAhead, 20)
-		mid, err := f.svc.Operation(ctx, op.ID)
+		mid, err := f.ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.EqualValues(t, 0, mid.Position)
 		require.Equal(t, []dlq.SeqRange{{After: 40, Upto: 60}}, mid.DoneRanges)
 		require.NoError(t, f.store.ReleaseDLQOperation(ctx, op.ID, "daemon-x"))
 		before := f.checksums(t)
 
-		startRunner(t, f.svc)
-		done := waitOperation(t, f.svc, op.ID, finished, "completed")
+		startRunner(t, f.ops)
+		done := waitOperation(t, f.ops, op.ID, finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 80, done.Done, "each item counted once")
 		require.EqualValues(t, 80, done.Succeeded)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -62,16 +63,16 @@ func TestBulkDeleteByTextDeletesExactlyItsMatches(t *testing.T) {
 		}
 		before := f.checksums(t)
 
-		startRunner(t, f.svc)
-		matched, sample, err := f.svc.DryRunOperation(ctx, dlq.OperationRequest{Action: dlq.ActionDelete,
+		startRunner(t, f.ops)
+		matched, sample, err := f.ops.DryRunOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Text: "ORD-42"}}}, 10)
 		require.NoError(t, err)
 		require.EqualValues(t, len(matches), matched, "dry run")
 		require.Len(t, sample, len(matches), "dry run sample")
-		op, err := f.svc.StartOperation(ctx, dlq.OperationRequest{Action: dlq.ActionDelete,
+		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Text: "ORD-42"}}})
 		require.NoError(t, err)
-		op = waitOperation(t, f.svc, op.ID, finished, "delete")
+		op = waitOperation(t, f.ops, op.ID, finished, "delete")
 		require.Equal(t, dlq.OperationCompleted, op.State)
 		require.Equal(t, map[string]int64{dlq.ItemDeleted: int64(len(matches))}, op.Outcomes)
 		for _, p := range matches {

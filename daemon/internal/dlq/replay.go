@@ -40,9 +40,10 @@ type ReplayRequest struct {
 	// Operation is the bulk replay_to operation making this replay, for
 	// the history.
 	Operation *uuid.UUID
-	// targetChecked: the caller checked the topic is no DLQ topic (a bulk
-	// replay checks it once, not once per message).
-	targetChecked bool
+	// TargetChecked: the caller checked that Topic is no DLQ topic (a
+	// bulk replay checks it once, not once per message). The API never
+	// sets it.
+	TargetChecked bool
 }
 
 // Replay is what a replay sent (or, on a dry run, would send).
@@ -87,9 +88,9 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 		// Without a topic the message's own header would choose it.
 		return nil, fmt.Errorf("%w: %s", derrors.ErrConflict, why)
 	}
-	if req.targetChecked && r.Topic == m.Position.Topic {
+	if req.TargetChecked && r.Topic == m.Position.Topic {
 		return nil, fmt.Errorf("%w: topic %s is the DLQ topic the message was read from: a replay there would only come back", derrors.ErrInvalid, r.Topic)
-	} else if !req.targetChecked {
+	} else if !req.TargetChecked {
 		if err := s.replayTarget(ctx, m, r.Topic); err != nil {
 			return nil, err
 		}
@@ -154,12 +155,12 @@ func (s *Service) replayTarget(ctx context.Context, m *Message, topic string) er
 	if topic == m.Position.Topic {
 		return fmt.Errorf("%w: topic %s is the DLQ topic the message was read from: a replay there would only come back", derrors.ErrInvalid, topic)
 	}
-	return s.notADLQTopic(ctx, topic)
+	return s.NotADLQTopic(ctx, topic)
 }
 
-// notADLQTopic refuses a topic dead letters were taken in from: a replay
+// NotADLQTopic refuses a topic dead letters were taken in from: a replay
 // there would be taken in again as a new dead letter.
-func (s *Service) notADLQTopic(ctx context.Context, topic string) error {
+func (s *Service) NotADLQTopic(ctx context.Context, topic string) error {
 	topics, err := s.store.DLQTopics(ctx)
 	if err != nil {
 		return err

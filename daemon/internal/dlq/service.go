@@ -69,38 +69,32 @@ type Service struct {
 	metrics *Metrics
 	now     func() time.Time
 	rnd     func() float64 // jitter source
-	// inFlight counts, by message, the holds (holdClaims) under which this
+	// inFlight counts, by message, the holds (HoldClaims) under which this
 	// daemon is sending it: see Sending.
 	sendingMu sync.Mutex
 	inFlight  map[uuid.UUID]int
-	// operations runs bulk operations; nil until NewOperationRunner.
-	operations *OperationRunner
-	// retryPages has a slot for each page of a bulk retry under way on
-	// this daemon, whatever operation (or retry-all) it is of: on
-	// PostgreSQL each holds a state-store connection while its broker
-	// answers, and the intake, the leases' heartbeats and the API need
-	// the rest of the pool.
-	retryPages chan struct{}
 	// claimPace, when set, paces the renewals of the leases of messages
 	// being sent (default: a ticker at a third of the lease);
 	// claimRenewed, when set, is called after each renewal. Tests set
 	// both, to renew as their clock moves.
 	claimPace    func(lease time.Duration) (ticks <-chan time.Time, stop func())
 	claimRenewed func()
-	// bulkPageCap, when set (tests), caps the page size of bulk
-	// operations: a test puts several pages at the broker with few
-	// messages.
-	bulkPageCap int
-	// signals are off except in tests, which wait on them for another
-	// daemon to reach a point of a bulk operation.
-	signals operationSignals
 }
 
 // NewService returns the manager. owner names this daemon in leases.
 func NewService(store Store, sources Sources, policy func() Policy, owner string, log hclog.Logger, m *Metrics) *Service {
 	return &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m,
-		now: time.Now, rnd: rand.Float64, retryPages: make(chan struct{}, retryWorkers)}
+		now: time.Now, rnd: rand.Float64}
 }
+
+// Owner names this daemon in leases.
+func (s *Service) Owner() string { return s.owner }
+
+// Now is the service's clock (tests set it).
+func (s *Service) Now() time.Time { return s.now() }
+
+// Policy is the retry policy now.
+func (s *Service) Policy() Policy { return s.policy() }
 
 // List returns a page of a topic's messages, newest first.
 func (s *Service) List(ctx context.Context, f ListFilter) ([]Message, int64, error) {
@@ -243,19 +237,19 @@ type Result struct {
 // still under this claim when that is recorded. uid names the operator
 // who asked, if one did.
 func (s *Service) republish(ctx context.Context, msgs []Message, claim Claim, trigger Trigger, uid *uint32) ([]Result, error) {
-	release := s.holdClaims(ctx, msgs, claim)
-	outcomes, _ := s.send(ctx, msgs, trigger, uid, nil)
+	release := s.HoldClaims(ctx, msgs, claim)
+	outcomes, _ := s.Send(ctx, msgs, trigger, uid, nil)
 	release()
 	return s.recordOutcomes(ctx, outcomes, trigger, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
 		return s.store.FinishDLQ(ctx, s.owner, s.now(), outcomes)
 	})
 }
 
-// send republishes claimed messages through their sources and returns the
+// Send republishes claimed messages through their sources and returns the
 // outcome of each, in the order of msgs, to be recorded, and the error of
 // each source that could not try at all (not configured, not running,
 // unreachable), by name: its messages' outcomes are releases.
-func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID) ([]Outcome, map[string]error) {
+func (s *Service) Send(ctx context.Context, msgs []Message, trigger Trigger, uid *uint32, op *uuid.UUID) ([]Outcome, map[string]error) {
 	var down map[string]error
 	pol := s.policy()
 	outcomes := make([]Outcome, len(msgs))
@@ -321,7 +315,7 @@ func (s *Service) send(ctx context.Context, msgs []Message, trigger Trigger, uid
 	return outcomes, down
 }
 
-// recordOutcomes records what send returned (with record), counts it in
+// recordOutcomes records what Send returned (with record), counts it in
 // the metrics and logs what did not resolve.
 func (s *Service) recordOutcomes(ctx context.Context, outcomes []Outcome, trigger Trigger,
 	record func(ctx context.Context, outcomes []Outcome) ([]Recorded, error)) ([]Result, error) {
@@ -333,12 +327,12 @@ func (s *Service) recordOutcomes(ctx context.Context, outcomes []Outcome, trigge
 	if err != nil {
 		return nil, fmt.Errorf("record retry outcomes: %w", err)
 	}
-	return s.countOutcomes(outcomes, recorded, trigger), nil
+	return s.CountOutcomes(outcomes, recorded, trigger), nil
 }
 
-// countOutcomes counts recorded outcomes in the metrics and logs what did
+// CountOutcomes counts recorded outcomes in the metrics and logs what did
 // not resolve.
-func (s *Service) countOutcomes(outcomes []Outcome, recorded []Recorded, trigger Trigger) []Result {
+func (s *Service) CountOutcomes(outcomes []Outcome, recorded []Recorded, trigger Trigger) []Result {
 	results := make([]Result, len(outcomes))
 	for i, o := range outcomes {
 		results[i] = Result{Outcome: o, Recorded: recorded[i]}
@@ -388,7 +382,7 @@ func (s *Service) Revive(ctx context.Context, id uuid.UUID, uid uint32) (*Messag
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.store.ReviveDLQ(ctx, id, s.reviveFor(cur.Position.Topic, &uid, nil))
+	m, err := s.store.ReviveDLQ(ctx, id, s.ReviveFor(cur.Position.Topic, &uid, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -396,10 +390,10 @@ func (s *Service) Revive(ctx context.Context, id uuid.UUID, uid uint32) (*Messag
 	return m, nil
 }
 
-// reviveFor is the revive of a DEAD message of a DLQ topic: the topic's
+// ReviveFor is the revive of a DEAD message of a DLQ topic: the topic's
 // policy gives the attempts it gets and its first retry. uid and op name
 // who asked, for the history.
-func (s *Service) reviveFor(topic string, uid *uint32, op *uuid.UUID) Revive {
+func (s *Service) ReviveFor(topic string, uid *uint32, op *uuid.UUID) Revive {
 	pol := s.policy().For(topic)
 	now := s.now()
 	from := State{Status: StatusDead, MaxRetries: max(pol.MaxRetries, 1)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -126,9 +127,9 @@ func TestRetryAllCountsEveryOutcomeAcrossPages(t *testing.T) {
 		require.Empty(t, f.broker.republishedIDs(), "a dry run republishes nothing")
 		require.Equal(t, dlq.StatusPending, f.get(t, ids[0]).Status, "and claims nothing")
 
-		res, err := f.svc.RetryAll(ctx, "orders.dlq.v1")
+		res, err := f.ops.RetryAll(ctx, "orders.dlq.v1")
 		require.NoError(t, err)
-		require.Equal(t, dlq.RetryAllResult{Retried: 247, Failed: 3}, res)
+		require.Equal(t, bulk.RetryAllResult{Retried: 247, Failed: 3}, res)
 		require.EqualValues(t, 3, retryable("orders.dlq.v1"), "the refused ones are still retryable")
 
 		sent := f.broker.republishedIDs()
@@ -149,9 +150,9 @@ func TestRetryAllCountsEveryOutcomeAcrossPages(t *testing.T) {
 
 		// Second pass: only the three refused ones are retryable.
 		f.broker.set(func(b *broker) { b.refuse = map[string]error{} })
-		res, err = f.svc.RetryAll(ctx, "orders.dlq.v1")
+		res, err = f.ops.RetryAll(ctx, "orders.dlq.v1")
 		require.NoError(t, err)
-		require.Equal(t, dlq.RetryAllResult{Retried: 3}, res)
+		require.Equal(t, bulk.RetryAllResult{Retried: 3}, res)
 		require.EqualValues(t, 0, retryable("orders.dlq.v1"))
 	})
 }
@@ -161,9 +162,9 @@ func TestRetryAllWithTheBrokerDownLeavesEveryMessagePending(t *testing.T) {
 		ctx := testsvc.Context(t, 30*time.Second)
 		ids := f.ingest(t, 150)
 		f.broker.set(func(b *broker) { b.down = sdk.Unavailable(errors.New("all brokers down")) })
-		res, err := f.svc.RetryAll(ctx, "orders.dlq.v1")
+		res, err := f.ops.RetryAll(ctx, "orders.dlq.v1")
 		require.ErrorIs(t, err, derrors.ErrUnavailable)
-		require.Equal(t, dlq.RetryAllResult{Unavailable: 150}, res)
+		require.Equal(t, bulk.RetryAllResult{Unavailable: 150}, res)
 		for _, id := range ids {
 			m := f.get(t, id)
 			require.Equal(t, dlq.StatusPending, m.Status)

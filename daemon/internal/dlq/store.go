@@ -3,8 +3,9 @@ package dlq
 import (
 	"context"
 	"fmt"
-	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"time"
+
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 
 	"github.com/google/uuid"
 )

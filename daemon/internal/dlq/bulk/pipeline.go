@@ -1,9 +1,10 @@
-package dlq
+package bulk
 
 import (
 	"context"
 	"sync"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"golang.org/x/time/rate"
 )
 
@@ -20,7 +21,7 @@ const retryWorkers = 4
 // a resumed run does each page once. When run ends, no new page is read;
 // the pages under way are sent and recorded. It reports whether every
 // page was recorded to the end of the set.
-func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, size int, limiter *rate.Limiter) (bool, error) {
+func (s *Service) retryPipeline(run context.Context, op *dlq.Operation, pos int64, size int, limiter *rate.Limiter) (bool, error) {
 	work := context.WithoutCancel(run)
 	reading, stopReading := context.WithCancel(run)
 	defer stopReading()
@@ -43,7 +44,7 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 		defer mu.Unlock()
 		return firstErr != nil
 	}
-	pages := make(chan []OperationItem)
+	pages := make(chan []dlq.OperationItem)
 	go func() {
 		defer close(pages)
 		for reading.Err() == nil {
@@ -101,27 +102,3 @@ func (s *Service) retryPipeline(run context.Context, op *Operation, pos int64, s
 	defer mu.Unlock()
 	return atEnd && !leftOver && firstErr == nil, firstErr
 }
-
-// SkippedItem is the result of the item it of a bulk retry whose message
-// m (nil when it is gone) was not claimed: skipped, with why, unless the
-// message could be retried but another claim held it (or ended a moment
-// ago), when it is to be tried again (UnderClaim).
-func SkippedItem(it OperationItem, m *Message) ItemResult {
-	r := ItemResult{Seq: it.Seq, ID: it.ID, Outcome: ItemSkipped}
-	if m == nil {
-		r.Error = ItemGone
-		return r
-	}
-	r.Error, r.UnderClaim = NotRetryable(m).Reason, m.IsRetryable() && (m.Status == StatusRetrying || m.Status == StatusPending)
-	return r
-}
-
-// Answered reports whether an item outcome is the broker's answer to a
-// send of the operation, recorded on the message: what a page recorded by
-// a daemon that had lost the operation keeps for the item
-// (OperationStore.RetryDLQPage), so that the daemon that took the
-// operation over counts it and does not send the message again. An
-// acknowledgement that came after the message's claim had run out
-// (not_recorded) is not: the message is another claim's now, and that
-// claim's outcome is the one that counts.
-func Answered(outcome string) bool { return outcome == ItemRetried || outcome == ItemRefused }

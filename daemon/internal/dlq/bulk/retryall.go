@@ -1,4 +1,4 @@
-package dlq
+package bulk
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 )
 
 // RetryAllResult is what POST /api/v1/dlq/{topic}/retry-all reports.
@@ -30,13 +31,13 @@ type RetryAllResult struct {
 // that goes away cancels the operation between two pages; a daemon that
 // dies leaves it to be resumed where it stopped.
 func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, error) {
-	pol := s.policy()
-	now := s.now()
+	pol := s.mgr.Policy()
+	now := s.mgr.Now()
 	leaseUntil := now.Add(pol.Lease)
-	f := OperationFilter{Search: SearchFilter{Topic: topic, Statuses: []Status{StatusPending}}}
-	op, err := s.store.CreateDLQOperation(ctx, Operation{ID: uuid.New(), Action: ActionRetry, State: OperationRunning,
-		Filter:    FilterJSON(map[string]any{"topic": topic, "status": []Status{StatusPending}, "retry_all": true}),
-		CreatedAt: now, UpdatedAt: now, LeaseOwner: s.owner, LeaseExpiresAt: &leaseUntil, Outcomes: map[string]int64{}}, f)
+	f := dlq.OperationFilter{Search: dlq.SearchFilter{Topic: topic, Statuses: []dlq.Status{dlq.StatusPending}}}
+	op, err := s.store.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionRetry, State: dlq.OperationRunning,
+		Filter:    FilterJSON(map[string]any{"topic": topic, "status": []dlq.Status{dlq.StatusPending}, "retry_all": true}),
+		CreatedAt: now, UpdatedAt: now, LeaseOwner: s.mgr.Owner(), LeaseExpiresAt: &leaseUntil, Outcomes: map[string]int64{}}, f)
 	if err != nil {
 		return RetryAllResult{}, err
 	}
@@ -55,7 +56,7 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 		// rather than going on by itself after a 503.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := s.store.FinishDLQOperation(wctx, op.ID, s.owner, OperationCancelled, outage.Error(), s.now()); err != nil {
+		if err := s.store.FinishDLQOperation(wctx, op.ID, s.mgr.Owner(), dlq.OperationCancelled, outage.Error(), s.mgr.Now()); err != nil {
 			s.log.Warn("end a retry-all stopped by an outage", "operation", op.ID.String(), "error", err)
 		}
 	}
@@ -63,8 +64,8 @@ func (s *Service) RetryAll(ctx context.Context, topic string) (RetryAllResult, e
 	if err != nil {
 		return RetryAllResult{}, err
 	}
-	res := RetryAllResult{Retried: int(final.Outcomes[ItemRetried]), Failed: int(final.Outcomes[ItemRefused]),
-		Unavailable: int(final.Outcomes[ItemUnavailable]), NotRecorded: int(final.Outcomes[ItemNotRecorded])}
+	res := RetryAllResult{Retried: int(final.Outcomes[dlq.ItemRetried]), Failed: int(final.Outcomes[dlq.ItemRefused]),
+		Unavailable: int(final.Outcomes[dlq.ItemUnavailable]), NotRecorded: int(final.Outcomes[dlq.ItemNotRecorded])}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}

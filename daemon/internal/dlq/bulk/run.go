@@ -1,4 +1,4 @@
-package dlq
+package bulk
 
 import (
 	"context"
@@ -6,117 +6,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
-
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/leased"
-	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"golang.org/x/time/rate"
 )
-
-// OperationConfig is how the runner runs bulk operations, read at every
-// pass so a reload applies.
-type OperationConfig struct {
-	PollInterval time.Duration // how often it looks for operations to take
-	Lease        time.Duration // how long a daemon holds an operation between renewals
-	MaxRunning   int           // operations one daemon runs at once
-}
-
-// Why an operation's run stopped before its set was done.
-var (
-	errOperationCancelled = errors.New("operation cancelled")
-	errOperationLeaseLost = errors.New("operation lease lost to another daemon")
-	errOperationShutdown  = errors.New("daemon shutting down")
-)
-
-// OperationRunner takes RUNNING bulk operations from the store (new ones,
-// and those a stopped or dead daemon left) and runs them, a page at a
-// time, under a lease it renews.
-type OperationRunner struct {
-	svc  *Service
-	cfg  func() OperationConfig
-	loop *periodic.Loop
-	runs leased.Runs[struct{}]
-}
-
-// NewOperationRunner returns the runner of svc's operations; Start
-// launches it.
-func NewOperationRunner(svc *Service, cfg func() OperationConfig) *OperationRunner {
-	r := &OperationRunner{svc: svc, cfg: cfg}
-	r.loop = periodic.NewLoop(periodic.Config{
-		Name: "operations", Job: string(jobOperations), Log: svc.log, Metrics: svc.metrics.periodic,
-		Interval: func() time.Duration { return cfg().PollInterval },
-		Pass:     r.pass,
-	})
-	svc.operations = r
-	return r
-}
-
-// Start launches the loop: a pass now (operations a restart left are
-// taken at once), then one every poll interval.
-func (r *OperationRunner) Start(ctx context.Context) error {
-	r.runs.Open(ctx)
-	return r.loop.Start(ctx)
-}
-
-// Stop ends the loop, lets each operation finish the page in flight and
-// hands it back for the next start (or another daemon). Safe to call twice.
-func (r *OperationRunner) Stop(ctx context.Context) error {
-	err := r.loop.Stop(ctx)
-	if cerr := r.runs.Close(ctx, errOperationShutdown); cerr != nil {
-		return cerr
-	}
-	return err
-}
-
-// Kick looks for work now (an operation was just created).
-func (r *OperationRunner) Kick() { r.loop.Kick() }
-
-func (r *OperationRunner) interrupt(id uuid.UUID) { r.runs.Stop(id, errOperationCancelled) }
-
-func (r *OperationRunner) pass(ctx context.Context) (periodic.Outcome, error) {
-	cfg := r.cfg()
-	claimed := 0
-	for r.runs.Len() < max(cfg.MaxRunning, 1) && ctx.Err() == nil {
-		now := r.svc.now()
-		op, err := r.claim(ctx, now, now.Add(cfg.Lease))
-		r.svc.signals.Polled.Signal(polled(now, op, err))
-		if err != nil || op == nil {
-			if claimed > 0 {
-				return periodic.More, err
-			}
-			return periodic.Done, err
-		}
-		if !r.spawn(op, cfg) {
-			r.svc.releaseOperation(op.ID)
-			break
-		}
-		claimed++
-	}
-	if claimed > 0 {
-		return periodic.More, nil
-	}
-	return periodic.Done, nil
-}
-
-// claim takes the next operation to run, if any; a stop does not cut it
-// short (leased.ClaimContext).
-func (r *OperationRunner) claim(ctx context.Context, now, leaseUntil time.Time) (*Operation, error) {
-	ctx, cancel := leased.ClaimContext(ctx)
-	defer cancel()
-	return r.svc.store.ClaimDLQOperation(ctx, r.svc.owner, now, leaseUntil)
-}
-
-// spawn runs op in the background; false when the runner is stopping.
-// When our own run's lease lapsed and this claim renewed it, that run goes
-// on: a second one would act on the same pages.
-func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
-	return r.runs.Start(op.ID, struct{}{}, func(ctx context.Context, stop context.CancelCauseFunc) {
-		_ = r.svc.runOperation(ctx, stop, op, cfg.Lease) // an outage is logged; the lease spaces the next try
-	}, func() {
-		r.svc.signals.RunEnded.Signal(op.ID)
-		r.loop.Kick()
-	}) != leased.Closed
-}
 
 // runOperation runs op, which this daemon holds, until its set is done, it
 // is cancelled, the daemon stops or the lease is lost. ctx ends with the
@@ -124,27 +18,27 @@ func (r *OperationRunner) spawn(op *Operation, cfg OperationConfig) bool {
 // two pages and what was done is recorded. It returns the outage that
 // stopped it, if one did: the operation is then still RUNNING under this
 // daemon's lease, to be resumed when the lease runs out.
-func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc, op *Operation, lease time.Duration) error {
+func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc, op *dlq.Operation, lease time.Duration) error {
 	log := s.log.With("operation", op.ID.String(), "action", op.Action)
 	endHeartbeat := leased.Heartbeat(ctx, func(life context.Context) { s.operationHeartbeat(life, op.ID, lease, stop) })
 	defer endHeartbeat()
 
-	record := func(state OperationState, msg string) {
+	record := func(state dlq.OperationState, msg string) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := s.store.FinishDLQOperation(wctx, op.ID, s.owner, state, msg, s.now()); err != nil {
+		if err := s.store.FinishDLQOperation(wctx, op.ID, s.mgr.Owner(), state, msg, s.mgr.Now()); err != nil {
 			log.Error("record the end of a bulk operation", "state", state, "error", err)
 			return
 		}
 		log.Info("bulk operation ended", "state", state, "error", msg)
 	}
 	if op.CancelRequestedAt != nil {
-		record(OperationCancelled, "")
+		record(dlq.OperationCancelled, "")
 		return nil
 	}
 	size := pageSize(op)
-	if s.bulkPageCap > 0 {
-		size = min(size, s.bulkPageCap)
+	if s.pageCap > 0 {
+		size = min(size, s.pageCap)
 	}
 	var limiter *rate.Limiter
 	if op.Rate > 0 {
@@ -154,7 +48,7 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 		completed bool
 		err       error
 	)
-	if op.Action == ActionRetry {
+	if op.Action == dlq.ActionRetry {
 		completed, err = s.retryPipeline(ctx, op, op.Position, size, limiter)
 	} else {
 		completed, err = s.walkPages(ctx, op, op.Position, size, limiter)
@@ -171,12 +65,12 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 		log.Warn("bulk operation stopped by an outage; it resumes after its lease", "error", err, "lease", lease.String())
 		return err
 	case completed:
-		record(OperationCompleted, "")
+		record(dlq.OperationCompleted, "")
 		return nil
 	}
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errOperationCancelled):
-		record(OperationCancelled, "")
+		record(dlq.OperationCancelled, "")
 	case errors.Is(cause, errOperationLeaseLost):
 		log.Warn("bulk operation lease lost to another daemon; leaving it to that one")
 		s.releaseOperation(op.ID)
@@ -188,7 +82,7 @@ func (s *Service) runOperation(ctx context.Context, stop context.CancelCauseFunc
 
 // walkPages does a page at a time, in order, until the set is done
 // (true) or ctx ends; the page in flight always completes.
-func (s *Service) walkPages(ctx context.Context, op *Operation, pos int64, size int, limiter *rate.Limiter) (bool, error) {
+func (s *Service) walkPages(ctx context.Context, op *dlq.Operation, pos int64, size int, limiter *rate.Limiter) (bool, error) {
 	for ctx.Err() == nil {
 		items, err := s.store.DLQOperationItems(ctx, op.ID, pos, size)
 		if err != nil {
@@ -230,7 +124,7 @@ func (s *Service) walkPages(ctx context.Context, op *Operation, pos int64, size 
 func (s *Service) releaseOperation(id uuid.UUID) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	switch err := s.store.ReleaseDLQOperation(ctx, id, s.owner); {
+	switch err := s.store.ReleaseDLQOperation(ctx, id, s.mgr.Owner()); {
 	case err == nil:
 		s.log.Info("bulk operation handed back", "operation", id.String())
 	case errors.Is(err, derrors.ErrLeaseLost):
@@ -253,7 +147,7 @@ func (s *Service) operationHeartbeat(life context.Context, id uuid.UUID, lease t
 			return
 		case <-t.C:
 		}
-		err := s.store.RenewDLQOperationLease(life, id, s.owner, s.now().Add(lease))
+		err := s.store.RenewDLQOperationLease(life, id, s.mgr.Owner(), s.mgr.Now().Add(lease))
 		if errors.Is(err, derrors.ErrLeaseLost) {
 			s.log.Warn("bulk operation lease lost; its run stops after the pages under way", "operation", id.String())
 			stop(errOperationLeaseLost)
@@ -273,9 +167,9 @@ func (s *Service) operationHeartbeat(life context.Context, id uuid.UUID, lease t
 // pageSize is how many messages a page takes: large when nothing limits
 // the rate (fewer round trips), about a fifth of a second's worth when
 // something does, so the rate is even and a cancel soon felt.
-func pageSize(op *Operation) int {
+func pageSize(op *dlq.Operation) int {
 	if op.Rate <= 0 {
-		if op.Action == ActionReplayTo {
+		if op.Action == dlq.ActionReplayTo {
 			return 100
 		}
 		return 250
