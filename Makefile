@@ -13,14 +13,14 @@ TEST_BIN := bin/test
 # ./... from the root does not reach into it. The longest packages come
 # first: go test starts packages in this order, two at a time, and one
 # started last (the kit's, 160 s) ran alone at the end.
-PACKAGES := ./daemon/e2e ./sdk/plugintest ./daemon/internal/store ./daemon/internal/dlq ./plugins/postgres ./... ./sdk/...
+PACKAGES := ./daemon/e2e ./sdk/plugintest ./daemon/internal/store ./daemon/internal/dlq/bulk ./plugins/postgres ./... ./sdk/...
 # The end-to-end packages drive the daemon and plugins as built processes
 # (bin/test, built without -race): their test process holds only the
 # client and the in-process Kafka broker, so they run without the race
 # detector, beside the rest (E2E_GOTEST_FLAGS); under it they were the
 # slowest package of CI (309 s), for races in a third-party test broker.
 E2E_PACKAGES := ./daemon/e2e ./daemon/e2e/console
-RACE_PACKAGES = ./sdk/plugintest ./daemon/internal/store ./daemon/internal/dlq ./plugins/postgres \
+RACE_PACKAGES = ./sdk/plugintest ./daemon/internal/store ./daemon/internal/dlq/bulk ./plugins/postgres \
 	$(shell $(GO) list ./... ./sdk/... | grep -v '/daemon/e2e')
 # Every other package is instrumented, modernc.org's SQLite too: leaving it
 # out (-gcflags=modernc.org/...=-race=false) made the SQLite tests 8x
@@ -31,14 +31,15 @@ E2E_GOTEST_FLAGS ?= -count=1 -timeout 20m
 # The packages whose tests run on both state stores (storetest.Each) run
 # their PostgreSQL half under the race detector, with the rest, and their
 # SQLite half without it, beside the end-to-end packages
-# (LIFECYCLED_TEST_STORES). SQLite's driver is Go translated from C: under
+# (LIFECYCLED_TEST_STORES); the tests of dlq, dlq/intake and dlq/bulk reach
+# storetest through dlqtest's fixture. SQLite's driver is Go translated from C: under
 # the race detector its half took more than half of those packages' time
 # (store 139 s of which 77 s, dlq 164 s of which 70 s, run alone), checking
 # the driver's own memory, while the code of ours it runs is the same
 # sqlstore code the PostgreSQL half runs under the detector; the
 # SQLite-only code is the connection set-up and one mutex.
 STORE_PACKAGES = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... | \
-	awk '/\/store\/storetest( |$$)/ && $$1 !~ /storetest$$/ {print $$1}')
+	awk '/\/(store\/storetest|dlq\/dlqtest)( |$$)/ && $$1 !~ /(storetest|dlqtest)$$/ {print $$1}')
 
 .PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz fuzz-erasure fuzz-dlq bench demo clean htmx screenshots
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -19,19 +20,19 @@ import (
 // bulk retry on PostgreSQL holds row locks instead), and the release of
 // expired leases runs; what went wrong is sent on the returned channel
 // (the send may run on another goroutine).
-func slowBroker(t *testing.T, f *fixture, leased bool) <-chan error {
+func slowBroker(t *testing.T, f *dlqtest.Fixture, leased bool) <-chan error {
 	renewed := make(chan struct{}, 64)
-	dlq.SetClaimHeartbeat(f.svc, 5*time.Millisecond, func() {
+	f.Reconfigure(t, dlq.WithClaimHeartbeat(5*time.Millisecond, func() {
 		select {
 		case renewed <- struct{}{}:
 		default:
 		}
-	})
+	}))
 	errs := make(chan error, 16)
-	f.broker.set(func(b *broker) {
-		b.during = func() {
+	f.Broker.Set(func(b *dlqtest.Broker) {
+		b.During = func() {
 			for step := 0; step < 3; step++ {
-				f.clock.set(f.clock.now().Add(20 * time.Second))
+				f.Clock.Set(f.Clock.Now().Add(20 * time.Second))
 				// Two renewals after the clock moved: one at least read
 				// the new time. Without renewals the release below decides.
 				for n := 0; leased && n < 2; n++ {
@@ -43,7 +44,7 @@ func slowBroker(t *testing.T, f *fixture, leased bool) <-chan error {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if n, err := f.store.ReleaseExpiredDLQLeases(ctx, f.clock.now(), dlq.Sending{}); err != nil || n != 0 {
+			if n, err := f.Store.ReleaseExpiredDLQLeases(ctx, f.Clock.Now(), dlq.Sending{}); err != nil || n != 0 {
 				errs <- errors.Join(err, errors.New("the release of expired leases took messages under a renewed claim"))
 			}
 		}
@@ -67,57 +68,57 @@ func noErrors(t *testing.T, errs <-chan error) {
 // the acknowledgement was not recorded and the messages were sent again.
 func TestASendSlowerThanTheLeaseKeepsItsClaim(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
-		each(t, false, func(t *testing.T, f *fixture) {
+		dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 			ctx := testsvc.Context(t, time.Minute)
-			ids := f.ingest(t, 3)
-			others := without(f.checksums(t), ids[:1])
+			ids := f.Ingest(t, 3)
+			others := dlqtest.Without(f.Checksums(t), ids[:1])
 			errs := slowBroker(t, f, true)
-			m, err := f.svc.Retry(ctx, ids[0])
+			m, err := f.Svc.Retry(ctx, ids[0])
 			require.NoError(t, err)
 			require.Equal(t, dlq.StatusResolved, m.Status)
 			noErrors(t, errs)
-			require.Equal(t, dlq.StatusResolved, f.get(t, ids[0]).Status)
-			require.Equal(t, others, without(f.checksums(t), ids[:1]), "the other messages did not change")
+			require.Equal(t, dlq.StatusResolved, f.Get(t, ids[0]).Status)
+			require.Equal(t, others, dlqtest.Without(f.Checksums(t), ids[:1]), "the other messages did not change")
 		})
 	})
 	t.Run("auto", func(t *testing.T) {
-		each(t, true, func(t *testing.T, f *fixture) {
+		dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
 			ctx := testsvc.Context(t, time.Minute)
-			ids := f.ingest(t, 4)
+			ids := f.Ingest(t, 4)
 			errs := slowBroker(t, f, true)
-			f.clock.set(t0.Add(2 * time.Minute)) // every message is due
-			loop := dlq.NewRetryLoop(f.svc, func() time.Duration { return time.Hour })
+			f.Clock.Set(dlqtest.T0.Add(2 * time.Minute)) // every message is due
+			loop := dlq.NewRetryLoop(f.Svc, func() time.Duration { return time.Hour })
 			require.NoError(t, loop.RunOnce(ctx))
 			noErrors(t, errs)
 			for _, id := range ids {
-				m := f.get(t, id)
+				m := f.Get(t, id)
 				require.Equal(t, dlq.StatusResolved, m.Status, "%s", id)
 			}
 			require.Equal(t, map[string]int{ids[0].String(): 1, ids[1].String(): 1, ids[2].String(): 1, ids[3].String(): 1},
-				republishCounts(f.broker), "each sent once")
+				dlqtest.RepublishCounts(f.Broker), "each sent once")
 		})
 	})
 	t.Run("bulk", func(t *testing.T) {
-		each(t, false, func(t *testing.T, f *fixture) {
+		dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 			ctx := testsvc.Context(t, time.Minute)
-			ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-			others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
-			before := f.checksums(t)
-			_, rowLocks := f.store.(*store.Postgres)
+			ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+			others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+			before := f.Checksums(t)
+			_, rowLocks := f.Store.(*store.Postgres)
 			errs := slowBroker(t, f, !rowLocks)
-			startRunner(t, f.ops)
-			op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
+			dlqtest.StartRunner(t, f.Ops)
+			op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 				Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 			require.NoError(t, err)
-			done := waitOperation(t, f.ops, op.ID, finished, "completed")
+			done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "completed")
 			noErrors(t, errs)
 			require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes)
-			counts := republishCounts(f.broker)
+			counts := dlqtest.RepublishCounts(f.Broker)
 			for _, id := range ids {
-				require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+				require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 				require.Equal(t, 1, counts[id.String()], "sent once")
 			}
-			f.requireUntouched(t, before, others)
+			f.RequireUntouched(t, before, others)
 		})
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -17,9 +18,9 @@ import (
 // refused and counted (DEAD after max_retries), and an operator's explicit
 // replay is the way out. A topic from the source's own mapping is sent.
 func TestAStoredMessageOutsideTheTargetsIsNeverSentThere(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 30*time.Second)
-		_, err := f.store.IngestDLQ(ctx, []dlq.Incoming{{
+		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{
 			Position:      dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 0},
 			OriginalTopic: "payments.events.v1",
 			ErrorMessage:  "boom",
@@ -30,9 +31,9 @@ func TestAStoredMessageOutsideTheTargetsIsNeverSentThere(t *testing.T) {
 			OriginalTopic: "mapped.events.v1",
 			ErrorMessage:  "boom",
 			Payload:       []byte(`{"n":1}`),
-		}}, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: 3})
+		}}, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})
 		require.NoError(t, err)
-		msgs, _, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
+		msgs, _, err := f.Store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
 		require.NoError(t, err)
 		byOffset := map[int64]dlq.Message{}
 		for _, m := range msgs {
@@ -41,31 +42,31 @@ func TestAStoredMessageOutsideTheTargetsIsNeverSentThere(t *testing.T) {
 		outside, mapped := byOffset[0].ID, byOffset[1].ID
 
 		for attempt := 1; attempt <= 3; attempt++ {
-			_, err := f.svc.Retry(ctx, outside)
+			_, err := f.Svc.Retry(ctx, outside)
 			require.ErrorIs(t, err, dlq.ErrRepublishFailed, "attempt %d", attempt)
 			require.ErrorContains(t, err, "outside the replay targets")
 		}
-		m := f.get(t, outside)
+		m := f.Get(t, outside)
 		require.Equal(t, dlq.StatusDead, m.Status)
 		require.Equal(t, 3, m.RetryCount)
 		require.Contains(t, m.LastError, "payments.events.v1")
 
-		_, err = f.svc.Retry(ctx, mapped)
+		_, err = f.Svc.Retry(ctx, mapped)
 		require.NoError(t, err)
-		require.Len(t, f.broker.republished, 1, "only the mapped message was sent")
-		require.Equal(t, "mapped.events.v1", f.broker.republished[0].Topic)
+		require.Len(t, f.Broker.Republished, 1, "only the mapped message was sent")
+		require.Equal(t, "mapped.events.v1", f.Broker.Republished[0].Topic)
 
 		// A replay without a topic would let the header choose it.
-		_, err = f.svc.Replay(ctx, outside, dlq.ReplayRequest{}, 0)
+		_, err = f.Svc.Replay(ctx, outside, dlq.ReplayRequest{}, 0)
 		require.ErrorIs(t, err, derrors.ErrConflict)
 		require.ErrorContains(t, err, "outside the replay targets")
-		require.Len(t, f.broker.republished, 1)
+		require.Len(t, f.Broker.Republished, 1)
 
 		// The operator's explicit target goes through.
-		r, err := f.svc.Replay(ctx, outside, dlq.ReplayRequest{Topic: "orders.events.v1"}, 0)
+		r, err := f.Svc.Replay(ctx, outside, dlq.ReplayRequest{Topic: "orders.events.v1"}, 0)
 		require.NoError(t, err)
 		require.Equal(t, "orders.events.v1", r.Topic)
-		require.Len(t, f.broker.republished, 2)
-		require.Equal(t, "orders.events.v1", f.broker.republished[1].Topic)
+		require.Len(t, f.Broker.Republished, 2)
+		require.Equal(t, "orders.events.v1", f.Broker.Republished[1].Topic)
 	})
 }

@@ -76,15 +76,19 @@ type Service struct {
 	// claimPace, when set, paces the renewals of the leases of messages
 	// being sent (default: a ticker at a third of the lease);
 	// claimRenewed, when set, is called after each renewal. Tests set
-	// both, to renew as their clock moves.
+	// both (WithClaimPace), to renew as their clock moves.
 	claimPace    func(lease time.Duration) (ticks <-chan time.Time, stop func())
 	claimRenewed func()
 }
 
 // NewService returns the manager. owner names this daemon in leases.
-func NewService(store Store, sources Sources, policy func() Policy, owner string, log hclog.Logger, m *Metrics) *Service {
-	return &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m,
+func NewService(store Store, sources Sources, policy func() Policy, owner string, log hclog.Logger, m *Metrics, opts ...Option) *Service {
+	s := &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m,
 		now: time.Now, rnd: rand.Float64}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Owner names this daemon in leases.

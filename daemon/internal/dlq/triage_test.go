@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -19,7 +20,7 @@ import (
 
 // binaryMessage stores a message whose key, header keys and values and
 // payload are not UTF-8, next to the fixture's plain ones.
-func (f *fixture) binaryMessage(t *testing.T) uuid.UUID {
+func binaryMessage(t *testing.T, f *dlqtest.Fixture) uuid.UUID {
 	t.Helper()
 	in := dlq.Incoming{
 		Position:      dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 900},
@@ -30,34 +31,15 @@ func (f *fixture) binaryMessage(t *testing.T) uuid.UUID {
 			{Key: []byte("trace-id"), Value: []byte("lower")}, {Key: []byte(dlq.HeaderID), Value: []byte("old")}},
 		Payload: []byte{0x00, 0x01, 0xff, '{'},
 	}
-	_, err := f.store.IngestDLQ(testsvc.Context(t, 30*time.Second), []dlq.Incoming{in}, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: 3})
+	_, err := f.Store.IngestDLQ(testsvc.Context(t, 30*time.Second), []dlq.Incoming{in}, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})
 	require.NoError(t, err)
-	for _, m := range f.everything(t) {
+	for _, m := range f.Everything(t) {
 		if m.Position.Offset == 900 {
 			return m.ID
 		}
 	}
 	t.Fatal("binary message not stored")
 	return uuid.Nil
-}
-
-// everything is every stored message of orders.dlq.v1 as the store has it.
-func (f *fixture) everything(t *testing.T) map[uuid.UUID]dlq.Message {
-	t.Helper()
-	msgs, _, err := f.store.ListDLQ(testsvc.Context(t, 30*time.Second), dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 1000})
-	require.NoError(t, err)
-	out := map[uuid.UUID]dlq.Message{}
-	for _, m := range msgs {
-		out[m.ID] = m
-	}
-	return out
-}
-
-func (f *fixture) history(t *testing.T, id uuid.UUID) []dlq.HistoryEvent {
-	t.Helper()
-	h, err := f.svc.History(testsvc.Context(t, 30*time.Second), id)
-	require.NoError(t, err)
-	return h
 }
 
 func lastDetail(t *testing.T, h []dlq.HistoryEvent) map[string]any {
@@ -75,27 +57,27 @@ func strp(s string) *string { return &s }
 // history has it with the caller's uid. A dry run builds the same message
 // and sends nothing.
 func TestReplaySendsTheEditAndChangesNothingStored(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 30*time.Second)
-		f.ingest(t, 3)
-		id := f.binaryMessage(t)
-		before := f.everything(t)
+		f.Ingest(t, 3)
+		id := binaryMessage(t, f)
+		before := f.Everything(t)
 		req := dlq.ReplayRequest{Payload: []byte(`{"fixed":true}`), Key: []byte("new-key"), KeySet: true, Topic: "orders.fixed.v1",
 			Headers: map[string]*string{"trace-id": strp("edited"), "Trace-Id": nil, "added": strp("")}}
 
 		dry := req
 		dry.DryRun = true
-		d, err := f.svc.Replay(ctx, id, dry, 1001)
+		d, err := f.Svc.Replay(ctx, id, dry, 1001)
 		require.NoError(t, err)
 		require.True(t, d.DryRun)
-		require.Empty(t, f.broker.republished, "a dry run sends nothing")
-		require.Len(t, f.history(t, id), 1, "and records nothing")
+		require.Empty(t, f.Broker.Republished, "a dry run sends nothing")
+		require.Len(t, f.History(t, id), 1, "and records nothing")
 		require.Equal(t, []string{"payload", "key", "headers", "topic"}, dlq.ReplayChanges(d))
 
-		r, err := f.svc.Replay(ctx, id, req, 1001)
+		r, err := f.Svc.Replay(ctx, id, req, 1001)
 		require.NoError(t, err)
-		require.Len(t, f.broker.republished, 1)
-		sent := f.broker.republished[0]
+		require.Len(t, f.Broker.Republished, 1)
+		sent := f.Broker.Republished[0]
 		require.Equal(t, r.ID.String(), sent.ID)
 		require.Equal(t, "orders.fixed.v1", sent.Topic)
 		require.Equal(t, []byte("new-key"), sent.Key)
@@ -112,8 +94,8 @@ func TestReplaySendsTheEditAndChangesNothingStored(t *testing.T) {
 		require.Equal(t, d.Key, r.Key)
 		require.Equal(t, d.Headers[:3], r.Headers[:3])
 
-		require.Equal(t, before, f.everything(t), "no stored message changed, the replayed one included")
-		h := f.history(t, id)
+		require.Equal(t, before, f.Everything(t), "no stored message changed, the replayed one included")
+		h := f.History(t, id)
 		require.Equal(t, dlq.KindReplayed, h[len(h)-1].Kind)
 		uid := uint32(1001)
 		require.Equal(t, &uid, h[len(h)-1].UID)
@@ -123,15 +105,15 @@ func TestReplaySendsTheEditAndChangesNothingStored(t *testing.T) {
 		require.Equal(t, "orders.fixed.v1", detail["topic"])
 
 		// Nothing given: the stored message as it is, to its original topic.
-		r, err = f.svc.Replay(ctx, id, dlq.ReplayRequest{}, 1001)
+		r, err = f.Svc.Replay(ctx, id, dlq.ReplayRequest{}, 1001)
 		require.NoError(t, err)
-		sent = f.broker.republished[1]
+		sent = f.Broker.Republished[1]
 		require.Equal(t, "orders.events.v1", sent.Topic)
 		require.Equal(t, []byte{0, 0xff, 'k'}, sent.Key)
 		require.Equal(t, []byte{0x00, 0x01, 0xff, '{'}, sent.Value)
 		require.Len(t, sent.Headers, 5, "the stored x-dlq-id is not sent; the replay's own headers are")
 		require.Empty(t, dlq.ReplayChanges(r))
-		require.Equal(t, before, f.everything(t))
+		require.Equal(t, before, f.Everything(t))
 	})
 }
 
@@ -139,14 +121,14 @@ func TestReplaySendsTheEditAndChangesNothingStored(t *testing.T) {
 // recorded; a broker refusal is recorded, with its error, and changes no
 // message either.
 func TestReplayFailuresChangeNothing(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 30*time.Second)
-		ids := f.ingest(t, 2)
+		ids := f.Ingest(t, 2)
 		id := ids[0]
-		_, err := f.store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "payments.dlq.v1", Offset: 1},
-			OriginalTopic: "payments.v1", ErrorMessage: "x", Payload: []byte("{}")}}, dlq.IngestOptions{Now: t0, MaxRetries: 3})
+		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "payments.dlq.v1", Offset: 1},
+			OriginalTopic: "payments.v1", ErrorMessage: "x", Payload: []byte("{}")}}, dlq.IngestOptions{Now: dlqtest.T0, MaxRetries: 3})
 		require.NoError(t, err)
-		before := f.everything(t)
+		before := f.Everything(t)
 		cases := []struct {
 			name string
 			id   uuid.UUID
@@ -161,69 +143,69 @@ func TestReplayFailuresChangeNothing(t *testing.T) {
 			{"an empty header name", id, dlq.ReplayRequest{Headers: map[string]*string{"": strp("1")}}, derrors.ErrInvalid},
 		}
 		for _, c := range cases {
-			_, err := f.svc.Replay(ctx, c.id, c.req, 1)
+			_, err := f.Svc.Replay(ctx, c.id, c.req, 1)
 			require.ErrorIs(t, err, c.want, c.name)
-			_, err = f.svc.Replay(ctx, c.id, dlq.ReplayRequest{Topic: c.req.Topic, Headers: c.req.Headers, DryRun: true}, 1)
+			_, err = f.Svc.Replay(ctx, c.id, dlq.ReplayRequest{Topic: c.req.Topic, Headers: c.req.Headers, DryRun: true}, 1)
 			require.ErrorIs(t, err, c.want, "dry run: "+c.name)
 		}
 
 		// No original topic, none given: nowhere to send it.
-		_, err = f.store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 77},
-			ErrorMessage: "x", Payload: []byte("{}"), LastError: dlq.NoOriginalTopicPrefix + "none"}}, dlq.IngestOptions{Now: t0, MaxRetries: 3})
+		_, err = f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 77},
+			ErrorMessage: "x", Payload: []byte("{}"), LastError: dlq.NoOriginalTopicPrefix + "none"}}, dlq.IngestOptions{Now: dlqtest.T0, MaxRetries: 3})
 		require.NoError(t, err)
 		var orphan uuid.UUID
-		for _, m := range f.everything(t) {
+		for _, m := range f.Everything(t) {
 			if m.Position.Offset == 77 {
 				orphan = m.ID
 			}
 		}
-		_, err = f.svc.Replay(ctx, orphan, dlq.ReplayRequest{}, 1)
+		_, err = f.Svc.Replay(ctx, orphan, dlq.ReplayRequest{}, 1)
 		require.ErrorIs(t, err, derrors.ErrConflict)
-		before = f.everything(t)
+		before = f.Everything(t)
 
 		// The source is down: 503, nothing sent or recorded.
-		f.broker.set(func(b *broker) { b.down = errors.New("connection refused") })
-		_, err = f.svc.Replay(ctx, id, dlq.ReplayRequest{}, 1)
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Down = errors.New("connection refused") })
+		_, err = f.Svc.Replay(ctx, id, dlq.ReplayRequest{}, 1)
 		require.ErrorIs(t, err, derrors.ErrUnavailable)
-		f.broker.set(func(b *broker) { b.down, b.running = nil, false })
-		_, err = f.svc.Replay(ctx, id, dlq.ReplayRequest{}, 1)
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Down, b.Running = nil, false })
+		_, err = f.Svc.Replay(ctx, id, dlq.ReplayRequest{}, 1)
 		require.ErrorIs(t, err, derrors.ErrUnavailable)
-		f.broker.set(func(b *broker) { b.running = true })
-		require.Empty(t, f.broker.republished)
-		require.Len(t, f.history(t, id), 1, "only the intake")
-		require.Equal(t, before, f.everything(t))
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Running = true })
+		require.Empty(t, f.Broker.Republished)
+		require.Len(t, f.History(t, id), 1, "only the intake")
+		require.Equal(t, before, f.Everything(t))
 
 		// The broker refuses the replay: the refusal is in the history.
-		f.broker.set(func(b *broker) { b.refuseAny = sdk.Permanent(errors.New("TOPIC_AUTHORIZATION_FAILED")) })
-		_, err = f.svc.Replay(ctx, id, dlq.ReplayRequest{Topic: "secret.v1"}, 7)
+		f.Broker.Set(func(b *dlqtest.Broker) { b.RefuseAny = sdk.Permanent(errors.New("TOPIC_AUTHORIZATION_FAILED")) })
+		_, err = f.Svc.Replay(ctx, id, dlq.ReplayRequest{Topic: "secret.v1"}, 7)
 		require.ErrorIs(t, err, dlq.ErrRepublishFailed)
-		h := f.history(t, id)
+		h := f.History(t, id)
 		require.Equal(t, dlq.KindReplayed, h[len(h)-1].Kind)
 		d := lastDetail(t, h)
 		require.Equal(t, dlq.OutcomeFailed, d["outcome"])
 		require.Contains(t, d["error"], "TOPIC_AUTHORIZATION_FAILED")
-		require.Equal(t, before, f.everything(t))
+		require.Equal(t, before, f.Everything(t))
 	})
 }
 
 // A manual retry names its operator in the history, and so does a
 // deletion, which the history outlives.
 func TestOperatorActionsAreInTheHistory(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 30*time.Second)
-		ids := f.ingest(t, 2)
-		f.broker.set(func(b *broker) { b.refuse[ids[0].String()] = sdk.Permanent(errors.New("RECORD_TOO_LARGE")) })
-		_, err := f.svc.RetryAs(ctx, ids[0], 42)
+		ids := f.Ingest(t, 2)
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Refuse[ids[0].String()] = sdk.Permanent(errors.New("RECORD_TOO_LARGE")) })
+		_, err := f.Svc.RetryAs(ctx, ids[0], 42)
 		require.ErrorIs(t, err, dlq.ErrRepublishFailed)
-		other := f.get(t, ids[1])
-		require.NoError(t, f.svc.DeleteAs(ctx, ids[0], 43))
-		h := f.history(t, ids[0])
+		other := f.Get(t, ids[1])
+		require.NoError(t, f.Svc.DeleteAs(ctx, ids[0], 43))
+		h := f.History(t, ids[0])
 		require.Equal(t, []string{dlq.KindIntake, dlq.KindAttempt, dlq.KindDeleted}, []string{h[0].Kind, h[1].Kind, h[2].Kind})
 		require.Equal(t, uint32(42), *h[1].UID)
 		require.Equal(t, uint32(43), *h[2].UID)
-		require.Equal(t, other, f.get(t, ids[1]))
-		require.ErrorIs(t, f.svc.DeleteAs(ctx, ids[0], 43), derrors.ErrNotFound)
-		_, err = f.svc.History(ctx, uuid.New())
+		require.Equal(t, other, f.Get(t, ids[1]))
+		require.ErrorIs(t, f.Svc.DeleteAs(ctx, ids[0], 43), derrors.ErrNotFound)
+		_, err = f.Svc.History(ctx, uuid.New())
 		require.ErrorIs(t, err, derrors.ErrNotFound)
 	})
 }
@@ -233,7 +215,7 @@ func TestOperatorActionsAreInTheHistory(t *testing.T) {
 func returning(m dlq.Message, offset int64) sdk.DeadLetter {
 	return sdk.DeadLetter{Position: sdk.Position{Topic: m.Position.Topic, Offset: offset}, Key: m.Key, Value: m.Payload,
 		Headers:   []sdk.Header{{Key: []byte("error"), Value: []byte("still broken")}, {Key: []byte(dlq.HeaderID), Value: []byte(m.ID.String())}},
-		Timestamp: t0, OriginalTopic: m.OriginalTopic}
+		Timestamp: dlqtest.T0, OriginalTopic: m.OriginalTopic}
 }
 
 // When a topic's replays keep coming back (AutoPauseReturns within the
@@ -241,69 +223,69 @@ func returning(m dlq.Message, offset int64) sdk.DeadLetter {
 // its messages, so none spends an attempt, while other topics go on; the
 // pause is stored, and resuming lets the loop take the topic again.
 func TestAutoPauseStopsTheLoopSpendingAttempts(t *testing.T) {
-	each(t, true, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		f.policy.AutoPauseReturns, f.policy.AutoPauseWindow = 2, 10*time.Minute
-		ids := f.ingest(t, 2)
-		_, err := f.store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "payments.dlq.v1", Offset: 1},
+		f.Policy.AutoPauseReturns, f.Policy.AutoPauseWindow = 2, 10*time.Minute
+		ids := f.Ingest(t, 2)
+		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "payments.dlq.v1", Offset: 1},
 			OriginalTopic: "payments.v1", ErrorMessage: "x", Payload: []byte("{}")}},
-			dlq.IngestOptions{Now: t0, MaxRetries: 3, FirstRetryAt: func() *time.Time { t := t0.Add(time.Minute); return &t }})
+			dlq.IngestOptions{Now: dlqtest.T0, MaxRetries: 3, FirstRetryAt: func() *time.Time { t := dlqtest.T0.Add(time.Minute); return &t }})
 		require.NoError(t, err)
 		for _, id := range ids {
-			_, err := f.svc.Retry(ctx, id)
+			_, err := f.Svc.Retry(ctx, id)
 			require.NoError(t, err)
 		}
-		a, b := f.get(t, ids[0]), f.get(t, ids[1])
-		f.broker.set(func(br *broker) { br.queue = append(br.queue, returning(*a, 100)) })
-		f.intake(t, f.store, nil)
-		testsvc.Eventually(t, 30*time.Second, func() bool { return f.get(t, ids[0]).RetryCount == 1 }, "first return counted")
-		ps, err := f.svc.Pauses(ctx)
+		a, b := f.Get(t, ids[0]), f.Get(t, ids[1])
+		f.Broker.Set(func(br *dlqtest.Broker) { br.Queue = append(br.Queue, returning(*a, 100)) })
+		f.StartIntake(t, f.Store, nil)
+		testsvc.Eventually(t, 30*time.Second, func() bool { return f.Get(t, ids[0]).RetryCount == 1 }, "first return counted")
+		ps, err := f.Svc.Pauses(ctx)
 		require.NoError(t, err)
 		require.Empty(t, ps, "one return is below the threshold")
 
-		f.broker.set(func(br *broker) { br.queue = append(br.queue, returning(*b, 101)) })
+		f.Broker.Set(func(br *dlqtest.Broker) { br.Queue = append(br.Queue, returning(*b, 101)) })
 		testsvc.Eventually(t, 30*time.Second, func() bool {
-			ps, err := f.svc.Pauses(ctx)
+			ps, err := f.Svc.Pauses(ctx)
 			return err == nil && len(ps) == 1
 		}, "auto-paused")
-		ps, err = f.svc.Pauses(ctx)
+		ps, err = f.Svc.Pauses(ctx)
 		require.NoError(t, err)
 		require.Equal(t, "orders.dlq.v1", ps[0].Topic)
 		require.True(t, ps[0].Auto)
 		require.Contains(t, ps[0].Reason, "2 replays came back within 10m0s")
-		topics, err := f.svc.Topics(ctx)
+		topics, err := f.Svc.Topics(ctx)
 		require.NoError(t, err)
 		for _, tp := range topics {
 			require.Equal(t, tp.Topic == "orders.dlq.v1", tp.Paused != nil, tp.Topic)
 		}
 
 		// Everything is due: only the other topic's message is retried.
-		before := f.everything(t)
-		f.clock.set(t0.Add(24 * time.Hour))
-		sent := len(f.broker.republishedIDs())
-		loop := dlq.NewRetryLoop(f.svc, func() time.Duration { return time.Hour })
+		before := f.Everything(t)
+		f.Clock.Set(dlqtest.T0.Add(24 * time.Hour))
+		sent := len(f.Broker.RepublishedIDs())
+		loop := dlq.NewRetryLoop(f.Svc, func() time.Duration { return time.Hour })
 		require.NoError(t, loop.RunOnce(ctx))
-		require.Len(t, f.broker.republishedIDs(), sent+1, "only payments.dlq.v1")
-		require.Equal(t, before, f.everything(t), "the paused topic's messages spent nothing")
+		require.Len(t, f.Broker.RepublishedIDs(), sent+1, "only payments.dlq.v1")
+		require.Equal(t, before, f.Everything(t), "the paused topic's messages spent nothing")
 
 		// The pause holds for another service on the same store (a restart).
-		svc2 := dlq.NewService(f.store, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-b", hclog.NewNullLogger(),
-			dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
+		svc2 := dlq.NewService(f.Store, dlqtest.Sources{B: f.Broker}, func() dlq.Policy { return f.Policy }, "daemon-b", hclog.NewNullLogger(),
+			dlq.NewMetrics(nil, f.Store, nil, periodic.New(nil)))
 		require.NoError(t, dlq.NewRetryLoop(svc2, func() time.Duration { return time.Hour }).RunOnce(ctx))
-		require.Len(t, f.broker.republishedIDs(), sent+1)
+		require.Len(t, f.Broker.RepublishedIDs(), sent+1)
 
-		require.ErrorIs(t, f.svc.Resume(ctx, "payments.dlq.v1", 1), derrors.ErrNotFound, "not paused")
-		require.NoError(t, f.svc.Resume(ctx, "orders.dlq.v1", 1))
+		require.ErrorIs(t, f.Svc.Resume(ctx, "payments.dlq.v1", 1), derrors.ErrNotFound, "not paused")
+		require.NoError(t, f.Svc.Resume(ctx, "orders.dlq.v1", 1))
 		require.NoError(t, loop.RunOnce(ctx))
-		require.Len(t, f.broker.republishedIDs(), sent+3, "both messages of the resumed topic")
+		require.Len(t, f.Broker.RepublishedIDs(), sent+3, "both messages of the resumed topic")
 
 		// The returns behind the pause do not count again: one more return
 		// after the resume is below the threshold.
-		a = f.get(t, ids[0])
-		f.clock.set(t0.Add(24*time.Hour + time.Minute))
-		f.broker.set(func(br *broker) { br.queue = append(br.queue, returning(*a, 102)) })
-		testsvc.Eventually(t, 30*time.Second, func() bool { return f.get(t, ids[0]).RetryCount == a.RetryCount+1 }, "return counted")
-		ps, err = f.svc.Pauses(ctx)
+		a = f.Get(t, ids[0])
+		f.Clock.Set(dlqtest.T0.Add(24*time.Hour + time.Minute))
+		f.Broker.Set(func(br *dlqtest.Broker) { br.Queue = append(br.Queue, returning(*a, 102)) })
+		testsvc.Eventually(t, 30*time.Second, func() bool { return f.Get(t, ids[0]).RetryCount == a.RetryCount+1 }, "return counted")
+		ps, err = f.Svc.Pauses(ctx)
 		require.NoError(t, err)
 		require.Empty(t, ps)
 	})
@@ -312,40 +294,40 @@ func TestAutoPauseStopsTheLoopSpendingAttempts(t *testing.T) {
 // A manual pause holds until resumed, pausing twice keeps the first, and
 // bad topics are refused before anything is stored.
 func TestManualPause(t *testing.T) {
-	each(t, true, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		f.ingest(t, 1)
-		p, created, err := f.svc.Pause(ctx, "orders.dlq.v1", "", 5)
+		f.Ingest(t, 1)
+		p, created, err := f.Svc.Pause(ctx, "orders.dlq.v1", "", 5)
 		require.NoError(t, err)
 		require.True(t, created)
 		require.Equal(t, "paused by an operator", p.Reason)
-		p2, created, err := f.svc.Pause(ctx, "orders.dlq.v1", "again", 6)
+		p2, created, err := f.Svc.Pause(ctx, "orders.dlq.v1", "again", 6)
 		require.NoError(t, err)
 		require.False(t, created)
 		require.Equal(t, p, p2)
 		for _, bad := range []string{"", "a/b", "..", string(make([]byte, 300))} {
-			_, _, err := f.svc.Pause(ctx, bad, "", 5)
+			_, _, err := f.Svc.Pause(ctx, bad, "", 5)
 			require.ErrorIs(t, err, derrors.ErrInvalid, "%q", bad)
-			require.ErrorIs(t, f.svc.Resume(ctx, bad, 5), derrors.ErrInvalid)
+			require.ErrorIs(t, f.Svc.Resume(ctx, bad, 5), derrors.ErrInvalid)
 		}
-		_, _, err = f.svc.Pause(ctx, "x.dlq.v1", string(make([]byte, 2000)), 5)
+		_, _, err = f.Svc.Pause(ctx, "x.dlq.v1", string(make([]byte, 2000)), 5)
 		require.ErrorIs(t, err, derrors.ErrInvalid)
-		ps, err := f.svc.Pauses(ctx)
+		ps, err := f.Svc.Pauses(ctx)
 		require.NoError(t, err)
 		require.Len(t, ps, 1)
-		f.clock.set(t0.Add(24 * time.Hour))
-		require.NoError(t, dlq.NewRetryLoop(f.svc, func() time.Duration { return time.Hour }).RunOnce(ctx))
-		require.Empty(t, f.broker.republishedIDs())
+		f.Clock.Set(dlqtest.T0.Add(24 * time.Hour))
+		require.NoError(t, dlq.NewRetryLoop(f.Svc, func() time.Duration { return time.Hour }).RunOnce(ctx))
+		require.Empty(t, f.Broker.RepublishedIDs())
 	})
 }
 
 // [[dlq.topic]] policy: intake stores each topic's max_retries, and the
 // loop leaves a topic whose automatic retries are off alone.
 func TestPerTopicPolicy(t *testing.T) {
-	each(t, true, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		base := f.policy
-		f.policy.ForTopic = func(topic string) dlq.Policy {
+		base := f.Policy
+		f.Policy.ForTopic = func(topic string) dlq.Policy {
 			p := base
 			switch topic {
 			case "payments.dlq.v1":
@@ -356,18 +338,18 @@ func TestPerTopicPolicy(t *testing.T) {
 			}
 			return p
 		}
-		f.broker.set(func(b *broker) {
+		f.Broker.Set(func(b *dlqtest.Broker) {
 			for i, topic := range []string{"payments.dlq.v1", "orders.dlq.v1", "other.dlq.v1"} {
-				b.queue = append(b.queue, sdk.DeadLetter{Position: sdk.Position{Topic: topic, Offset: int64(i)}, Value: []byte("{}"),
-					Timestamp: t0, OriginalTopic: "events.v1", Headers: []sdk.Header{{Key: []byte("error"), Value: []byte("e")}}})
+				b.Queue = append(b.Queue, sdk.DeadLetter{Position: sdk.Position{Topic: topic, Offset: int64(i)}, Value: []byte("{}"),
+					Timestamp: dlqtest.T0, OriginalTopic: "events.v1", Headers: []sdk.Header{{Key: []byte("error"), Value: []byte("e")}}})
 			}
 		})
-		f.intake(t, f.store, nil)
+		f.StartIntake(t, f.Store, nil)
 		max := map[string]int{}
 		next := map[string]time.Time{}
 		testsvc.Eventually(t, 30*time.Second, func() bool {
 			for _, topic := range []string{"payments.dlq.v1", "orders.dlq.v1", "other.dlq.v1"} {
-				msgs, _, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: topic, Page: 1, PageSize: 10})
+				msgs, _, err := f.Store.ListDLQ(ctx, dlq.ListFilter{Topic: topic, Page: 1, PageSize: 10})
 				if err != nil || len(msgs) != 1 {
 					return false
 				}
@@ -379,17 +361,17 @@ func TestPerTopicPolicy(t *testing.T) {
 			return true
 		}, "all stored")
 		require.Equal(t, map[string]int{"payments.dlq.v1": 7, "orders.dlq.v1": 3, "other.dlq.v1": 3}, max)
-		require.True(t, next["payments.dlq.v1"].Equal(t0.Add(7*time.Minute)), "the topic's backoff: %s", next["payments.dlq.v1"])
-		require.True(t, next["other.dlq.v1"].Equal(t0.Add(time.Minute)), "[retry]'s backoff: %s", next["other.dlq.v1"])
+		require.True(t, next["payments.dlq.v1"].Equal(dlqtest.T0.Add(7*time.Minute)), "the topic's backoff: %s", next["payments.dlq.v1"])
+		require.True(t, next["other.dlq.v1"].Equal(dlqtest.T0.Add(time.Minute)), "[retry]'s backoff: %s", next["other.dlq.v1"])
 		// The payments message is refused: its next retry follows its topic's backoff.
-		pay, _, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: "payments.dlq.v1", Page: 1, PageSize: 1})
+		pay, _, err := f.Store.ListDLQ(ctx, dlq.ListFilter{Topic: "payments.dlq.v1", Page: 1, PageSize: 1})
 		require.NoError(t, err)
-		f.broker.set(func(b *broker) { b.refuse[pay[0].ID.String()] = sdk.Permanent(errors.New("INVALID_RECORD")) })
-		f.clock.set(t0.Add(24 * time.Hour))
-		require.NoError(t, dlq.NewRetryLoop(f.svc, func() time.Duration { return time.Hour }).RunOnce(ctx))
-		require.Len(t, f.broker.republishedIDs(), 1, "orders.dlq.v1 has automatic retries off; payments was refused")
-		got := f.get(t, pay[0].ID)
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Refuse[pay[0].ID.String()] = sdk.Permanent(errors.New("INVALID_RECORD")) })
+		f.Clock.Set(dlqtest.T0.Add(24 * time.Hour))
+		require.NoError(t, dlq.NewRetryLoop(f.Svc, func() time.Duration { return time.Hour }).RunOnce(ctx))
+		require.Len(t, f.Broker.RepublishedIDs(), 1, "orders.dlq.v1 has automatic retries off; payments was refused")
+		got := f.Get(t, pay[0].ID)
 		require.Equal(t, 1, got.RetryCount)
-		require.True(t, got.NextRetryAt.Equal(t0.Add(24*time.Hour+14*time.Minute)), "7m x 2 after the first failure: %s", got.NextRetryAt)
+		require.True(t, got.NextRetryAt.Equal(dlqtest.T0.Add(24*time.Hour+14*time.Minute)), "7m x 2 after the first failure: %s", got.NextRetryAt)
 	})
 }

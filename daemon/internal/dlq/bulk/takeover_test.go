@@ -1,4 +1,4 @@
-package dlq_test
+package bulk_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
-	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/daemon/internal/store/storetest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -21,7 +21,7 @@ import (
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// aStall makes every send of daemon A (f.broker) wait, with the broker,
+// aStall makes every send of daemon A (f.Broker) wait, with the broker,
 // until release is closed; B sends through its own broker, never held.
 // A renews the claims of the messages it is sending each time the test's
 // clock moves (the clock moves faster than a third of the lease of real
@@ -36,11 +36,11 @@ type aStall struct {
 	once     sync.Once
 }
 
-func stallA(f *fixture) *aStall {
+func stallA(t *testing.T, f *dlqtest.Fixture) *aStall {
 	s := &aStall{started: make(chan struct{}, 64), release: make(chan struct{})}
-	dlq.SetClaimPace(f.svc, f.clock.ticks, f.clock.renewed)
-	f.broker.set(func(b *broker) {
-		b.during = func() {
+	f.Reconfigure(t, dlq.WithClaimPace(f.Clock.Ticks, f.Clock.Renewed))
+	f.Broker.Set(func(b *dlqtest.Broker) {
+		b.During = func() {
 			s.inFlight.Add(1)
 			select {
 			case s.started <- struct{}{}:
@@ -53,15 +53,6 @@ func stallA(f *fixture) *aStall {
 }
 
 func (s *aStall) let() { s.once.Do(func() { close(s.release) }) }
-
-// stall moves the clock by d without a tick for the renewal loops it
-// paces: a daemon stalled that long (a GC pause) renews no claim
-// meanwhile, and they run out.
-func (c *clock) stall(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // gated is a store whose RetryDLQPage waits until open (a daemon that
 // reaches the page later: a rate, other pages first).
@@ -81,34 +72,27 @@ func (g *gated) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Record
 }
 
 // daemon is a second daemon on f's store (or st) with its own broker.
-func daemon(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) (*bulk.Service, *bulk.Runner) {
+func daemon(t *testing.T, f *dlqtest.Fixture, st dlq.Store, b *dlqtest.Broker, name string) (*bulk.Service, *bulk.Runner) {
 	if st == nil {
-		st = f.store
+		st = f.Store
 	}
-	svc := dlq.NewService(st, sources{b}, func() dlq.Policy { return f.policy }, name,
-		daemonLog(t, name), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-	dlq.SetClock(svc, f.clock.now)
-	ops := bulk.NewService(svc, st, daemonLog(t, name))
-	r := bulk.NewRunner(ops, func() bulk.Config {
-		return bulk.Config{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
-	}, nil)
-	t.Cleanup(func() { _ = r.Stop(context.Background()) })
-	return ops, r
+	_, ops := f.Daemon(t, name, st, dlqtest.Sources{B: b})
+	return ops, dlqtest.NewRunner(t, ops)
 }
 
 // finishedAsTimeGoesOn waits up to a minute for op to finish while the
 // test's clock moves 3 s a step, as time would go on in a daemon (claims
 // and leases run out), and returns it.
-func (f *fixture) finishedAsTimeGoesOn(t *testing.T, ctx context.Context, op uuid.UUID) *dlq.Operation {
+func finishedAsTimeGoesOn(t *testing.T, ctx context.Context, f *dlqtest.Fixture, op uuid.UUID) *dlq.Operation {
 	t.Helper()
 	var done *dlq.Operation
 	testsvc.Eventually(t, time.Minute, func() bool {
-		f.clock.set(f.clock.now().Add(3 * time.Second))
+		f.Clock.Set(f.Clock.Now().Add(3 * time.Second))
 		var err error
-		done, err = f.ops.Operation(ctx, op)
+		done, err = f.Ops.Operation(ctx, op)
 		require.NoError(t, err)
 		return done.Finished()
-	}, "finished")
+	}, "dlqtest.Finished")
 	return done
 }
 
@@ -121,26 +105,26 @@ type peer struct {
 }
 
 // newPeer is daemon with its signals on; its runner is not started.
-func newPeer(t *testing.T, f *fixture, st dlq.Store, b *broker, name string) *peer {
+func newPeer(t *testing.T, f *dlqtest.Fixture, st dlq.Store, b *dlqtest.Broker, name string) *peer {
 	ops, r := daemon(t, f, st, b, name)
 	return &peer{name: name, ops: ops, runner: r, sig: ops.Signals()}
 }
 
 // startA turns daemon A's signals on and starts its runner.
-func startA(t *testing.T, f *fixture) *peer {
-	sig := f.ops.Signals()
-	return &peer{name: "daemon-a", ops: f.ops, runner: startRunner(t, f.ops), sig: sig}
+func startA(t *testing.T, f *dlqtest.Fixture) *peer {
+	sig := f.Ops.Signals()
+	return &peer{name: "daemon-a", ops: f.Ops, runner: dlqtest.StartRunner(t, f.Ops), sig: sig}
 }
 
 // takeOver moves the clock past the operation's lease, a step at a time,
 // until p's runner claims op. Each step waits for p's first claim at the
 // moved clock; it finds op held still when the old owner's heartbeat
 // renewed the lease in between, and the next step moves on.
-func takeOver(t *testing.T, f *fixture, p *peer, op uuid.UUID) {
+func takeOver(t *testing.T, f *dlqtest.Fixture, p *peer, op uuid.UUID) {
 	t.Helper()
 	for step := 0; step < 200; step++ {
-		at := f.clock.now().Add(5 * time.Second)
-		f.clock.set(at)
+		at := f.Clock.Now().Add(5 * time.Second)
+		f.Clock.Set(at)
 		poll := p.sig.Polled.WaitFor(t, p.name+" polled at the moved clock", func(got bulk.Poll) bool { return !got.Now.Before(at) })
 		if poll.Err != nil {
 			t.Logf("%s could not claim: %v", p.name, poll.Err)
@@ -185,10 +169,10 @@ func pagesOf25(daemons ...*bulk.Service) {
 	}
 }
 
-func sends(bs ...*broker) map[string]int {
+func sends(bs ...*dlqtest.Broker) map[string]int {
 	out := map[string]int{}
 	for _, b := range bs {
-		for k, v := range republishCounts(b) {
+		for k, v := range dlqtest.RepublishCounts(b) {
 			out[k] += v
 		}
 	}
@@ -209,9 +193,9 @@ func retryOrders(t *testing.T, ctx context.Context, ops *bulk.Service, rate floa
 // daemon stalled past the lease with it: once on PostgreSQL, where the
 // claim is a row lock held to the outcome; once or twice on SQLite, where
 // it is a lease.
-func requireSends(t *testing.T, f *fixture, n int, msg string, args ...any) {
+func requireSends(t *testing.T, f *dlqtest.Fixture, n int, msg string, args ...any) {
 	t.Helper()
-	if _, rowLocks := f.store.(*store.Postgres); rowLocks {
+	if _, rowLocks := f.Store.(*store.Postgres); rowLocks {
 		require.Equal(t, 1, n, "sent once: "+fmt.Sprintf(msg, args...))
 		return
 	}
@@ -229,7 +213,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // A's pool: SQLite's write lock has no queue, and a second process on the
 // file starves in its busy handler while the first, with writes queued on
 // its own connection, takes the lock again at once.
-func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
+func each2(t *testing.T, fn func(t *testing.T, f *dlqtest.Fixture, stB store.Store)) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -239,19 +223,13 @@ func each2(t *testing.T, fn func(t *testing.T, f *fixture, stB store.Store)) {
 			if d != migrations.SQLite {
 				stB = storetest.OpenDSN(t, d, dsn)
 			}
-			f := &fixture{store: st, broker: newBroker(), clock: &clock{t: t0},
-				policy: dlq.Policy{MaxRetries: 3, Backoff: backoffPolicy, Lease: 30 * time.Second}}
-			f.svc = dlq.NewService(st, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-a", daemonLog(t, "daemon-a"),
-				dlq.NewMetrics(nil, st, nil, periodic.New(nil)))
-			dlq.SetClock(f.svc, f.clock.now)
-			f.ops = bulk.NewService(f.svc, st, daemonLog(t, "daemon-a"))
-			fn(t, f, stB)
+			fn(t, dlqtest.New(t, st, dlq.Policy{MaxRetries: 3, Backoff: dlqtest.BackoffPolicy, Lease: 30 * time.Second}), stB)
 		})
 	}
 }
 
 // multi is a plugin host with several sources, each a broker.
-type multi map[string]*broker
+type multi map[string]*dlqtest.Broker
 
 func (m multi) SourceNames() []string {
 	var out []string
@@ -273,9 +251,7 @@ func (m multi) Running(name string) bool {
 	if !ok {
 		return false
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.running
+	return b.IsRunning()
 }
 
 // answeredBy is how many of m's attempts are answers of the broker to

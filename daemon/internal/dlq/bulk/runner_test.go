@@ -1,4 +1,4 @@
-package dlq_test
+package bulk_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -30,9 +31,9 @@ func (s *lingeringRenewals) RenewDLQOperationLease(ctx context.Context, _ uuid.U
 // renewal included): the daemon closes the store right after, and a call
 // under way then wrote into a closed SQLite database's directory.
 func TestAStoppedRunnerLeavesNoStoreCallBehind(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		st := &lingeringRenewals{Store: f.store}
+		st := &lingeringRenewals{Store: f.Store}
 		svc, runner, op := startSlowRetry(t, ctx, f, st)
 		testsvc.Eventually(t, 30*time.Second, func() bool { return st.Started.Load() > 0 }, "a renewal under way")
 		require.NoError(t, runner.Stop(ctx))
@@ -69,11 +70,11 @@ func (s *lateClaims) ClaimDLQOperation(ctx context.Context, owner string, now, u
 // with no run until that lease ran out (CI saw it as a takeover test that
 // never took over).
 func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		st := &lateClaims{Store: f.store}
+		st := &lateClaims{Store: f.Store}
 		svc, runner, op := startSlowRetry(t, ctx, f, st)
-		waitOperation(t, svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 1 }, "running")
+		dlqtest.WaitOperation(t, svc, op.ID, func(o *dlq.Operation) bool { return o.Done >= 1 }, "running")
 		st.late.Store(true)
 		time.Sleep(400 * time.Millisecond) // a claim is under way now, always
 		require.NoError(t, runner.Stop(ctx))
@@ -88,10 +89,10 @@ func TestAClaimUnderWayWhenTheRunnerStopsIsNotLeftHeld(t *testing.T) {
 // startSlowRetry stores 40 dead letters and starts daemon-a on st (f's
 // store, wrapped) with a bulk retry of them at 5/s (eight seconds) and its
 // runner; it returns the daemon, the runner and the operation.
-func startSlowRetry(t *testing.T, ctx context.Context, f *fixture, st dlq.Store) (*bulk.Service, *bulk.Runner, *dlq.Operation) {
+func startSlowRetry(t *testing.T, ctx context.Context, f *dlqtest.Fixture, st dlq.Store) (*bulk.Service, *bulk.Runner, *dlq.Operation) {
 	t.Helper()
-	f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
-	svc, runner := daemon(t, f, st, f.broker, "daemon-a")
+	f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+	svc, runner := daemon(t, f, st, f.Broker, "daemon-a")
 	op, err := svc.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 5,
 		Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 	require.NoError(t, err)

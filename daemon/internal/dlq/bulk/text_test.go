@@ -1,4 +1,4 @@
-package dlq_test
+package bulk_test
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -20,7 +21,7 @@ import (
 // the indexer, and no other: payloads that share most of the text's
 // trigrams without holding it stay as they were.
 func TestBulkDeleteByTextDeletesExactlyItsMatches(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
 		matches := []string{`{"order":"ORD-42"}`, `{"order":"ord-42"}`, `{"note":"xx ORD-4200 yy"}`, `order ORD-42 in plain text`}
 		nearMisses := []string{`{"order":"ORD-4 2"}`, `{"order":"ORD_42"}`, `{"order":"RD-42"}`, `{"order":"ORD-4"}`,
@@ -34,10 +35,10 @@ func TestBulkDeleteByTextDeletesExactlyItsMatches(t *testing.T) {
 					OriginalTopic: "orders.events.v1", ErrorMessage: "boom", Payload: []byte(p)}
 				offset++
 			}
-			_, err := f.store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: f.policy.MaxRetries})
+			_, err := f.Store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: f.Policy.MaxRetries})
 			require.NoError(t, err)
 			ids := map[string]uuid.UUID{}
-			for _, m := range f.everything(t) {
+			for _, m := range f.Everything(t) {
 				for _, p := range payloads {
 					if string(m.Payload) == p {
 						ids[p] = m.ID
@@ -52,7 +53,7 @@ func TestBulkDeleteByTextDeletesExactlyItsMatches(t *testing.T) {
 		waiting := append(append([]string{}, matches[2:]...), nearMisses[4:]...)
 		ids := store(indexed)
 		for {
-			_, left, err := f.store.IndexDLQSearch(ctx)
+			_, left, err := f.Store.IndexDLQSearch(ctx)
 			require.NoError(t, err)
 			if left == 0 {
 				break
@@ -61,29 +62,29 @@ func TestBulkDeleteByTextDeletesExactlyItsMatches(t *testing.T) {
 		for p, id := range store(waiting) {
 			ids[p] = id
 		}
-		before := f.checksums(t)
+		before := f.Checksums(t)
 
-		startRunner(t, f.ops)
-		matched, sample, err := f.ops.DryRunOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
+		dlqtest.StartRunner(t, f.Ops)
+		matched, sample, err := f.Ops.DryRunOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Text: "ORD-42"}}}, 10)
 		require.NoError(t, err)
 		require.EqualValues(t, len(matches), matched, "dry run")
 		require.Len(t, sample, len(matches), "dry run sample")
-		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
+		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Text: "ORD-42"}}})
 		require.NoError(t, err)
-		op = waitOperation(t, f.ops, op.ID, finished, "delete")
+		op = dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "delete")
 		require.Equal(t, dlq.OperationCompleted, op.State)
 		require.Equal(t, map[string]int64{dlq.ItemDeleted: int64(len(matches))}, op.Outcomes)
 		for _, p := range matches {
-			_, err := f.svc.Get(ctx, ids[p])
+			_, err := f.Svc.Get(ctx, ids[p])
 			require.ErrorIs(t, err, derrors.ErrNotFound, "%s holds the text", p)
 		}
 		var stay []uuid.UUID
 		for _, p := range nearMisses {
 			stay = append(stay, ids[p])
 		}
-		f.requireUntouched(t, before, stay)
-		require.Len(t, f.checksums(t), len(nearMisses), fmt.Sprintf("only the %d near misses are left", len(nearMisses)))
+		f.RequireUntouched(t, before, stay)
+		require.Len(t, f.Checksums(t), len(nearMisses), fmt.Sprintf("only the %d near misses are left", len(nearMisses)))
 	})
 }

@@ -1,9 +1,8 @@
-package dlq_test
+package intake_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/intake"
 	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
@@ -50,41 +50,25 @@ func (s *flakyStore) has(p sdk.Position) bool {
 	return s.stored[p]
 }
 
-func deadLetters(from, n int) []sdk.DeadLetter {
-	out := make([]sdk.DeadLetter, n)
-	for i := range out {
-		off := int64(from + i)
-		out[i] = sdk.DeadLetter{
-			Position:      sdk.Position{Topic: "orders.dlq.v1", Partition: int32(off % 3), Offset: off},
-			Headers:       []sdk.Header{{Key: []byte("kafka_dlt-exception-message"), Value: []byte("NPE")}},
-			Value:         []byte(fmt.Sprintf(`{"n":%d}`, off)),
-			OriginalTopic: "orders.events.v1",
-		}
-	}
-	return out
-}
-
 func TestIntakeStoresEverythingOnceAndCommitsOnlyWhatIsStored(t *testing.T) {
-	each(t, true, func(t *testing.T, f *fixture) {
-		fs := &flakyStore{Store: f.store, stored: map[sdk.Position]bool{}}
+	dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
+		fs := &flakyStore{Store: f.Store, stored: map[sdk.Position]bool{}}
 		fs.failures.Store(3)
-		f.broker.set(func(b *broker) {
-			b.queue = deadLetters(0, 5000)
-			b.stored = fs.has
+		f.Broker.Set(func(b *dlqtest.Broker) {
+			b.Queue = dlqtest.DeadLetters(0, 5000)
+			b.Stored = fs.has
 		})
-		in := intake.New(fs, sources{f.broker}, func() dlq.Policy { return f.policy },
-			intake.Config{BatchSize: 500, Wait: 50 * time.Millisecond, Now: f.clock.now}, hclog.NewNullLogger(), intake.NewMetrics(nil, periodic.New(nil)))
+		in := intake.New(fs, dlqtest.Sources{B: f.Broker}, func() dlq.Policy { return f.Policy },
+			intake.Config{BatchSize: 500, Wait: 50 * time.Millisecond, Now: f.Clock.Now}, hclog.NewNullLogger(), intake.NewMetrics(nil, periodic.New(nil)))
 		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
 		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 
 		// The source redelivers a stretch it had already handed out, as
 		// Kafka does after a rebalance: stored once.
-		f.broker.set(func(b *broker) { b.queue = append(b.queue, deadLetters(1000, 700)...) })
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Queue = append(b.Queue, dlqtest.DeadLetters(1000, 700)...) })
 
 		committed := func() int {
-			f.broker.mu.Lock()
-			defer f.broker.mu.Unlock()
-			return len(f.broker.committed)
+			return f.Broker.CommittedCount()
 		}
 		// 90 s: intake fingerprints every message and indexes its payload
 		// (issue 13); under -race on SQLite, on a loaded 2-CPU machine, the
@@ -93,39 +77,39 @@ func TestIntakeStoresEverythingOnceAndCommitsOnlyWhatIsStored(t *testing.T) {
 		require.NoError(t, in.Stop(testsvc.Context(t, time.Minute)))
 
 		ctx := testsvc.Context(t, 30*time.Second)
-		msgs, total, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
+		msgs, total, err := f.Store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
 		require.NoError(t, err)
 		require.EqualValues(t, 5000, total, "redelivered positions are not stored twice")
 		m := msgs[0]
 		require.Equal(t, "orders.events.v1", m.OriginalTopic)
 		require.Equal(t, "NPE", m.ErrorMessage)
 		require.Equal(t, dlq.StatusPending, m.Status)
-		require.WithinDuration(t, t0.Add(time.Minute), *m.NextRetryAt, 0, "first automatic retry after initial_delay")
-		require.Empty(t, f.broker.early, "no position committed before it was stored")
+		require.WithinDuration(t, dlqtest.T0.Add(time.Minute), *m.NextRetryAt, 0, "first automatic retry after initial_delay")
+		require.Empty(t, f.Broker.Early, "no position committed before it was stored")
 		require.LessOrEqual(t, fs.failures.Load(), int32(-1), "the failed batches were retried")
 	})
 }
 
 func TestIntakePausesWhileTheSourceIsDown(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
-		f.broker.set(func(b *broker) {
-			b.down = sdk.Unavailable(errors.New("all brokers down"))
-			b.queue = deadLetters(0, 10)
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
+		f.Broker.Set(func(b *dlqtest.Broker) {
+			b.Down = sdk.Unavailable(errors.New("all brokers down"))
+			b.Queue = dlqtest.DeadLetters(0, 10)
 		})
-		in := intake.New(f.store, sources{f.broker}, func() dlq.Policy { return f.policy },
+		in := intake.New(f.Store, dlqtest.Sources{B: f.Broker}, func() dlq.Policy { return f.Policy },
 			intake.Config{BatchSize: 100, Wait: 20 * time.Millisecond}, hclog.NewNullLogger(), intake.NewMetrics(nil, periodic.New(nil)))
 		require.NoError(t, in.Start(testsvc.Context(t, time.Minute)))
 		t.Cleanup(func() { _ = in.Stop(testsvc.Context(t, time.Minute)) })
 
 		time.Sleep(300 * time.Millisecond)
 		ctx := testsvc.Context(t, 30*time.Second)
-		_, total, err := f.store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
+		_, total, err := f.Store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
 		require.NoError(t, err)
 		require.Zero(t, total)
 
-		f.broker.set(func(b *broker) { b.down = nil })
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Down = nil })
 		testsvc.Eventually(t, 30*time.Second, func() bool {
-			_, total, err = f.store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
+			_, total, err = f.Store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 1, PageSize: 10})
 			return err == nil && total == 10
 		}, "intake resumes when the broker is back")
 	})

@@ -1,4 +1,4 @@
-package dlq_test
+package bulk_test
 
 import (
 	"errors"
@@ -11,9 +11,8 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
-	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
-	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // TestBulkRetryActsOnTheSetFixedAtTheStart: a bulk retry by topic
@@ -21,22 +20,22 @@ import (
 // a message arriving later, and every message of another topic, is left
 // as it was.
 func TestBulkRetryActsOnTheSetFixedAtTheStart(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		target := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout after 30s", 0, 30)
-		other := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "timeout after 30s", 0, 10)
-		before := f.checksums(t)
+		target := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout after 30s", 0, 30)
+		other := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "timeout after 30s", 0, 10)
+		before := f.Checksums(t)
 		uid := uint32(1001)
-		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
+		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1", Statuses: []dlq.Status{dlq.StatusPending}}}, UID: &uid})
 		require.NoError(t, err)
 		require.EqualValues(t, 30, op.Matched)
 		require.Equal(t, dlq.OperationRunning, op.State)
-		late := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout after 30s", 100, 5)
-		lateSums := f.checksums(t)
+		late := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout after 30s", 100, 5)
+		lateSums := f.Checksums(t)
 
-		startRunner(t, f.ops)
-		done := waitOperation(t, f.ops, op.ID, finished, "completed")
+		dlqtest.StartRunner(t, f.Ops)
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 30, done.Done)
 		require.EqualValues(t, 30, done.Succeeded)
@@ -44,19 +43,19 @@ func TestBulkRetryActsOnTheSetFixedAtTheStart(t *testing.T) {
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 30}, done.Outcomes)
 		require.NotNil(t, done.FinishedAt)
 
-		counts := republishCounts(f.broker)
+		counts := dlqtest.RepublishCounts(f.Broker)
 		require.Len(t, counts, 30)
 		for _, id := range target {
 			require.Equal(t, 1, counts[id.String()], "republished once")
-			m := f.get(t, id)
+			m := f.Get(t, id)
 			require.Equal(t, dlq.StatusResolved, m.Status)
 			last := m.Attempts[len(m.Attempts)-1]
 			require.Equal(t, dlq.TriggerBulk, last.Trigger)
 			require.Equal(t, op.ID, *last.Operation, "the history names the operation")
 			require.Equal(t, uid, *last.UID)
 		}
-		after := f.checksums(t)
-		require.Equal(t, without(before, target), without(after, target, late), "other topics are untouched")
+		after := f.Checksums(t)
+		require.Equal(t, dlqtest.Without(before, target), dlqtest.Without(after, target, late), "other topics are untouched")
 		for _, id := range late {
 			require.Equal(t, lateSums[id], after[id], "a later arrival is not swept in")
 		}
@@ -67,12 +66,12 @@ func TestBulkRetryActsOnTheSetFixedAtTheStart(t *testing.T) {
 // TestBulkDryRunChangesNothing: a dry run counts and samples, and stores
 // nothing.
 func TestBulkDryRunChangesNothing(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", `duplicate key value violates unique constraint "orders_pkey"`, 0, 25)
-		f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "connection refused", 100, 5)
-		before := f.checksums(t)
-		n, sample, err := f.ops.DryRunOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
+		f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", `duplicate key value violates unique constraint "orders_pkey"`, 0, 25)
+		f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "connection refused", 100, 5)
+		before := f.Checksums(t)
+		n, sample, err := f.Ops.DryRunOperation(ctx, bulk.Request{Action: dlq.ActionDelete,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Error: "UNIQUE constraint"}}}, 10)
 		require.NoError(t, err)
 		require.EqualValues(t, 25, n)
@@ -80,10 +79,10 @@ func TestBulkDryRunChangesNothing(t *testing.T) {
 		for _, m := range sample {
 			require.Contains(t, m.ErrorMessage, "unique constraint")
 		}
-		ops, err := f.ops.Operations(ctx, 10, false)
+		ops, err := f.Ops.Operations(ctx, 10, false)
 		require.NoError(t, err)
 		require.Empty(t, ops, "a dry run stores no operation")
-		require.Equal(t, before, f.checksums(t))
+		require.Equal(t, before, f.Checksums(t))
 	})
 }
 
@@ -91,41 +90,41 @@ func TestBulkDryRunChangesNothing(t *testing.T) {
 // part way ends CANCELLED; what it did is exactly what its counters say,
 // and the rest of its set is untouched.
 func TestBulkCancelStopsBetweenPages(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
-		before := f.checksums(t)
-		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 40,
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
+		before := f.Checksums(t)
+		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 40,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		startRunner(t, f.ops)
-		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 16 }, "some done")
+		dlqtest.StartRunner(t, f.Ops)
+		dlqtest.WaitOperation(t, f.Ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 16 }, "some done")
 		uid := uint32(7)
-		_, err = f.ops.CancelOperation(ctx, op.ID, &uid)
+		_, err = f.Ops.CancelOperation(ctx, op.ID, &uid)
 		require.NoError(t, err)
-		done := waitOperation(t, f.ops, op.ID, finished, "cancelled")
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "cancelled")
 		require.Equal(t, dlq.OperationCancelled, done.State)
 		require.Less(t, done.Done, int64(60), "stopped before the end")
 		require.Equal(t, uid, *done.CancelledByUID)
 
-		counts := republishCounts(f.broker)
+		counts := dlqtest.RepublishCounts(f.Broker)
 		require.EqualValues(t, done.Succeeded, len(counts), "the counters say what was republished")
 		var untouched []uuid.UUID
 		for _, id := range ids {
 			if counts[id.String()] == 0 {
 				untouched = append(untouched, id)
 			} else {
-				require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+				require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			}
 		}
-		after := f.checksums(t)
+		after := f.Checksums(t)
 		for _, id := range untouched {
 			require.Equal(t, before[id], after[id], "not reached: untouched")
 		}
 		time.Sleep(200 * time.Millisecond)
-		require.Len(t, republishCounts(f.broker), len(counts), "nothing after the cancel")
+		require.Len(t, dlqtest.RepublishCounts(f.Broker), len(counts), "nothing after the cancel")
 
-		_, err = f.ops.CancelOperation(ctx, op.ID, &uid)
+		_, err = f.Ops.CancelOperation(ctx, op.ID, &uid)
 		require.ErrorIs(t, err, derrors.ErrConflict, "an operation that is over cannot be cancelled")
 	})
 }
@@ -134,32 +133,29 @@ func TestBulkCancelStopsBetweenPages(t *testing.T) {
 // of an operation hands it back; another one resumes it after the last
 // page recorded, and every message is republished exactly once.
 func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
 		// 20/s: the 80 take four seconds, so the stop after the first 20
 		// comes well before the end (at 100/s it could come after it).
-		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 20,
+		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 20,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		first := startRunner(t, f.ops)
-		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 20 }, "some done")
+		first := dlqtest.StartRunner(t, f.Ops)
+		dlqtest.WaitOperation(t, f.Ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 20 }, "some done")
 		require.NoError(t, first.Stop(ctx))
-		mid, err := f.ops.Operation(ctx, op.ID)
+		mid, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "a stop is not an end")
 		require.Less(t, mid.Done, int64(80))
 
-		other := dlq.NewService(f.store, sources{f.broker}, func() dlq.Policy { return f.policy }, "daemon-b", daemonLog(t, "daemon-b"),
-			dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-		dlq.SetClock(other, f.clock.now)
-		otherOps := bulkOf(f.store, other)
-		startRunner(t, otherOps)
-		done := waitOperation(t, otherOps, op.ID, finished, "completed")
+		_, otherOps := f.Daemon(t, "daemon-b", f.Store, dlqtest.Sources{B: f.Broker})
+		dlqtest.StartRunner(t, otherOps)
+		done := dlqtest.WaitOperation(t, otherOps, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 80, done.Done)
 		require.EqualValues(t, 80, done.Succeeded)
-		counts := republishCounts(f.broker)
+		counts := dlqtest.RepublishCounts(f.Broker)
 		for _, id := range ids {
 			require.Equal(t, 1, counts[id.String()], "exactly once")
 		}
@@ -170,34 +166,34 @@ func TestBulkOperationResumesOnAnotherDaemon(t *testing.T) {
 // only, skip (and say why) a message not in a state they apply to, and
 // record the operation in each message's history.
 func TestBulkDeadReviveDelete(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		set := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "schema mismatch", 0, 12)
-		bystanders := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout", 100, 6)
+		set := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "schema mismatch", 0, 12)
+		bystanders := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "timeout", 100, 6)
 		// One of the set is RESOLVED already: dead skips it.
-		_, err := f.svc.Retry(ctx, set[0])
+		_, err := f.Svc.Retry(ctx, set[0])
 		require.NoError(t, err)
-		before := f.checksums(t)
-		startRunner(t, f.ops)
+		before := f.Checksums(t)
+		dlqtest.StartRunner(t, f.Ops)
 		uid := uint32(1001)
 		run := func(action dlq.OperationAction) *dlq.Operation {
-			op, err := f.ops.StartOperation(ctx, bulk.Request{Action: action, UID: &uid,
+			op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: action, UID: &uid,
 				Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Error: "schema mismatch"}}})
 			require.NoError(t, err)
-			return waitOperation(t, f.ops, op.ID, finished, string(action))
+			return dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, string(action))
 		}
 
 		dead := run(dlq.ActionDead)
 		require.Equal(t, dlq.OperationCompleted, dead.State)
 		require.Equal(t, map[string]int64{dlq.ItemMarkedDead: 11, dlq.ItemSkipped: 1}, dead.Outcomes)
-		failures, err := f.ops.OperationFailures(ctx, dead.ID, 10)
+		failures, err := f.Ops.OperationFailures(ctx, dead.ID, 10)
 		require.NoError(t, err)
 		require.Len(t, failures, 1)
 		require.Equal(t, set[0], failures[0].ID)
 		require.Contains(t, failures[0].Error, "status=RESOLVED")
 		for _, id := range set[1:] {
-			require.Equal(t, dlq.StatusDead, f.get(t, id).Status)
-			h := f.history(t, id)
+			require.Equal(t, dlq.StatusDead, f.Get(t, id).Status)
+			h := f.History(t, id)
 			last := h[len(h)-1]
 			require.Equal(t, dlq.KindMarkedDead, last.Kind)
 			require.Equal(t, uid, *last.UID)
@@ -207,7 +203,7 @@ func TestBulkDeadReviveDelete(t *testing.T) {
 		revived := run(dlq.ActionRevive)
 		require.Equal(t, map[string]int64{dlq.ItemRevived: 11, dlq.ItemSkipped: 1}, revived.Outcomes)
 		for _, id := range set[1:] {
-			m := f.get(t, id)
+			m := f.Get(t, id)
 			require.Equal(t, dlq.StatusPending, m.Status)
 			require.Equal(t, revived.ID, *m.Attempts[len(m.Attempts)-1].Operation)
 		}
@@ -215,13 +211,13 @@ func TestBulkDeadReviveDelete(t *testing.T) {
 		deleted := run(dlq.ActionDelete)
 		require.Equal(t, map[string]int64{dlq.ItemDeleted: 12}, deleted.Outcomes)
 		for _, id := range set {
-			_, err := f.svc.Get(ctx, id)
+			_, err := f.Svc.Get(ctx, id)
 			require.ErrorIs(t, err, derrors.ErrNotFound)
-			h := f.history(t, id)
+			h := f.History(t, id)
 			require.Equal(t, dlq.KindDeleted, h[len(h)-1].Kind)
 			require.Contains(t, string(h[len(h)-1].Detail), deleted.ID.String())
 		}
-		after := f.checksums(t)
+		after := f.Checksums(t)
 		for _, id := range bystanders {
 			require.Equal(t, before[id], after[id], "a bystander is untouched")
 		}
@@ -233,35 +229,33 @@ func TestBulkDeadReviveDelete(t *testing.T) {
 // the target topic and keeps the stored record as it was, with the replay
 // (and its operation) in the history.
 func TestBulkReplayToAnotherTopic(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 7)
-		before := f.checksums(t)
-		startRunner(t, f.ops)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 7)
+		before := f.Checksums(t)
+		dlqtest.StartRunner(t, f.Ops)
 		uid := uint32(1001)
-		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionReplayTo, TargetTopic: "orders.audit.v1", UID: &uid,
+		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionReplayTo, TargetTopic: "orders.audit.v1", UID: &uid,
 			Filter: dlq.OperationFilter{IDs: ids[:5]}})
 		require.NoError(t, err)
 		require.EqualValues(t, 5, op.Matched)
-		done := waitOperation(t, f.ops, op.ID, finished, "completed")
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, map[string]int64{dlq.ItemReplayed: 5}, done.Outcomes)
-		f.broker.mu.Lock()
-		sent := append([]sdk.RepublishMessage(nil), f.broker.republished...)
-		f.broker.mu.Unlock()
+		sent := f.Broker.Sent()
 		require.Len(t, sent, 5)
 		for _, m := range sent {
 			require.Equal(t, "orders.audit.v1", m.Topic)
 		}
-		require.Equal(t, before, f.checksums(t), "the stored records do not change")
-		h := f.history(t, ids[0])
+		require.Equal(t, before, f.Checksums(t), "the stored records do not change")
+		h := f.History(t, ids[0])
 		require.Equal(t, dlq.KindReplayed, h[len(h)-1].Kind)
 		require.Contains(t, string(h[len(h)-1].Detail), op.ID.String())
 
-		_, err = f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionReplayTo, Filter: dlq.OperationFilter{IDs: ids}})
+		_, err = f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionReplayTo, Filter: dlq.OperationFilter{IDs: ids}})
 		require.ErrorIs(t, err, derrors.ErrInvalid, "replay_to needs a target")
-		_, err = f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: -1, Filter: dlq.OperationFilter{IDs: ids}})
+		_, err = f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: -1, Filter: dlq.OperationFilter{IDs: ids}})
 		require.ErrorIs(t, err, derrors.ErrInvalid)
-		ops, err := f.ops.Operations(ctx, 10, false)
+		ops, err := f.Ops.Operations(ctx, 10, false)
 		require.NoError(t, err)
 		require.Len(t, ops, 1, "a refused request stores nothing")
 	})
@@ -273,33 +267,33 @@ func TestBulkReplayToAnotherTopic(t *testing.T) {
 // PENDING (nothing counted against it) and resumes from its last recorded
 // page once its lease ran out, sending each message once.
 func TestBulkRetryStopsForABrokerOutage(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
-		startRunner(t, f.ops)
-		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 40,
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 40)
+		dlqtest.StartRunner(t, f.Ops)
+		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 40,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 8 }, "some done")
-		f.broker.set(func(b *broker) { b.down = errors.New("connection refused") })
+		dlqtest.WaitOperation(t, f.Ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 8 }, "some done")
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Down = errors.New("connection refused") })
 		time.Sleep(time.Second)
-		mid, err := f.ops.Operation(ctx, op.ID)
+		mid, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "an outage is not the end of the operation")
 		require.Zero(t, mid.Failed, "nothing counted as failed: %v", mid.Outcomes)
 		require.Less(t, mid.Done, int64(40))
 		for _, id := range ids {
-			m := f.get(t, id)
+			m := f.Get(t, id)
 			require.NotEqual(t, dlq.StatusRetrying, m.Status, "no message is left claimed")
 			require.Zero(t, m.RetryCount, "an outage counts no attempt")
 		}
 
-		f.broker.set(func(b *broker) { b.down = nil })
-		f.clock.set(t0.Add(time.Minute)) // the lease has run out
-		done := waitOperation(t, f.ops, op.ID, finished, "completed")
+		f.Broker.Set(func(b *dlqtest.Broker) { b.Down = nil })
+		f.Clock.Set(dlqtest.T0.Add(time.Minute)) // the lease has run out
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 40}, done.Outcomes)
-		counts := republishCounts(f.broker)
+		counts := dlqtest.RepublishCounts(f.Broker)
 		for _, id := range ids {
 			require.Equal(t, 1, counts[id.String()], "sent once")
 		}
@@ -310,23 +304,23 @@ func TestBulkRetryStopsForABrokerOutage(t *testing.T) {
 // taken in from would only bring them back as new dead letters; it is
 // refused before anything is stored, as a single replay is.
 func TestBulkReplayToADLQTopicIsRefused(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 3)
-		f.ingestTo(t, "billing.dead", "billing.events.v1", "boom", 0, 1)
-		before := f.checksums(t)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 3)
+		f.IngestTo(t, "billing.dead", "billing.events.v1", "boom", 0, 1)
+		before := f.Checksums(t)
 		for _, target := range []string{"orders.dlq.v1", "billing.dead"} {
 			req := bulk.Request{Action: dlq.ActionReplayTo, TargetTopic: target, Filter: dlq.OperationFilter{IDs: ids}}
-			_, err := f.ops.StartOperation(ctx, req)
+			_, err := f.Ops.StartOperation(ctx, req)
 			require.ErrorIs(t, err, derrors.ErrInvalid, target)
-			_, _, err = f.ops.DryRunOperation(ctx, req, 5)
+			_, _, err = f.Ops.DryRunOperation(ctx, req, 5)
 			require.ErrorIs(t, err, derrors.ErrInvalid, target)
 		}
-		ops, err := f.ops.Operations(ctx, 10, false)
+		ops, err := f.Ops.Operations(ctx, 10, false)
 		require.NoError(t, err)
 		require.Empty(t, ops)
-		require.Equal(t, before, f.checksums(t))
-		require.Empty(t, republishCounts(f.broker))
+		require.Equal(t, before, f.Checksums(t))
+		require.Empty(t, dlqtest.RepublishCounts(f.Broker))
 	})
 }
 
@@ -336,26 +330,26 @@ func TestBulkReplayToADLQTopicIsRefused(t *testing.T) {
 // the gap and what follows, and skips the page recorded already: each
 // message is republished once, each item counted once.
 func TestBulkRetryResumesAroundPagesRecordedOutOfOrder(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
-		bystanders := f.ingestTo(t, "payments.dlq.v1", "payments.events.v1", "boom", 0, 5)
-		now := f.clock.now()
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 80)
+		bystanders := f.IngestTo(t, "payments.dlq.v1", "payments.events.v1", "boom", 0, 5)
+		now := f.Clock.Now()
 		until := now.Add(time.Minute)
-		op, err := f.store.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionRetry, State: dlq.OperationRunning,
+		op, err := f.Store.CreateDLQOperation(ctx, dlq.Operation{ID: uuid.New(), Action: dlq.ActionRetry, State: dlq.OperationRunning,
 			Filter: []byte("{}"), CreatedAt: now, UpdatedAt: now, LeaseOwner: "daemon-x", LeaseExpiresAt: &until},
 			dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}})
 		require.NoError(t, err)
 		// daemon-x recorded items 41..60 (its broker acknowledged them)
 		// and stopped before the pages ahead of them were recorded.
-		ahead, err := f.store.DLQOperationItems(ctx, op.ID, 40, 20)
+		ahead, err := f.Store.DLQOperationItems(ctx, op.ID, 40, 20)
 		require.NoError(t, err)
 		require.Len(t, ahead, 20)
 		var doneAhead []uuid.UUID
-		_, err = f.store.RetryDLQPage(ctx, dlq.RetryPage{
+		_, err = f.Store.RetryDLQPage(ctx, dlq.RetryPage{
 			Claim: dlq.Claim{Owner: "daemon-x", Now: now, LeaseUntil: until},
 			Items: ahead,
-			Now:   f.clock.now,
+			Now:   f.Clock.Now,
 			Send: func(claimed []dlq.Message, _ []dlq.ItemResult) ([]dlq.Outcome, func([]dlq.Recorded) *dlq.OperationProgress) {
 				outcomes := make([]dlq.Outcome, len(claimed))
 				results := make([]dlq.ItemResult, len(claimed))
@@ -372,22 +366,22 @@ func TestBulkRetryResumesAroundPagesRecordedOutOfOrder(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.Len(t, doneAhead, 20)
-		mid, err := f.ops.Operation(ctx, op.ID)
+		mid, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.EqualValues(t, 0, mid.Position)
 		require.Equal(t, []dlq.SeqRange{{After: 40, Upto: 60}}, mid.DoneRanges)
-		require.NoError(t, f.store.ReleaseDLQOperation(ctx, op.ID, "daemon-x"))
-		before := f.checksums(t)
+		require.NoError(t, f.Store.ReleaseDLQOperation(ctx, op.ID, "daemon-x"))
+		before := f.Checksums(t)
 
-		startRunner(t, f.ops)
-		done := waitOperation(t, f.ops, op.ID, finished, "completed")
+		dlqtest.StartRunner(t, f.Ops)
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 80, done.Done, "each item counted once")
 		require.EqualValues(t, 80, done.Succeeded)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 80}, done.Outcomes)
 		require.EqualValues(t, 80, done.Position)
 		require.Empty(t, done.DoneRanges)
-		counts := republishCounts(f.broker)
+		counts := dlqtest.RepublishCounts(f.Broker)
 		recordedAhead := map[uuid.UUID]bool{}
 		for _, id := range doneAhead {
 			recordedAhead[id] = true
@@ -398,9 +392,9 @@ func TestBulkRetryResumesAroundPagesRecordedOutOfOrder(t *testing.T) {
 				want = 0 // recorded by daemon-x, not sent again
 			}
 			require.Equal(t, want, counts[id.String()], "message %s", id)
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 		}
-		require.Equal(t, without(before, ids), without(f.checksums(t), ids), "the payments messages are untouched")
+		require.Equal(t, dlqtest.Without(before, ids), dlqtest.Without(f.Checksums(t), ids), "the payments messages are untouched")
 		for _, id := range bystanders {
 			require.Zero(t, counts[id.String()])
 		}

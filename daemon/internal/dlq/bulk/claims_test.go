@@ -1,4 +1,4 @@
-package dlq_test
+package bulk_test
 
 import (
 	"errors"
@@ -7,13 +7,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
-	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
 )
@@ -24,46 +23,46 @@ import (
 // It was counted as skipped ("being retried"), and never retried by the
 // operation when the claim was a dead daemon's.
 func TestBulkRetryWaitsForMessagesUnderAnotherClaim(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 6)
-		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 6)
+		others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
 		// A daemon that died after claiming two of them.
 		for _, id := range ids[:2] {
-			_, err := f.store.ClaimDLQ(ctx, id, dlq.Claim{Owner: "daemon-dead", Now: t0, LeaseUntil: t0.Add(30 * time.Second)})
+			_, err := f.Store.ClaimDLQ(ctx, id, dlq.Claim{Owner: "daemon-dead", Now: dlqtest.T0, LeaseUntil: dlqtest.T0.Add(30 * time.Second)})
 			require.NoError(t, err)
 		}
-		before := f.checksums(t)
-		startRunner(t, f.ops)
-		op, err := f.ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
+		before := f.Checksums(t)
+		dlqtest.StartRunner(t, f.Ops)
+		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		waitOperation(t, f.ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 4 }, "the free ones done")
+		dlqtest.WaitOperation(t, f.Ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 4 }, "the free ones done")
 		time.Sleep(300 * time.Millisecond)
-		mid, err := f.ops.Operation(ctx, op.ID)
+		mid, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "the claimed ones are still to do")
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 4}, mid.Outcomes)
 		for _, id := range ids[:2] {
-			require.Equal(t, dlq.StatusRetrying, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusRetrying, f.Get(t, id).Status)
 		}
 
-		f.clock.set(t0.Add(time.Minute)) // the dead daemon's lease ran out
-		done := waitOperation(t, f.ops, op.ID, finished, "completed")
+		f.Clock.Set(dlqtest.T0.Add(time.Minute)) // the dead daemon's lease ran out
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 6}, done.Outcomes)
-		counts := republishCounts(f.broker)
+		counts := dlqtest.RepublishCounts(f.Broker)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			require.Equal(t, 1, counts[id.String()], "sent once")
 		}
-		f.requireUntouched(t, before, others)
+		f.RequireUntouched(t, before, others)
 	})
 }
 
 // twoSources is the plugin host's view of two sources, "kafka" and
 // "kafka-b", each with its broker.
-type twoSources struct{ a, b *broker }
+type twoSources struct{ a, b *dlqtest.Broker }
 
 func (s twoSources) SourceNames() []string { return []string{"kafka", "kafka-b"} }
 func (s twoSources) Source(name string) (sdk.DLQSource, error) {
@@ -83,14 +82,11 @@ func (s twoSources) Running(name string) bool { return name == "kafka" || name =
 // the resumed run. The page was not counted, and the resumed run counted
 // the messages already RESOLVED as skipped.
 func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, time.Minute)
-		b := newBroker()
-		b.down = errors.New("connection refused")
-		svc := dlq.NewService(f.store, twoSources{f.broker, b}, func() dlq.Policy { return f.policy }, "daemon-a",
-			hclog.NewNullLogger(), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-		dlq.SetClock(svc, f.clock.now)
-		ops := bulkOf(f.store, svc)
+		b := dlqtest.NewBroker()
+		b.Down = errors.New("connection refused")
+		_, ops := f.Daemon(t, "daemon-a", f.Store, twoSources{f.Broker, b})
 		batch := make([]dlq.Incoming, 10)
 		for i := range batch {
 			src := "kafka"
@@ -100,9 +96,9 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 			batch[i] = dlq.Incoming{Position: dlq.Position{Source: src, Topic: "orders.dlq.v1", Offset: int64(i)},
 				OriginalTopic: "orders.events.v1", ErrorMessage: "boom", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
 		}
-		_, err := f.store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: f.policy.MaxRetries})
+		_, err := f.Store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: f.Policy.MaxRetries})
 		require.NoError(t, err)
-		page, err := f.store.SearchDLQ(ctx, dlq.SearchFilter{Topic: "orders.dlq.v1", Limit: 100})
+		page, err := f.Store.SearchDLQ(ctx, dlq.SearchFilter{Topic: "orders.dlq.v1", Limit: 100})
 		require.NoError(t, err)
 		require.Len(t, page.Messages, 10)
 		var onA, onB []uuid.UUID
@@ -114,35 +110,35 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 			}
 		}
 
-		startRunner(t, ops)
+		dlqtest.StartRunner(t, ops)
 		op, err := ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
-		mid := waitOperation(t, ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 5 }, "the up source's messages counted")
+		mid := dlqtest.WaitOperation(t, ops, op.ID, func(o *dlq.Operation) bool { return o.Done >= 5 }, "the up source's messages counted")
 		time.Sleep(300 * time.Millisecond)
 		mid, err = ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		require.Equal(t, dlq.OperationRunning, mid.State, "an outage is not the end of the operation")
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, mid.Outcomes)
 		for _, id := range onB {
-			m := f.get(t, id)
+			m := f.Get(t, id)
 			require.Equal(t, dlq.StatusPending, m.Status)
 			require.Zero(t, m.RetryCount, "an outage counts no attempt")
 		}
 
-		b.set(func(b *broker) { b.down = nil })
-		f.clock.set(t0.Add(time.Minute)) // the operation's lease ran out
-		done := waitOperation(t, ops, op.ID, finished, "completed")
+		b.Set(func(b *dlqtest.Broker) { b.Down = nil })
+		f.Clock.Set(dlqtest.T0.Add(time.Minute)) // the operation's lease ran out
+		done := dlqtest.WaitOperation(t, ops, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 10}, done.Outcomes)
 		for _, ids := range [][]uuid.UUID{onA, onB} {
-			br := f.broker
+			br := f.Broker
 			if len(ids) > 0 && ids[0] == onB[0] {
 				br = b
 			}
-			counts := republishCounts(br)
+			counts := dlqtest.RepublishCounts(br)
 			for _, id := range ids {
-				require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+				require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 				require.Equal(t, 1, counts[id.String()], "sent once, by its own source")
 			}
 		}

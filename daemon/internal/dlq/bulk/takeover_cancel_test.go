@@ -1,4 +1,4 @@
-package dlq_test
+package bulk_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
@@ -18,19 +19,19 @@ import (
 // page: its messages are RESOLVED by the operation, which counts them.
 // They were RESOLVED and not counted.
 func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-		stall := stallA(f)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		stall := stallA(t, f)
 		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		<-stall.started
-		other, _ := daemon(t, f, nil, newBroker(), "daemon-b")
+		other, _ := daemon(t, f, nil, dlqtest.NewBroker(), "daemon-b")
 		for {
 			// past the 2 s operation lease (A's heartbeat may renew it in
 			// between: a cancel is then only requested), not the 30 s claim
-			f.clock.set(f.clock.now().Add(5 * time.Second))
+			f.Clock.Set(f.Clock.Now().Add(5 * time.Second))
 			c, err := other.CancelOperation(ctx, op.ID, nil)
 			require.NoError(t, err)
 			t.Logf("after cancel: state=%s", c.State)
@@ -39,12 +40,12 @@ func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
 			}
 		}
 		stall.let()
-		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.Get(t, ids[4]).Status == dlq.StatusResolved })
 		settled(t, a)
-		done := waitOperation(t, f.ops, op.ID, finished, "finished")
-		counts := republishCounts(f.broker)
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished")
+		counts := dlqtest.RepublishCounts(f.Broker)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			require.Equal(t, 1, counts[id.String()])
 		}
 		require.Equal(t, dlq.OperationCancelled, done.State)
@@ -59,35 +60,35 @@ func TestACancelWhileTheBrokerHasAPageCountsItsAcks(t *testing.T) {
 // A's page is recorded; A's acknowledged messages are counted (on SQLite
 // they were not).
 func TestATakenOverOperationCancelledBeforeTheOldPageEnds(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-		bb := newBroker()
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		bb := dlqtest.NewBroker()
 		b := newPeer(t, f, nil, bb, "daemon-b")
-		stall := stallA(f)
+		stall := stallA(t, f)
 		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		atThePages(t, b, op.ID, 1)
 		_, err := b.ops.CancelOperation(ctx, op.ID, nil)
 		require.NoError(t, err)
-		if _, rowLocks := f.store.(*store.Postgres); !rowLocks {
+		if _, rowLocks := f.Store.(*store.Postgres); !rowLocks {
 			// B's run stops at once and records the cancel; on PostgreSQL
 			// its page waits for A's row locks, and the run with it.
-			waitOperation(t, f.ops, op.ID, finished, "B recorded the cancel before A's page")
+			dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "B recorded the cancel before A's page")
 		}
 		stall.let()
-		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		waitOperation(t, f.ops, op.ID, finished, "finished")
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.Get(t, ids[4]).Status == dlq.StatusResolved })
+		dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished")
 		settled(t, a, b)
-		done, err := f.ops.Operation(ctx, op.ID)
+		done, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
-		counts := sends(f.broker, bb)
+		counts := sends(f.Broker, bb)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			require.Equal(t, 1, counts[id.String()])
 		}
 		// COMPLETED is right too when the set was read to its end before the cancel.
@@ -103,24 +104,24 @@ func TestATakenOverOperationCancelledBeforeTheOldPageEnds(t *testing.T) {
 // messages are counted, as when the cancel comes before A's record. They
 // were RESOLVED and not counted (SQLite).
 func TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem(t *testing.T) {
-	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+	each2(t, func(t *testing.T, f *dlqtest.Fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-		bb := newBroker()
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		bb := dlqtest.NewBroker()
 		b := newPeer(t, f, stB, bb, "daemon-b")
-		stall := stallA(f)
+		stall := stallA(t, f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
-		_, pg := f.store.(*store.Postgres)
+		_, pg := f.Store.(*store.Postgres)
 		if !pg {
 			b.sig.PageTried.WaitFor(t, "B found the items under A's claim", func(try bulk.PageTry) bool { return try.Later > 0 })
 		}
 		stall.let()
-		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.Get(t, ids[4]).Status == dlq.StatusResolved })
 		c, err := b.ops.CancelOperation(ctx, op.ID, nil)
 		if pg && err != nil {
 			t.Logf("cancel on postgres: %v (B counted A's page from its answers first)", err)
@@ -128,13 +129,13 @@ func TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem(t *testing.T) {
 			require.NoError(t, err)
 			t.Logf("cancel: state=%s", c.State)
 		}
-		waitOperation(t, f.ops, op.ID, finished, "finished")
+		dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished")
 		settled(t, a, b)
-		done, err := f.ops.Operation(ctx, op.ID)
+		done, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
-		counts := sends(f.broker, bb)
+		counts := sends(f.Broker, bb)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			require.Equal(t, 1, counts[id.String()])
 		}
 		t.Logf("state %s outcomes %v done %d succeeded %d", done.State, done.Outcomes, done.Done, done.Succeeded)
@@ -150,23 +151,23 @@ func TestACancelAfterTheAnswersBeforeTheNewOwnerCountsThem(t *testing.T) {
 // items B did not count are counted; the whole page was refused for the
 // one overlap, and the 4 acknowledgements not counted (SQLite).
 func TestALatePageOverlappingTheNewOwnersCountsTheRest(t *testing.T) {
-	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+	each2(t, func(t *testing.T, f *dlqtest.Fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-		_, err := f.svc.Retry(ctx, ids[0])
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		_, err := f.Svc.Retry(ctx, ids[0])
 		require.NoError(t, err)
-		require.Equal(t, dlq.StatusResolved, f.get(t, ids[0]).Status)
-		bb := newBroker()
+		require.Equal(t, dlq.StatusResolved, f.Get(t, ids[0]).Status)
+		bb := dlqtest.NewBroker()
 		b := newPeer(t, f, stB, bb, "daemon-b")
-		stall := stallA(f)
+		stall := stallA(t, f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		t.Logf("matched %d", op.Matched)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
-		_, pg := f.store.(*store.Postgres)
+		_, pg := f.Store.(*store.Postgres)
 		if !pg {
 			b.sig.PageTried.WaitFor(t, "B counted the skipped one, the others under A's claim", func(try bulk.PageTry) bool { return try.Later > 0 })
 		} else {
@@ -176,18 +177,18 @@ func TestALatePageOverlappingTheNewOwnersCountsTheRest(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("cancel: state=%s", c.State)
 		if !pg {
-			waitOperation(t, f.ops, op.ID, finished, "finished before A's record")
+			dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished before A's record")
 		}
 		stall.let()
-		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.get(t, ids[4]).Status == dlq.StatusResolved })
-		waitOperation(t, f.ops, op.ID, finished, "finished")
+		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.Get(t, ids[4]).Status == dlq.StatusResolved })
+		dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished")
 		settled(t, a, b)
-		done, err := f.ops.Operation(ctx, op.ID)
+		done, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
 		t.Logf("state %s outcomes %v done %d succeeded %d", done.State, done.Outcomes, done.Done, done.Succeeded)
-		counts := sends(f.broker, bb)
+		counts := sends(f.Broker, bb)
 		for _, id := range ids[1:] {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			require.Equal(t, 1, counts[id.String()])
 		}
 		require.EqualValues(t, op.Matched, done.Done, "each item counted once")
@@ -202,32 +203,32 @@ func TestALatePageOverlappingTheNewOwnersCountsTheRest(t *testing.T) {
 // before B's limiter reaches the later pages: the operation counts every
 // message it resolved (it counted one, on both stores).
 func TestACancelBeforeARatedNewOwnerReachesTheAnsweredPages(t *testing.T) {
-	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+	each2(t, func(t *testing.T, f *dlqtest.Fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-		bb := newBroker()
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		bb := dlqtest.NewBroker()
 		b := newPeer(t, f, stB, bb, "daemon-b")
-		stall := stallA(f)
+		stall := stallA(t, f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.ops, 1)
+		op := retryOrders(t, ctx, f.Ops, 1)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() >= 3 })
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		n := int(stall.inFlight.Load())
 		stall.let()
-		waitFor(t, 30*time.Second, "A's pages recorded", func() bool { return f.get(t, ids[n-1]).Status == dlq.StatusResolved })
+		waitFor(t, 30*time.Second, "A's pages recorded", func() bool { return f.Get(t, ids[n-1]).Status == dlq.StatusResolved })
 		_, cerr := b.ops.CancelOperation(ctx, op.ID, nil)
 		t.Logf("A had %d pages at the broker; cancel: %v", n, cerr)
-		waitOperation(t, f.ops, op.ID, finished, "finished")
+		dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished")
 		settled(t, a, b)
-		done, err := f.ops.Operation(ctx, op.ID)
+		done, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
-		counts := sends(f.broker, bb)
+		counts := sends(f.Broker, bb)
 		resolved := 0
 		for _, id := range ids {
 			require.LessOrEqual(t, counts[id.String()], 1)
-			if f.get(t, id).Status == dlq.StatusResolved {
+			if f.Get(t, id).Status == dlq.StatusResolved {
 				resolved++
 			}
 		}

@@ -1,7 +1,6 @@
-package dlq_test
+package bulk_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -13,7 +12,7 @@ import (
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
-	"github.com/lifecycled/lifecycled/daemon/internal/periodic"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/dlqtest"
 	"github.com/lifecycled/lifecycled/daemon/internal/store"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 	"github.com/lifecycled/lifecycled/sdk"
@@ -28,32 +27,32 @@ import (
 // outcomes with it: the messages stayed RETRYING (SQLite) or PENDING
 // (PostgreSQL), and B sent each a second time.
 func TestAnOperationTakenOverDuringASendKeepsTheAcks(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
-		before := f.checksums(t)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.Checksums(t)
 
-		bb := newBroker()
+		bb := dlqtest.NewBroker()
 		b := newPeer(t, f, nil, bb, "daemon-b")
-		stall := stallA(f)
-		startRunner(t, f.ops)
+		stall := stallA(t, f)
+		dlqtest.StartRunner(t, f.Ops)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		<-stall.started // A is stalled with the page; its operation lease runs out
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		stall.let()
 
-		done := waitOperation(t, f.ops, op.ID, finished, "completed")
+		done := dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "completed")
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes, "the messages A sent are counted as retried")
-		counts := sends(f.broker, bb)
+		counts := sends(f.Broker, bb)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			require.Equal(t, 1, counts[id.String()], "sent once")
 		}
-		f.requireUntouched(t, before, others)
+		f.RequireUntouched(t, before, others)
 	})
 }
 
@@ -65,48 +64,48 @@ func TestAnOperationTakenOverDuringASendKeepsTheAcks(t *testing.T) {
 // messages may be sent a second time (at least once, as documented), and
 // are counted once.
 func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
-	each(t, false, func(t *testing.T, f *fixture) {
-		f.policy.Lease = 2 * time.Second // as the runner's operation lease, as in production
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
+		f.Policy.Lease = 2 * time.Second // as the runner's operation lease, as in production
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
-		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
-		before := f.checksums(t)
-		bb := newBroker()
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 5)
+		others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.Checksums(t)
+		bb := dlqtest.NewBroker()
 		b := newPeer(t, f, nil, bb, "daemon-b")
-		stall := stallA(f)
-		startRunner(t, f.ops)
+		stall := stallA(t, f)
+		dlqtest.StartRunner(t, f.Ops)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		<-stall.started
 		require.NoError(t, b.runner.Start(ctx))
 		// A stays stalled while the clock passes the lease: B takes the
 		// operation over and goes to the page.
 		takeOver(t, f, b, op.ID)
-		if _, rowLocks := f.store.(*store.Postgres); rowLocks {
+		if _, rowLocks := f.Store.(*store.Postgres); rowLocks {
 			atThePages(t, b, op.ID, 1) // where it waits for A's row locks
 		} else {
 			// A's stall outlasts its claims too (its renewals stall with
 			// it): B takes A for a dead daemon and sends the page. (The
 			// clock outruns B's operation lease as well, and B's progress
 			// may be lost to A's runner.)
-			f.clock.stall(5 * time.Second)
+			f.Clock.Stall(5 * time.Second)
 			b.sig.PageTried.WaitFor(t, "B sent the page", func(try bulk.PageTry) bool { return try.Later == 0 })
-			require.Len(t, republishCounts(bb), len(ids), "B sent the page")
+			require.Len(t, dlqtest.RepublishCounts(bb), len(ids), "B sent the page")
 		}
 		stall.let()
 		// Time goes on while it ends, as it would in a daemon (the
 		// claims of messages run out); a run that ends on the lost lease
 		// hands back what A's runner took back meanwhile
 		// (TestARunThatLostItsLeaseHandsBackWhatItsRunnerTookBack).
-		done := f.finishedAsTimeGoesOn(t, ctx, op.ID)
-		counts := sends(f.broker, bb)
+		done := finishedAsTimeGoesOn(t, ctx, f, op.ID)
+		counts := sends(f.Broker, bb)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
-			requireSends(t, f, counts[id.String()], "%s (A %d, B %d)", id, republishCounts(f.broker)[id.String()], republishCounts(bb)[id.String()])
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
+			requireSends(t, f, counts[id.String()], "%s (A %d, B %d)", id, dlqtest.RepublishCounts(f.Broker)[id.String()], dlqtest.RepublishCounts(bb)[id.String()])
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.EqualValues(t, 5, done.Done, "each message counted once")
-		if _, rowLocks := f.store.(*store.Postgres); rowLocks {
+		if _, rowLocks := f.Store.(*store.Postgres); rowLocks {
 			require.Equal(t, map[string]int64{dlq.ItemRetried: 5}, done.Outcomes)
 		} else {
 			// The test's clock outran every claim (B's too): an
@@ -116,7 +115,7 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 				require.Contains(t, []string{dlq.ItemRetried, dlq.ItemNotRecorded}, outcome)
 			}
 		}
-		f.requireUntouched(t, before, others)
+		f.RequireUntouched(t, before, others)
 	})
 }
 
@@ -128,51 +127,51 @@ func TestADaemonStalledPastTheLeaseWithAPage(t *testing.T) {
 // SQLite one whose refusal A recorded between B's claim and B's read was
 // counted as skipped for good.
 func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
-	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+	each2(t, func(t *testing.T, f *dlqtest.Fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 3*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 85)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 85)
 		// last-attempt messages: max_retries 1
-		f.policy.MaxRetries = 1
-		last := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 2000, 5)
-		f.policy.MaxRetries = 3
-		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
-		before := f.checksums(t)
+		f.Policy.MaxRetries = 1
+		last := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 2000, 5)
+		f.Policy.MaxRetries = 3
+		others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.Checksums(t)
 		refusedLeft := map[string]bool{}
 		for i, id := range ids {
 			if i%10 == 3 {
 				refusedLeft[id.String()] = true
 			}
 		}
-		bb := newBroker()
-		for _, br := range []*broker{f.broker, bb} {
+		bb := dlqtest.NewBroker()
+		for _, br := range []*dlqtest.Broker{f.Broker, bb} {
 			for id := range refusedLeft {
-				br.refuse[id] = sdk.Permanent(fmt.Errorf("refused %s", id))
+				br.Refuse[id] = sdk.Permanent(fmt.Errorf("refused %s", id))
 			}
 			for _, id := range last {
-				br.refuse[id.String()] = sdk.Permanent(fmt.Errorf("refused %s", id))
+				br.Refuse[id.String()] = sdk.Permanent(fmt.Errorf("refused %s", id))
 			}
 		}
 		b := newPeer(t, f, stB, bb, "daemon-b")
-		pagesOf25(f.ops, b.ops)
-		stall := stallA(f)
+		stall := stallA(t, f)
+		pagesOf25(f.Ops, b.ops)
 		a := startA(t, f)
 		t.Cleanup(stall.let) // first: the runners' Stop waits for A's pages
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		require.EqualValues(t, 90, op.Matched)
 		waitFor(t, 30*time.Second, "four pages at the broker", func() bool { return stall.inFlight.Load() == 4 })
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
 		atThePages(t, b, op.ID, 4)
 		stall.let()
-		waitOperation(t, f.ops, op.ID, finished, "finished")
+		dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished")
 		settled(t, a, b)
-		done, err := f.ops.Operation(ctx, op.ID)
+		done, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
-		counts := sends(f.broker, bb)
+		counts := sends(f.Broker, bb)
 		acked := 0
 		attempts := map[int]int{} // refused messages with attempts left, by retry_count
 		for _, id := range ids {
-			m := f.get(t, id)
+			m := f.Get(t, id)
 			if refusedLeft[id.String()] {
 				require.Equal(t, dlq.StatusPending, m.Status)
 				attempts[m.RetryCount]++
@@ -183,10 +182,10 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 			require.Equal(t, 1, counts[id.String()], "sent once")
 		}
 		for _, id := range last {
-			require.Equal(t, dlq.StatusDead, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusDead, f.Get(t, id).Status)
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
-		fails, err := f.ops.OperationFailures(ctx, op.ID, 1000)
+		fails, err := f.Ops.OperationFailures(ctx, op.ID, 1000)
 		require.NoError(t, err)
 		isLast := map[uuid.UUID]bool{}
 		for _, id := range last {
@@ -199,7 +198,7 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 				kind = "last"
 			}
 			if r.Outcome == dlq.ItemSkipped {
-				m := f.get(t, r.ID)
+				m := f.Get(t, r.ID)
 				a := m.Attempts[len(m.Attempts)-1]
 				if kinds[kind+"/skipped"] == 0 {
 					t.Logf("skipped %s: error %q; message %s retry_count %d/%d, last attempt %s op %v", kind, r.Error, m.Status, m.RetryCount, m.MaxRetries, a.Outcome, a.Operation)
@@ -212,7 +211,7 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 		require.EqualValues(t, 90, done.Done)
 		require.EqualValues(t, acked, done.Succeeded)
 		require.EqualValues(t, 90-acked, done.Failed)
-		f.requireUntouched(t, before, others)
+		f.RequireUntouched(t, before, others)
 		require.Equal(t, map[int]int{1: len(refusedLeft)}, attempts, "a refused message is tried once by the operation")
 	})
 }
@@ -222,15 +221,15 @@ func TestATakeoverWithFourPagesAtTheBroker(t *testing.T) {
 // broker; sent once on PostgreSQL, at most twice on SQLite (see
 // TestADaemonStalledPastTheLeaseWithAPage), counted once.
 func TestARetryAllTakenOver(t *testing.T) {
-	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+	each2(t, func(t *testing.T, f *dlqtest.Fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
-		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
-		before := f.checksums(t)
-		bb := newBroker()
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
+		others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.Checksums(t)
+		bb := dlqtest.NewBroker()
 		b := newPeer(t, f, stB, bb, "daemon-b")
-		pagesOf25(f.ops, b.ops)
-		stall := stallA(f)
+		stall := stallA(t, f)
+		pagesOf25(f.Ops, b.ops)
 		t.Cleanup(stall.let)
 		type result struct {
 			r   bulk.RetryAllResult
@@ -238,11 +237,11 @@ func TestARetryAllTakenOver(t *testing.T) {
 		}
 		out := make(chan result, 1)
 		go func() {
-			r, err := f.ops.RetryAll(ctx, "orders.dlq.v1")
+			r, err := f.Ops.RetryAll(ctx, "orders.dlq.v1")
 			out <- result{r, err}
 		}()
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() == 3 })
-		ops, err := f.ops.Operations(ctx, 10, true)
+		ops, err := f.Ops.Operations(ctx, 10, true)
 		require.NoError(t, err)
 		require.Len(t, ops, 1)
 		require.NoError(t, b.runner.Start(ctx))
@@ -251,25 +250,25 @@ func TestARetryAllTakenOver(t *testing.T) {
 		stall.let()
 		r := <-out
 		t.Logf("retry-all answered %+v, %v", r.r, r.err)
-		done := waitOperation(t, f.ops, ops[0].ID, finished, "finished")
-		counts := sends(f.broker, bb)
+		done := dlqtest.WaitOperation(t, f.Ops, ops[0].ID, dlqtest.Finished, "dlqtest.Finished")
+		counts := sends(f.Broker, bb)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			requireSends(t, f, counts[id.String()], "%s", id)
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 60}, done.Outcomes)
 		require.EqualValues(t, 60, done.Done)
-		f.requireUntouched(t, before, others)
+		f.RequireUntouched(t, before, others)
 	})
 }
 
 // TestATakeoverWhileASourceIsDown: messages of a second source whose broker
 // is down during the takeover (for A and for B), up again later.
 func TestATakeoverWhileASourceIsDown(t *testing.T) {
-	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+	each2(t, func(t *testing.T, f *dlqtest.Fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 3*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 20)
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 20)
 		var ids2 []uuid.UUID
 		{
 			batch := make([]dlq.Incoming, 10)
@@ -277,9 +276,9 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 				batch[i] = dlq.Incoming{Position: dlq.Position{Source: "kafka2", Topic: "orders.dlq.v1", Offset: int64(500 + i)},
 					OriginalTopic: "orders.events.v1", ErrorMessage: "boom", Payload: []byte(fmt.Sprintf(`{"m":%d}`, i))}
 			}
-			_, err := f.store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.clock.now(), MaxRetries: 3})
+			_, err := f.Store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})
 			require.NoError(t, err)
-			page, err := f.store.SearchDLQ(ctx, dlq.SearchFilter{Topic: "orders.dlq.v1", Limit: 1000})
+			page, err := f.Store.SearchDLQ(ctx, dlq.SearchFilter{Topic: "orders.dlq.v1", Limit: 1000})
 			require.NoError(t, err)
 			for _, m := range page.Messages {
 				if m.Position.Source == "kafka2" {
@@ -288,28 +287,20 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 			}
 			require.Len(t, ids2, 10)
 		}
-		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
-		before := f.checksums(t)
-		downA, downB, bb := newBroker(), newBroker(), newBroker()
-		downA.down = fmt.Errorf("kafka2 unreachable")
-		downB.down = fmt.Errorf("kafka2 unreachable")
-		f.svc = dlq.NewService(f.store, multi{"kafka": f.broker, "kafka2": downA}, func() dlq.Policy { return f.policy }, "daemon-a",
-			daemonLog(t, "daemon-a"), dlq.NewMetrics(nil, f.store, nil, periodic.New(nil)))
-		dlq.SetClock(f.svc, f.clock.now)
-		f.ops = bulk.NewService(f.svc, f.store, daemonLog(t, "daemon-a"))
-		daemonB := dlq.NewService(stB, multi{"kafka": bb, "kafka2": downB}, func() dlq.Policy { return f.policy }, "daemon-b",
-			daemonLog(t, "daemon-b"), dlq.NewMetrics(nil, stB, nil, periodic.New(nil)))
-		dlq.SetClock(daemonB, f.clock.now)
-		opsB := bulk.NewService(daemonB, stB, daemonLog(t, "daemon-b"))
-		runnerB := bulk.NewRunner(opsB, func() bulk.Config {
-			return bulk.Config{PollInterval: 20 * time.Millisecond, Lease: 2 * time.Second, MaxRunning: 2}
-		}, nil)
-		t.Cleanup(func() { _ = runnerB.Stop(context.Background()) })
+		others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.Checksums(t)
+		downA, downB, bb := dlqtest.NewBroker(), dlqtest.NewBroker(), dlqtest.NewBroker()
+		downA.Down = fmt.Errorf("kafka2 unreachable")
+		downB.Down = fmt.Errorf("kafka2 unreachable")
+		f.Sources = multi{"kafka": f.Broker, "kafka2": downA}
+		f.Reconfigure(t)
+		_, opsB := f.Daemon(t, "daemon-b", stB, multi{"kafka": bb, "kafka2": downB})
+		runnerB := dlqtest.NewRunner(t, opsB)
 		b := &peer{name: "daemon-b", ops: opsB, runner: runnerB, sig: opsB.Signals()}
-		stall := stallA(f)
+		stall := stallA(t, f)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		<-stall.started
 		require.NoError(t, runnerB.Start(ctx))
 		takeOver(t, f, b, op.ID)
@@ -319,37 +310,37 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		// could not send.
 		a.sig.PageTried.WaitFor(t, "A's page came back", func(try bulk.PageTry) bool { return try.Operation == op.ID })
 		b.sig.PageTried.WaitFor(t, "B found kafka2 down", func(try bulk.PageTry) bool { return errors.Is(try.Err, derrors.ErrUnavailable) })
-		downB.set(func(b *broker) { b.down = nil })
-		downA.set(func(b *broker) { b.down = nil })
-		done := f.finishedAsTimeGoesOn(t, ctx, op.ID)
-		counts := sends(f.broker, bb, downA, downB)
+		downB.Set(func(b *dlqtest.Broker) { b.Down = nil })
+		downA.Set(func(b *dlqtest.Broker) { b.Down = nil })
+		done := finishedAsTimeGoesOn(t, ctx, f, op.ID)
+		counts := sends(f.Broker, bb, downA, downB)
 		for _, id := range append(append([]uuid.UUID{}, ids...), ids2...) {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
 			require.Equal(t, 1, counts[id.String()])
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 30}, done.Outcomes)
 		require.EqualValues(t, 30, done.Done)
-		f.requireUntouched(t, before, others)
+		f.RequireUntouched(t, before, others)
 	})
 }
 
 // TestAnOperationTakenOverTwice: A -> B -> C: B is pushed out too (the
 // clock passes its lease) while A's page is still at the broker.
 func TestAnOperationTakenOverTwice(t *testing.T) {
-	each2(t, func(t *testing.T, f *fixture, stB store.Store) {
+	each2(t, func(t *testing.T, f *dlqtest.Fixture, stB store.Store) {
 		ctx := testsvc.Context(t, 2*time.Minute)
-		ids := f.ingestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
-		others := f.ingestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
-		before := f.checksums(t)
-		bb, bc := newBroker(), newBroker()
+		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
+		others := f.IngestTo(t, "billing.dlq.v1", "billing.events.v1", "boom", 100, 3)
+		before := f.Checksums(t)
+		bb, bc := dlqtest.NewBroker(), dlqtest.NewBroker()
 		b := newPeer(t, f, stB, bb, "daemon-b")
 		c := newPeer(t, f, stB, bc, "daemon-c")
-		pagesOf25(f.ops, b.ops, c.ops)
-		stall := stallA(f)
+		stall := stallA(t, f)
+		pagesOf25(f.Ops, b.ops, c.ops)
 		a := startA(t, f)
 		t.Cleanup(stall.let)
-		op := retryOrders(t, ctx, f.ops, 0)
+		op := retryOrders(t, ctx, f.Ops, 0)
 		waitFor(t, 30*time.Second, "three pages at the broker", func() bool { return stall.inFlight.Load() == 3 })
 		require.NoError(t, b.runner.Start(ctx))
 		takeOver(t, f, b, op.ID)
@@ -358,19 +349,19 @@ func TestAnOperationTakenOverTwice(t *testing.T) {
 		takeOver(t, f, c, op.ID)
 		atThePages(t, c, op.ID, 3)
 		stall.let()
-		waitOperation(t, f.ops, op.ID, finished, "finished")
+		dlqtest.WaitOperation(t, f.Ops, op.ID, dlqtest.Finished, "dlqtest.Finished")
 		settled(t, a, b, c)
-		done, err := f.ops.Operation(ctx, op.ID)
+		done, err := f.Ops.Operation(ctx, op.ID)
 		require.NoError(t, err)
-		counts := sends(f.broker, bb, bc)
+		counts := sends(f.Broker, bb, bc)
 		for _, id := range ids {
-			require.Equal(t, dlq.StatusResolved, f.get(t, id).Status)
-			require.Equal(t, 1, counts[id.String()], "A %d B %d C %d", republishCounts(f.broker)[id.String()],
-				republishCounts(bb)[id.String()], republishCounts(bc)[id.String()])
+			require.Equal(t, dlq.StatusResolved, f.Get(t, id).Status)
+			require.Equal(t, 1, counts[id.String()], "A %d B %d C %d", dlqtest.RepublishCounts(f.Broker)[id.String()],
+				dlqtest.RepublishCounts(bb)[id.String()], dlqtest.RepublishCounts(bc)[id.String()])
 		}
 		require.Equal(t, dlq.OperationCompleted, done.State)
 		require.Equal(t, map[string]int64{dlq.ItemRetried: 60}, done.Outcomes)
 		require.EqualValues(t, 60, done.Done)
-		f.requireUntouched(t, before, others)
+		f.RequireUntouched(t, before, others)
 	})
 }
