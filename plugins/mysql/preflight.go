@@ -4,11 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/lifecycled/lifecycled/internal/fkgraph"
-	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 )
 
 // preflight looks, before anything is deleted, for every row outside this
@@ -36,19 +35,14 @@ import (
 // server stopped the erasure half way (and with foreign_key_checks = 0 in
 // a DSN, not at all).
 func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable]any) error {
-	var problems []string
-	for _, e := range m.inbound {
-		stripping := slices.Contains(m.dropped, e) && setNullStripsTenant(e)
-		if !stripping && aligned(e) {
-			continue
-		}
-		n, err := otherRowsReferencing(ctx, db, e, vals, stripping)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			problems = append(problems, describeProblem(e, n, stripping))
-		}
+	problems, err := sqldelete.InboundKeys[*keyEdge]{
+		Inbound: m.inbound, Dropped: m.dropped, StripsTenant: setNullStripsTenant, Aligned: aligned, Describe: describeProblem,
+		Count: func(e *keyEdge, stripping bool) (int64, error) {
+			return otherRowsReferencing(ctx, db, e, vals, stripping)
+		},
+	}.Problems()
+	if err != nil {
+		return err
 	}
 	for _, t := range m.tables {
 		if t.tenant != nil || len(t.owners) < 2 {
@@ -74,9 +68,7 @@ func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable
 			return classify(fmt.Errorf("preflight check of %s: %w", t.name(), err))
 		}
 		if n > 0 {
-			problems = append(problems, fmt.Sprintf(
-				"%s of %s reference rows of two tenants (this tenant's through one foreign key, a row that is not this tenant's through another): "+
-					"whose they are cannot be told, so correct those rows first", fkgraph.Rows(n), t.name()))
+			problems = append(problems, sqldelete.TwoTenantsProblem(n, t.name()))
 		}
 	}
 	for _, e := range m.stuckLoops {
@@ -99,10 +91,7 @@ func preflight(ctx context.Context, db *sql.DB, m *model, vals map[*logicalTable
 				fkgraph.Rows(n), t.name(), e.fk.name, e.describe()))
 		}
 	}
-	if len(problems) > 0 {
-		return sdk.Permanent(fmt.Errorf("erasure refused before deleting anything: %s", strings.Join(problems, "; ")))
-	}
-	return nil
+	return sqldelete.Refused(problems)
 }
 
 // otherRowsReferencing counts the rows of e's child that reference rows the deletion

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lifecycled/lifecycled/internal/fkgraph"
-	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/internal/sqldelete"
 )
 
 // preflight looks, before anything is deleted, for every row outside this
@@ -31,19 +30,14 @@ import (
 // database would stop the erasure half way, with the tenant's rows in the
 // tables deleted before gone and the rest still there.
 func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string) error {
-	var problems []string
-	for _, e := range m.inbound {
-		stripping := slices.Contains(m.dropped, e) && setNullStripsTenant(e)
-		if !stripping && aligned(e) {
-			continue
-		}
-		n, err := otherRowsReferencing(ctx, pool, e, tenant, stripping)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			problems = append(problems, describeProblem(e, n, stripping))
-		}
+	problems, err := sqldelete.InboundKeys[*keyEdge]{
+		Inbound: m.inbound, Dropped: m.dropped, StripsTenant: setNullStripsTenant, Aligned: aligned, Describe: describeProblem,
+		Count: func(e *keyEdge, stripping bool) (int64, error) {
+			return otherRowsReferencing(ctx, pool, e, tenant, stripping)
+		},
+	}.Problems()
+	if err != nil {
+		return err
 	}
 	for _, t := range m.tables {
 		if t.tenant != nil || len(t.owners) < 2 {
@@ -68,15 +62,10 @@ func preflight(ctx context.Context, pool *pgxpool.Pool, m *model, tenant string)
 			return classify(fmt.Errorf("preflight check of %s: %w", t.name(), err))
 		}
 		if n > 0 {
-			problems = append(problems, fmt.Sprintf(
-				"%s of %s reference rows of two tenants (this tenant's through one foreign key, a row that is not this tenant's through another): "+
-					"whose they are cannot be told, so correct those rows first", fkgraph.Rows(n), t.name()))
+			problems = append(problems, sqldelete.TwoTenantsProblem(n, t.name()))
 		}
 	}
-	if len(problems) > 0 {
-		return sdk.Permanent(fmt.Errorf("erasure refused before deleting anything: %s", strings.Join(problems, "; ")))
-	}
-	return nil
+	return sqldelete.Refused(problems)
 }
 
 // otherRowsReferencing counts the rows of e's child that reference rows the deletion

@@ -75,6 +75,16 @@ func (s *Service) canonical(tenant string) (string, error) {
 	return CanonicalTenantID(tenant, s.cfg().TenantIDFormat)
 }
 
+// forTenant is fn's answer for the canonical spelling of tenant.
+func forTenant[T any](s *Service, tenant string, fn func(canonical string) (T, error)) (T, error) {
+	t, err := s.canonical(tenant)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return fn(t)
+}
+
 // StartDeletion creates a job for tenant (stored under its canonical id),
 // or returns its active one; a held tenant is refused with an OnHoldError.
 func (s *Service) StartDeletion(ctx context.Context, tenant string, o StartOptions) (*Job, bool, error) {
@@ -170,11 +180,7 @@ func (s *Service) notBefore(now time.Time, requested *time.Time) (*time.Time, er
 // Latest returns the tenant's most recent job, whatever spelling of the
 // id the caller used.
 func (s *Service) Latest(ctx context.Context, tenant string) (*Job, error) {
-	tenant, err := s.canonical(tenant)
-	if err != nil {
-		return nil, err
-	}
-	return s.store.LatestDeletionJob(ctx, tenant)
+	return forTenant(s, tenant, func(t string) (*Job, error) { return s.store.LatestDeletionJob(ctx, t) })
 }
 
 // Jobs lists jobs newest first, one page at a time.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 )
@@ -80,18 +78,11 @@ func (s *Service) Hold(ctx context.Context, tenant, reason string, uid *int64) (
 
 func checkReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
-	switch {
-	case reason == "":
+	if reason == "" {
 		return "", fmt.Errorf("%w: reason: a hold needs a reason (the case or ticket that requires it)", derrors.ErrInvalid)
-	case len(reason) > MaxHoldReasonLength:
-		return "", fmt.Errorf("%w: reason: %d bytes long; at most %d", derrors.ErrInvalid, len(reason), MaxHoldReasonLength)
-	case !utf8.ValidString(reason):
-		return "", fmt.Errorf("%w: reason: not valid UTF-8", derrors.ErrInvalid)
 	}
-	for _, r := range reason {
-		if unicode.IsControl(r) {
-			return "", fmt.Errorf("%w: reason: contains a control character", derrors.ErrInvalid)
-		}
+	if p := textProblem(reason, MaxHoldReasonLength); p != "" {
+		return "", fmt.Errorf("%w: reason: %s", derrors.ErrInvalid, p)
 	}
 	return reason, nil
 }
@@ -114,11 +105,7 @@ func (s *Service) Release(ctx context.Context, tenant string, uid *int64) (*Hold
 
 // HoldOf returns the tenant's active hold; derrors.ErrNotFound if none.
 func (s *Service) HoldOf(ctx context.Context, tenant string) (*Hold, error) {
-	tenant, err := s.canonical(tenant)
-	if err != nil {
-		return nil, err
-	}
-	return s.store.ActiveHold(ctx, tenant)
+	return forTenant(s, tenant, func(t string) (*Hold, error) { return s.store.ActiveHold(ctx, t) })
 }
 
 // Holds lists holds newest first, one page at a time.

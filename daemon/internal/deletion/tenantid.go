@@ -30,18 +30,8 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 // Errors wrap derrors.ErrInvalid, except an invalid expression (a config
 // error, which validation normally catches first).
 func CanonicalTenantID(id, format string) (string, error) {
-	switch {
-	case id == "":
-		return "", fmt.Errorf("%w: tenant id is empty", derrors.ErrInvalid)
-	case len(id) > MaxTenantIDLength:
-		return "", fmt.Errorf("%w: tenant id is %d bytes long (at most %d)", derrors.ErrInvalid, len(id), MaxTenantIDLength)
-	case !utf8.ValidString(id):
-		return "", fmt.Errorf("%w: tenant id is not valid UTF-8", derrors.ErrInvalid)
-	}
-	for _, r := range id {
-		if unicode.IsControl(r) {
-			return "", fmt.Errorf("%w: tenant id contains a control character", derrors.ErrInvalid)
-		}
+	if p := textProblem(id, MaxTenantIDLength); p != "" {
+		return "", fmt.Errorf("%w: tenant id %s", derrors.ErrInvalid, p)
 	}
 	if format == "" || format == FormatUUID {
 		if !uuidRE.MatchString(id) {
@@ -58,4 +48,21 @@ func CanonicalTenantID(id, format string) (string, error) {
 		return "", fmt.Errorf("%w: tenant id %q does not match daemon.tenant_id_format %s", derrors.ErrInvalid, id, format)
 	}
 	return id, nil
+}
+
+// textProblem says what is wrong with s as a tenant id or a hold's reason,
+// which are stored, logged and shown as they are: empty, longer than max
+// bytes, not UTF-8, or with a control character ("" when nothing is).
+func textProblem(s string, max int) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case len(s) > max:
+		return fmt.Sprintf("is %d bytes long (at most %d)", len(s), max)
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "contains a control character"
+	}
+	return ""
 }
