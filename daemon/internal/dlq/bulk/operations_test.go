@@ -94,9 +94,9 @@ func TestBulkCancelStopsBetweenPages(t *testing.T) {
 		ctx := testsvc.Context(t, time.Minute)
 		ids := f.IngestTo(t, "orders.dlq.v1", "orders.events.v1", "boom", 0, 60)
 		before := f.Checksums(t)
-		// At 15/s the 60 take 4 s: the cancel, about a second in, comes
-		// seconds before the end even when a loaded machine delays the
-		// wait's polls (at 40/s CI once saw the operation complete first).
+		// At 15/s the 60 take 4 s: the cancel, about a second in, has
+		// seconds of margin when a loaded machine delays the wait's polls
+		// (at 40/s it had about one, and the test failed under load).
 		op, err := f.Ops.StartOperation(ctx, bulk.Request{Action: dlq.ActionRetry, Rate: 15,
 			Filter: dlq.OperationFilter{Search: dlq.SearchFilter{Topic: "orders.dlq.v1"}}})
 		require.NoError(t, err)
