@@ -133,7 +133,7 @@ func TestSearchRouteBadFiltersAre400NamingTheField(t *testing.T) {
 			"limit 1001":             {"/api/v1/dlq/messages?limit=1001", "limit"},
 			"limit words":            {"/api/v1/dlq/messages?limit=ten", "limit"},
 			"limit twice":            {"/api/v1/dlq/messages?limit=1&limit=2", "limit"},
-			"bad topic":              {"/api/v1/dlq/messages?topic=a%20b", "topic"},
+			"bad topic":              {"/api/v1/dlq/messages?topic=a%00b", "topic"},
 			"bad group":              {"/api/v1/dlq/messages?group=XYZ", "group"},
 			"group upper case":       {"/api/v1/dlq/messages?group=0123456789ABCDEF", "group"},
 			"empty error":            {"/api/v1/dlq/messages?error=", "error"},

@@ -155,6 +155,9 @@ var funcs = template.FuncMap{
 	"count":     func(m map[string]int64, k string) int64 { return m[k] },
 	"keys":      sortedKeys,
 	"withParam": withParam,
+	// pathseg puts a name in a path as one segment: a topic may hold "/"
+	// (a RabbitMQ queue), which html/template leaves as it is in a path.
+	"pathseg": url.PathEscape,
 	"deref": func(s *string) string {
 		if s == nil {
 			return ""

@@ -2,12 +2,14 @@ package dlq
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lifecycled/lifecycled/daemon/internal/derrors"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -208,15 +210,12 @@ func TestRepublishHeadersReplaceEarlierDLQHeaders(t *testing.T) {
 }
 
 func TestValidTopic(t *testing.T) {
-	for _, ok := range []string{"orders.dlq.v1", "a", "A_b-c.9"} {
+	max := strings.Repeat("é", MaxTopicLength/2) + "a" // 255 bytes
+	for _, ok := range []string{"orders.dlq.v1", "a", "A_b-c.9", "orders:dlq", "orders/order.created", "a b", "a%2Fb", "ä", "failed_jobs", "public.failed_jobs", "...", max} {
 		require.NoError(t, ValidTopic(ok), ok)
 	}
-	long := make([]byte, 300)
-	for i := range long {
-		long[i] = 'a'
-	}
-	for _, bad := range []string{"", ".", "..", "a/b", "a%2Fb", "a b", "ä", string(long), "a\x00"} {
-		require.Error(t, ValidTopic(bad), bad)
+	for _, bad := range []string{"", ".", "..", max + "a", "a\x00b", "a\nb", "a\u0085b", "\xff", strings.Repeat("a", 300)} {
+		require.ErrorIs(t, ValidTopic(bad), derrors.ErrInvalid, "%q", bad)
 	}
 }
 

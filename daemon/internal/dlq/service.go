@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -410,20 +409,4 @@ func (s *Service) ReviveFor(topic string, uid *uint32, op *uuid.UUID) Revive {
 // it would republish now. Nothing is claimed or changed.
 func (s *Service) CountRetryable(ctx context.Context, topic string) (int64, error) {
 	return s.store.CountRetryableDLQTopic(ctx, topic)
-}
-
-// ValidTopic reports whether t can be a Kafka topic name (and so a {topic}).
-func ValidTopic(t string) error {
-	if t == "" || t == "." || t == ".." {
-		return fmt.Errorf("%w: topic must not be empty, \".\" or \"..\"", derrors.ErrInvalid)
-	}
-	if len(t) > 249 {
-		return fmt.Errorf("%w: topic is %d characters long (at most 249)", derrors.ErrInvalid, len(t))
-	}
-	if i := strings.IndexFunc(t, func(r rune) bool {
-		return !(r == '.' || r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}); i >= 0 {
-		return fmt.Errorf("%w: topic %q contains %q; topics use letters, digits, '.', '_' and '-'", derrors.ErrInvalid, t, t[i:i+1])
-	}
-	return nil
 }
