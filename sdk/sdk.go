@@ -265,7 +265,12 @@ type DLQSource interface {
 	Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error)
 
 	// Commit records that the daemon durably stored the messages at these
-	// positions, so they are not fetched again.
+	// positions, so they are not fetched again. Commits come once per
+	// stored batch, in fetch order. The daemon does not call Commit again
+	// for positions whose Commit failed: a broker with cumulative commits
+	// (Kafka offsets) has them covered by the next one; a broker with
+	// per-message acknowledgements must be made to redeliver them (close
+	// the channel) before Commit returns its error.
 	Commit(ctx context.Context, req *CommitRequest) (*CommitResponse, error)
 
 	// Republish sends each message to its topic and returns only after the

@@ -335,9 +335,11 @@ func (in *Pipeline) commit(ctx context.Context, name string, log hclog.Logger, p
 		_, err = src.Commit(ctx, &sdk.CommitRequest{Positions: positions})
 	}
 	if err != nil && ctx.Err() == nil {
-		// Stored but not committed: a later commit covers these offsets,
-		// and a redelivery meanwhile is stored once.
-		log.Warn("commit offsets", "error", err, "messages", len(positions))
+		// Stored but not committed, and not committed again: a source with
+		// cumulative commits (Kafka offsets) has them covered by the next
+		// batch's, one with per-message acks makes its broker redeliver
+		// them (docs/plugin-protocol.md); a redelivery is stored once.
+		log.Warn("commit stored dead letters at the source; they may be delivered again, and are then stored once", "error", err, "messages", len(positions))
 	}
 	in.metrics.passed(in.cfg.Wait)
 }
