@@ -3,10 +3,12 @@ package testsvc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,9 +67,21 @@ func kafka(t testing.TB, partitions int, extra ...kfake.Opt) *KafkaBroker {
 	if partitions < 1 {
 		partitions = 1
 	}
-	k := &KafkaBroker{t: t, port: FreePort(t), dataDir: t.TempDir(), parts: partitions, extra: extra}
-	k.Addr = fmt.Sprintf("127.0.0.1:%d", k.port)
-	k.Start()
+	k := &KafkaBroker{t: t, dataDir: t.TempDir(), parts: partitions, extra: extra}
+	// FreePort's port is free when it answers; another test process may
+	// bind it before the broker does (CI saw "address already in use"):
+	// then another port, since nobody knows this one yet.
+	for try := 0; ; try++ {
+		k.port = FreePort(t)
+		k.Addr = fmt.Sprintf("127.0.0.1:%d", k.port)
+		err := k.start()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 20 {
+			t.Fatalf("start kfake broker: %v", err)
+		}
+	}
 	t.Cleanup(k.Stop)
 	return k
 }
@@ -75,10 +89,16 @@ func kafka(t testing.TB, partitions int, extra ...kfake.Opt) *KafkaBroker {
 // Start starts the broker (again), with the data it had when stopped.
 func (k *KafkaBroker) Start() {
 	k.t.Helper()
+	if err := k.start(); err != nil {
+		k.t.Fatalf("start kfake broker: %v", err)
+	}
+}
+
+func (k *KafkaBroker) start() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cluster != nil {
-		return
+		return nil
 	}
 	c, err := kfake.NewCluster(append([]kfake.Opt{
 		kfake.NumBrokers(1),
@@ -91,9 +111,10 @@ func (k *KafkaBroker) Start() {
 		kfake.GroupMinSessionTimeout(time.Second),
 	}, k.extra...)...)
 	if err != nil {
-		k.t.Fatalf("start kfake broker: %v", err)
+		return err
 	}
 	k.cluster = c
+	return nil
 }
 
 // SlowProduce makes the running broker answer every produce request d

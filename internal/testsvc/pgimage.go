@@ -46,14 +46,22 @@ func NewPGImage(ctx context.Context, fill func(dsn string) error) (string, error
 		return "", err
 	}
 	// A copy needs the template without connections: the server may
-	// still be ending the ones fill closed.
-	for {
+	// still be ending the ones fill closed. The image is this process's
+	// alone, so a session still on it after a while is one of ours that
+	// lingers (CI once saw one stay two minutes on a loaded machine): it is
+	// ended.
+	for start := time.Now(); ; {
 		var n int
 		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&n); err != nil {
 			return "", err
 		}
 		if n == 0 {
 			return name, nil
+		}
+		if time.Since(start) > 5*time.Second {
+			if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name); err != nil {
+				return "", fmt.Errorf("end the sessions left on image %s: %w", name, err)
+			}
 		}
 		select {
 		case <-ctx.Done():

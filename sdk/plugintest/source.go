@@ -33,12 +33,29 @@ type SourceFixture interface {
 	Consume(t testing.TB, topic string, n int) []Produced
 }
 
+// HeaderFidelity is what a source keeps of a message's headers, as it
+// declares it to the kit.
+type HeaderFidelity int
+
+const (
+	// HeadersExact: every header, keys and values as bytes, in the order
+	// the broker holds them (Kafka). The default.
+	HeadersExact HeaderFidelity = iota
+	// HeadersUnordered: every header, keys and values as bytes, in an order
+	// of the source's own, the same on every delivery: a broker whose
+	// client hands headers over as a map (AMQP's table in amqp091-go),
+	// which the source sorts.
+	HeadersUnordered
+)
+
 // SourceOptions configure RunDLQSource.
 type SourceOptions struct {
 	Binary     string
 	Env        []string
 	Fixture    SourceFixture
 	BadConfigs map[string]map[string]any
+	// Headers is the header fidelity the source declares.
+	Headers HeaderFidelity
 }
 
 func fetchN(t testing.TB, s sdk.DLQSource, n int, within time.Duration) []sdk.DeadLetter {
@@ -142,8 +159,8 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 			if !bytes.Equal(got.Value, want.Value) {
 				t.Errorf("value %q, want %q", got.Value, want.Value)
 			}
-			if !sameHeaders(got.Headers, want.Headers) {
-				t.Errorf("headers %q, want %q", got.Headers, want.Headers)
+			if problem := o.Headers.differ(got.Headers, want.Headers); problem != "" {
+				t.Errorf("fetched message %s: %s", want.Key, problem)
 			}
 		}
 	})
@@ -200,11 +217,11 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 		// and a broker orders only within one: match them by x-dlq-id.
 		seen := map[string]bool{}
 		for _, m := range got {
-			if len(m.Headers) == 0 || string(m.Headers[len(m.Headers)-1].Key) != "x-dlq-id" {
+			id, ok := dlqID(m.Headers, o.Headers)
+			if !ok {
 				t.Errorf("republished message %q has headers %q, want x-dlq-id last", m.Value, m.Headers)
 				continue
 			}
-			id := string(m.Headers[len(m.Headers)-1].Value)
 			var want *sdk.RepublishMessage
 			for i := range msgs[:2] {
 				if msgs[i].ID == id {
@@ -218,12 +235,42 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 				t.Errorf("message %s republished twice", id)
 			case !bytes.Equal(m.Value, want.Value) || !bytes.Equal(m.Key, want.Key):
 				t.Errorf("republished %s = %q/%q, want %q/%q", id, m.Key, m.Value, want.Key, want.Value)
-			case !sameHeaders(m.Headers, want.Headers):
-				t.Errorf("republished %s with headers %q, want exactly %q", id, m.Headers, want.Headers)
+			case o.Headers.differ(m.Headers, want.Headers) != "":
+				t.Errorf("republished %s: %s", id, o.Headers.differ(m.Headers, want.Headers))
 			}
 			seen[id] = true
 		}
 	})
+}
+
+// differ says how got differs from want under fidelity f ("" when it
+// does not).
+func (f HeaderFidelity) differ(got, want []sdk.Header) string {
+	if sameHeaders(got, want) {
+		return ""
+	}
+	if !sameHeaders(sortedHeaders(got), sortedHeaders(want)) {
+		return fmt.Sprintf("headers %q, want %q: keep every header, its key and its value as bytes", got, want)
+	}
+	if f == HeadersUnordered {
+		return ""
+	}
+	return fmt.Sprintf("headers %q, want %q in this order: keep the broker's order, or, when the broker's client hands headers over as a map, "+
+		"sort them (every delivery must send them in one order) and declare SourceOptions.Headers = plugintest.HeadersUnordered", got, want)
+}
+
+// dlqID is the value of the x-dlq-id header a republished message carries:
+// the last header, or under HeadersUnordered any.
+func dlqID(hs []sdk.Header, f HeaderFidelity) (string, bool) {
+	for i := len(hs) - 1; i >= 0; i-- {
+		if string(hs[i].Key) == "x-dlq-id" {
+			return string(hs[i].Value), true
+		}
+		if f == HeadersExact {
+			break
+		}
+	}
+	return "", false
 }
 
 func sameHeaders(a, b []sdk.Header) bool {
@@ -236,6 +283,17 @@ func sameHeaders(a, b []sdk.Header) bool {
 		}
 	}
 	return true
+}
+
+func sortedHeaders(hs []sdk.Header) []sdk.Header {
+	out := append([]sdk.Header(nil), hs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if c := bytes.Compare(out[i].Key, out[j].Key); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(out[i].Value, out[j].Value) < 0
+	})
+	return out
 }
 
 func keyOf(ms []sdk.DeadLetter) string {
