@@ -17,7 +17,7 @@ func (c *Client) Topics(ctx context.Context, opts ...Option) (wire.Topics, error
 // ListMessages is GET /api/v1/dlq/{topic} (query: status, page, page_size).
 func (c *Client) ListMessages(ctx context.Context, topic string, query url.Values, opts ...Option) (wire.MessageList, error) {
 	var out wire.MessageList
-	return out, c.send(ctx, call{method: http.MethodGet, path: topicPath(topic, ""), query: query, out: &out}, opts)
+	return out, c.send(ctx, call{method: http.MethodGet, path: topicListPath(topic), query: query, out: &out}, opts)
 }
 
 // Message is GET /api/v1/dlq/messages/{id}.

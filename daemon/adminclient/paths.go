@@ -43,6 +43,14 @@ func topicPath(topic, suffix string) string {
 	return pathDLQ + "/" + url.PathEscape(topic) + suffix
 }
 
+// topicListPath is /api/v1/dlq/topics/{topic}, the list of a topic's
+// messages: /api/v1/dlq/{topic} serves the same list, except for a topic
+// named messages, groups or operations, whose names are routes of their
+// own there.
+func topicListPath(topic string) string {
+	return pathDLQ + "/topics/" + url.PathEscape(topic)
+}
+
 // operationPath is /api/v1/dlq/operations/{id} followed by suffix.
 func operationPath(id, suffix string) string {
 	return pathOperations + "/" + url.PathEscape(id) + suffix

@@ -55,7 +55,11 @@ func DLQRoutes(svc DLQ, all RetryAller) func(*http.ServeMux) {
 		})
 		// {topic...} takes the rest of the path, so that a topic with a
 		// slash is a 400 for a bad topic rather than a 404 for a bad route.
-		g.handle("GET /api/v1/dlq/{topic...}", func(r *http.Request) (any, error) {
+		// The exact routes beside it (messages, groups, operations) win
+		// over a topic of that name, which any source may have: such a
+		// topic is listed under /api/v1/dlq/topics/, which serves every
+		// name (the typed client always asks there).
+		list := func(r *http.Request) (any, error) {
 			topic, err := parseTopic(r.PathValue("topic"))
 			if err != nil {
 				return nil, err
@@ -86,7 +90,9 @@ func DLQRoutes(svc DLQ, all RetryAller) func(*http.ServeMux) {
 				body.Messages[i] = messageJSON(&msgs[i], svc.SourceConfigured(msgs[i].Position.Source))
 			}
 			return body, nil
-		})
+		}
+		g.handle("GET /api/v1/dlq/{topic...}", list)
+		g.handle("GET /api/v1/dlq/topics/{topic...}", list)
 		g.handle("GET /api/v1/dlq/messages/{id}", func(r *http.Request) (any, error) {
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {

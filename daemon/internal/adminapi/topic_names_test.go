@@ -36,7 +36,12 @@ func (d handlerDoer) Do(r *http.Request) (*http.Response, error) {
 // sourceTopicNames are names sources other than Kafka give the places they
 // read dead letters from: a RabbitMQ queue with a colon or slashes, a
 // table, a name with a space and a letter outside ASCII.
-var sourceTopicNames = []string{"orders:dlq", "orders/order.created", "public.failed_jobs", "Bestellungen dlq/ä"}
+//
+// messages, groups and operations are also routes of their own under
+// /api/v1/dlq/: the typed client lists a topic under /api/v1/dlq/topics/,
+// where every name is a topic.
+var sourceTopicNames = []string{"orders:dlq", "orders/order.created", "public.failed_jobs", "Bestellungen dlq/ä",
+	"messages", "groups", "operations", "topics", "topics/messages"}
 
 // TestAnyTopicNameASourceReportsWorksInEveryRoute: names that are not Kafka
 // topic names were stored and listed by GET /api/v1/dlq, then refused with
