@@ -61,10 +61,10 @@ func (f *dirFixture) Consume(t testing.TB, topic string, n int) []plugintest.Pro
 
 // runSourceKit runs the source kit against dirsource, its headers kept in
 // order or through a map, declared as headers.
-func runSourceKit(t *testing.T, mapHeaders bool, headers plugintest.HeaderFidelity) {
+func runSourceKit(t *testing.T, binary string, mapHeaders bool, headers plugintest.HeaderFidelity) {
 	f := newDirFixture(t, mapHeaders)
 	plugintest.RunDLQSource(t, plugintest.SourceOptions{
-		Binary:  testPlugin(t, "dirsource"),
+		Binary:  binary,
 		Fixture: f,
 		Headers: headers,
 		BadConfigs: map[string]map[string]any{
@@ -81,18 +81,20 @@ func runSourceKit(t *testing.T, mapHeaders bool, headers plugintest.HeaderFideli
 // no such plugin can keep).
 func TestSourceKitPassesSourcesAsTheyDeclareTheirHeaders(t *testing.T) {
 	t.Parallel()
-	t.Run("in order, exact", func(t *testing.T) { runSourceKit(t, false, plugintest.HeadersExact) })
-	t.Run("through a map, unordered", func(t *testing.T) { runSourceKit(t, true, plugintest.HeadersUnordered) })
+	bin := testPlugin(t, "dirsource")
+	t.Run("in order, exact", func(t *testing.T) { runSourceKit(t, bin, false, plugintest.HeadersExact) })
+	t.Run("through a map, unordered", func(t *testing.T) { runSourceKit(t, bin, true, plugintest.HeadersUnordered) })
 }
 
 // TestSourceKitHelper runs the source kit against dirsource with map
 // headers declared exact; TestSourceKitFailsAMapSourceDeclaredExact starts
 // it.
 func TestSourceKitHelper(t *testing.T) {
-	if os.Getenv("PLUGINTEST_SOURCE_KIT") == "" {
+	bin := os.Getenv("PLUGINTEST_SOURCE_KIT_PLUGIN")
+	if bin == "" {
 		t.Skip("run by TestSourceKitFailsAMapSourceDeclaredExact")
 	}
-	runSourceKit(t, true, plugintest.HeadersExact)
+	runSourceKit(t, bin, true, plugintest.HeadersExact)
 }
 
 // TestSourceKitFailsAMapSourceDeclaredExact: the order check is not lost
@@ -100,7 +102,7 @@ func TestSourceKitHelper(t *testing.T) {
 func TestSourceKitFailsAMapSourceDeclaredExact(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSourceKitHelper$", "-test.v", "-test.count=1", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), "PLUGINTEST_SOURCE_KIT=1")
+	cmd.Env = append(os.Environ(), "PLUGINTEST_SOURCE_KIT_PLUGIN="+testPlugin(t, "dirsource"))
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "the kit passed a source that reorders headers, declared exact:\n%s", out)
 	require.Contains(t, string(out), "in this order: keep the broker's order")
