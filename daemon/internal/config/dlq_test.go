@@ -109,3 +109,13 @@ max_retries = 5
 	require.ErrorContains(t, err, "dlq.topic.0.replay_targets.1")
 	require.ErrorContains(t, err, "dlq.topic.0.replay_targets.2")
 }
+
+// A queue's name may hold "/" (RabbitMQ): a block's glob matches it as
+// docs/operations.md says, "*" stopping at "/".
+func TestDLQTopicGlobsStopAtASlash(t *testing.T) {
+	c, err := loadTOML(t, "[[dlq.topic]]\nmatch = \"orders/*\"\nmax_retries = 7\n[[dlq.topic]]\nmatch = \"orders*\"\nmax_retries = 2\n")
+	require.NoError(t, err)
+	require.Equal(t, 7, *c.DLQTopicRule("orders/order.created").MaxRetries)
+	require.Equal(t, 2, *c.DLQTopicRule("orders:dlq").MaxRetries)
+	require.Nil(t, c.DLQTopicRule("orders/order/created"), "* does not cross a second /")
+}
