@@ -45,8 +45,8 @@ func topicPath(topic, suffix string) string {
 
 // topicListPath is /api/v1/dlq/topics/{topic}, the list of a topic's
 // messages: /api/v1/dlq/{topic} serves the same list, except for a topic
-// named messages, groups or operations, whose names are routes of their
-// own there.
+// named messages, groups or operations, or starting topics/, whose names
+// are routes of their own there.
 func topicListPath(topic string) string {
 	return pathDLQ + "/topics/" + url.PathEscape(topic)
 }

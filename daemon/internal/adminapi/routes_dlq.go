@@ -55,12 +55,12 @@ func DLQRoutes(svc DLQ, all RetryAller) func(*http.ServeMux) {
 		})
 		// {topic...} takes the rest of the path, so that a topic with a
 		// slash is a 400 for a bad topic rather than a 404 for a bad route.
-		// The exact routes beside it (messages, groups, operations) win
-		// over a topic of that name, which any source may have: such a
-		// topic is listed under /api/v1/dlq/topics/, which serves every
-		// name (the typed client always asks there).
-		list := func(r *http.Request) (any, error) {
-			topic, err := parseTopic(r.PathValue("topic"))
+		// The exact routes beside it (messages, groups, operations and the
+		// topics/ prefix) win over a topic of that name, which any source
+		// may have: such a topic is listed under /api/v1/dlq/topics/, which
+		// serves every name (the typed client always asks there).
+		list := func(r *http.Request, name string) (any, error) {
+			topic, err := parseTopic(name)
 			if err != nil {
 				return nil, err
 			}
@@ -91,8 +91,12 @@ func DLQRoutes(svc DLQ, all RetryAller) func(*http.ServeMux) {
 			}
 			return body, nil
 		}
-		g.handle("GET /api/v1/dlq/{topic...}", list)
-		g.handle("GET /api/v1/dlq/topics/{topic...}", list)
+		g.handle("GET /api/v1/dlq/{topic...}", func(r *http.Request) (any, error) { return list(r, r.PathValue("topic")) })
+		g.handle("GET /api/v1/dlq/topics/{topic...}", func(r *http.Request) (any, error) { return list(r, r.PathValue("topic")) })
+		// Without it, ServeMux would redirect to .../topics/ (its rule for a
+		// pattern ending in a wildcard): a topic named topics is listed here
+		// too.
+		g.handle("GET /api/v1/dlq/topics", func(r *http.Request) (any, error) { return list(r, "topics") })
 		g.handle("GET /api/v1/dlq/messages/{id}", func(r *http.Request) (any, error) {
 			id, err := parseID(r.PathValue("id"))
 			if err != nil {

@@ -41,7 +41,7 @@ func (d handlerDoer) Do(r *http.Request) (*http.Response, error) {
 // /api/v1/dlq/: the typed client lists a topic under /api/v1/dlq/topics/,
 // where every name is a topic.
 var sourceTopicNames = []string{"orders:dlq", "orders/order.created", "public.failed_jobs", "Bestellungen dlq/ä",
-	"messages", "groups", "operations", "topics", "topics/messages"}
+	"messages", "groups", "operations", "topics", "topics/messages", "a.../..b", "?x#y%z"}
 
 // TestAnyTopicNameASourceReportsWorksInEveryRoute: names that are not Kafka
 // topic names were stored and listed by GET /api/v1/dlq, then refused with
@@ -125,3 +125,15 @@ func TestAnyTopicNameASourceReportsWorksInEveryRoute(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestEveryPathOfATopicListIsAList: /api/v1/dlq/topics/{topic} beside
+// /api/v1/dlq/{topic} made ServeMux redirect /api/v1/dlq/topics (a topic
+// named topics, which it listed before) to /api/v1/dlq/topics/.
+func TestEveryPathOfATopicListIsAList(t *testing.T) {
+	h := newHandler(t)
+	for _, p := range []string{"/api/v1/dlq/topics", "/api/v1/dlq/topics/topics", "/api/v1/dlq/orders.dlq.v1", "/api/v1/dlq/topics/messages"} {
+		status, body := do(h, "GET", p)
+		require.Equal(t, http.StatusOK, status, "%s: %v", p, body)
+		require.Contains(t, body, "pagination", p)
+	}
+}

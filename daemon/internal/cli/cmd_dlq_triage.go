@@ -295,6 +295,18 @@ func printPauses(g *globals, topics []wire.Topic) {
 			by = fmt.Sprintf("by uid %d", *t.Paused.UID)
 		}
 		fmt.Fprintf(g.stdout, "%s: automatic retries PAUSED %s since %s: %s (resume: lifecycled dlq resume %s)\n",
-			t.Topic, by, t.Paused.PausedAt, oneLine(t.Paused.Reason), t.Topic)
+			t.Topic, by, t.Paused.PausedAt, oneLine(t.Paused.Reason), shellWord(t.Topic))
 	}
+}
+
+// shellWord is s as one word of a command to paste into a shell: as it is
+// when it holds nothing a shell reads, else in single quotes (a queue may
+// be named "Bestellungen dlq").
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/@%+,=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

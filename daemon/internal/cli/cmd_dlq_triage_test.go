@@ -53,3 +53,19 @@ func TestReadPayloadRefusesWhatTheAPICannotTake(t *testing.T) {
 	_, err = readPayload(filepath.Join(dir, "missing"))
 	require.Error(t, err)
 }
+
+// The resume hint of a paused topic pastes into a shell as one word,
+// whatever the source named the topic.
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"orders.dlq.v1":        "orders.dlq.v1",
+		"orders:dlq":           "orders:dlq",
+		"orders/order.created": "orders/order.created",
+		"Bestellungen dlq/ä":   "'Bestellungen dlq/ä'",
+		"it's":                 `'it'\''s'`,
+		"a;rm -rf":             "'a;rm -rf'",
+		"$(x)":                 "'$(x)'",
+	} {
+		require.Equal(t, want, shellWord(in), in)
+	}
+}

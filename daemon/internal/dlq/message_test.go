@@ -214,7 +214,8 @@ func TestValidTopic(t *testing.T) {
 	for _, ok := range []string{"orders.dlq.v1", "a", "A_b-c.9", "orders:dlq", "orders/order.created", "a b", "a%2Fb", "ä", "failed_jobs", "public.failed_jobs", "...", max} {
 		require.NoError(t, ValidTopic(ok), ok)
 	}
-	for _, bad := range []string{"", ".", "..", max + "a", "a\x00b", "a\nb", "a\u0085b", "\xff", strings.Repeat("a", 300)} {
+	for _, bad := range []string{"", ".", "..", max + "a", "a\x00b", "a\nb", "a\u0085b", "\xff", strings.Repeat("a", 300),
+		"a//b", "orders/", "/orders", "x/.", "a/../b", "../a"} {
 		require.ErrorIs(t, ValidTopic(bad), derrors.ErrInvalid, "%q", bad)
 	}
 }

@@ -19,12 +19,16 @@ const MaxTopicLength = 255
 // source has its own rules and enforces them; the daemon takes any name
 // that can be stored, shown and put in a route once URL-escaped
 // (orders:dlq, orders/order.created): valid UTF-8 without control
-// characters, at most MaxTopicLength bytes, and not "." or "..", which a
-// path cannot hold as a segment.
+// characters, at most MaxTopicLength bytes, and, read as segments between
+// "/", none empty, "." or "..": a path holds no such segment (the API
+// refuses them, as ServeMux would redirect to the cleaned path), whether
+// or not the "/" is escaped.
 func ValidTopic(t string) error {
 	switch {
-	case t == "" || t == "." || t == "..":
-		return fmt.Errorf("%w: topic must not be empty, \".\" or \"..\"", derrors.ErrInvalid)
+	case t == "":
+		return fmt.Errorf("%w: topic must not be empty", derrors.ErrInvalid)
+	case hasEmptyOrDotSegment(t):
+		return fmt.Errorf("%w: topic %q has an empty, \".\" or \"..\" segment between \"/\"", derrors.ErrInvalid, t)
 	case len(t) > MaxTopicLength:
 		return fmt.Errorf("%w: topic is %d bytes long (at most %d)", derrors.ErrInvalid, len(t), MaxTopicLength)
 	case !utf8.ValidString(t):
@@ -33,4 +37,13 @@ func ValidTopic(t string) error {
 		return fmt.Errorf("%w: topic %q contains a control character", derrors.ErrInvalid, t)
 	}
 	return nil
+}
+
+func hasEmptyOrDotSegment(t string) bool {
+	for _, seg := range strings.Split(t, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
