@@ -68,6 +68,22 @@ func lastHeader(hs []sdk.Header, key string) ([]byte, bool) {
 	return nil, false
 }
 
+// storedName is the name of the topic a source read a message from, as
+// the store can keep it: valid UTF-8, no NUL, at most maxTopicLength
+// bytes. Unlike text, it is not trimmed: "orders " and "orders" are two
+// queues to a broker that allows spaces.
+func storedName(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+	if len(s) > maxTopicLength {
+		cut := maxTopicLength
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
 // sanitize makes header text safe to store: valid UTF-8, no NUL (which
 // PostgreSQL's text refuses), at most max bytes.
 func sanitize(s string, max int) string {
@@ -152,7 +168,7 @@ const NoOriginalTopicPrefix = "no original topic: "
 // a DLQ, where it would be taken in again.
 func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(string) bool) Incoming {
 	in := Incoming{
-		Position: Position{Source: source, Topic: sanitize(d.Position.Topic, maxTopicLength), Partition: d.Position.Partition, Offset: d.Position.Offset},
+		Position: Position{Source: source, Topic: storedName(d.Position.Topic), Partition: d.Position.Partition, Offset: d.Position.Offset},
 		Key:      d.Key,
 		Payload:  d.Value,
 		Digest:   Digest(d),

@@ -149,6 +149,23 @@ func TestInterpretHeaders(t *testing.T) {
 
 // A producer timestamp no database column can hold (year 300000, or before
 // 1970) is not kept; it once stopped a whole intake on PostgreSQL.
+// A source's topic name is its identity: trimming it merged the queues
+// "orders " and "orders" (found by an outside review).
+func TestInterpretKeepsTheSourcesTopicNameAsItIs(t *testing.T) {
+	for in, want := range map[string]string{
+		"orders ":                "orders ",
+		" orders":                " orders",
+		"orders":                 "orders",
+		"orders:dlq":             "orders:dlq",
+		"a\x00b":                 "ab",
+		"caf\xe9":                "caf\uFFFD",
+		strings.Repeat("é", 200): strings.Repeat("é", 127),
+	} {
+		got := Interpret("rabbitmq", sdk.DeadLetter{Position: sdk.Position{Topic: in}, Value: []byte("x")}, time.Now(), nil)
+		require.Equal(t, want, got.Position.Topic, "%q", in)
+	}
+}
+
 func TestInterpretDropsTimestampsOutOfRange(t *testing.T) {
 	for _, ts := range []time.Time{time.UnixMilli(9_000_000_000_000_000), time.UnixMilli(-86_400_000), time.Time{}, time.Unix(0, 0)} {
 		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ts}, time.Now(), nil)
