@@ -74,6 +74,8 @@ func TestAnyTopicNameASourceReportsWorksInEveryRoute(t *testing.T) {
 			require.NoError(t, err)
 		}
 
+		before := storedState(t, ctx, s)
+
 		topics, err := api.Topics(ctx)
 		require.NoError(t, err)
 		var listed []string
@@ -121,7 +123,25 @@ func TestAnyTopicNameASourceReportsWorksInEveryRoute(t *testing.T) {
 			require.NoError(t, err, topic)
 			require.Equal(t, "orders:retry/v2", replay.Replayed.Topic)
 		}
+		// Dry runs, pauses and a retry-all that could not send change no
+		// message of any topic (a send that could not happen is in a
+		// message's history, but counts no attempt).
+		require.Equal(t, before, storedState(t, ctx, s))
 	})
+}
+
+// storedState is every stored message as what a call could change:
+// status, attempts counted, next retry, payload.
+func storedState(t *testing.T, ctx context.Context, s store.Store) map[string]string {
+	t.Helper()
+	page, err := s.SearchDLQ(ctx, dlq.SearchFilter{Limit: 1000, IncludeArchived: true})
+	require.NoError(t, err)
+	require.Nil(t, page.Next, "one page holds them all")
+	out := map[string]string{}
+	for _, m := range page.Messages {
+		out[m.ID.String()] = fmt.Sprintf("%s %d %v %q %v %s", m.Status, m.RetryCount, m.NextRetryAt, m.Payload, m.Archived, m.Position)
+	}
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }

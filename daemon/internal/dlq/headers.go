@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -68,36 +67,20 @@ func lastHeader(hs []sdk.Header, key string) ([]byte, bool) {
 	return nil, false
 }
 
-// storedName is the name of the topic a source read a message from, as
-// the store can keep it: valid UTF-8, no NUL, at most maxTopicLength
-// bytes. Unlike text, it is not trimmed: "orders " and "orders" are two
-// queues to a broker that allows spaces.
-func storedName(s string) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
-	if len(s) > maxTopicLength {
-		cut := maxTopicLength
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return s
+// storable is s as the state store can keep text: valid UTF-8, no NUL
+// (which PostgreSQL's text refuses), at most max bytes.
+func storable(s string, max int) string {
+	return cut(strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", ""), max)
 }
 
-// sanitize makes header text safe to store: valid UTF-8, no NUL (which
-// PostgreSQL's text refuses), at most max bytes.
-func sanitize(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return strings.TrimSpace(s)
-}
+// storedName is the name of the topic a source read a message from, as
+// the store can keep it. Unlike text, it is not trimmed: "orders " and
+// "orders" are two queues to a broker that allows spaces.
+func storedName(s string) string { return storable(s, maxTopicLength) }
+
+// sanitize makes header text safe to store (storable), without the
+// spaces around it.
+func sanitize(s string, max int) string { return strings.TrimSpace(storable(s, max)) }
 
 // errorFromHeaders applies the conventions in order: for the first one whose
 // latest message or class header says something, the message if it is not
