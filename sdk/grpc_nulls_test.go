@@ -30,9 +30,9 @@ func (r *recordingSource) Republish(_ context.Context, req *sdk.RepublishRequest
 // them apart without the *_null fields).
 func TestNullAndEmptyCrossTheProtocolApart(t *testing.T) {
 	shapes := []sdk.DeadLetter{
-		{Position: sdk.Position{Topic: "t.dlq.v1", Offset: 0}, Key: nil, Value: nil, Headers: []sdk.Header{{Key: []byte("h"), Value: nil}}},
-		{Position: sdk.Position{Topic: "t.dlq.v1", Offset: 1}, Key: []byte{}, Value: []byte{}, Headers: []sdk.Header{{Key: []byte("h"), Value: []byte{}}}},
-		{Position: sdk.Position{Topic: "t.dlq.v1", Offset: 2}, Key: []byte("k"), Value: []byte("v"), Headers: []sdk.Header{{Key: []byte{}, Value: []byte("x")}}},
+		{Position: sdk.LogPosition("t.dlq.v1", 0, 0), Key: nil, Value: nil, Headers: []sdk.Header{{Key: []byte("h"), Value: nil}}},
+		{Position: sdk.LogPosition("t.dlq.v1", 0, 1), Key: []byte{}, Value: []byte{}, Headers: []sdk.Header{{Key: []byte("h"), Value: []byte{}}}},
+		{Position: sdk.LogPosition("t.dlq.v1", 0, 2), Key: []byte("k"), Value: []byte("v"), Headers: []sdk.Header{{Key: []byte{}, Value: []byte("x")}}},
 	}
 	src := &recordingSource{queueSource: queueSource{queue: append([]sdk.DeadLetter(nil), shapes...)}}
 	c := dial(t, serveSource(t, src, 4<<20), 4<<20, 4<<20)

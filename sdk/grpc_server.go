@@ -61,6 +61,9 @@ func (h *handlerBase) configure(ctx context.Context, req *pb.ConfigureRequest,
 			return err
 		}
 		out = &pb.ConfigureResponse{PluginVersion: resp.PluginVersion, Warnings: resp.Warnings}
+		if resp.Source != (SourceTraits{}) {
+			out.Source = traitsToPB(resp.Source)
+		}
 		return nil
 	})
 	return out, err

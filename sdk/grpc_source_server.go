@@ -31,8 +31,19 @@ type sourceServer struct {
 	carry       []DeadLetter      // fetched from impl, not yet sent (did not fit)
 }
 
+// Configure refuses a source that does not declare its traits: the daemon
+// could not tell how to store its messages once.
 func (s *sourceServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
-	return s.configure(ctx, req, s.impl.Configure)
+	return s.configure(ctx, req, func(ctx context.Context, r *ConfigureRequest) (*ConfigureResponse, error) {
+		resp, err := s.impl.Configure(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := resp.Source.Check(); err != nil {
+			return nil, &Error{Class: ClassPermanent, Code: CodeInternal, Message: "plugin bug: " + err.Error() + " (set ConfigureResponse.Source)"}
+		}
+		return resp, nil
+	})
 }
 
 // newBatchID returns a random non-zero id, so that an id acknowledged to an

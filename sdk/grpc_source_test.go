@@ -30,7 +30,7 @@ type queueSource struct {
 }
 
 func (q *queueSource) Configure(context.Context, *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
-	return &sdk.ConfigureResponse{}, nil
+	return &sdk.ConfigureResponse{Source: sdk.Protocol2Traits}, nil
 }
 
 func (q *queueSource) Fetch(_ context.Context, req *sdk.FetchRequest) (*sdk.FetchResponse, error) {
@@ -89,7 +89,7 @@ func dial(t *testing.T, addr string, recv, claimed int) sdk.DLQSource {
 func letters(n, size int) []sdk.DeadLetter {
 	out := make([]sdk.DeadLetter, n)
 	for i := range out {
-		out[i] = sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1", Offset: int64(i)}, Key: []byte{byte(i), 0xff},
+		out[i] = sdk.DeadLetter{Position: sdk.LogPosition("t.dlq.v1", 0, int64(i)), Key: []byte{byte(i), 0xff},
 			Headers: []sdk.Header{{Key: []byte{'k', 0xff, byte(i)}, Value: []byte{0xfe}}}, Value: bytes.Repeat([]byte{byte(i)}, size)}
 	}
 	return out
@@ -132,7 +132,8 @@ func TestFetchNotReceivedIsHandedBackInBatchesThatFit(t *testing.T) {
 	got := fetchAll(t, right, 30)
 	require.Len(t, got, 30, "every message handed back")
 	for i, m := range got {
-		require.EqualValues(t, i, m.Position.Offset, "in order, once")
+		_, offset, _ := sdk.ParseLogPosition(m.Position.ID)
+		require.EqualValues(t, i, offset, "in order, once")
 		require.Equal(t, letters(30, 100<<10)[i], sdk.DeadLetter{Position: m.Position, Key: m.Key, Headers: m.Headers, Value: m.Value})
 	}
 }
@@ -156,7 +157,7 @@ func TestFetchHandsBackAnUnacknowledgedBatchAndMovesOnAfterTheAck(t *testing.T) 
 	next, err := c.Fetch(testCtx(t), &sdk.FetchRequest{Max: 2, Wait: time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, next.Messages, 2)
-	require.EqualValues(t, 2, next.Messages[0].Position.Offset)
+	require.Equal(t, sdk.LogPosition("t.dlq.v1", 0, 2), next.Messages[0].Position)
 }
 
 // One message larger than the limit must not block the source forever: it
@@ -164,7 +165,7 @@ func TestFetchHandsBackAnUnacknowledgedBatchAndMovesOnAfterTheAck(t *testing.T) 
 func TestFetchOfAMessageLargerThanTheLimitTruncatesItAlone(t *testing.T) {
 	q := &queueSource{queue: append(letters(1, 10), append(letters(1, 3<<20), letters(1, 10)...)...)}
 	for i := range q.queue {
-		q.queue[i].Position.Offset = int64(i)
+		q.queue[i].Position = sdk.LogPosition("t.dlq.v1", 0, int64(i))
 	}
 	addr := serveSource(t, q, 64<<20)
 	c := dial(t, addr, 1<<20, 1<<20)
@@ -176,7 +177,7 @@ func TestFetchOfAMessageLargerThanTheLimitTruncatesItAlone(t *testing.T) {
 	require.Greater(t, got[1].OriginalSize, int64(3<<20))
 	require.Equal(t, []sdk.Header{{Key: []byte{'k', 0xff, 0}, Value: []byte{0xfe}}}, got[1].Headers, "key and headers kept when they fit")
 	require.False(t, got[2].Truncated)
-	require.EqualValues(t, 2, got[2].Position.Offset)
+	require.Equal(t, sdk.LogPosition("t.dlq.v1", 0, 2), got[2].Position)
 }
 
 func TestRepublishSplitsByBytesAndFailsAMessageOverTheLimitAlone(t *testing.T) {

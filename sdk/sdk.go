@@ -1,6 +1,6 @@
 // Package sdk is what a lifecycled plugin is written against. A plugin is a
 // separate executable that lifecycled starts and talks to over gRPC (through
-// hashicorp/go-plugin, protocol version 2, mutual TLS). It implements one of
+// hashicorp/go-plugin, protocol version 3, mutual TLS). It implements one of
 // two interfaces:
 //
 //   - TenantDeleter: counts and deletes one tenant's data in one store;
@@ -43,9 +43,10 @@ import (
 // ProtocolVersion is the newest plugin protocol this SDK speaks; the history
 // is in sdk/proto/lifecycled/plugin/v1/plugin.proto. TenantDeleter has only
 // gained the optional Plan since protocol 1 (a plugin without it answers
-// UNIMPLEMENTED, see Planner), so deleters are served and accepted on 1 as
-// well; a DLQSource needs MinSourceProtocolVersion.
-const ProtocolVersion = 2
+// UNIMPLEMENTED, see Planner), so deleters are served and accepted on 1 and
+// 2 as well. A DLQSource built with this SDK speaks 3; the daemon still
+// accepts one built for 2 (MinSourceProtocolVersion).
+const ProtocolVersion = 3
 
 // MinSourceProtocolVersion is the oldest protocol a DLQSource may speak with
 // this SDK. Protocol 1 carried header keys as strings, so a key that was not
@@ -76,6 +77,10 @@ type ConfigureResponse struct {
 	PluginVersion string
 	// Warnings are logged by the daemon (an unindexed tenant column, ...).
 	Warnings []string
+	// Source is what a DLQSource declares about its broker; a
+	// TenantDeleter leaves it zero. A DLQSource must set Acks and
+	// Positions: Configure fails without them.
+	Source SourceTraits
 }
 
 // CountRequest asks how much data a tenant has.
@@ -159,11 +164,19 @@ type TenantDeleter interface {
 	Delete(ctx context.Context, req *DeleteRequest, progress Progress) (*DeleteResponse, error)
 }
 
-// Position is where a dead letter sits in its source.
+// Position is where a dead letter sits in its source: the topic (queue,
+// table) it was read from and the message's place in it. ID is opaque to
+// the daemon; LogPosition builds it for a partitioned log.
 type Position struct {
-	Topic     string
-	Partition int32
-	Offset    int64
+	Topic string
+	// ID identifies the message within Topic: the same on every delivery
+	// for a source with PositionsStable, one per delivery for
+	// PositionsPerDelivery. Ids of one topic compare bytewise in the
+	// source's order. At most MaxPositionIDBytes, never empty.
+	ID []byte
+	// Display is how operators see the position ("p2@1041"); at most
+	// MaxPositionDisplayBytes of UTF-8. Empty: the daemon shows ID in hex.
+	Display string
 }
 
 // Header is one message header. Kafka header keys and values are bytes:
@@ -171,22 +184,61 @@ type Position struct {
 type Header struct {
 	Key   []byte
 	Value []byte
+	// Type is the value's type in the source's own terms, for a source whose
+	// headers are typed (SourceTraits.TypedHeaders): the daemon keeps it and
+	// sends it back on republish, so that an AMQP int stays an int. Empty
+	// for plain bytes.
+	Type string
 }
 
-// DeadLetter is one message read from a dead-letter topic.
+// Origin is where a dead letter failed and why, as the source reads it
+// from its own conventions (sdk/kafkaconv reads Spring's and Kafka
+// Connect's headers; AMQP has x-death).
+type Origin struct {
+	// Destination is where a retry sends the message: the original topic,
+	// or an exchange and routing key in the source's notation. Empty when
+	// nothing names one: the message is then never republished. The daemon
+	// also refuses one that names a dead-letter topic (the message would
+	// only come back).
+	Destination string
+	// DestinationFrom says what named it ("the header
+	// kafka_dlt-original-topic", "x-death", "the source's mapping").
+	DestinationFrom string
+	// DestinationConfigured: the source's own configuration chose the
+	// destination, not the message. What a message names is held to its
+	// dead-letter topic's replay targets (whoever can write to a DLQ can
+	// write any header); what the operator configured is not.
+	DestinationConfigured bool
+	// DestinationProblem, when set, says why what named a destination was
+	// not usable (too long, ...); Destination is then empty.
+	DestinationProblem string
+	// ErrorMessage and ErrorClass are the consumer's error: its message and
+	// its exception class or reason code, either may be empty.
+	ErrorMessage string
+	ErrorClass   string
+	// Attempts is how often processing failed before the message was
+	// dead-lettered, 0 when unknown.
+	Attempts int
+	// FirstFailedAt is when it first failed, zero when unknown.
+	FirstFailedAt time.Time
+}
+
+// DeadLetter is one message read from a dead-letter topic or queue.
 type DeadLetter struct {
-	Position  Position
-	Key       []byte // nil when the message has no key
-	Headers   []Header
-	Value     []byte
+	Position Position
+	Key      []byte // nil when the message has no key
+	Headers  []Header
+	Value    []byte
+	// Timestamp is the message's own time, the same on every delivery (the
+	// daemon tells a redelivery by it, among others); zero when it has
+	// none. Never the time it was read.
 	Timestamp time.Time
-	// OriginalTopic is the source's mapping of the dead-letter topic to the
-	// topic the message failed on ("orders.dlq.v1" -> "orders.events.v1").
-	// The daemon uses it when no header names the original topic. Leave it
-	// empty when the source maps none: the message then has no original
-	// topic and is never republished (the daemon never falls back to the
-	// dead-letter topic itself, nor to any other dead-letter topic).
-	OriginalTopic string
+	// Origin is the source's reading of where and why it failed.
+	Origin Origin
+	// Redelivered: the broker says this delivery may not be the first
+	// (AMQP's redelivered flag). Only a source with PositionsPerDelivery
+	// sets it; see SourceTraits.
+	Redelivered bool
 	// Truncated is set by the SDK (never by a plugin) when this message alone
 	// was larger than the RPC limit: its value, and when that was not enough
 	// its key and headers, did not cross. OriginalSize is the size it had.

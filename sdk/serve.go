@@ -33,17 +33,17 @@ func Logger() hclog.Logger { return serverLogger }
 func AddSecret(s string) { serverScrubber.Add(s) }
 
 // ServeTenantDeleter serves impl; it is all a deleter plugin's main calls.
-// The deleter protocol did not change in protocol 2, so it is served on 1
-// too and a newer deleter still runs under an older daemon.
+// The deleter protocol did not change since protocol 1, so it is served on
+// every version and a newer deleter still runs under an older daemon.
 func ServeTenantDeleter(impl TenantDeleter) {
 	ps := plugin.PluginSet{KindTenantDeleter: &deleterPlugin{impl: impl}}
-	serve(map[int]plugin.PluginSet{1: ps, ProtocolVersion: ps})
+	serve(map[int]plugin.PluginSet{1: ps, 2: ps, ProtocolVersion: ps})
 }
 
 // ServeDLQSource serves impl; it is all a DLQ source plugin's main calls.
-// It speaks protocol 2 only: under a daemon that knows only 1 (header keys
-// as strings, no batch acknowledgement) messages could be lost, so such a
-// daemon refuses to start it, naming both versions.
+// It speaks protocol 3 only: a daemon that knows only 2 would read its
+// opaque positions as partition 0, offset 0, so such a daemon refuses to
+// start it (go-plugin names both versions).
 func ServeDLQSource(impl DLQSource) {
 	serve(map[int]plugin.PluginSet{ProtocolVersion: {KindDLQSource: &sourcePlugin{impl: impl}}})
 }

@@ -191,7 +191,7 @@ func TestArbitraryDeadLettersAreStoredExactlyOnceAcrossARestart(t *testing.T) {
 
 			byPos := map[position]messageJSON{}
 			for _, m := range allMessages(t, d, "fuzz.dlq.v1") {
-				pos := position{m.Partition, m.Offset}
+				pos := position{partitionOf(m.PositionID), offsetOf(m.PositionID)}
 				require.NotContains(t, byPos, pos, "position stored twice")
 				byPos[pos] = m
 			}

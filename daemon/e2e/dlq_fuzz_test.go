@@ -194,7 +194,7 @@ lease = "2s"
 		if time.Now().After(deadline) {
 			have := map[[2]int64]bool{}
 			for _, m := range fuzzStored(t, d) {
-				have[[2]int64{int64(m.Partition), m.Offset}] = true
+				have[[2]int64{int64(partitionOf(m.PositionID)), offsetOf(m.PositionID)}] = true
 			}
 			var missing []string
 			for _, p := range committed {
@@ -245,7 +245,7 @@ lease = "2s"
 	require.Len(t, stored, len(committed), "seed %d: the stored set is the committed set", seed)
 	byPos := map[[2]int64]wire.Message{}
 	for _, m := range stored {
-		byPos[[2]int64{int64(m.Partition), m.Offset}] = m
+		byPos[[2]int64{int64(partitionOf(m.PositionID)), offsetOf(m.PositionID)}] = m
 	}
 	byID := map[string]fuzzRecord{}
 	for _, p := range committed {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
 // headerJSON is a header as the admin API shows it: text when the bytes are
@@ -47,8 +48,8 @@ type messageJSON struct {
 	MaxRetries    int             `json:"max_retries"`
 	Status        string          `json:"status"`
 	Source        string          `json:"source"`
-	Partition     int32           `json:"partition"`
-	Offset        int64           `json:"offset"`
+	Position      string          `json:"position"`
+	PositionID    string          `json:"position_id"`
 	CreatedAt     string          `json:"created_at"`
 	UpdatedAt     string          `json:"updated_at"`
 	LastRetryAt   *string         `json:"last_retry_at"`
@@ -123,7 +124,7 @@ func listAll[T any](t *testing.T, d *testsvc.Daemon, topic string) []T {
 func byOffset(msgs []messageJSON) map[int64]messageJSON {
 	out := map[int64]messageJSON{}
 	for _, m := range msgs {
-		out[m.Offset] = m
+		out[offsetOf(m.PositionID)] = m
 	}
 	return out
 }
@@ -223,4 +224,28 @@ func startDLQDaemon(t *testing.T, state string, extra string) *testsvc.Daemon {
 	d := testsvc.StartDaemon(t, o)
 	testsvc.Eventually(t, 30*time.Second, apitest.Ready(d), "ready")
 	return d
+}
+
+// partitionOf and offsetOf read a Kafka message's position (a log position,
+// sdk.LogPosition) from the API's position_id; -1 when it is not one.
+func partitionOf(positionID string) int32 {
+	p, _ := logPositionOf(positionID)
+	return p
+}
+
+func offsetOf(positionID string) int64 {
+	_, o := logPositionOf(positionID)
+	return o
+}
+
+func logPositionOf(positionID string) (int32, int64) {
+	id, err := base64.StdEncoding.DecodeString(positionID)
+	if err != nil {
+		return -1, -1
+	}
+	p, o, ok := sdk.ParseLogPosition(id)
+	if !ok {
+		return -1, -1
+	}
+	return p, o
 }

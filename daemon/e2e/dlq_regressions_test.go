@@ -315,7 +315,7 @@ lease = "2s"
 	time.Sleep(2 * time.Second) // automatic retries would have run many times
 	for _, l := range allMessages(t, d, "sink-dlq") {
 		m := getMessage(t, d, l.ID)
-		require.Equal(t, "", m.OriginalTopic, "offset %d", m.Offset)
+		require.Equal(t, "", m.OriginalTopic, "offset %d", offsetOf(m.PositionID))
 		require.Equal(t, "PENDING", m.Status)
 		require.Zero(t, m.RetryCount)
 		require.Empty(t, m.Attempts, "never retried automatically")

@@ -66,20 +66,25 @@ type Message struct {
 	PayloadBase64 Base64Field     `json:"payload_base64,omitzero"`
 	// Truncated: the message was larger than the plugin RPC limit at intake
 	// and its value was not kept; it cannot be republished.
-	Truncated   bool        `json:"truncated,omitempty"`
-	Key         *string     `json:"key"`
-	KeyBase64   Base64Field `json:"key_base64,omitzero"`
-	Headers     []Header    `json:"headers"`
-	Status      dlq.Status  `json:"status"`
-	Source      string      `json:"source"`
-	Partition   int32       `json:"partition"`
-	Offset      int64       `json:"offset"`
-	CreatedAt   string      `json:"created_at"`
-	UpdatedAt   string      `json:"updated_at"`
-	LastRetryAt *string     `json:"last_retry_at"`
-	NextRetryAt *string     `json:"next_retry_at"`
-	LastError   *string     `json:"last_error"`
-	Attempts    []Attempt   `json:"attempts"`
+	Truncated bool        `json:"truncated,omitempty"`
+	Key       *string     `json:"key"`
+	KeyBase64 Base64Field `json:"key_base64,omitzero"`
+	Headers   []Header    `json:"headers"`
+	Status    dlq.Status  `json:"status"`
+	Source    string      `json:"source"`
+	// Position is where the source read it, as the source shows it
+	// ("p2@1041" for a Kafka partition and offset); PositionID is the
+	// source's opaque id of it, in base64.
+	Position   string `json:"position"`
+	PositionID string `json:"position_id"`
+	// Origin is what the source said of where and why it failed.
+	Origin      Origin    `json:"origin"`
+	CreatedAt   string    `json:"created_at"`
+	UpdatedAt   string    `json:"updated_at"`
+	LastRetryAt *string   `json:"last_retry_at"`
+	NextRetryAt *string   `json:"next_retry_at"`
+	LastError   *string   `json:"last_error"`
+	Attempts    []Attempt `json:"attempts"`
 	// SourceConfigured is false when no [[dlq_source]] of this name is
 	// configured (renamed or removed): the message is not retried
 	// automatically, and a manual retry answers 503 until it is.
@@ -94,6 +99,23 @@ type Message struct {
 	Archived bool `json:"archived"`
 }
 
+// Origin is a dead letter's origin as its source read it.
+type Origin struct {
+	// From says what named original_topic ("the header
+	// kafka_dlt-original-topic", "x-death", "the source's topic mapping").
+	From string `json:"from"`
+	// Configured: the source's configuration chose original_topic, not the
+	// message (which is held to the replay targets).
+	Configured bool `json:"configured"`
+	// ErrorClass is the exception class or reason code; "" when none.
+	ErrorClass string `json:"error_class"`
+	// Attempts is how often processing failed before it was dead-lettered;
+	// 0 when the source cannot tell.
+	Attempts int `json:"attempts"`
+	// FirstFailedAt is when it first failed; null when unknown.
+	FirstFailedAt *string `json:"first_failed_at"`
+}
+
 // Header shows a header's key and value each as text when the bytes are
 // valid UTF-8; otherwise the text field is null and the *_base64 field
 // beside it says what there is (Base64Field): the bytes, or null for a null
@@ -103,6 +125,9 @@ type Header struct {
 	KeyBase64   Base64Field `json:"key_base64,omitzero"`
 	Value       *string     `json:"value"`
 	ValueBase64 Base64Field `json:"value_base64,omitzero"`
+	// Type is the value's type for a source with typed headers (AMQP:
+	// "int", "long", "bool", ...); absent for plain bytes.
+	Type string `json:"type,omitempty"`
 }
 
 // Base64Field is a *_base64 field of the API, beside a text field (or, for

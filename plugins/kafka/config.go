@@ -115,5 +115,8 @@ func (s *source) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk
 	if _, err := s.matchingTopics(ctx); err != nil {
 		return nil, err
 	}
-	return &sdk.ConfigureResponse{PluginVersion: version}, nil
+	// Offsets: a commit covers every earlier offset of its partition; a
+	// record has the same offset on every delivery; headers are a list.
+	return &sdk.ConfigureResponse{PluginVersion: version,
+		Source: sdk.SourceTraits{Acks: sdk.AcksCumulative, Positions: sdk.PositionsStable, HeaderOrderKept: true}}, nil
 }

@@ -60,7 +60,12 @@ func TestAbortedTransactionsAndControlRecordsAreNotDeadLetters(t *testing.T) {
 		}
 	}
 	// 0-2 aborted, 3 its abort marker, 4-5 committed, 6 its commit marker.
-	require.Equal(t, []int64{4, 5, 7}, []int64{got[0].Position.Offset, got[1].Position.Offset, got[2].Position.Offset})
+	var read []int64
+	for _, m := range got {
+		_, o, _ := sdk.ParseLogPosition(m.Position.ID)
+		read = append(read, o)
+	}
+	require.Equal(t, []int64{4, 5, 7}, read)
 
 	_, err := s.Commit(testsvc.Context(t, time.Minute), &sdk.CommitRequest{Positions: []sdk.Position{got[1].Position, got[2].Position, got[0].Position}})
 	require.NoError(t, err)

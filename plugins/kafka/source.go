@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 )
 
 // source is the Kafka DLQSource: a consumer group member over every topic
@@ -108,12 +109,12 @@ func toDeadLetter(r *kgo.Record, original string) sdk.DeadLetter {
 		hs[i] = sdk.Header{Key: []byte(h.Key), Value: h.Value}
 	}
 	return sdk.DeadLetter{
-		Position:      sdk.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
-		Key:           r.Key,
-		Headers:       hs,
-		Value:         r.Value,
-		Timestamp:     r.Timestamp,
-		OriginalTopic: original,
+		Position:  sdk.LogPosition(r.Topic, r.Partition, r.Offset),
+		Key:       r.Key,
+		Headers:   hs,
+		Value:     r.Value,
+		Timestamp: r.Timestamp,
+		Origin:    kafkaconv.Origin(hs, original),
 	}
 }
 
@@ -127,11 +128,15 @@ func (s *source) Commit(ctx context.Context, req *sdk.CommitRequest) (*sdk.Commi
 	}
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	for _, p := range req.Positions {
+		partition, offset, ok := sdk.ParseLogPosition(p.ID)
+		if !ok {
+			return nil, sdk.Permanent(fmt.Errorf("commit %s: %x is not a position this plugin reported", p.Topic, p.ID))
+		}
 		if offsets[p.Topic] == nil {
 			offsets[p.Topic] = map[int32]kgo.EpochOffset{}
 		}
-		if o, ok := offsets[p.Topic][p.Partition]; !ok || p.Offset+1 > o.Offset {
-			offsets[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: -1, Offset: p.Offset + 1}
+		if o, ok := offsets[p.Topic][partition]; !ok || offset+1 > o.Offset {
+			offsets[p.Topic][partition] = kgo.EpochOffset{Epoch: -1, Offset: offset + 1}
 		}
 	}
 	if err := commit(ctx, c, offsets); err != nil {

@@ -116,7 +116,7 @@ func TestNewTopicsArePickedUpAndMapped(t *testing.T) {
 		resp, err := s.Fetch(ctx, &sdk.FetchRequest{Max: 10, Wait: time.Second})
 		require.NoError(t, err)
 		for _, m := range resp.Messages {
-			got[m.Position.Topic] = m.OriginalTopic
+			got[m.Position.Topic] = m.Origin.Destination
 		}
 	}
 	require.Equal(t, "payments.events.v1", got["payments.dlq.v1"], "default mapping <name>.dlq.v1 -> <name>.events.v1")
@@ -165,7 +165,9 @@ func TestFetchCarriesHeaderKeysAsBytes(t *testing.T) {
 	}
 	require.Len(t, got, 5)
 	for i, m := range got {
-		require.EqualValues(t, i, m.Position.Offset)
+		_, offset, ok := sdk.ParseLogPosition(m.Position.ID)
+		require.True(t, ok, "a log position")
+		require.EqualValues(t, i, offset)
 		require.Equal(t, []byte(fmt.Sprintf("m%d", i)), m.Value)
 	}
 	require.Equal(t, []sdk.Header{{Key: []byte("error"), Value: []byte("e")}, {Key: []byte("bad\xffkey"), Value: []byte("v\xfe")}}, got[2].Headers)

@@ -35,5 +35,10 @@ func configureCall(ctx context.Context, req *sdk.ConfigureRequest,
 	if err != nil {
 		return nil, fromStatus(err)
 	}
-	return &sdk.ConfigureResponse{PluginVersion: resp.GetPluginVersion(), Warnings: resp.GetWarnings()}, nil
+	out := &sdk.ConfigureResponse{PluginVersion: resp.GetPluginVersion(), Warnings: resp.GetWarnings()}
+	if t := resp.GetSource(); t != nil {
+		out.Source = sdk.SourceTraits{Acks: sdk.Acks(t.GetAcks()), Positions: sdk.Positions(t.GetPositions()),
+			HeaderOrderKept: t.GetHeaderOrderKept(), TypedHeaders: t.GetTypedHeaders()}
+	}
+	return out, nil
 }

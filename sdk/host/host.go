@@ -46,18 +46,23 @@ const (
 // message limit of the connections (0 for DefaultMaxMessageBytes); the
 // daemon passes the same value to the plugin process in MaxMessageBytesEnv.
 //
-// Protocol 1 is accepted for deleters, whose protocol did not change; a
-// DLQSource that negotiated 1 must be refused by the caller (see
-// sdk.MinSourceProtocolVersion), which can say so more clearly than
+// Protocols 1 and 2 are accepted for deleters, whose protocol did not
+// change. A DLQSource built for protocol 2 is read as protocol 2 meant it
+// (see sourceClient); one that negotiated 1 must be refused by the caller
+// (see sdk.MinSourceProtocolVersion), which can say so more clearly than
 // go-plugin.
 func PluginSets(maxMessageBytes int) map[int]plugin.PluginSet {
-	set := func() plugin.PluginSet {
+	set := func(version int) plugin.PluginSet {
 		return plugin.PluginSet{
 			sdk.KindTenantDeleter: &deleterPlugin{},
-			sdk.KindDLQSource:     &sourcePlugin{maxMessageBytes: maxMessageBytes},
+			sdk.KindDLQSource:     &sourcePlugin{maxMessageBytes: maxMessageBytes, version: version},
 		}
 	}
-	return map[int]plugin.PluginSet{1: set(), sdk.ProtocolVersion: set()}
+	sets := map[int]plugin.PluginSet{}
+	for v := 1; v <= sdk.ProtocolVersion; v++ {
+		sets[v] = set(v)
+	}
+	return sets
 }
 
 // DialOptions are the gRPC options the daemon should use for plugin
@@ -97,10 +102,12 @@ type sourcePlugin struct {
 	// connection (0 for DefaultMaxMessageBytes); the plugin's end reads its
 	// own from MaxMessageBytesEnv.
 	maxMessageBytes int
+	// version is the protocol this set was negotiated under.
+	version int
 }
 
 func (*sourcePlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error { return errPluginSide }
 
 func (p *sourcePlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &sourceClient{c: pb.NewDLQSourceClient(c), limit: wire.EffectiveLimit(p.maxMessageBytes)}, nil
+	return &sourceClient{c: pb.NewDLQSourceClient(c), limit: wire.EffectiveLimit(p.maxMessageBytes), version: p.version}, nil
 }

@@ -8,20 +8,30 @@ import (
 
 	"github.com/lifecycled/lifecycled/sdk"
 	"github.com/lifecycled/lifecycled/sdk/internal/wire"
+	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 	pb "github.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1"
 )
 
-// sourceClient is the daemon's end of a DLQSource connection.
+// sourceClient is the daemon's end of a DLQSource connection. Under
+// protocol 2 it reads the plugin as protocol 2 meant it: a position is
+// Kafka's partition and offset (sdk.LogPosition), the origin is in the
+// headers by the Kafka framework conventions (kafkaconv), and the traits
+// are sdk.Protocol2Traits; the rest of the daemon sees protocol 3 only.
 type sourceClient struct {
-	c     pb.DLQSourceClient
-	limit int
+	c       pb.DLQSourceClient
+	limit   int
+	version int
 
 	mu       sync.Mutex
 	received uint64 // batch id of the last Fetch response received
 }
 
 func (c *sourceClient) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
-	return configureCall(ctx, req, c.c.Configure)
+	resp, err := configureCall(ctx, req, c.c.Configure)
+	if err == nil && c.version < 3 {
+		resp.Source = sdk.Protocol2Traits
+	}
+	return resp, err
 }
 
 func (c *sourceClient) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchResponse, error) {
@@ -40,11 +50,20 @@ func (c *sourceClient) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.F
 	}
 	out := &sdk.FetchResponse{Messages: make([]sdk.DeadLetter, len(resp.GetMessages()))}
 	for i, m := range resp.GetMessages() {
-		out.Messages[i] = sdk.DeadLetter{
-			Position: positionFromPB(m.GetPosition()), Key: wire.Bytes(m.GetKey(), m.GetKeyNull()), Headers: headersFromPB(m.GetHeaders()),
-			Value: wire.Bytes(m.GetValue(), m.GetValueNull()), Timestamp: time.UnixMilli(m.GetTimestampUnixMs()).UTC(), OriginalTopic: m.GetOriginalTopic(),
-			Truncated: m.GetTruncated(), OriginalSize: m.GetOriginalSize(),
+		d := sdk.DeadLetter{
+			Position: c.positionFromPB(m.GetPosition()), Key: wire.Bytes(m.GetKey(), m.GetKeyNull()), Headers: headersFromPB(m.GetHeaders()),
+			Value: wire.Bytes(m.GetValue(), m.GetValueNull()), Truncated: m.GetTruncated(), OriginalSize: m.GetOriginalSize(),
+			Redelivered: m.GetRedelivered(),
 		}
+		if ms := m.GetTimestampUnixMs(); ms != 0 || c.version < 3 {
+			d.Timestamp = time.UnixMilli(ms).UTC()
+		}
+		if c.version < 3 {
+			d.Origin = kafkaconv.Origin(d.Headers, m.GetOriginalTopic())
+		} else {
+			d.Origin = originFromPB(m.GetOrigin())
+		}
+		out.Messages[i] = d
 	}
 	return out, nil
 }
@@ -52,7 +71,7 @@ func (c *sourceClient) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.F
 func (c *sourceClient) Commit(ctx context.Context, req *sdk.CommitRequest) (*sdk.CommitResponse, error) {
 	ps := make([]*pb.Position, len(req.Positions))
 	for i, p := range req.Positions {
-		ps[i] = positionToPB(p)
+		ps[i] = c.positionToPB(p)
 	}
 	if _, err := c.c.Commit(ctx, &pb.CommitRequest{Positions: ps}); err != nil {
 		return nil, fromStatus(err)
@@ -142,7 +161,7 @@ func (c *sourceClient) Republish(ctx context.Context, req *sdk.RepublishRequest)
 func headersToPB(hs []sdk.Header) []*pb.Header {
 	out := make([]*pb.Header, len(hs))
 	for i, h := range hs {
-		out[i] = &pb.Header{Key: h.Key, Value: h.Value, ValueNull: h.Value == nil}
+		out[i] = &pb.Header{Key: h.Key, Value: h.Value, ValueNull: h.Value == nil, Type: h.Type}
 	}
 	return out
 }
@@ -153,15 +172,33 @@ func headersFromPB(hs []*pb.Header) []sdk.Header {
 	}
 	out := make([]sdk.Header, len(hs))
 	for i, h := range hs {
-		out[i] = sdk.Header{Key: h.GetKey(), Value: wire.Bytes(h.GetValue(), h.GetValueNull())}
+		out[i] = sdk.Header{Key: h.GetKey(), Value: wire.Bytes(h.GetValue(), h.GetValueNull()), Type: h.GetType()}
 	}
 	return out
 }
 
-func positionToPB(p sdk.Position) *pb.Position {
-	return &pb.Position{Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}
+func (c *sourceClient) positionToPB(p sdk.Position) *pb.Position {
+	if c.version < 3 {
+		// Every position of a protocol 2 source came from positionFromPB.
+		partition, offset, _ := sdk.ParseLogPosition(p.ID)
+		return &pb.Position{Topic: p.Topic, Partition: partition, Offset: offset}
+	}
+	return &pb.Position{Topic: p.Topic, Id: p.ID, Display: p.Display}
 }
 
-func positionFromPB(p *pb.Position) sdk.Position {
-	return sdk.Position{Topic: p.GetTopic(), Partition: p.GetPartition(), Offset: p.GetOffset()}
+func (c *sourceClient) positionFromPB(p *pb.Position) sdk.Position {
+	if c.version < 3 {
+		return sdk.LogPosition(p.GetTopic(), p.GetPartition(), p.GetOffset())
+	}
+	return sdk.Position{Topic: p.GetTopic(), ID: p.GetId(), Display: p.GetDisplay()}
+}
+
+func originFromPB(o *pb.Origin) sdk.Origin {
+	out := sdk.Origin{Destination: o.GetDestination(), DestinationFrom: o.GetDestinationFrom(), DestinationConfigured: o.GetDestinationConfigured(),
+		DestinationProblem: o.GetDestinationProblem(), ErrorMessage: o.GetErrorMessage(), ErrorClass: o.GetErrorClass(),
+		Attempts: int(o.GetAttempts())}
+	if ms := o.GetFirstFailedUnixMs(); ms != 0 {
+		out.FirstFailedAt = time.UnixMilli(ms).UTC()
+	}
+	return out
 }

@@ -79,13 +79,16 @@ func positions(ms []sdk.DeadLetter) []sdk.Position {
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
 		}
-		return a.Offset < b.Offset
+		return bytes.Compare(a.ID, b.ID) < 0
 	})
 	return out
 }
+
+// positionKey identifies a position in a map.
+func positionKey(p sdk.Position) string { return p.Topic + "\x00" + string(p.ID) }
 
 func configure(t testing.TB, s sdk.DLQSource, cfg map[string]any) {
 	t.Helper()
@@ -138,16 +141,19 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 		if len(first) != len(sent) {
 			t.Fatalf("fetched %d messages, want %d", len(first), len(sent))
 		}
-		seen := map[sdk.Position]bool{}
+		seen := map[string]bool{}
 		byKey := map[string]sdk.DeadLetter{}
 		for _, m := range first {
 			if m.Position.Topic != f.DLQTopic() {
 				t.Errorf("position topic %q, want %q", m.Position.Topic, f.DLQTopic())
 			}
-			if seen[m.Position] {
+			if len(m.Position.ID) == 0 || len(m.Position.ID) > sdk.MaxPositionIDBytes {
+				t.Errorf("position id %x: want 1 to %d bytes", m.Position.ID, sdk.MaxPositionIDBytes)
+			}
+			if seen[positionKey(m.Position)] {
 				t.Errorf("position %+v delivered twice in one pass", m.Position)
 			}
-			seen[m.Position] = true
+			seen[positionKey(m.Position)] = true
 			byKey[string(m.Key)] = m
 		}
 		for _, want := range sent {

@@ -57,13 +57,15 @@ func messageJSON(m *dlq.Message, sourceConfigured bool) wire.Message {
 		MaxRetries:       m.MaxRetries,
 		Status:           m.Status,
 		Source:           m.Position.Source,
-		Partition:        m.Position.Partition,
-		Offset:           m.Position.Offset,
-		CreatedAt:        formatTime(m.CreatedAt),
-		UpdatedAt:        formatTime(m.UpdatedAt),
-		LastRetryAt:      formatTimePtr(m.LastRetryAt),
-		NextRetryAt:      formatTimePtr(m.NextRetryAt),
-		Headers:          make([]wire.Header, 0, len(m.Headers)),
+		Position:         m.Position.Display,
+		PositionID:       base64.StdEncoding.EncodeToString(m.Position.ID),
+		Origin: wire.Origin{From: m.Origin.From, Configured: m.Origin.Configured, ErrorClass: m.Origin.ErrorClass,
+			Attempts: m.Origin.Attempts, FirstFailedAt: formatTimePtr(m.Origin.FirstFailedAt)},
+		CreatedAt:   formatTime(m.CreatedAt),
+		UpdatedAt:   formatTime(m.UpdatedAt),
+		LastRetryAt: formatTimePtr(m.LastRetryAt),
+		NextRetryAt: formatTimePtr(m.NextRetryAt),
+		Headers:     make([]wire.Header, 0, len(m.Headers)),
 	}
 	if m.Status != dlq.StatusPending {
 		out.NextRetryAt = nil
@@ -81,6 +83,7 @@ func messageJSON(m *dlq.Message, sourceConfigured bool) wire.Message {
 		var hj wire.Header
 		hj.Key, hj.KeyBase64 = textOrBase64(h.Key)
 		hj.Value, hj.ValueBase64 = textOrBase64(h.Value)
+		hj.Type = h.Type
 		out.Headers = append(out.Headers, hj)
 	}
 	if m.LastError != "" {

@@ -19,7 +19,7 @@ func TestMessageJSONPayloadAndTimes(t *testing.T) {
 	id := uuid.MustParse("550e8400-e29b-41d4-a716-446655440000")
 	m := &dlq.Message{ID: id, OriginalTopic: "orders.events.v1", ErrorMessage: "processing failed", MaxRetries: 3,
 		Payload: []byte(`{"order_id":"123"}`), Status: dlq.StatusPending, CreatedAt: created, UpdatedAt: created,
-		Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1"}, Headers: []dlq.Header{{Key: []byte("bin"), Value: []byte{0xff, 0x00}}, {Key: []byte("error"), Value: []byte("x")}}}
+		Position: dlq.LogPosition("kafka", "orders.dlq.v1", 0, 0), Headers: []dlq.Header{{Key: []byte("bin"), Value: []byte{0xff, 0x00}}, {Key: []byte("error"), Value: []byte("x")}}}
 	b, err := json.Marshal(messageJSON(m, true))
 	require.NoError(t, err)
 	var got map[string]any

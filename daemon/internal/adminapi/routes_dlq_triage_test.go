@@ -33,7 +33,7 @@ func triageHandler(t *testing.T) (http.Handler, store.Store, string) {
 	svc := dlq.NewService(st, host, func() dlq.Policy { return dlq.Policy{MaxRetries: 3, Lease: time.Minute} }, "test", log,
 		dlq.NewMetrics(nil, st, nil, nil))
 	_, err := st.IngestDLQ(context.Background(), []dlq.Incoming{{
-		Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 3}, OriginalTopic: "orders.events.v1",
+		Position: dlq.LogPosition("kafka", "orders.dlq.v1", 0, 3), OriginalTopic: "orders.events.v1",
 		ErrorMessage: "boom", Key: []byte{0xff}, Payload: []byte(`{"n":1}`),
 		Headers: []dlq.Header{{Key: []byte("h\xff"), Value: []byte{0}}, {Key: []byte("trace"), Value: []byte("t1")}},
 	}}, dlq.IngestOptions{Now: time.Now(), MaxRetries: 3})
@@ -169,7 +169,7 @@ func TestTriageRoutesContract(t *testing.T) {
 	require.Len(t, hist.Events, 1, "a dry run is not recorded")
 	require.Equal(t, "intake", hist.Events[0].Kind)
 	require.Equal(t, "orders.dlq.v1", hist.Events[0].Detail["topic"])
-	require.Equal(t, 3.0, hist.Events[0].Detail["offset"])
+	require.Equal(t, "p0@3", hist.Events[0].Detail["position"])
 	require.Nil(t, hist.Events[0].UID)
 	require.Contains(t, rec.Body.String(), `"uid":null`)
 

@@ -30,11 +30,12 @@ func searchHandler(t *testing.T, ctx context.Context, s store.Store) http.Handle
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	for i := 0; i < 12; i++ {
 		in := dlq.Incoming{
-			Position:      dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: int64(i)},
+			Position:      dlq.LogPosition("kafka", "orders.dlq.v1", 0, int64(i)),
 			OriginalTopic: "orders.events.v1",
 			ErrorMessage:  fmt.Sprintf("dial tcp 10.0.0.%d:5432: connect: connection refused", i),
 			Key:           []byte(fmt.Sprintf("order-%d", i)),
 			Headers:       []dlq.Header{{Key: []byte("kafka_dlt-exception-fqcn"), Value: []byte("java.net.ConnectException")}},
+			Origin:        dlq.Origin{ErrorClass: "java.net.ConnectException", From: "the header kafka_dlt-original-topic"},
 			Payload:       []byte(fmt.Sprintf(`{"order_id":"ORD-%d"}`, i)),
 		}
 		if i >= 8 {

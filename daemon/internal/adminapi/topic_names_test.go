@@ -67,7 +67,7 @@ func TestAnyTopicNameASourceReportsWorksInEveryRoute(t *testing.T) {
 		for n, topic := range sourceTopicNames {
 			batch := make([]dlq.Incoming, n+1)
 			for i := range batch {
-				batch[i] = dlq.Incoming{Position: dlq.Position{Source: "rabbitmq", Topic: topic, Offset: int64(i)},
+				batch[i] = dlq.Incoming{Position: dlq.LogPosition("rabbitmq", topic, 0, int64(i)),
 					OriginalTopic: "orders:main", ErrorMessage: "boom", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
 			}
 			_, err := s.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: t0, MaxRetries: 3})

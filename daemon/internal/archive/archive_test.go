@@ -37,7 +37,7 @@ func finished(t *testing.T, s store.Store, topic string, n int, status dlq.Statu
 	var batch []dlq.Incoming
 	base := int64(time.Now().UnixNano())
 	for i := 0; i < n; i++ {
-		batch = append(batch, dlq.Incoming{Position: dlq.Position{Source: "kafka", Topic: topic, Offset: base + int64(i)},
+		batch = append(batch, dlq.Incoming{Position: dlq.LogPosition("kafka", topic, 0, base+int64(i)),
 			OriginalTopic: "o", ErrorMessage: "e", Payload: []byte("{}")})
 	}
 	_, err := s.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: at, MaxRetries: 1})

@@ -144,8 +144,8 @@ func dlqGetCmd(g *globals) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
-			fmt.Fprintf(w, "id\t%s\nstatus\t%s\nretries\t%d/%d\ntopic\t%s (partition %d, offset %d, source %s)\noriginal topic\t%s\nerror\t%s\ncreated\t%s\nupdated\t%s\n",
-				m.ID, m.Status, m.RetryCount, m.MaxRetries, m.Topic, m.Partition, m.Offset, m.Source, orNone(m.OriginalTopic), m.ErrorMessage, m.CreatedAt, m.UpdatedAt)
+			fmt.Fprintf(w, "id\t%s\nstatus\t%s\nretries\t%d/%d\ntopic\t%s (at %s, source %s)\noriginal topic\t%s\nerror\t%s\ncreated\t%s\nupdated\t%s\n",
+				m.ID, m.Status, m.RetryCount, m.MaxRetries, m.Topic, m.Position, m.Source, orNone(m.OriginalTopic), m.ErrorMessage, m.CreatedAt, m.UpdatedAt)
 			if !m.SourceConfigured {
 				fmt.Fprintf(w, "source\t%s is not configured: not retried until it is\n", m.Source)
 			}

@@ -20,7 +20,7 @@ func TestRetryLoopBackfillsFailureGroups(t *testing.T) {
 		ctx := testsvc.Context(t, 30*time.Second)
 		ids := f.Ingest(t, 3)
 		want := f.Get(t, ids[0])
-		require.Equal(t, dlq.FailureGroup("orders.events.v1", "boom", want.Headers).ID, want.Group, "intake computes it")
+		require.Equal(t, dlq.FailureGroup("orders.events.v1", dlq.LegacyExceptionClass(want.Headers), "boom").ID, want.Group, "intake computes it")
 		switch s := f.Store.(type) {
 		case *store.Postgres:
 			_, err := s.Pool().Exec(ctx, `UPDATE dlq.dlq_messages SET failure_group = '', updated_at = updated_at + interval '1 microsecond'`)

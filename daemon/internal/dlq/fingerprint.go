@@ -1,13 +1,15 @@
 package dlq
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 )
 
 // Failure groups: dead letters that failed the same way share a group id,
@@ -21,7 +23,7 @@ import (
 type Group struct {
 	ID             string // 16 lower-case hex digits
 	Pattern        string // the normalised error text
-	ExceptionClass string // from a framework header; "" when none
+	ExceptionClass string // the source's Origin.ErrorClass; "" when none
 }
 
 // fingerprintVersion changes when the normaliser changes what it produces,
@@ -35,30 +37,15 @@ const (
 	maxPatternLength  = 1024
 )
 
-// exceptionClassHeaders name the failing exception's class, as Spring Kafka
-// (DeadLetterPublishingRecoverer, @RetryableTopic, key deserialisation) and
-// Kafka Connect's DLQ reporter write it; the latest one wins.
-var exceptionClassHeaders = []string{
-	"kafka_dlt-exception-fqcn",
-	"kafka_exception-fqcn",
-	"__connect.errors.exception.class.name",
-	"kafka_dlt-key-exception-fqcn",
-	"kafka_key-exception-fqcn",
-}
-
-// ExceptionClass is the exception class a header gives, or "".
-func ExceptionClass(hs []Header) string {
-	for _, name := range exceptionClassHeaders {
-		for i := len(hs) - 1; i >= 0; i-- {
-			if bytes.EqualFold(hs[i].Key, []byte(name)) {
-				if c := sanitize(string(hs[i].Value), maxTopicLength); c != "" {
-					return c
-				}
-				break
-			}
-		}
+// LegacyExceptionClass is the exception class the headers of a message
+// stored before sources reported it give, by the Kafka conventions
+// (kafkaconv), or "".
+func LegacyExceptionClass(hs []Header) string {
+	sh := make([]sdk.Header, len(hs))
+	for i, h := range hs {
+		sh[i] = sdk.Header{Key: h.Key, Value: h.Value}
 	}
-	return ""
+	return kafkaconv.Origin(sh, "").ErrorClass
 }
 
 // groupCache remembers recent groups by their inputs: a storm repeats the
@@ -73,9 +60,8 @@ var groupCache = struct {
 const groupCacheSize = 4096
 
 // FailureGroup is the group of a dead letter with this original topic,
-// error text and headers.
-func FailureGroup(originalTopic, errorMessage string, hs []Header) Group {
-	class := ExceptionClass(hs)
+// exception class (Origin.ErrorClass) and error text.
+func FailureGroup(originalTopic, class, errorMessage string) Group {
 	key := [3]string{originalTopic, class, errorMessage}
 	if len(errorMessage) <= maxNormaliseInput {
 		groupCache.Lock()

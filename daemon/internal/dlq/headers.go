@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 )
 
 // Header names this package reads and writes.
@@ -23,49 +26,14 @@ const (
 	HeaderRetryCount = "x-dlq-retry-count"
 )
 
-// Headers naming the original topic, in order of preference: Spring Kafka's
-// DeadLetterPublishingRecoverer (KafkaHeaders.DLT_ORIGINAL_TOPIC), Spring's
-// non-blocking retries (@RetryableTopic, KafkaHeaders.ORIGINAL_TOPIC), Kafka
-// Connect's DLQ reporter (ERROR_HEADER_ORIG_TOPIC), and the plain
-// convention of the source design.
-var originalTopicHeaders = []string{"kafka_dlt-original-topic", "kafka_original-topic", "__connect.errors.topic", "original_topic"}
-
-// errorConvention is a pair of headers one framework writes for a failure:
-// the exception's message and, for when the message is empty, its class.
-type errorConvention struct{ message, class string }
-
-// Headers carrying the consumer's error, in order of preference. Value
-// deserialisation or processing failures come before key deserialisation
-// failures. docs/plugins.md has the table.
-var errorConventions = []errorConvention{
-	{message: "error"},
-	{message: "kafka_dlt-exception-message", class: "kafka_dlt-exception-fqcn"},                     // Spring, dead-letter topic
-	{message: "kafka_exception-message", class: "kafka_exception-fqcn"},                             // Spring, @RetryableTopic
-	{message: "__connect.errors.exception.message", class: "__connect.errors.exception.class.name"}, // Kafka Connect
-	{message: "kafka_dlt-key-exception-message", class: "kafka_dlt-key-exception-fqcn"},             // Spring, key deserialisation
-	{message: "kafka_key-exception-message", class: "kafka_key-exception-fqcn"},
-}
-
 const (
-	maxTopicLength = 255
-	maxErrorLength = 64 << 10
+	maxTopicLength      = kafkaconv.MaxTopicLength
+	maxErrorLength      = 64 << 10
+	maxHeaderTypeLength = 64
 )
 
 // UnknownError is the error message of a dead letter that carries none.
 const UnknownError = "unknown error"
-
-// lastHeader returns the value of the last header named key (ASCII case
-// ignored). Frameworks append their headers on every failure (Kafka Connect
-// always, Spring when told to), and a replay keeps the old ones, so the
-// last one belongs to the latest failure, even when it is empty.
-func lastHeader(hs []sdk.Header, key string) ([]byte, bool) {
-	for i := len(hs) - 1; i >= 0; i-- {
-		if bytes.EqualFold(hs[i].Key, []byte(key)) {
-			return hs[i].Value, true
-		}
-	}
-	return nil, false
-}
 
 // storable is s as the state store can keep text: valid UTF-8, no NUL
 // (which PostgreSQL's text refuses), at most max bytes.
@@ -82,48 +50,6 @@ func storedName(s string) string { return storable(s, maxTopicLength) }
 // spaces around it.
 func sanitize(s string, max int) string { return strings.TrimSpace(storable(s, max)) }
 
-// errorFromHeaders applies the conventions in order: for the first one whose
-// latest message or class header says something, the message if it is not
-// empty, else the exception class.
-func errorFromHeaders(hs []sdk.Header) string {
-	for _, c := range errorConventions {
-		if v, ok := lastHeader(hs, c.message); ok {
-			if e := sanitize(string(v), maxErrorLength); e != "" {
-				return e
-			}
-		}
-		if c.class == "" {
-			continue
-		}
-		if v, ok := lastHeader(hs, c.class); ok {
-			if e := sanitize(string(v), maxErrorLength); e != "" {
-				return e
-			}
-		}
-	}
-	return ""
-}
-
-// originFromHeaders finds the original topic the headers name, by the
-// conventions in order: the first whose latest header says something. It
-// returns that header's name and the topic, or, for a name longer than any
-// topic, the header and the name's length (cut to the limit, a long name
-// would become another topic: "orders", 250 spaces, then anything).
-func originFromHeaders(last func(key string) ([]byte, bool)) (key, topic string, tooLong int) {
-	for _, k := range originalTopicHeaders {
-		v, ok := last(k)
-		if !ok {
-			continue
-		}
-		if t := sanitize(string(v), math.MaxInt); len(t) > maxTopicLength {
-			return k, "", len(t)
-		} else if t != "" {
-			return k, t, 0
-		}
-	}
-	return "", "", 0
-}
-
 // producedAtRange is what both state stores can hold as a timestamp;
 // outside it the producer's timestamp is not kept (a Kafka timestamp may be
 // any int64 of milliseconds, and year 300000 once stopped a whole intake).
@@ -138,63 +64,71 @@ const NoOriginalTopicPrefix = "no original topic: "
 
 // Interpret turns a dead letter from a source into what the store keeps. It
 // never fails and never drops anything: headers, key and value are kept as
-// they came; the original topic comes from the headers, else the source's
-// mapping; the error from the headers, else "unknown error"; x-dlq-id names
-// the record a returning replay refers to (the store decides whether it
-// really is one of ours). A message that was too large to cross whole is
-// kept as what arrived, DEAD, with the reason.
+// they came; the origin is the source's (sdk.Origin), held to the store's
+// limits; the error is the source's message, else its class, else "unknown
+// error"; x-dlq-id names the record a returning replay refers to (the store
+// decides whether it really is one of ours). A message that was too large
+// to cross whole is kept as what arrived, DEAD, with the reason.
 //
 // A message has no original topic (OriginalTopic "", with the reason in
-// LastError) when nothing names one, or when what names one names a
-// dead-letter topic: its own (isDLQTopic is then not even asked) or any
-// other that isDLQTopic knows. Republishing there would only put it back on
-// a DLQ, where it would be taken in again.
-func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(string) bool) Incoming {
+// LastError) when the source names none, or names a dead-letter topic: its
+// own (isDLQTopic is then not even asked) or any other that isDLQTopic
+// knows. Republishing there would only put it back on a DLQ, where it
+// would be taken in again.
+func Interpret(source string, traits sdk.SourceTraits, d sdk.DeadLetter, now time.Time, isDLQTopic func(string) bool) Incoming {
 	in := Incoming{
-		Position: Position{Source: source, Topic: storedName(d.Position.Topic), Partition: d.Position.Partition, Offset: d.Position.Offset},
-		Key:      d.Key,
-		Payload:  d.Value,
-		Digest:   Digest(d),
+		Position:    positionOf(source, d),
+		Key:         d.Key,
+		Payload:     d.Value,
+		Digest:      Digest(d, traits),
+		Redelivered: d.Redelivered && traits.Positions == sdk.PositionsPerDelivery,
+		PerDelivery: traits.Positions == sdk.PositionsPerDelivery,
 	}
 	if ts := d.Timestamp; !ts.Before(producedAtMin) && ts.Before(producedAtMax) {
 		ts = ts.UTC()
 		in.ProducedAt = &ts
 	}
 	for _, h := range d.Headers {
-		in.Headers = append(in.Headers, Header{Key: h.Key, Value: h.Value})
+		in.Headers = append(in.Headers, Header{Key: h.Key, Value: h.Value, Type: storable(h.Type, maxHeaderTypeLength)})
 	}
-	namedBy := ""
-	key, named, tooLong := originFromHeaders(func(k string) ([]byte, bool) { return lastHeader(d.Headers, k) })
-	switch {
-	case tooLong > 0:
-		namedBy = "the header " + key
-	case key != "":
-		in.OriginalTopic, namedBy, in.originHeader = named, "the header "+key, key
+	o := d.Origin
+	in.Origin.From = sanitize(o.DestinationFrom, maxTopicLength)
+	in.Origin.Configured = o.DestinationConfigured
+	namedBy := in.Origin.From
+	if namedBy == "" {
+		namedBy = "the source"
 	}
-	if in.OriginalTopic == "" && tooLong == 0 {
-		in.OriginalTopic, namedBy = sanitize(d.OriginalTopic, maxTopicLength), "the source's topic mapping"
-	}
-	switch {
-	case tooLong > 0:
-		in.LastError = fmt.Sprintf("%s%s names a topic of %d bytes, longer than any topic (%d)", NoOriginalTopicPrefix, namedBy, tooLong, maxTopicLength)
-	case in.OriginalTopic == "":
-		in.LastError = NoOriginalTopicPrefix + "no header names it and the source maps none for " + in.Position.Topic
-	case in.OriginalTopic == in.Position.Topic:
+	switch dest := sanitize(o.Destination, math.MaxInt); {
+	case o.DestinationProblem != "":
+		in.LastError = NoOriginalTopicPrefix + sanitize(o.DestinationProblem, maxErrorLength)
+	case len(dest) > maxTopicLength:
+		in.LastError = fmt.Sprintf("%s%s names a destination of %d bytes, longer than any (%d)", NoOriginalTopicPrefix, namedBy, len(dest), maxTopicLength)
+	case dest == "":
+		in.LastError = NoOriginalTopicPrefix + "the source names none for " + in.Position.Topic
+	case dest == in.Position.Topic:
 		in.LastError = NoOriginalTopicPrefix + namedBy + " names the DLQ topic itself"
-	case isDLQTopic != nil && isDLQTopic(in.OriginalTopic):
-		in.LastError = NoOriginalTopicPrefix + namedBy + " names " + in.OriginalTopic + ", a dead-letter topic"
+	case isDLQTopic != nil && isDLQTopic(dest):
+		in.LastError = NoOriginalTopicPrefix + namedBy + " names " + dest + ", a dead-letter topic"
+	default:
+		in.OriginalTopic = dest
 	}
-	if in.LastError != "" {
-		in.OriginalTopic, in.originHeader = "", ""
+	in.Origin.ErrorClass = sanitize(o.ErrorClass, maxTopicLength)
+	in.ErrorMessage = sanitize(o.ErrorMessage, maxErrorLength)
+	if in.ErrorMessage == "" {
+		in.ErrorMessage = in.Origin.ErrorClass
 	}
-	in.ErrorMessage = errorFromHeaders(d.Headers)
 	if in.ErrorMessage == "" {
 		in.ErrorMessage = UnknownError
 	}
-	if v, ok := lastHeader(d.Headers, HeaderID); ok {
+	in.Origin.Attempts = max(o.Attempts, 0)
+	if ts := o.FirstFailedAt; !ts.Before(producedAtMin) && ts.Before(producedAtMax) {
+		ts = ts.UTC()
+		in.Origin.FirstFailedAt = &ts
+	}
+	if v, ok := kafkaconv.Last(d.Headers, HeaderID); ok {
 		if id, err := uuid.Parse(strings.TrimSpace(string(v))); err == nil {
 			in.FeedbackOf = &id
-			if v, ok := lastHeader(d.Headers, HeaderRetryCount); ok {
+			if v, ok := kafkaconv.Last(d.Headers, HeaderRetryCount); ok {
 				if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n > 0 {
 					in.FeedbackAttempt = n
 				}
@@ -211,12 +145,39 @@ func Interpret(source string, d sdk.DeadLetter, now time.Time, isDLQTopic func(s
 	return in
 }
 
+// positionOf is where d was read, as the store keeps it: the id the source
+// gave, unless it cannot be kept as one (empty, or longer than
+// sdk.MaxPositionIDBytes), when its SHA-256 stands in (of the id, else of
+// the content), which is as stable as what it stands for.
+func positionOf(source string, d sdk.DeadLetter) Position {
+	p := Position{Source: source, Topic: storedName(d.Position.Topic), ID: d.Position.ID,
+		Display: storable(d.Position.Display, sdk.MaxPositionDisplayBytes)}
+	switch {
+	case len(p.ID) == 0:
+		sum := Digest(d, sdk.SourceTraits{HeaderOrderKept: true})
+		p.ID = sum
+		if p.Display == "" {
+			p.Display = "content " + hex.EncodeToString(sum[:6])
+		}
+	case len(p.ID) > sdk.MaxPositionIDBytes:
+		sum := sha256.Sum256(p.ID)
+		p.ID = sum[:]
+	}
+	if p.Display == "" {
+		p.Display = hex.EncodeToString(p.ID[:min(len(p.ID), sdk.MaxPositionDisplayBytes/2)])
+	}
+	return p
+}
+
 // Digest identifies what a source read at a position: SHA-256 over the
 // key, the headers, the value and the timestamp, each length-prefixed (a
 // missing key differs from an empty one). A redelivery of the position has
 // the same digest; a message at the same position of a topic deleted and
-// created again has another.
-func Digest(d sdk.DeadLetter) []byte {
+// created again has another. Headers are taken in the order read when the
+// source keeps it (traits.HeaderOrderKept), else sorted, and a header's
+// type counts when it has one. A zero timestamp (none) counts as the Unix
+// epoch, as protocol 2 sent it.
+func Digest(d sdk.DeadLetter, traits sdk.SourceTraits) []byte {
 	h := sha256.New()
 	var n [8]byte
 	field := func(b []byte, present bool) {
@@ -230,14 +191,36 @@ func Digest(d sdk.DeadLetter) []byte {
 		h.Write(b)
 	}
 	field(d.Key, d.Key != nil)
-	binary.BigEndian.PutUint64(n[:], uint64(len(d.Headers)))
+	hs := d.Headers
+	if !traits.HeaderOrderKept {
+		hs = slices.Clone(hs)
+		slices.SortStableFunc(hs, func(a, b sdk.Header) int {
+			if c := bytes.Compare(a.Key, b.Key); c != 0 {
+				return c
+			}
+			if c := bytes.Compare(a.Value, b.Value); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Type, b.Type)
+		})
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(len(hs)))
 	h.Write(n[:])
-	for _, hd := range d.Headers {
+	for _, hd := range hs {
 		field(hd.Key, true)
 		field(hd.Value, true)
+		if hd.Type != "" {
+			// Untyped headers digest as they did before types existed.
+			h.Write([]byte{2})
+			field([]byte(hd.Type), true)
+		}
 	}
 	field(d.Value, true)
-	binary.BigEndian.PutUint64(n[:], uint64(d.Timestamp.UnixMilli()))
+	var ms int64
+	if !d.Timestamp.IsZero() {
+		ms = d.Timestamp.UnixMilli()
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(ms))
 	h.Write(n[:])
 	return h.Sum(nil)
 }
@@ -250,7 +233,7 @@ func RepublishHeaders(m *Message) []sdk.Header {
 		if bytes.EqualFold(h.Key, []byte(HeaderID)) || bytes.EqualFold(h.Key, []byte(HeaderRetryCount)) {
 			continue
 		}
-		out = append(out, sdk.Header{Key: h.Key, Value: h.Value})
+		out = append(out, sdk.Header{Key: h.Key, Value: h.Value, Type: h.Type})
 	}
 	return append(out,
 		sdk.Header{Key: []byte(HeaderID), Value: []byte(m.ID.String())},
@@ -268,6 +251,6 @@ func Degrade(m Incoming, storeErr error) Incoming {
 	return Incoming{
 		Position: m.Position, Digest: m.Digest, ErrorMessage: UnknownError,
 		Key: m.Key, Headers: m.Headers, Payload: m.Payload, NoJSON: true,
-		Truncated: m.Truncated, Dead: m.Dead, LastError: reason,
+		Truncated: m.Truncated, Dead: m.Dead, LastError: reason, Redelivered: m.Redelivered, PerDelivery: m.PerDelivery,
 	}
 }

@@ -13,13 +13,17 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// Header is one Kafka-style record header. Key and value are bytes, kept
-// and republished exactly as they came; neither needs to be UTF-8.
+// Header is one message header. Key and value are bytes, kept and
+// republished exactly as they came; neither needs to be UTF-8. Type is the
+// value's type for a source with typed headers (AMQP), sent back with it.
 type Header struct {
 	Key   []byte
 	Value []byte
+	Type  string
 }
 
 // Attempt outcomes, as the attempts history shows them.
@@ -51,19 +55,63 @@ type Attempt struct {
 // MaxAttempts is how many history entries a message keeps (the newest).
 const MaxAttempts = 50
 
-// Position is where a dead letter was read from. With the digest of what
-// was read there (Incoming.Digest) it is unique per message, so a message
-// delivered twice by its source is stored once, while a new message at a
-// position seen before (its topic was deleted and created again) is new.
+// Position is where a dead letter was read from: the source, the topic
+// (queue, table) and the source's opaque id of the message in it (see
+// sdk.Position). With the digest of what was read there (Incoming.Digest)
+// it is unique per message, so a message delivered twice by its source is
+// stored once, while a new message at a position seen before (its topic
+// was deleted and created again) is new.
 type Position struct {
-	Source    string `json:"source"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
+	Source  string
+	Topic   string
+	ID      []byte
+	Display string
+}
+
+// LogPosition is the position of a record in a partitioned log, as a
+// Kafka source reports it (sdk.LogPosition).
+func LogPosition(source, topic string, partition int32, offset int64) Position {
+	p := sdk.LogPosition(topic, partition, offset)
+	return Position{Source: source, Topic: topic, ID: p.ID, Display: p.Display}
+}
+
+// Offset is the offset of a LogPosition; -1 for any other position.
+func (p Position) Offset() int64 {
+	if _, offset, ok := sdk.ParseLogPosition(p.ID); ok {
+		return offset
+	}
+	return -1
+}
+
+// Partition is the partition of a LogPosition; -1 for any other position.
+func (p Position) Partition() int32 {
+	if partition, _, ok := sdk.ParseLogPosition(p.ID); ok {
+		return partition
+	}
+	return -1
 }
 
 func (p Position) String() string {
-	return fmt.Sprintf("%s/%s/%d/%d", p.Source, p.Topic, p.Partition, p.Offset)
+	return fmt.Sprintf("%s/%s/%s", p.Source, p.Topic, p.Display)
+}
+
+// Origin is what the source said of where a dead letter failed, beside
+// OriginalTopic and ErrorMessage.
+type Origin struct {
+	// From is what named the original topic ("the header
+	// kafka_dlt-original-topic", "x-death"); "" for a message stored
+	// before sources reported it (protocol 2 rows: read by the Kafka
+	// conventions, see legacyOrigin).
+	From string
+	// Configured: the source's configuration chose the original topic,
+	// not the message, so it is not held to the replay targets.
+	Configured bool
+	// ErrorClass is the exception class or reason code, "" when none.
+	ErrorClass string
+	// Attempts is how often processing failed before it was
+	// dead-lettered, 0 when unknown; FirstFailedAt when it first failed.
+	Attempts      int
+	FirstFailedAt *time.Time
 }
 
 // Message is a stored dead letter.
@@ -71,6 +119,7 @@ type Message struct {
 	ID            uuid.UUID
 	Position      Position
 	OriginalTopic string
+	Origin        Origin
 	ErrorMessage  string
 	RetryCount    int
 	MaxRetries    int

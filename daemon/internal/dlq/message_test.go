@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"bytes"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestInterpretHeaders(t *testing.T) {
 			headers: nil, mapped: "orders.events.v1", wantOriginal: "orders.events.v1", wantError: UnknownError,
 		},
 		"no original topic when nothing names one": {
-			headers: nil, wantOriginal: "", wantLastError: "no original topic: no header names it and the source maps none for orders.dlq.v1",
+			headers: nil, wantOriginal: "", wantLastError: "no original topic: the source names none for orders.dlq.v1",
 			wantError: UnknownError,
 		},
 		"a header naming the DLQ topic itself is no original topic": {
@@ -129,15 +130,15 @@ func TestInterpretHeaders(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			in := Interpret("kafka", sdk.DeadLetter{
-				Position: sdk.Position{Topic: "orders.dlq.v1", Partition: 2, Offset: 7}, Headers: tc.headers, Value: []byte("{}"),
-				OriginalTopic: tc.mapped, Timestamp: time.Unix(1700000000, 0),
-			}, time.Now(), func(topic string) bool { return topic == "billing.dlq.v1" })
+			in := interpretKafka(sdk.DeadLetter{
+				Position: sdk.LogPosition("orders.dlq.v1", 2, 7), Headers: tc.headers, Value: []byte("{}"),
+				Timestamp: time.Unix(1700000000, 0),
+			}, tc.mapped, time.Now(), func(topic string) bool { return topic == "billing.dlq.v1" })
 			require.Equal(t, tc.wantOriginal, in.OriginalTopic)
 			require.Equal(t, tc.wantLastError, in.LastError)
 			require.Equal(t, tc.wantError, in.ErrorMessage)
 			require.Equal(t, tc.wantFeedback, in.FeedbackOf)
-			require.Equal(t, Position{Source: "kafka", Topic: "orders.dlq.v1", Partition: 2, Offset: 7}, in.Position)
+			require.Equal(t, LogPosition("kafka", "orders.dlq.v1", 2, 7), in.Position)
 			require.Len(t, in.Headers, len(tc.headers), "headers kept as received")
 			for i, h := range tc.headers {
 				require.Equal(t, h.Key, in.Headers[i].Key)
@@ -161,25 +162,25 @@ func TestInterpretKeepsTheSourcesTopicNameAsItIs(t *testing.T) {
 		"caf\xe9":                "caf\uFFFD",
 		strings.Repeat("é", 200): strings.Repeat("é", 127),
 	} {
-		got := Interpret("rabbitmq", sdk.DeadLetter{Position: sdk.Position{Topic: in}, Value: []byte("x")}, time.Now(), nil)
+		got := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition(in, 0, 0), Value: []byte("x")}, time.Now(), nil)
 		require.Equal(t, want, got.Position.Topic, "%q", in)
 	}
 }
 
 func TestInterpretDropsTimestampsOutOfRange(t *testing.T) {
 	for _, ts := range []time.Time{time.UnixMilli(9_000_000_000_000_000), time.UnixMilli(-86_400_000), time.Time{}, time.Unix(0, 0)} {
-		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ts}, time.Now(), nil)
+		in := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition("t", 0, 0), Timestamp: ts}, time.Now(), nil)
 		require.Nil(t, in.ProducedAt, "%v", ts)
 	}
 	ok := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t"}, Timestamp: ok}, time.Now(), nil)
+	in := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition("t", 0, 0), Timestamp: ok}, time.Now(), nil)
 	require.Equal(t, ok, *in.ProducedAt)
 }
 
 func TestInterpretKeepsATruncatedMessageAsDeadWithTheReason(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	id := uuid.New()
-	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Headers: hs("error", "boom", "x-dlq-id", id.String()),
+	in := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition("t.dlq.v1", 0, 0), Headers: hs("error", "boom", "x-dlq-id", id.String()),
 		Truncated: true, OriginalSize: 70 << 20}, now, nil)
 	require.Nil(t, in.Payload, "nothing to keep")
 	require.True(t, in.Dead)
@@ -194,11 +195,11 @@ func TestInterpretKeepsATruncatedMessageAsDeadWithTheReason(t *testing.T) {
 // A null value stays null (a tombstone), an empty one empty: neither is
 // truncated.
 func TestInterpretKeepsNullApartFromEmpty(t *testing.T) {
-	null := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Headers: []sdk.Header{{Key: []byte("h")}}}, time.Now(), nil)
+	null := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition("t.dlq.v1", 0, 0), Headers: []sdk.Header{{Key: []byte("h")}}}, time.Now(), nil)
 	require.Nil(t, null.Payload)
 	require.Nil(t, null.Headers[0].Value)
 	require.False(t, null.Truncated)
-	empty := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Value: []byte{},
+	empty := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition("t.dlq.v1", 0, 0), Value: []byte{},
 		Headers: []sdk.Header{{Key: []byte("h"), Value: []byte{}}}}, time.Now(), nil)
 	require.NotNil(t, empty.Payload)
 	require.NotNil(t, empty.Headers[0].Value)
@@ -210,11 +211,11 @@ func TestInterpretKeepsNullApartFromEmpty(t *testing.T) {
 func TestInterpretReadsTheAttemptOfAReturn(t *testing.T) {
 	id := uuid.New()
 	for value, want := range map[string]int{"1": 1, " 3 ": 3, "0": 0, "-2": 0, "x": 0, "": 0} {
-		in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Value: []byte("{}"),
+		in := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition("t.dlq.v1", 0, 0), Value: []byte("{}"),
 			Headers: hs("x-dlq-retry-count", "9", "x-dlq-id", id.String(), "x-dlq-retry-count", value)}, time.Now(), nil)
 		require.Equal(t, want, in.FeedbackAttempt, "%q", value)
 	}
-	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Value: []byte("{}"),
+	in := interpretKafkaNoMap(sdk.DeadLetter{Position: sdk.LogPosition("t.dlq.v1", 0, 0), Value: []byte("{}"),
 		Headers: hs("x-dlq-retry-count", "2")}, time.Now(), nil)
 	require.Zero(t, in.FeedbackAttempt, "without x-dlq-id it is no return")
 }
@@ -264,9 +265,9 @@ func checkHeaders(t *testing.T, raw, key, payload []byte, ts int64) {
 			}
 			headers = append(headers, h)
 		}
-		d := sdk.DeadLetter{Position: sdk.Position{Topic: "t.dlq.v1"}, Key: key, Headers: headers, Value: payload,
+		d := sdk.DeadLetter{Position: sdk.LogPosition("t.dlq.v1", 0, 0), Key: key, Headers: headers, Value: payload,
 			Timestamp: time.UnixMilli(ts)}
-		in := Interpret("kafka", d, time.Now(), nil)
+		in := interpretKafkaNoMap(d, time.Now(), nil)
 		for _, s := range []string{in.OriginalTopic, in.ErrorMessage, in.LastError} {
 			if len(s) > maxErrorLength || !utf8Valid(s) || containsNUL(s) {
 				t.Fatalf("unsafe text %q", s)
@@ -278,7 +279,7 @@ func checkHeaders(t *testing.T, raw, key, payload []byte, ts int64) {
 		if in.OriginalTopic == "t.dlq.v1" {
 			t.Fatalf("the DLQ topic as its own original topic")
 		}
-		if !bytes.Equal(in.Digest, Digest(d)) || len(in.Digest) != 32 {
+		if !bytes.Equal(in.Digest, Digest(d, sdk.Protocol2Traits)) || len(in.Digest) != 32 {
 			t.Fatalf("digest %x", in.Digest)
 		}
 		if len(in.OriginalTopic) > maxTopicLength {
@@ -299,11 +300,13 @@ func checkHeaders(t *testing.T, raw, key, payload []byte, ts int64) {
 // The digest tells apart what was read at a position: any change of key,
 // header, value or timestamp changes it; a missing key is not an empty one.
 func TestDigestIdentifiesWhatWasRead(t *testing.T) {
-	base := sdk.DeadLetter{Position: sdk.Position{Topic: "t", Offset: 1}, Key: []byte("k"), Headers: hs("a", "1", "b", "2"),
+	base := sdk.DeadLetter{Position: sdk.LogPosition("t", 0, 1), Key: []byte("k"), Headers: hs("a", "1", "b", "2"),
 		Value: []byte("v"), Timestamp: time.UnixMilli(1700000000123)}
+	kafka := sdk.Protocol2Traits
 	same := base
-	same.Position.Offset, same.OriginalTopic = 99, "mapped"
-	require.Equal(t, Digest(base), Digest(same), "where it was read and the source's mapping are not content")
+	same.Position, same.Origin = sdk.LogPosition("t", 0, 99), sdk.Origin{Destination: "mapped", DestinationConfigured: true}
+	same.Redelivered = true
+	require.Equal(t, Digest(base, kafka), Digest(same, kafka), "where it was read, the source's reading of it and the delivery are not content")
 	variants := map[string]func(d *sdk.DeadLetter){
 		"no key":           func(d *sdk.DeadLetter) { d.Key = nil },
 		"empty key":        func(d *sdk.DeadLetter) { d.Key = []byte{} },
@@ -317,13 +320,41 @@ func TestDigestIdentifiesWhatWasRead(t *testing.T) {
 			d.Value = []byte{}
 		},
 	}
-	seen := map[string]string{string(Digest(base)): "base"}
+	seen := map[string]string{string(Digest(base, kafka)): "base"}
 	for name, change := range variants {
 		d := base
 		change(&d)
-		got := string(Digest(d))
+		got := string(Digest(d, kafka))
 		prev, dup := seen[got]
 		require.False(t, dup, "%s has the digest of %s", name, prev)
 		seen[got] = name
 	}
+}
+
+// A source whose headers are a map (AMQP tables) may hand them over in any
+// order: its digest does not depend on it, while their types and values
+// still count. Untyped headers digest as they did before types existed, so
+// that a redelivery of a message stored before is still recognised.
+func TestDigestOfUnorderedAndTypedHeaders(t *testing.T) {
+	amqp := sdk.SourceTraits{Acks: sdk.AcksPerMessage, Positions: sdk.PositionsPerDelivery, TypedHeaders: true}
+	base := sdk.DeadLetter{Position: sdk.Position{Topic: "q", ID: []byte{1}}, Value: []byte("v"),
+		Headers: []sdk.Header{{Key: []byte("a"), Value: []byte("1"), Type: "int"}, {Key: []byte("b"), Value: []byte("x")}}}
+	swapped := base
+	swapped.Headers = []sdk.Header{base.Headers[1], base.Headers[0]}
+	require.Equal(t, Digest(base, amqp), Digest(swapped, amqp), "header order is not content of a map")
+	require.NotEqual(t, Digest(base, sdk.Protocol2Traits), Digest(swapped, sdk.Protocol2Traits), "it is of a list")
+
+	retyped := base
+	retyped.Headers = []sdk.Header{{Key: []byte("a"), Value: []byte("1"), Type: "long"}, base.Headers[1]}
+	require.NotEqual(t, Digest(base, amqp), Digest(retyped, amqp), "an int 1 is not a long 1")
+
+	untyped := sdk.DeadLetter{Value: []byte("v"), Headers: hs("a", "1"), Timestamp: time.UnixMilli(5)}
+	require.Equal(t, "328805e5637b9de2c98266696d2565d975584768fe1384dc49cb82a3dd2c37f9",
+		hex.EncodeToString(Digest(untyped, sdk.Protocol2Traits)), "the digest protocol 2 rows were stored with")
+
+	none := base
+	none.Timestamp = time.Time{}
+	epoch := base
+	epoch.Timestamp = time.UnixMilli(0)
+	require.Equal(t, Digest(none, amqp), Digest(epoch, amqp), "no timestamp digests as protocol 2 sent it: the epoch")
 }

@@ -96,7 +96,7 @@ func TestRetryRecordsItsAcknowledgementDespiteAReturnMeanwhile(t *testing.T) {
 		require.Equal(t, dlq.StatusResolved, m.Status)
 		returned := func(offset int64, why string) {
 			t.Helper()
-			in := dlq.Incoming{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: offset}, OriginalTopic: "orders.events.v1",
+			in := dlq.Incoming{Position: dlq.LogPosition("kafka", "orders.dlq.v1", 0, offset), OriginalTopic: "orders.events.v1",
 				ErrorMessage: why, Payload: []byte(`{"n":0}`), FeedbackOf: &id}
 			res, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{in}, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})
 			require.NoError(t, err)
@@ -118,3 +118,5 @@ func TestRetryRecordsItsAcknowledgementDespiteAReturnMeanwhile(t *testing.T) {
 		require.Equal(t, []string{dlq.OutcomeResolved, dlq.OutcomeReturned, dlq.OutcomeReturned, dlq.OutcomeResolved}, outcomes)
 	})
 }
+
+func (renamedSources) Traits(string) sdk.SourceTraits { return sdk.Protocol2Traits }

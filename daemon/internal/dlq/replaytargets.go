@@ -1,10 +1,12 @@
 package dlq
 
 import (
-	"bytes"
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 )
 
 // A dead letter's headers are written by whoever can produce to its DLQ
@@ -97,42 +99,61 @@ func IsReplayTarget(targets []string, topic string) bool {
 }
 
 // RefuseOutsideTargets takes the original topic from a message whose
-// header named one outside targets, and says why; it reports whether it
-// did.
+// source read it from the message (not from its own configuration) and
+// which is outside targets, and says why; it reports whether it did.
 func RefuseOutsideTargets(in *Incoming, targets []string) bool {
-	if in.originHeader == "" || in.OriginalTopic == "" || IsReplayTarget(targets, in.OriginalTopic) {
+	if in.Origin.Configured || in.OriginalTopic == "" || IsReplayTarget(targets, in.OriginalTopic) {
 		return false
 	}
-	in.LastError = fmt.Sprintf("%sthe header %s names %s, %s of %s (%s): it is sent only where an operator replays it to (dlq replay ID --topic TOPIC)",
-		NoOriginalTopicPrefix, in.originHeader, in.OriginalTopic, ReplayTargetRefused, in.Position.Topic, describeTargets(targets))
+	in.LastError = fmt.Sprintf("%s%s names %s, %s of %s (%s): it is sent only where an operator replays it to (dlq replay ID --topic TOPIC)",
+		NoOriginalTopicPrefix, namedBy(in.Origin.From), in.OriginalTopic, ReplayTargetRefused, in.Position.Topic, describeTargets(targets))
 	in.OriginalTopic = ""
 	return true
 }
 
+// namedBy is what named an original topic, for a reason.
+func namedBy(from string) string {
+	if from == "" {
+		return "the message"
+	}
+	return from
+}
+
 // outsideTargets says why a stored message may not be sent to its original
-// topic ("" when it may): a header named the topic, as Interpret reads
-// headers, and the topic is not among its DLQ topic's targets now.
+// topic ("" when it may): the message named the topic, and the topic is
+// not among its DLQ topic's targets now.
 func outsideTargets(m *Message, targets []string) string {
 	if m.OriginalTopic == "" || IsReplayTarget(targets, m.OriginalTopic) {
 		return ""
 	}
-	key, named, tooLong := originFromHeaders(func(k string) ([]byte, bool) {
-		for i := len(m.Headers) - 1; i >= 0; i-- {
-			if bytes.EqualFold(m.Headers[i].Key, []byte(k)) {
-				return m.Headers[i].Value, true
-			}
-		}
-		return nil, false
-	})
-	switch {
-	case tooLong > 0:
-		// Stored before such names were refused: the topic is the name cut.
-		named = m.OriginalTopic
-	case key == "" || named != m.OriginalTopic:
+	o := m.Origin
+	if o.From == "" {
+		o = legacyOrigin(m)
+	}
+	if o.Configured {
 		return "" // the source's mapping chose it
 	}
-	return fmt.Sprintf("the header %s names %s, %s of %s (%s): not sent; replay it to a topic explicitly (dlq replay ID --topic TOPIC)",
-		key, named, ReplayTargetRefused, m.Position.Topic, describeTargets(targets))
+	return fmt.Sprintf("%s names %s, %s of %s (%s): not sent; replay it to a topic explicitly (dlq replay ID --topic TOPIC)",
+		namedBy(o.From), m.OriginalTopic, ReplayTargetRefused, m.Position.Topic, describeTargets(targets))
+}
+
+// legacyOrigin is the origin of a message stored before sources reported
+// it: a Kafka message, whose original topic the daemon read from its
+// headers by the conventions (kafkaconv), else from the source's mapping.
+func legacyOrigin(m *Message) Origin {
+	hs := make([]sdk.Header, len(m.Headers))
+	for i, h := range m.Headers {
+		hs[i] = sdk.Header{Key: h.Key, Value: h.Value}
+	}
+	o := kafkaconv.Origin(hs, "")
+	switch {
+	case o.DestinationProblem != "":
+		// Stored before such names were refused: the topic is the name cut.
+		return Origin{From: o.DestinationFrom}
+	case o.Destination == m.OriginalTopic:
+		return Origin{From: o.DestinationFrom}
+	}
+	return Origin{Configured: true, From: "the source's topic mapping"}
 }
 
 func describeTargets(targets []string) string {

@@ -21,13 +21,13 @@ func TestAStoredMessageOutsideTheTargetsIsNeverSentThere(t *testing.T) {
 	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
 		ctx := testsvc.Context(t, 30*time.Second)
 		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{
-			Position:      dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 0},
+			Position:      dlq.LogPosition("kafka", "orders.dlq.v1", 0, 0),
 			OriginalTopic: "payments.events.v1",
 			ErrorMessage:  "boom",
 			Headers:       []dlq.Header{{Key: []byte("kafka_dlt-original-topic"), Value: []byte("payments.events.v1")}},
 			Payload:       []byte(`{"n":0}`),
 		}, {
-			Position:      dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 1},
+			Position:      dlq.LogPosition("kafka", "orders.dlq.v1", 0, 1),
 			OriginalTopic: "mapped.events.v1",
 			ErrorMessage:  "boom",
 			Payload:       []byte(`{"n":1}`),
@@ -37,7 +37,7 @@ func TestAStoredMessageOutsideTheTargetsIsNeverSentThere(t *testing.T) {
 		require.NoError(t, err)
 		byOffset := map[int64]dlq.Message{}
 		for _, m := range msgs {
-			byOffset[m.Position.Offset] = m
+			byOffset[m.Position.Offset()] = m
 		}
 		outside, mapped := byOffset[0].ID, byOffset[1].ID
 

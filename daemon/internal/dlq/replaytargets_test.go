@@ -54,11 +54,11 @@ func TestReplayTargetsComeFromThePolicyFirst(t *testing.T) {
 // source's mapping is the operator's configuration.
 func TestAHeaderNamedOriginOutsideTheTargetsIsRefused(t *testing.T) {
 	at := func(topic string, hs ...string) Incoming {
-		d := sdk.DeadLetter{Position: sdk.Position{Topic: topic}, OriginalTopic: "mapped.events"}
+		d := sdk.DeadLetter{Position: sdk.LogPosition(topic, 0, 0)}
 		for i := 0; i+1 < len(hs); i += 2 {
 			d.Headers = append(d.Headers, sdk.Header{Key: []byte(hs[i]), Value: []byte(hs[i+1])})
 		}
-		return Interpret("kafka", d, time.Unix(1_800_000_000, 0), nil)
+		return interpretKafka(d, "mapped.events", time.Unix(1_800_000_000, 0), nil)
 	}
 	targets := DefaultReplayTargets("orders.dlq.v1")
 
@@ -100,8 +100,8 @@ func TestAHeaderNamedOriginOutsideTheTargetsIsRefused(t *testing.T) {
 // names none.
 func TestAnOriginTooLongToBeATopicNamesNone(t *testing.T) {
 	long := "orders" + strings.Repeat(" ", 250) + "payments.events.v1"
-	in := Interpret("kafka", sdk.DeadLetter{Position: sdk.Position{Topic: "orders.dlq.v1"}, OriginalTopic: "orders.events.v1",
-		Headers: []sdk.Header{{Key: []byte("kafka_dlt-original-topic"), Value: []byte(long)}}}, time.Unix(1_800_000_000, 0), nil)
+	in := interpretKafka(sdk.DeadLetter{Position: sdk.LogPosition("orders.dlq.v1", 0, 0),
+		Headers: []sdk.Header{{Key: []byte("kafka_dlt-original-topic"), Value: []byte(long)}}}, "orders.events.v1", time.Unix(1_800_000_000, 0), nil)
 	require.Empty(t, in.OriginalTopic, "neither the cut name nor the source's mapping")
 	require.Contains(t, in.LastError, "kafka_dlt-original-topic names a topic of 274 bytes")
 	m := Message{Status: StatusPending, MaxRetries: 3, LastError: in.LastError, Position: in.Position}

@@ -22,6 +22,9 @@ type Sources interface {
 	SourceNames() []string
 	Source(name string) (sdk.DLQSource, error)
 	Running(name string) bool
+	// Traits are what the named source declared when it started
+	// (sdk.SourceTraits); zero when it is not running.
+	Traits(name string) sdk.SourceTraits
 }
 
 // Policy is the retry policy, read at every use so a reload applies at once.

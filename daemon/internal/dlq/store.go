@@ -14,6 +14,7 @@ import (
 type Incoming struct {
 	Position      Position
 	OriginalTopic string
+	Origin        Origin
 	ErrorMessage  string
 	Key           []byte
 	Headers       []Header
@@ -50,10 +51,14 @@ type Incoming struct {
 	Dead      bool
 	LastError string
 	Attempt   *Attempt
-	// originHeader is the header that named OriginalTopic ("" when the
-	// source's mapping did): what a producer chose is held to the DLQ
-	// topic's replay targets.
-	originHeader string
+	// Redelivered: a source with per-delivery positions says this delivery
+	// may not be the first. The store then takes one of the stored
+	// deliveries with the same digest whose acknowledgement is not
+	// confirmed, instead of storing it again.
+	Redelivered bool
+	// PerDelivery: the position names one delivery; the store keeps it
+	// among the unacknowledged until the source's Commit of it succeeds.
+	PerDelivery bool
 }
 
 // IngestOptions carries the policy the store applies to a batch.
@@ -163,6 +168,9 @@ type Store interface {
 	PauseStore
 	SearchStore
 	IngestDLQ(ctx context.Context, batch []Incoming, opts IngestOptions) (IngestResult, error)
+	// ConfirmDLQDeliveries forgets the unconfirmed deliveries at these
+	// positions of a per-delivery source, whose Commit succeeded at now.
+	ConfirmDLQDeliveries(ctx context.Context, source string, positions []Position, now time.Time) error
 	GetDLQ(ctx context.Context, id uuid.UUID) (*Message, error)
 	ListDLQ(ctx context.Context, f ListFilter) ([]Message, int64, error)
 	DeleteDLQ(ctx context.Context, id uuid.UUID) error

@@ -23,7 +23,7 @@ import (
 func binaryMessage(t *testing.T, f *dlqtest.Fixture) uuid.UUID {
 	t.Helper()
 	in := dlq.Incoming{
-		Position:      dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 900},
+		Position:      dlq.LogPosition("kafka", "orders.dlq.v1", 0, 900),
 		OriginalTopic: "orders.events.v1",
 		ErrorMessage:  "boom",
 		Key:           []byte{0, 0xff, 'k'},
@@ -34,7 +34,7 @@ func binaryMessage(t *testing.T, f *dlqtest.Fixture) uuid.UUID {
 	_, err := f.Store.IngestDLQ(testsvc.Context(t, 30*time.Second), []dlq.Incoming{in}, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})
 	require.NoError(t, err)
 	for _, m := range f.Everything(t) {
-		if m.Position.Offset == 900 {
+		if m.Position.Offset() == 900 {
 			return m.ID
 		}
 	}
@@ -125,7 +125,7 @@ func TestReplayFailuresChangeNothing(t *testing.T) {
 		ctx := testsvc.Context(t, 30*time.Second)
 		ids := f.Ingest(t, 2)
 		id := ids[0]
-		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "payments.dlq.v1", Offset: 1},
+		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.LogPosition("kafka", "payments.dlq.v1", 0, 1),
 			OriginalTopic: "payments.v1", ErrorMessage: "x", Payload: []byte("{}")}}, dlq.IngestOptions{Now: dlqtest.T0, MaxRetries: 3})
 		require.NoError(t, err)
 		before := f.Everything(t)
@@ -150,12 +150,12 @@ func TestReplayFailuresChangeNothing(t *testing.T) {
 		}
 
 		// No original topic, none given: nowhere to send it.
-		_, err = f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 77},
+		_, err = f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.LogPosition("kafka", "orders.dlq.v1", 0, 77),
 			ErrorMessage: "x", Payload: []byte("{}"), LastError: dlq.NoOriginalTopicPrefix + "none"}}, dlq.IngestOptions{Now: dlqtest.T0, MaxRetries: 3})
 		require.NoError(t, err)
 		var orphan uuid.UUID
 		for _, m := range f.Everything(t) {
-			if m.Position.Offset == 77 {
+			if m.Position.Offset() == 77 {
 				orphan = m.ID
 			}
 		}
@@ -213,9 +213,9 @@ func TestOperatorActionsAreInTheHistory(t *testing.T) {
 // returning is what a source delivers when a replay of m failed again and
 // came back to its DLQ topic at offset.
 func returning(m dlq.Message, offset int64) sdk.DeadLetter {
-	return sdk.DeadLetter{Position: sdk.Position{Topic: m.Position.Topic, Offset: offset}, Key: m.Key, Value: m.Payload,
+	return dlqtest.Kafka(sdk.DeadLetter{Position: sdk.LogPosition(m.Position.Topic, 0, offset), Key: m.Key, Value: m.Payload,
 		Headers:   []sdk.Header{{Key: []byte("error"), Value: []byte("still broken")}, {Key: []byte(dlq.HeaderID), Value: []byte(m.ID.String())}},
-		Timestamp: dlqtest.T0, OriginalTopic: m.OriginalTopic}
+		Timestamp: dlqtest.T0}, m.OriginalTopic)
 }
 
 // When a topic's replays keep coming back (AutoPauseReturns within the
@@ -227,7 +227,7 @@ func TestAutoPauseStopsTheLoopSpendingAttempts(t *testing.T) {
 		ctx := testsvc.Context(t, time.Minute)
 		f.Policy.AutoPauseReturns, f.Policy.AutoPauseWindow = 2, 10*time.Minute
 		ids := f.Ingest(t, 2)
-		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "payments.dlq.v1", Offset: 1},
+		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.LogPosition("kafka", "payments.dlq.v1", 0, 1),
 			OriginalTopic: "payments.v1", ErrorMessage: "x", Payload: []byte("{}")}},
 			dlq.IngestOptions{Now: dlqtest.T0, MaxRetries: 3, FirstRetryAt: func() *time.Time { t := dlqtest.T0.Add(time.Minute); return &t }})
 		require.NoError(t, err)
@@ -340,8 +340,8 @@ func TestPerTopicPolicy(t *testing.T) {
 		}
 		f.Broker.Set(func(b *dlqtest.Broker) {
 			for i, topic := range []string{"payments.dlq.v1", "orders.dlq.v1", "other.dlq.v1"} {
-				b.Queue = append(b.Queue, sdk.DeadLetter{Position: sdk.Position{Topic: topic, Offset: int64(i)}, Value: []byte("{}"),
-					Timestamp: dlqtest.T0, OriginalTopic: "events.v1", Headers: []sdk.Header{{Key: []byte("error"), Value: []byte("e")}}})
+				b.Queue = append(b.Queue, dlqtest.Kafka(sdk.DeadLetter{Position: sdk.LogPosition(topic, 0, int64(i)), Value: []byte("{}"),
+					Timestamp: dlqtest.T0, Headers: []sdk.Header{{Key: []byte("error"), Value: []byte("e")}}}, "events.v1"))
 			}
 		})
 		f.StartIntake(t, f.Store, nil)

@@ -241,6 +241,21 @@ func (h *Host) Running(name string) bool {
 	return in != nil && in.status().State == StateRunning
 }
 
+// Traits are what the named DLQ source declared at its last start; zero
+// when it is not running (sdk.SourceTraits.Check then fails).
+func (h *Host) Traits(name string) sdk.SourceTraits {
+	in, err := h.get(name, KindDLQSource)
+	if err != nil {
+		return sdk.SourceTraits{}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.state != StateRunning {
+		return sdk.SourceTraits{}
+	}
+	return in.traits
+}
+
 // Status describes every plugin, in config order.
 func (h *Host) Status() []Info {
 	h.mu.Lock()

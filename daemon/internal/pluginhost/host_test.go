@@ -288,11 +288,11 @@ func TestUnsafePluginBinariesAreRefused(t *testing.T) {
 }
 
 func TestProtocolMismatchNamesBothVersions(t *testing.T) {
-	h, _ := newHost(t, "protocol-3", basic)
+	h, _ := newHost(t, "protocol-4", basic)
 	err := h.Check("test:a")
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "speaks protocol 3")
-	require.Contains(t, err.Error(), "[1 2]")
+	require.Contains(t, err.Error(), "speaks protocol 4")
+	require.Contains(t, err.Error(), "[1 2 3]")
 	require.Contains(t, err.Error(), "upgrade lifecycled")
 }
 

@@ -64,6 +64,7 @@ type instance struct {
 	lastErr   string
 	version   string
 	warnings  []string
+	traits    sdk.SourceTraits // a DLQ source's, from its Configure
 	sum       string
 	pid       int
 	startedAt *time.Time

@@ -117,8 +117,17 @@ func (in *instance) launch() error {
 		in.mu.Unlock()
 	case sdk.DLQSource:
 		resp, err = p.Configure(ctx, req)
+		if err == nil {
+			if terr := resp.Source.Check(); terr != nil {
+				err = &sdk.Error{Class: sdk.ClassPermanent, Code: sdk.CodeInternal,
+					Message: fmt.Sprintf("plugin %s: %v; not started: a source must say how it acknowledges and identifies messages (docs/plugin-protocol.md)", in.cfg.Path, terr)}
+			}
+		}
 		in.mu.Lock()
 		in.source = p
+		if err == nil {
+			in.traits = resp.Source
+		}
 		in.mu.Unlock()
 	default:
 		return fail(fmt.Errorf("plugin dispensed an unexpected %T", raw))

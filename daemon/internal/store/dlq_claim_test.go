@@ -208,7 +208,7 @@ func TestClaimTopicWalksInOrderAndSkips(t *testing.T) {
 		// Make offset 3 RESOLVED: not retryable, skipped.
 		var third uuid.UUID
 		for _, m := range all {
-			if m.Position.Offset == 3 {
+			if m.Position.Offset() == 3 {
 				third = m.ID
 			}
 		}
@@ -227,7 +227,7 @@ func TestClaimTopicWalksInOrderAndSkips(t *testing.T) {
 			}
 			for _, m := range page {
 				require.Equal(t, dlq.StatusRetrying, m.Status)
-				got = append(got, m.Position.Offset)
+				got = append(got, m.Position.Offset())
 			}
 			last := page[len(page)-1]
 			cursor = &dlq.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
@@ -266,7 +266,7 @@ func TestClaimDueOnlyTakesDueMessages(t *testing.T) {
 		got, err := s.ClaimDueDLQ(ctx, 10, claim)
 		require.NoError(t, err)
 		require.Len(t, got, 1)
-		require.EqualValues(t, 1, got[0].Position.Offset)
+		require.EqualValues(t, 1, got[0].Position.Offset())
 		got, err = s.ClaimDueDLQ(ctx, 10, claim)
 		require.NoError(t, err)
 		require.Empty(t, got, "a claimed message is not claimed twice")
@@ -305,7 +305,7 @@ func TestRetryablePredicateIsTheStateMachines(t *testing.T) {
 		require.NoError(t, err)
 		byOffset := map[int64]uuid.UUID{}
 		for _, m := range msgs {
-			byOffset[m.Position.Offset] = m.ID
+			byOffset[m.Position.Offset()] = m.ID
 		}
 		var rows []row
 		for i, status := range dlq.Statuses {

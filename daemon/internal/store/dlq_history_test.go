@@ -84,7 +84,7 @@ func TestHistoryRecordsEveryChange(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{dlq.KindIntake, dlq.KindAttempt, dlq.KindAttempt, dlq.KindReturned, dlq.KindReplayed}, kinds(h))
 		in := detailOf(t, h[0])
-		require.Equal(t, map[string]any{"source": "kafka", "topic": "a.dlq.v1", "partition": 0.0, "offset": 7.0,
+		require.Equal(t, map[string]any{"source": "kafka", "topic": "a.dlq.v1", "position": "p0@7",
 			"original_topic": "orders.events.v1", "error": "processing failed"}, in)
 		require.True(t, h[0].At.Equal(t0))
 		failed := detailOf(t, h[1])

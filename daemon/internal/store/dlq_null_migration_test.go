@@ -43,10 +43,10 @@ func TestNullValuesMigrationKeepsWhatRowsMeant(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, msgs, 3)
 		for _, m := range msgs {
-			switch m.Position.Offset {
+			switch m.Position.Offset() {
 			case 1, 3:
-				require.False(t, m.Truncated, "offset %d", m.Position.Offset)
-				require.NotNil(t, m.Payload, "offset %d: empty, as stored before null values had a meaning", m.Position.Offset)
+				require.False(t, m.Truncated, "offset %d", m.Position.Offset())
+				require.NotNil(t, m.Payload, "offset %d: empty, as stored before null values had a meaning", m.Position.Offset())
 				require.Empty(t, m.Payload)
 			case 2:
 				require.True(t, m.Truncated, "a NULL payload was a truncated message, and stays one")

@@ -233,17 +233,17 @@ func TestReleaseOfExpiredLeasesIsTheStateMachines(t *testing.T) {
 		for _, m := range msgs {
 			exec(t, s, `UPDATE dlq.dlq_messages SET status = 'RETRYING', retry_count = $2, lease_owner = 'x', lease_expires_at = $3 WHERE id = $1`,
 				`UPDATE dlq_messages SET status = 'RETRYING', retry_count = ?2, lease_owner = 'x', lease_expires_at = ?3 WHERE id = ?1`,
-				m.ID.String(), int(m.Position.Offset), sqlTime(s, t0))
+				m.ID.String(), int(m.Position.Offset()), sqlTime(s, t0))
 		}
 		n, err := s.ReleaseExpiredDLQLeases(ctx, t0.Add(time.Minute), dlq.Sending{})
 		require.NoError(t, err)
 		require.EqualValues(t, 5, n)
 		for _, m := range msgs {
-			want, ok := dlq.State{Status: dlq.StatusRetrying, RetryCount: int(m.Position.Offset), MaxRetries: 3}.Next(dlq.EventReleased)
+			want, ok := dlq.State{Status: dlq.StatusRetrying, RetryCount: int(m.Position.Offset()), MaxRetries: 3}.Next(dlq.EventReleased)
 			require.True(t, ok)
 			cur, err := s.GetDLQ(ctx, m.ID)
 			require.NoError(t, err)
-			require.Equal(t, want, cur.State(), "retry_count %d", m.Position.Offset)
+			require.Equal(t, want, cur.State(), "retry_count %d", m.Position.Offset())
 			require.Equal(t, want.Status == dlq.StatusPending, cur.NextRetryAt != nil)
 		}
 	})

@@ -62,7 +62,7 @@ func search(t *testing.T, s store.Store, f dlq.SearchFilter) dlq.SearchPage {
 func offsets(p dlq.SearchPage) []string {
 	var out []string
 	for _, m := range p.Messages {
-		out = append(out, fmt.Sprintf("%s/%d", m.Position.Topic, m.Position.Offset))
+		out = append(out, fmt.Sprintf("%s/%d", m.Position.Topic, m.Position.Offset()))
 	}
 	return out
 }

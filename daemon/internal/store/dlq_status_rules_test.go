@@ -45,7 +45,7 @@ func TestMarkDeadFollowsTheStatusMachineOverTheStateSpace(t *testing.T) {
 		require.Len(t, msgs, len(cells))
 		byOffset := map[int64]uuid.UUID{}
 		for _, m := range msgs {
-			byOffset[m.Position.Offset] = m.ID
+			byOffset[m.Position.Offset()] = m.ID
 		}
 		for i := range cells {
 			cells[i].id = byOffset[int64(i)]

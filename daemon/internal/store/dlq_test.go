@@ -29,7 +29,7 @@ func TestIngestIsIdempotentPerPosition(t *testing.T) {
 		require.Len(t, msgs, 3)
 		byOffset := map[int64]dlq.Message{}
 		for _, m := range msgs {
-			byOffset[m.Position.Offset] = m
+			byOffset[m.Position.Offset()] = m
 		}
 		m := byOffset[2]
 		require.Equal(t, []byte("not json \x00\xff"), m.Payload, "non-JSON payload kept byte for byte")
@@ -57,11 +57,11 @@ func TestListPagingOrderStatusAndTopicMatching(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 25, total)
 		require.Len(t, page1, 10)
-		require.EqualValues(t, 24, page1[0].Position.Offset, "newest first")
+		require.EqualValues(t, 24, page1[0].Position.Offset(), "newest first")
 		page3, _, err := s.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 3, PageSize: 10})
 		require.NoError(t, err)
 		require.Len(t, page3, 5)
-		require.EqualValues(t, 0, page3[4].Position.Offset)
+		require.EqualValues(t, 0, page3[4].Position.Offset())
 		page4, _, err := s.ListDLQ(ctx, dlq.ListFilter{Topic: "orders.dlq.v1", Page: 4, PageSize: 10})
 		require.NoError(t, err)
 		require.Empty(t, page4)
@@ -132,8 +132,8 @@ func TestKeysAndHeadersAreStoredAsBytes(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, msgs, 3)
 		for _, m := range msgs {
-			want := keys[m.Position.Offset]
-			require.Equal(t, want, m.Key, "offset %d", m.Position.Offset)
+			want := keys[m.Position.Offset()]
+			require.Equal(t, want, m.Key, "offset %d", m.Position.Offset())
 			require.Equal(t, want == nil, m.Key == nil, "no key and an empty key differ")
 			require.Equal(t, headers, m.Headers)
 			require.NotNil(t, m.Payload, "an empty payload is not a missing one")
@@ -211,7 +211,7 @@ func TestFeedbackUpdatesTheSameRecord(t *testing.T) {
 		// Two more returns reach max_retries.
 		for i := 0; i < 2; i++ {
 			b := back
-			b.Position.Offset = int64(20 + i)
+			b.Position = dlq.LogPosition(b.Position.Source, b.Position.Topic, 0, int64(20+i))
 			res, err = s.IngestDLQ(ctx, []dlq.Incoming{b}, dlq.IngestOptions{Now: t0, MaxRetries: 3})
 			require.NoError(t, err)
 		}
@@ -233,7 +233,7 @@ func TestFeedbackOnlyForOurOwnReplays(t *testing.T) {
 		require.NoError(t, err)
 		byOff := map[int64]uuid.UUID{}
 		for _, m := range msgs {
-			byOff[m.Position.Offset] = m.ID
+			byOff[m.Position.Offset()] = m.ID
 		}
 		republished, never := byOff[1], byOff[2]
 		resolve(t, s, republished, t0)
@@ -281,7 +281,7 @@ func TestFeedbackOnlyForOurOwnReplays(t *testing.T) {
 		require.Equal(t, dlq.StatusPending, got.Status)
 		require.Equal(t, 1, got.RetryCount)
 		require.Equal(t, "failed again", got.ErrorMessage)
-		require.Contains(t, got.LastError, "came back to orders.dlq.v1 (partition 0, offset 5): failed again")
+		require.Contains(t, got.LastError, "came back to orders.dlq.v1 (at p0@5): failed again")
 		require.Len(t, got.Attempts, 2)
 		require.Equal(t, dlq.OutcomeResolved, got.Attempts[0].Outcome)
 		require.Equal(t, dlq.OutcomeReturned, got.Attempts[1].Outcome)
@@ -308,7 +308,7 @@ func TestNullAndEmptyValuesAreStoredApartFromTruncated(t *testing.T) {
 		require.NoError(t, err)
 		byOffset := map[int64]dlq.Message{}
 		for _, m := range msgs {
-			byOffset[m.Position.Offset] = m
+			byOffset[m.Position.Offset()] = m
 		}
 		require.Len(t, byOffset, 3)
 		n, e, tr := byOffset[0], byOffset[1], byOffset[2]
@@ -330,8 +330,8 @@ func TestNullAndEmptyValuesAreStoredApartFromTruncated(t *testing.T) {
 		require.NoError(t, err)
 		var ids []int64
 		for _, m := range claimed {
-			ids = append(ids, m.Position.Offset)
-			if m.Position.Offset == 0 {
+			ids = append(ids, m.Position.Offset())
+			if m.Position.Offset() == 0 {
 				require.Nil(t, m.Payload, "the claim reads the null value as null")
 			}
 		}

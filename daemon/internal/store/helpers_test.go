@@ -21,7 +21,7 @@ var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 func incoming(topic string, offset int64, payload string) dlq.Incoming {
 	return dlq.Incoming{
-		Position:      dlq.Position{Source: "kafka", Topic: topic, Partition: 0, Offset: offset},
+		Position:      dlq.LogPosition("kafka", topic, 0, offset),
 		OriginalTopic: "orders.events.v1",
 		ErrorMessage:  "processing failed",
 		Key:           []byte("k1"),

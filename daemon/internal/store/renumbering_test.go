@@ -106,7 +106,7 @@ func renumbered(t *testing.T, d migrations.Dialect, old uint) {
 		require.NoError(t, rows.Close())
 	}
 	// The store works on the schema it was brought to.
-	res, err := s.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 8},
+	res, err := s.IngestDLQ(ctx, []dlq.Incoming{{Position: dlq.LogPosition("kafka", "orders.dlq.v1", 0, 8),
 		OriginalTopic: "orders.events.v1", ErrorMessage: "e", Payload: []byte(`{}`)}}, dlq.IngestOptions{Now: time.Now(), MaxRetries: 3})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Inserted)

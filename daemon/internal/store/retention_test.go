@@ -22,7 +22,7 @@ func TestArchiveAndPurge(t *testing.T) {
 		msgs, _, _ := s.ListDLQ(ctx, dlq.ListFilter{Topic: "a.dlq.v1", Page: 1, PageSize: 10})
 		byOff := map[int64]uuid.UUID{}
 		for _, m := range msgs {
-			byOff[m.Position.Offset] = m.ID
+			byOff[m.Position.Offset()] = m.ID
 		}
 		finish := func(off int64, e dlq.Event, at time.Time) {
 			// Claimed a minute before it finishes, as in life: an UPDATE that
@@ -60,7 +60,7 @@ func TestArchiveAndPurge(t *testing.T) {
 		require.EqualValues(t, 3, total)
 		var offs []int64
 		for _, m := range left {
-			offs = append(offs, m.Position.Offset)
+			offs = append(offs, m.Position.Offset())
 		}
 		require.ElementsMatch(t, []int64{2, 3, 4}, offs, "young, PENDING and RETRYING stay")
 
@@ -106,7 +106,7 @@ func TestArchivedPositionsAreDuplicates(t *testing.T) {
 			incoming("a.dlq.v1", 2, `{}`), incoming("a.dlq.v1", 3, `{}`))
 		require.Equal(t, dlq.IngestResult{Inserted: 1, Duplicates: 3}, res)
 		m := onlyMessage(t, s, "a.dlq.v1")
-		require.EqualValues(t, 3, m.Position.Offset)
+		require.EqualValues(t, 3, m.Position.Offset())
 	})
 }
 
@@ -124,16 +124,16 @@ func TestArchivePassNeverFailsOnAPositionAlreadyArchived(t *testing.T) {
 		// The same position again, RESOLVED, written as the old code did.
 		old := t0.Add(-time.Hour)
 		exec(t, s, `INSERT INTO dlq.dlq_messages (id, original_topic, error_message, status, created_at, updated_at,
-				source, dlq_topic, source_partition, source_offset)
-			VALUES ($1, 'o', 'e', 'RESOLVED', $2, $2, 'kafka', 'a.dlq.v1', 0, 7)`,
+				source, dlq_topic, source_position)
+			VALUES ($1, 'o', 'e', 'RESOLVED', $2, $2, 'kafka', 'a.dlq.v1', $3)`,
 			`INSERT INTO dlq_messages (id, original_topic, error_message, status, created_at, updated_at,
-				source, dlq_topic, source_partition, source_offset)
-			VALUES (?1, 'o', 'e', 'RESOLVED', ?2, ?2, 'kafka', 'a.dlq.v1', 0, 7)`, uuid.NewString(), sqlTime(s, old))
+				source, dlq_topic, source_position)
+			VALUES (?1, 'o', 'e', 'RESOLVED', ?2, ?2, 'kafka', 'a.dlq.v1', ?3)`, uuid.NewString(), sqlTime(s, old), m.Position.ID)
 		n, err = s.ArchiveDLQBatch(ctx, t0.Add(time.Second), 100)
 		require.NoError(t, err, "the archive pass does not fail on the duplicate")
 		require.EqualValues(t, 1, n)
-		require.Equal(t, 2, count(t, s, `SELECT count(*) FROM dlq.dlq_messages_archive WHERE source_offset = 7`,
-			`SELECT count(*) FROM dlq_messages_archive WHERE source_offset = 7`), "both kept")
+		require.Equal(t, 2, count(t, s, `SELECT count(*) FROM dlq.dlq_messages_archive WHERE source_position = (int4send(0) || int8send(7))`,
+			`SELECT count(*) FROM dlq_messages_archive WHERE source_position = x'000000000000000000000007'`), "both kept")
 		require.Zero(t, count(t, s, `SELECT count(*) FROM dlq.dlq_messages`, `SELECT count(*) FROM dlq_messages`))
 	})
 }

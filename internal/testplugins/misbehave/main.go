@@ -141,8 +141,8 @@ func main() {
 	if d.mode("slow-start") {
 		time.Sleep(30 * time.Second)
 	}
-	if d.mode("protocol-3") {
-		serveHandshakeOnly(3, sdk.KindTenantDeleter, func(s *grpc.Server) {
+	if d.mode("protocol-4") {
+		serveHandshakeOnly(4, sdk.KindTenantDeleter, func(s *grpc.Server) {
 			pb.RegisterTenantDeleterServer(s, pb.UnimplementedTenantDeleterServer{})
 		})
 		return

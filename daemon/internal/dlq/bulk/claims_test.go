@@ -93,7 +93,7 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 			if i%2 == 1 {
 				src = "kafka-b"
 			}
-			batch[i] = dlq.Incoming{Position: dlq.Position{Source: src, Topic: "orders.dlq.v1", Offset: int64(i)},
+			batch[i] = dlq.Incoming{Position: dlq.LogPosition(src, "orders.dlq.v1", 0, int64(i)),
 				OriginalTopic: "orders.events.v1", ErrorMessage: "boom", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
 		}
 		_, err := f.Store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: f.Policy.MaxRetries})
@@ -144,3 +144,5 @@ func TestBulkRetryCountsWhatOneSourceSentWhenAnotherIsDown(t *testing.T) {
 		}
 	})
 }
+
+func (twoSources) Traits(string) sdk.SourceTraits { return sdk.Protocol2Traits }

@@ -37,7 +37,7 @@ func TestATakeoverDoesNotResendAMessageThatCameBack(t *testing.T) {
 		stall.let()
 		waitFor(t, 30*time.Second, "A's page recorded", func() bool { return f.Get(t, ids[0]).Status == dlq.StatusResolved })
 		id := ids[0]
-		in := dlq.Incoming{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: 50}, OriginalTopic: "orders.events.v1",
+		in := dlq.Incoming{Position: dlq.LogPosition("kafka", "orders.dlq.v1", 0, 50), OriginalTopic: "orders.events.v1",
 			ErrorMessage: "failed again", Payload: []byte(`{"n":0}`), FeedbackOf: &id}
 		res, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{in}, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})
 		require.NoError(t, err)

@@ -273,7 +273,7 @@ func TestATakeoverWhileASourceIsDown(t *testing.T) {
 		{
 			batch := make([]dlq.Incoming, 10)
 			for i := range batch {
-				batch[i] = dlq.Incoming{Position: dlq.Position{Source: "kafka2", Topic: "orders.dlq.v1", Offset: int64(500 + i)},
+				batch[i] = dlq.Incoming{Position: dlq.LogPosition("kafka2", "orders.dlq.v1", 0, int64(500+i)),
 					OriginalTopic: "orders.events.v1", ErrorMessage: "boom", Payload: []byte(fmt.Sprintf(`{"m":%d}`, i))}
 			}
 			_, err := f.Store.IngestDLQ(ctx, batch, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})

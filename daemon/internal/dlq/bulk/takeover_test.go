@@ -268,3 +268,5 @@ func answeredBy(m *dlq.Message, op uuid.UUID) int {
 	}
 	return n
 }
+
+func (multi) Traits(string) sdk.SourceTraits { return sdk.Protocol2Traits }

@@ -31,7 +31,7 @@ func TestBulkDeleteByTextDeletesExactlyItsMatches(t *testing.T) {
 			t.Helper()
 			batch := make([]dlq.Incoming, len(payloads))
 			for i, p := range payloads {
-				batch[i] = dlq.Incoming{Position: dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: int64(offset)},
+				batch[i] = dlq.Incoming{Position: dlq.LogPosition("kafka", "orders.dlq.v1", 0, int64(offset)),
 					OriginalTopic: "orders.events.v1", ErrorMessage: "boom", Payload: []byte(p)}
 				offset++
 			}

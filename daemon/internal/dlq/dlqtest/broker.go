@@ -145,3 +145,11 @@ func (s Sources) Source(name string) (sdk.DLQSource, error) {
 	return s.B, nil
 }
 func (s Sources) Running(name string) bool { return name == "kafka" && s.B.IsRunning() }
+
+// Traits are Kafka's: the broker's positions are offsets.
+func (s Sources) Traits(name string) sdk.SourceTraits {
+	if !s.Running(name) {
+		return sdk.SourceTraits{}
+	}
+	return sdk.Protocol2Traits
+}

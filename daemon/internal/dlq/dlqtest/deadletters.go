@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/lifecycled/lifecycled/sdk"
+	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 )
 
 // Sequence returns successive draws from vals, safe for the intake's
@@ -27,12 +28,21 @@ func DeadLetters(from, n int) []sdk.DeadLetter {
 	out := make([]sdk.DeadLetter, n)
 	for i := range out {
 		off := int64(from + i)
+		hs := []sdk.Header{{Key: []byte("kafka_dlt-exception-message"), Value: []byte("NPE")}}
 		out[i] = sdk.DeadLetter{
-			Position:      sdk.Position{Topic: "orders.dlq.v1", Partition: int32(off % 3), Offset: off},
-			Headers:       []sdk.Header{{Key: []byte("kafka_dlt-exception-message"), Value: []byte("NPE")}},
-			Value:         []byte(fmt.Sprintf(`{"n":%d}`, off)),
-			OriginalTopic: "orders.events.v1",
+			Position: sdk.LogPosition("orders.dlq.v1", int32(off%3), off),
+			Headers:  hs,
+			Value:    []byte(fmt.Sprintf(`{"n":%d}`, off)),
+			Origin:   kafkaconv.Origin(hs, "orders.events.v1"),
 		}
 	}
 	return out
+}
+
+// Kafka is d as a Kafka source delivers it: its origin read from its
+// headers by the framework conventions, else mapped (the source's topic
+// mapping), as the kafka plugin does.
+func Kafka(d sdk.DeadLetter, mapped string) sdk.DeadLetter {
+	d.Origin = kafkaconv.Origin(d.Headers, mapped)
+	return d
 }

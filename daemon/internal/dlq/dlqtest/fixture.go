@@ -85,7 +85,7 @@ func (f *Fixture) Ingest(t *testing.T, n int) []uuid.UUID {
 	batch := make([]dlq.Incoming, n)
 	for i := range batch {
 		batch[i] = dlq.Incoming{
-			Position:      dlq.Position{Source: "kafka", Topic: "orders.dlq.v1", Offset: int64(i)},
+			Position:      dlq.LogPosition("kafka", "orders.dlq.v1", 0, int64(i)),
 			OriginalTopic: "orders.events.v1",
 			ErrorMessage:  "boom",
 			Key:           []byte(fmt.Sprintf("k%d", i)),
@@ -118,7 +118,7 @@ func (f *Fixture) IngestTo(t *testing.T, dlqTopic, original, errText string, bas
 	batch := make([]dlq.Incoming, n)
 	for i := range batch {
 		batch[i] = dlq.Incoming{
-			Position:      dlq.Position{Source: "kafka", Topic: dlqTopic, Offset: int64(base + i)},
+			Position:      dlq.LogPosition("kafka", dlqTopic, 0, int64(base+i)),
 			OriginalTopic: original, ErrorMessage: errText,
 			Key: []byte(fmt.Sprintf("k%d", base+i)), Payload: []byte(fmt.Sprintf(`{"n":%d}`, base+i)),
 		}
@@ -129,7 +129,7 @@ func (f *Fixture) IngestTo(t *testing.T, dlqTopic, original, errText string, bas
 	require.NoError(t, err)
 	var ids []uuid.UUID
 	for _, m := range page.Messages {
-		if m.Position.Offset >= int64(base) && m.Position.Offset < int64(base+n) {
+		if off := m.Position.Offset(); off >= int64(base) && off < int64(base+n) {
 			ids = append(ids, m.ID)
 		}
 	}

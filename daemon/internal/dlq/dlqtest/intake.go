@@ -29,7 +29,7 @@ func (f *Fixture) StoredByOffset(t *testing.T, topic string) map[int64]dlq.Messa
 	require.NoError(t, err)
 	out := map[int64]dlq.Message{}
 	for _, m := range msgs {
-		out[m.Position.Offset] = m
+		out[m.Position.Offset()] = m
 	}
 	return out
 }

@@ -173,6 +173,8 @@ type fetched struct {
 	seq       int
 	batch     []dlq.Incoming
 	positions []sdk.Position
+	// traits are the source's when it was fetched.
+	traits sdk.SourceTraits
 	// targetRefused has the DLQ topic of each message whose header named a
 	// topic outside its replay targets.
 	targetRefused []string
@@ -240,6 +242,13 @@ func (in *Pipeline) fetchStage(ctx context.Context, name string, log hclog.Logge
 			}
 			continue
 		}
+		traits := in.sources.Traits(name)
+		if err := traits.Check(); err != nil {
+			if !b.pause(ctx, "dead-letter source declares no traits; intake paused", err) {
+				return
+			}
+			continue
+		}
 		resp, err := src.Fetch(ctx, &sdk.FetchRequest{Max: in.cfg.BatchSize, Wait: in.cfg.Wait})
 		if err != nil {
 			if ctx.Err() != nil || !b.pause(ctx, "fetch dead letters", err) {
@@ -252,7 +261,8 @@ func (in *Pipeline) fetchStage(ctx context.Context, name string, log hclog.Logge
 			in.metrics.passed(in.cfg.Wait)
 			continue
 		}
-		f := fetched{seq: seq, batch: make([]dlq.Incoming, len(resp.Messages)), positions: make([]sdk.Position, len(resp.Messages))}
+		f := fetched{seq: seq, batch: make([]dlq.Incoming, len(resp.Messages)), positions: make([]sdk.Position, len(resp.Messages)),
+			traits: traits}
 		seq++
 		now := in.cfg.Now()
 		for _, m := range resp.Messages {
@@ -260,7 +270,7 @@ func (in *Pipeline) fetchStage(ctx context.Context, name string, log hclog.Logge
 		}
 		policy := in.policy()
 		for i, m := range resp.Messages {
-			f.batch[i] = dlq.Interpret(name, m, now, in.isDLQTopic)
+			f.batch[i] = dlq.Interpret(name, traits, m, now, in.isDLQTopic)
 			if dlq.RefuseOutsideTargets(&f.batch[i], dlq.ReplayTargetsOf(policy, f.batch[i].Position.Topic)) {
 				f.targetRefused = append(f.targetRefused, f.batch[i].Position.Topic)
 			}
@@ -314,32 +324,51 @@ func (in *Pipeline) storeStage(ctx context.Context, name string, log hclog.Logge
 // backwards.
 func (in *Pipeline) commitStage(ctx context.Context, name string, log hclog.Logger, stored <-chan fetched) {
 	next := 0
-	waiting := map[int][]sdk.Position{}
+	waiting := map[int]fetched{}
 	for f := range stored {
-		waiting[f.seq] = f.positions
+		waiting[f.seq] = f
 		for {
-			positions, ok := waiting[next]
+			f, ok := waiting[next]
 			if !ok {
 				break
 			}
 			delete(waiting, next)
 			next++
-			in.commit(ctx, name, log, positions)
+			in.commit(ctx, name, log, f)
 		}
 	}
 }
 
-func (in *Pipeline) commit(ctx context.Context, name string, log hclog.Logger, positions []sdk.Position) {
+// commit commits a stored batch at its source. It is not committed again
+// when that fails: a source with cumulative commits (Kafka offsets) has it
+// covered by the next batch's; one with per-message acknowledgements makes
+// its broker deliver the messages again (docs/plugin-protocol.md), and a
+// redelivery is stored once (by its stable position, or matched to the
+// unconfirmed delivery). Only a confirmed commit lets the store forget a
+// per-delivery message's unconfirmed delivery.
+func (in *Pipeline) commit(ctx context.Context, name string, log hclog.Logger, f fetched) {
 	src, err := in.sources.Source(name)
 	if err == nil {
-		_, err = src.Commit(ctx, &sdk.CommitRequest{Positions: positions})
+		_, err = src.Commit(ctx, &sdk.CommitRequest{Positions: f.positions})
 	}
-	if err != nil && ctx.Err() == nil {
-		// Stored but not committed, and not committed again: a source with
-		// cumulative commits (Kafka offsets) has them covered by the next
-		// batch's, one with per-message acks makes its broker redeliver
-		// them (docs/plugin-protocol.md); a redelivery is stored once.
-		log.Warn("commit stored dead letters at the source; they may be delivered again, and are then stored once", "error", err, "messages", len(positions))
+	switch {
+	case err != nil && ctx.Err() == nil && f.traits.Acks == sdk.AcksPerMessage:
+		log.Warn("acknowledge stored dead letters at the source; the broker delivers them again, and each is then stored once",
+			"error", err, "messages", len(f.positions))
+	case err != nil && ctx.Err() == nil:
+		log.Warn("commit stored dead letters at the source; a later commit covers them, and if they are delivered again each is stored once",
+			"error", err, "messages", len(f.positions))
+	case err == nil && f.traits.Positions == sdk.PositionsPerDelivery:
+		stored := make([]dlq.Position, len(f.batch))
+		for i, m := range f.batch {
+			stored[i] = m.Position
+		}
+		// A failure leaves the deliveries recorded until they expire: a
+		// redelivery would then be matched to them, which the broker does
+		// not send for acknowledged messages.
+		if err := in.store.ConfirmDLQDeliveries(ctx, name, stored, in.cfg.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("forget acknowledged deliveries", "error", err, "messages", len(stored))
+		}
 	}
 	in.metrics.passed(in.cfg.Wait)
 }

@@ -26,7 +26,7 @@ type flakyStore struct {
 	dlq.Store
 	failures atomic.Int32
 	mu       sync.Mutex
-	stored   map[sdk.Position]bool
+	stored   map[string]bool // by storedKey
 }
 
 func (s *flakyStore) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
@@ -37,7 +37,7 @@ func (s *flakyStore) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts d
 	if err == nil {
 		s.mu.Lock()
 		for _, in := range batch {
-			s.stored[sdk.Position{Topic: in.Position.Topic, Partition: in.Position.Partition, Offset: in.Position.Offset}] = true
+			s.stored[storedKey(in.Position.Topic, in.Position.ID)] = true
 		}
 		s.mu.Unlock()
 	}
@@ -47,12 +47,14 @@ func (s *flakyStore) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts d
 func (s *flakyStore) has(p sdk.Position) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stored[p]
+	return s.stored[storedKey(p.Topic, p.ID)]
 }
+
+func storedKey(topic string, id []byte) string { return topic + "\x00" + string(id) }
 
 func TestIntakeStoresEverythingOnceAndCommitsOnlyWhatIsStored(t *testing.T) {
 	dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
-		fs := &flakyStore{Store: f.Store, stored: map[sdk.Position]bool{}}
+		fs := &flakyStore{Store: f.Store, stored: map[string]bool{}}
 		fs.failures.Store(3)
 		f.Broker.Set(func(b *dlqtest.Broker) {
 			b.Queue = dlqtest.DeadLetters(0, 5000)

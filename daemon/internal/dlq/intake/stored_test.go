@@ -72,7 +72,7 @@ type pickyStore struct {
 
 func (s *pickyStore) IngestDLQ(ctx context.Context, batch []dlq.Incoming, opts dlq.IngestOptions) (dlq.IngestResult, error) {
 	for _, in := range batch {
-		if in.Position.Offset == s.poison && in.LastError == "" {
+		if in.Position.Offset() == s.poison && in.LastError == "" {
 			return dlq.IngestResult{}, fmt.Errorf("ERROR: value out of range (SQLSTATE 22008)")
 		}
 	}

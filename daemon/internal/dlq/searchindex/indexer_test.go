@@ -27,7 +27,7 @@ func TestSearchIndexerCatchesUpAndReportsItsQueue(t *testing.T) {
 		var batch []dlq.Incoming
 		for i := 0; i < 2500; i++ {
 			batch = append(batch, dlq.Incoming{
-				Position:      dlq.Position{Source: "kafka", Topic: "ix.dlq.v1", Offset: int64(i)},
+				Position:      dlq.LogPosition("kafka", "ix.dlq.v1", 0, int64(i)),
 				OriginalTopic: "ix.events.v1", ErrorMessage: fmt.Sprintf("boom %d", i%5),
 				Payload: []byte(fmt.Sprintf(`{"order":"IX-%05d"}`, i)),
 			})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -26,14 +27,14 @@ var pgDLQ = sqlstore.DLQSQL{
 		SELECT COALESCE(sum(n), 0)::bigint FROM dlq.dlq_topic_counts
 		WHERE (dlq_topic = $1 OR (original_topic = $1 AND dlq_topic <> $1)) AND ($2 = '' OR status = $2)`,
 	Known: `
-		SELECT EXISTS (SELECT 1 FROM dlq.dlq_messages WHERE source = $1 AND dlq_topic = $2 AND source_partition = $3
-				AND source_offset = $4 AND ` + pgSameContent + `)
-			OR EXISTS (SELECT 1 FROM dlq.dlq_messages_archive WHERE source = $1 AND dlq_topic = $2 AND source_partition = $3
-				AND source_offset = $4 AND ` + pgSameContent + `)
-			OR EXISTS (SELECT 1 FROM dlq.dlq_returns WHERE source = $1 AND dlq_topic = $2 AND source_partition = $3
-				AND source_offset = $4 AND ` + pgSameContent + `)`,
+		SELECT EXISTS (SELECT 1 FROM dlq.dlq_messages WHERE source = $1 AND dlq_topic = $2 AND source_position = $3
+				AND ` + pgSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq.dlq_messages_archive WHERE source = $1 AND dlq_topic = $2 AND source_position = $3
+				AND ` + pgSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq.dlq_returns WHERE source = $1 AND dlq_topic = $2 AND source_position = $3
+				AND ` + pgSameContent + `)`,
 	RecordReturn: `
-		INSERT INTO dlq.dlq_returns (` + sqlstore.ReturnColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		INSERT INTO dlq.dlq_returns (` + sqlstore.ReturnColumns + `) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT DO NOTHING`,
 	Returned: `
 		UPDATE dlq.dlq_messages SET status = $2::text, retry_count = $3, error_message = $4, next_retry_at = $5,
@@ -111,6 +112,26 @@ var pgDLQ = sqlstore.DLQSQL{
 			RETURNING ` + sqlstore.DLQColumns,
 		ClaimedRead: `SELECT ` + sqlstore.ClaimedColumns + ` FROM dlq.dlq_messages WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
 	},
+	Unacked: sqlstore.UnackedSQL{
+		// SKIP LOCKED: a concurrent intake taking one of two identical
+		// deliveries leaves the other to this one.
+		Take: `
+			DELETE FROM dlq.dlq_unacked WHERE (source, dlq_topic, source_position) = (
+				SELECT source, dlq_topic, source_position FROM dlq.dlq_unacked
+				WHERE source = $1 AND dlq_topic = $2 AND content_digest = $3 AND stored_at >= $4
+				ORDER BY stored_at, source_position LIMIT 1 FOR UPDATE SKIP LOCKED)
+			RETURNING message_id`,
+		Keep: `
+			INSERT INTO dlq.dlq_unacked (source, dlq_topic, source_position, content_digest, message_id, stored_at)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+		KeepStored: `
+			INSERT INTO dlq.dlq_unacked (source, dlq_topic, source_position, content_digest, message_id, stored_at)
+			SELECT source, dlq_topic, source_position, content_digest, id, $5 FROM dlq.dlq_messages
+			WHERE source = $1 AND dlq_topic = $2 AND source_position = $3 AND content_digest = $4
+			ON CONFLICT DO NOTHING`,
+		Confirm: `DELETE FROM dlq.dlq_unacked WHERE source = $1 AND dlq_topic = $2 AND source_position = $3`,
+		Expire:  `DELETE FROM dlq.dlq_unacked WHERE stored_at < $1`,
+	},
 }
 
 // pgAppendAttempt is the SQL that appends the JSON history entry in param
@@ -120,9 +141,9 @@ func pgAppendAttempt(param string) string {
 		" || jsonb_build_array(%s::jsonb)", dlq.MaxAttempts, param)
 }
 
-// pgSameContent matches the rows of a position whose digest is $5, or
+// pgSameContent matches the rows of a position whose digest is $4, or
 // unknown on either side (an empty digest).
-const pgSameContent = `(content_digest = $5 OR content_digest = '\x'::bytea OR $5 = '\x'::bytea)`
+const pgSameContent = `(content_digest = $4 OR content_digest = '\x'::bytea OR $4 = '\x'::bytea)`
 
 // pgSafeJSON reports whether PostgreSQL's jsonb accepts payload: it rejects
 // \u0000 and unpaired surrogates that encoding/json lets through. Such a
@@ -156,20 +177,21 @@ func pgSafeJSON(b []byte) bool {
 const pgIngest = `
 	WITH ins AS (
 		INSERT INTO dlq.dlq_messages (` + sqlstore.DLQInsertColumns + `)
-		SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, u.st, $14, $14, u.src, u.dt, u.pt, u.off, u.k,
-			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb, u.dg, u.fg, u.tr
+		SELECT u.id, u.ot, u.em, 0, $13, u.pl::jsonb, u.st, $14, $14, u.src, u.dt, u.pos, u.disp, u.k,
+			u.h, u.raw, u.prod, u.nx, u.le, u.al::jsonb, u.dg, u.fg, u.tr, u.ec, u.fa, u.ff, u.of, u.oc
 		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[],
-			$8::int[], $9::bigint[], $10::bytea[], $11::bytea[], $12::timestamptz[], $15::text[],
-			$16::timestamptz[], $17::text[], $18::text[], $19::bytea[], $20::text[], $24::bool[])
-			AS u(id, ot, em, pl, raw, src, dt, pt, off, k, h, prod, st, nx, le, al, dg, fg, tr)
+			$8::bytea[], $9::text[], $10::bytea[], $11::bytea[], $12::timestamptz[], $15::text[],
+			$16::timestamptz[], $17::text[], $18::text[], $19::bytea[], $20::text[], $24::bool[],
+			$25::text[], $26::int[], $27::timestamptz[], $28::text[], $29::bool[])
+			AS u(id, ot, em, pl, raw, src, dt, pos, disp, k, h, prod, st, nx, le, al, dg, fg, tr, ec, fa, ff, of, oc)
 		WHERE NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.source = u.src
-				AND a.dlq_topic = u.dt AND a.source_partition = u.pt AND a.source_offset = u.off
+				AND a.dlq_topic = u.dt AND a.source_position = u.pos
 				AND (a.content_digest = u.dg OR a.content_digest = '\x'::bytea))
 			AND NOT EXISTS (SELECT 1 FROM dlq.dlq_messages m WHERE m.source = u.src
-				AND m.dlq_topic = u.dt AND m.source_partition = u.pt AND m.source_offset = u.off
+				AND m.dlq_topic = u.dt AND m.source_position = u.pos
 				AND m.content_digest = '\x'::bytea)
 		ORDER BY u.id
-		ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING
+		ON CONFLICT (source, dlq_topic, source_position, content_digest) DO NOTHING
 		RETURNING id, dlq_topic, original_topic, status, failure_group, error_message
 	), queued AS (
 		INSERT INTO dlq.dlq_search_pending (id) SELECT id FROM ins
@@ -200,8 +222,8 @@ func pgLeaseEnd(until, entered string) string {
 // IngestDLQ implements sqlstore.Driver: returning replays are applied, and the
 // new messages inserted with pgIngest, in one transaction.
 func (p *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams) (dlq.IngestResult, error) {
-	batch, opts := params.Batch, params.Options
-	return p.store.Ingest(ctx, batch, func(q sqlstore.Querier, res *dlq.IngestResult) error {
+	opts := params.Options
+	return p.store.Ingest(ctx, params.Batch, opts.Now, func(q sqlstore.Querier, batch []dlq.Incoming, res *dlq.IngestResult) error {
 		fresh, err := p.applyReturns(ctx, q, batch, opts, res)
 		if err != nil || len(fresh) == 0 {
 			return err
@@ -215,8 +237,13 @@ func (p *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams)
 			raws                        = make([][]byte, n)
 			sources                     = make([]string, n)
 			topics                      = make([]string, n)
-			parts                       = make([]int32, n)
-			offsets                     = make([]int64, n)
+			positions                   = make([][]byte, n)
+			displays                    = make([]string, n)
+			errClasses                  = make([]string, n)
+			failedAttempts              = make([]int32, n)
+			firstFailed                 = make([]*time.Time, n)
+			originFrom                  = make([]string, n)
+			originConfigured            = make([]bool, n)
 			keys                        = make([][]byte, n)
 			headers                     = make([][]byte, n)
 			produced                    = make([]*time.Time, n)
@@ -235,8 +262,11 @@ func (p *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams)
 			ids[i], statuses[i], nexts[i], lastErrs[i], headers[i], logs[i] = [16]byte(r.ID), r.Status, r.NextRetryAt, r.LastError,
 				[]byte(r.Headers), r.Attempts
 			origTopics[i], errMsgs[i], keys[i], produced[i] = in.OriginalTopic, in.ErrorMessage, in.Key, in.ProducedAt
-			sources[i], topics[i], parts[i], offsets[i] = in.Position.Source, in.Position.Topic, in.Position.Partition,
-				in.Position.Offset
+			sources[i], topics[i], positions[i], displays[i] = in.Position.Source, in.Position.Topic, in.Position.ID,
+				in.Position.Display
+			errClasses[i], failedAttempts[i], firstFailed[i] = in.Origin.ErrorClass, int32(min(in.Origin.Attempts, math.MaxInt32)),
+				in.Origin.FirstFailedAt
+			originFrom[i], originConfigured[i] = in.Origin.From, in.Origin.Configured
 			if !in.NoJSON && pgSafeJSON(in.Payload) {
 				s := string(in.Payload)
 				payloads[i] = &s
@@ -250,9 +280,10 @@ func (p *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams)
 			}
 		}
 		var inserted int64
-		if err := q.QueryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, parts, offsets,
+		if err := q.QueryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, positions, displays,
 			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs, digests, groups,
-			groupIDs, patterns, classes, truncated).Scan(&inserted); err != nil {
+			groupIDs, patterns, classes, truncated, errClasses, failedAttempts, firstFailed, originFrom,
+			originConfigured).Scan(&inserted); err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		res.Inserted = int(inserted)

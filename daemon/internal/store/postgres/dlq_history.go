@@ -5,17 +5,17 @@ import "github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
 var pgHistory = sqlstore.HistorySQL{
 	Events: `SELECT at, kind, detail::text, uid FROM dlq.dlq_events WHERE message_id = $1 ORDER BY at, kind <> 'intake', id`,
 	Intake: `
-		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, false
+		SELECT created_at, source, dlq_topic, position_display, original_topic, error_message, false
 		FROM dlq.dlq_messages WHERE id = $1
 		UNION ALL
-		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, true
+		SELECT created_at, source, dlq_topic, position_display, original_topic, error_message, true
 		FROM dlq.dlq_messages_archive WHERE id = $1
 		LIMIT 1`,
 	Insert: `INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid)
 		SELECT $1::uuid, $2::timestamptz, $3::text, $4::jsonb, $5::bigint WHERE EXISTS (SELECT 1 FROM dlq.dlq_messages WHERE id = $1)`,
 	KeepIntake: `INSERT INTO dlq.dlq_events (message_id, at, kind, detail)
-		SELECT id, created_at, 'intake', jsonb_build_object('source', source, 'topic', dlq_topic, 'partition', source_partition,
-			'offset', source_offset, 'original_topic', original_topic, 'error', error_message)
+		SELECT id, created_at, 'intake', jsonb_build_object('source', source, 'topic', dlq_topic, 'position', position_display,
+			'original_topic', original_topic, 'error', error_message)
 		FROM dlq.dlq_messages WHERE id = $1`,
 	InsertAny: `INSERT INTO dlq.dlq_events (message_id, at, kind, detail, uid) VALUES ($1, $2, $3, $4::jsonb, $5)`,
 	Pause: `INSERT INTO dlq.dlq_topic_pauses AS p (dlq_topic, paused_at, reason, auto, uid) VALUES ($1, $2, $3, $4, $5)

@@ -19,8 +19,8 @@ var pgRetention = sqlstore.RetentionSQL{
 			SELECT id FROM dlq.dlq_messages_archive WHERE updated_at < $1 ORDER BY updated_at LIMIT $2
 			FOR UPDATE SKIP LOCKED)`,
 	PurgeReturns: `
-		DELETE FROM dlq.dlq_returns WHERE (source, dlq_topic, source_partition, source_offset, content_digest) IN (
-			SELECT source, dlq_topic, source_partition, source_offset, content_digest FROM dlq.dlq_returns r
+		DELETE FROM dlq.dlq_returns WHERE (source, dlq_topic, source_position, content_digest) IN (
+			SELECT source, dlq_topic, source_position, content_digest FROM dlq.dlq_returns r
 			WHERE applied_at < $1 AND NOT EXISTS (SELECT 1 FROM dlq.dlq_messages m WHERE m.id = r.message_id)
 				AND NOT EXISTS (SELECT 1 FROM dlq.dlq_messages_archive a WHERE a.id = r.message_id)
 			LIMIT $2 FOR UPDATE SKIP LOCKED)`,

@@ -32,14 +32,14 @@ var sqliteDLQ = sqlstore.DLQSQL{
 		SELECT COALESCE(sum(n), 0) FROM dlq_topic_counts
 		WHERE (dlq_topic = ?1 OR (original_topic = ?1 AND dlq_topic <> ?1)) AND (?2 = '' OR status = ?2)`,
 	Known: `
-		SELECT EXISTS (SELECT 1 FROM dlq_messages WHERE source = ?1 AND dlq_topic = ?2 AND source_partition = ?3
-				AND source_offset = ?4 AND ` + sqliteSameContent + `)
-			OR EXISTS (SELECT 1 FROM dlq_messages_archive WHERE source = ?1 AND dlq_topic = ?2 AND source_partition = ?3
-				AND source_offset = ?4 AND ` + sqliteSameContent + `)
-			OR EXISTS (SELECT 1 FROM dlq_returns WHERE source = ?1 AND dlq_topic = ?2 AND source_partition = ?3
-				AND source_offset = ?4 AND ` + sqliteSameContent + `)`,
+		SELECT EXISTS (SELECT 1 FROM dlq_messages WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3
+				AND ` + sqliteSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq_messages_archive WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3
+				AND ` + sqliteSameContent + `)
+			OR EXISTS (SELECT 1 FROM dlq_returns WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3
+				AND ` + sqliteSameContent + `)`,
 	RecordReturn: `
-		INSERT INTO dlq_returns (` + sqlstore.ReturnColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+		INSERT INTO dlq_returns (` + sqlstore.ReturnColumns + `) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 		ON CONFLICT DO NOTHING`,
 	Returned: `
 		UPDATE dlq_messages SET status = ?2, retry_count = ?3, error_message = ?4, next_retry_at = ?5,
@@ -112,6 +112,23 @@ var sqliteDLQ = sqlstore.DLQSQL{
 			RETURNING ` + sqlstore.DLQColumns,
 		ClaimedRead: `SELECT ` + sqlstore.ClaimedColumns + ` FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id`,
 	},
+	Unacked: sqlstore.UnackedSQL{
+		Take: `
+			DELETE FROM dlq_unacked WHERE rowid = (
+				SELECT rowid FROM dlq_unacked WHERE source = ?1 AND dlq_topic = ?2 AND content_digest = ?3 AND stored_at >= ?4
+				ORDER BY stored_at, source_position LIMIT 1)
+			RETURNING message_id`,
+		Keep: `
+			INSERT INTO dlq_unacked (source, dlq_topic, source_position, content_digest, message_id, stored_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING`,
+		KeepStored: `
+			INSERT INTO dlq_unacked (source, dlq_topic, source_position, content_digest, message_id, stored_at)
+			SELECT source, dlq_topic, source_position, content_digest, id, ?5 FROM dlq_messages
+			WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3 AND content_digest = ?4
+			ON CONFLICT DO NOTHING`,
+		Confirm: `DELETE FROM dlq_unacked WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3`,
+		Expire:  `DELETE FROM dlq_unacked WHERE stored_at < ?1`,
+	},
 }
 
 // sqliteLeaseEnd is the end of a lease written by a claim or a renewal:
@@ -125,9 +142,9 @@ func sqliteLeaseEnd(until, entered string) string {
 	return "(" + until + " + max(0, CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) - " + entered + "))"
 }
 
-// sqliteSameContent matches the rows of a position whose digest is ?5, or
+// sqliteSameContent matches the rows of a position whose digest is ?4, or
 // unknown on either side (an empty digest).
-const sqliteSameContent = `(content_digest = ?5 OR content_digest = x'' OR ?5 = x'')`
+const sqliteSameContent = `(content_digest = ?4 OR content_digest = x'' OR ?4 = x'')`
 
 // sqliteAppendAttempt is the SQL that appends the JSON history entry in
 // param to attempt_log, keeping the newest dlq.MaxAttempts.
@@ -152,17 +169,18 @@ func rawPayload(b []byte) any {
 // position with another digest is a new dead letter.
 const sqliteIngest = `
 	INSERT INTO dlq_messages (` + sqlstore.DLQInsertColumns + `)
-	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21
+	SELECT ?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
+		?22, ?23, ?24, ?25, ?26
 	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages_archive a WHERE a.source = ?8 AND a.dlq_topic = ?9
-			AND a.source_partition = ?10 AND a.source_offset = ?11 AND (a.content_digest = ?19 OR a.content_digest = x''))
+			AND a.source_position = ?10 AND (a.content_digest = ?19 OR a.content_digest = x''))
 		AND NOT EXISTS (SELECT 1 FROM dlq_messages m WHERE m.source = ?8 AND m.dlq_topic = ?9
-			AND m.source_partition = ?10 AND m.source_offset = ?11 AND m.content_digest = x'')
-	ON CONFLICT (source, dlq_topic, source_partition, source_offset, content_digest) DO NOTHING`
+			AND m.source_position = ?10 AND m.content_digest = x'')
+	ON CONFLICT (source, dlq_topic, source_position, content_digest) DO NOTHING`
 
 // IngestDLQ implements sqlstore.Driver, a message at a time in one transaction.
 func (s *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams) (dlq.IngestResult, error) {
-	batch, opts := params.Batch, params.Options
-	return s.store.Ingest(ctx, batch, func(q sqlstore.Querier, res *dlq.IngestResult) error {
+	opts := params.Options
+	return s.store.Ingest(ctx, params.Batch, opts.Now, func(q sqlstore.Querier, batch []dlq.Incoming, res *dlq.IngestResult) error {
 		ins, err := q.(sqliteConn).prepare(ctx, sqliteIngest) // a transaction's Querier is a sqliteConn
 		if err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
@@ -184,8 +202,9 @@ func (s *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams)
 			}
 			r := sqlstore.NewRowOf(in, opts)
 			n, err := ins.Exec(ctx, r.ID, in.OriginalTopic, in.ErrorMessage, opts.MaxRetries, payload, r.Status, opts.Now,
-				in.Position.Source, in.Position.Topic, in.Position.Partition, in.Position.Offset, in.Key, r.Headers,
-				rawPayload(in.Payload), in.ProducedAt, r.NextRetryAt, r.LastError, r.Attempts, sqlstore.DigestOf(in), r.Group.ID, in.Truncated)
+				in.Position.Source, in.Position.Topic, in.Position.ID, in.Position.Display, in.Key, r.Headers,
+				rawPayload(in.Payload), in.ProducedAt, r.NextRetryAt, r.LastError, r.Attempts, sqlstore.DigestOf(in), r.Group.ID, in.Truncated,
+				in.Origin.ErrorClass, in.Origin.Attempts, in.Origin.FirstFailedAt, in.Origin.From, in.Origin.Configured)
 			if err != nil {
 				return fmt.Errorf("insert dead letter: %w", err)
 			}

@@ -5,17 +5,17 @@ import "github.com/lifecycled/lifecycled/daemon/internal/store/sqlstore"
 var sqliteHistory = sqlstore.HistorySQL{
 	Events: `SELECT at, kind, detail, uid FROM dlq_events WHERE message_id = ?1 ORDER BY at, kind <> 'intake', id`,
 	Intake: `
-		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, 0
+		SELECT created_at, source, dlq_topic, position_display, original_topic, error_message, 0
 		FROM dlq_messages WHERE id = ?1
 		UNION ALL
-		SELECT created_at, source, dlq_topic, source_partition, source_offset, original_topic, error_message, 1
+		SELECT created_at, source, dlq_topic, position_display, original_topic, error_message, 1
 		FROM dlq_messages_archive WHERE id = ?1
 		LIMIT 1`,
 	Insert: `INSERT INTO dlq_events (message_id, at, kind, detail, uid)
 		SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM dlq_messages WHERE id = ?1)`,
 	KeepIntake: `INSERT INTO dlq_events (message_id, at, kind, detail)
-		SELECT id, created_at, 'intake', json_object('source', source, 'topic', dlq_topic, 'partition', source_partition,
-			'offset', source_offset, 'original_topic', original_topic, 'error', error_message)
+		SELECT id, created_at, 'intake', json_object('source', source, 'topic', dlq_topic, 'position', position_display,
+			'original_topic', original_topic, 'error', error_message)
 		FROM dlq_messages WHERE id = ?1`,
 	InsertAny: `INSERT INTO dlq_events (message_id, at, kind, detail, uid) VALUES (?1, ?2, ?3, ?4, ?5)`,
 	Pause: `INSERT INTO dlq_topic_pauses (dlq_topic, paused_at, reason, auto, uid) VALUES (?1, ?2, ?3, ?4, ?5)

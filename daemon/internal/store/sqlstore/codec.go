@@ -33,6 +33,7 @@ type storedHeader struct {
 	Key    *string `json:"key,omitempty"`
 	KeyB64 []byte  `json:"key_b64,omitempty"`
 	Value  []byte  `json:"value"`
+	Type   string  `json:"type,omitempty"`
 }
 
 // StoredName is the field a header's name is stored in and what it holds
@@ -51,7 +52,7 @@ func headersJSON(hs []dlq.Header) string {
 	}
 	out := make([]storedHeader, len(hs))
 	for i, h := range hs {
-		out[i].Value = h.Value
+		out[i].Value, out[i].Type = h.Value, h.Type
 		if field, stored := StoredName(string(h.Key)); field == "key" {
 			out[i].Key = &stored
 		} else {
@@ -76,7 +77,7 @@ func decodeHeaders(b []byte) ([]dlq.Header, error) {
 	}
 	out := make([]dlq.Header, len(in))
 	for i, h := range in {
-		out[i].Value = h.Value
+		out[i].Value, out[i].Type = h.Value, h.Type
 		switch {
 		case h.KeyB64 != nil:
 			out[i].Key = h.KeyB64

@@ -26,11 +26,11 @@ type DLQSQL struct {
 	ListPage, ListCount string
 	// Known reports whether a position was seen with a digest, as a stored
 	// dead letter (live or archived) or as a return applied: (source, topic,
-	// partition, offset, digest). An empty digest on either side matches
+	// position, digest). An empty digest on either side matches
 	// any (rows from before digests, a caller that has none).
 	Known string
 	// RecordReturn records a return applied, unless it was: (source, topic,
-	// partition, offset, digest, message id, now); one row or none.
+	// position, digest, message id, now); one row or none.
 	RecordReturn string
 	// Returned applies a returning replay: (id, status, retry_count,
 	// error_message, next_retry_at, now, last_error, attempt). A message
@@ -42,16 +42,18 @@ type DLQSQL struct {
 	// List passes a list of strings as one parameter.
 	List func([]string) any
 	ClaimSQL
+	Unacked UnackedSQL
 }
 
 // DLQInsertColumns are the columns intake writes for a new dead letter, in
 // the order both dialects' statements give them.
 const DLQInsertColumns = `id, original_topic, error_message, retry_count, max_retries, payload, status, created_at,
-	updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, produced_at,
-	next_retry_at, last_error, attempt_log, content_digest, failure_group, truncated`
+	updated_at, source, dlq_topic, source_position, position_display, message_key, headers, raw_payload, produced_at,
+	next_retry_at, last_error, attempt_log, content_digest, failure_group, truncated, error_class, failed_attempts,
+	first_failed_at, origin_from, origin_configured`
 
 // ReturnColumns are the columns of a recorded return (dlq_returns).
-const ReturnColumns = `source, dlq_topic, source_partition, source_offset, content_digest, message_id, applied_at`
+const ReturnColumns = `source, dlq_topic, source_position, content_digest, message_id, applied_at`
 
 // noDigest is the digest of a position whose content is not known (stored
 // before digests): it matches any.
@@ -68,8 +70,9 @@ func DigestOf(in dlq.Incoming) []byte {
 // DLQColumns is what every statement that returns dead letters selects,
 // for ScanMessage; the same list in both dialects.
 const DLQColumns = `id, original_topic, error_message, retry_count, max_retries, status, created_at, updated_at,
-	last_retry_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload,
-	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL, message_key IS NULL, failure_group, truncated`
+	last_retry_at, source, dlq_topic, source_position, position_display, message_key, headers, raw_payload,
+	produced_at, next_retry_at, last_error, attempt_log, republished_at, raw_payload IS NULL, message_key IS NULL, failure_group, truncated,
+	error_class, failed_attempts, first_failed_at, origin_from, origin_configured`
 
 func ScanMessage(row Scanner) (dlq.Message, error) {
 	var (
@@ -81,8 +84,9 @@ func ScanMessage(row Scanner) (dlq.Message, error) {
 	)
 	err := row.Scan(&m.ID, &m.OriginalTopic, &m.ErrorMessage, &m.RetryCount, &m.MaxRetries, &status,
 		&m.CreatedAt, &m.UpdatedAt, &m.LastRetryAt, &m.Position.Source, &m.Position.Topic,
-		&m.Position.Partition, &m.Position.Offset, &m.Key, &headers, &m.Payload, &m.ProducedAt, &m.NextRetryAt,
-		&lastError, &attempts, &m.RepublishedAt, &payloadNull, &keyNull, &m.Group, &m.Truncated)
+		&m.Position.ID, &m.Position.Display, &m.Key, &headers, &m.Payload, &m.ProducedAt, &m.NextRetryAt,
+		&lastError, &attempts, &m.RepublishedAt, &payloadNull, &keyNull, &m.Group, &m.Truncated,
+		&m.Origin.ErrorClass, &m.Origin.Attempts, &m.Origin.FirstFailedAt, &m.Origin.From, &m.Origin.Configured)
 	if err != nil {
 		return m, err
 	}
@@ -196,16 +200,27 @@ func (s *Store) DLQTopics(ctx context.Context) ([]dlq.TopicSummary, error) {
 	return out, nil
 }
 
-// Ingest runs the intake of a batch in one transaction; fn is the
-// dialect's part, and counts into res.
-func (s *Store) Ingest(ctx context.Context, batch []dlq.Incoming, fn func(q Querier, res *dlq.IngestResult) error) (dlq.IngestResult, error) {
+// Ingest runs the intake of a batch in one transaction: the redeliveries
+// of per-delivery sources that match an unconfirmed delivery are taken
+// out (takeRedeliveries), fn, the dialect's part, stores the rest and
+// counts into res, and the per-delivery messages stored are recorded as
+// unconfirmed until their Commit succeeds.
+func (s *Store) Ingest(ctx context.Context, batch []dlq.Incoming, now time.Time,
+	fn func(q Querier, batch []dlq.Incoming, res *dlq.IngestResult) error) (dlq.IngestResult, error) {
 	var res dlq.IngestResult
 	if len(batch) == 0 {
 		return res, nil
 	}
 	err := s.conn.Tx(ctx, func(q Querier) error {
 		res = dlq.IngestResult{}
-		return fn(q, &res)
+		rest, err := s.takeRedeliveries(ctx, q, batch, now, &res)
+		if err != nil || len(rest) == 0 {
+			return err
+		}
+		if err := fn(q, rest, &res); err != nil {
+			return err
+		}
+		return s.keepDeliveries(ctx, q, rest, now)
 	})
 	return res, err
 }
@@ -289,7 +304,7 @@ func (r *ReplayTarget) ours(in dlq.Incoming) bool {
 func (s *Store) TakeReturn(ctx context.Context, q Querier, in dlq.Incoming, r *ReplayTarget, opts dlq.IngestOptions, res *dlq.IngestResult) (bool, error) {
 	pos, digest := in.Position, DigestOf(in)
 	var known bool
-	if err := q.QueryRow(ctx, s.sql.DLQ.Known, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest).Scan(&known); err != nil {
+	if err := q.QueryRow(ctx, s.sql.DLQ.Known, pos.Source, pos.Topic, pos.ID, digest).Scan(&known); err != nil {
 		return false, fmt.Errorf("look up a returned replay's position: %w", err)
 	}
 	if known {
@@ -299,7 +314,7 @@ func (s *Store) TakeReturn(ctx context.Context, q Querier, in dlq.Incoming, r *R
 	if r == nil || !r.ours(in) {
 		return false, nil
 	}
-	n, err := q.Exec(ctx, s.sql.DLQ.RecordReturn, pos.Source, pos.Topic, pos.Partition, pos.Offset, digest, r.ID, opts.Now)
+	n, err := q.Exec(ctx, s.sql.DLQ.RecordReturn, pos.Source, pos.Topic, pos.ID, digest, r.ID, opts.Now)
 	if err != nil {
 		return false, fmt.Errorf("record a returned replay: %w", err)
 	}
@@ -320,8 +335,8 @@ func (s *Store) TakeReturn(ctx context.Context, q Querier, in dlq.Incoming, r *R
 	if to.Status == dlq.StatusPending && opts.FeedbackRetryAt != nil {
 		next = opts.FeedbackRetryAt(to.RetryCount)
 	}
-	reason := fmt.Sprintf("the replay failed again and came back to %s (partition %d, offset %d): %s",
-		pos.Topic, pos.Partition, pos.Offset, in.ErrorMessage)
+	reason := fmt.Sprintf("the replay failed again and came back to %s (at %s): %s",
+		pos.Topic, pos.Display, in.ErrorMessage)
 	entry := &dlq.Attempt{At: opts.Now, Outcome: dlq.OutcomeReturned, Error: reason}
 	if _, err := q.Exec(ctx, s.sql.DLQ.Returned, r.ID, string(to.Status), to.RetryCount, in.ErrorMessage, next,
 		opts.Now, reason, attemptJSON(entry)); err != nil {
@@ -374,7 +389,7 @@ type NewRow struct {
 
 func NewRowOf(in dlq.Incoming, opts dlq.IngestOptions) NewRow {
 	r := NewRow{ID: newID(), Status: statusOf(in), NextRetryAt: firstRetry(in, opts), Headers: headersJSON(in.Headers),
-		Attempts: attemptLog(in.Attempt), Group: dlq.FailureGroup(in.OriginalTopic, in.ErrorMessage, in.Headers)}
+		Attempts: attemptLog(in.Attempt), Group: dlq.FailureGroup(in.OriginalTopic, in.Origin.ErrorClass, in.ErrorMessage)}
 	if in.LastError != "" {
 		r.LastError = &in.LastError
 	}

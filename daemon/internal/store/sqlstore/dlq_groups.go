@@ -164,7 +164,7 @@ func (s *Store) backfillGroups(ctx context.Context, gs GroupsSQL, limit int) (in
 			if err != nil {
 				hs = nil // unreadable headers: grouped by text and topic alone
 			}
-			g := dlq.FailureGroup(o.origTopic, o.errText, hs)
+			g := dlq.FailureGroup(o.origTopic, dlq.LegacyExceptionClass(hs), o.errText)
 			n, err := q.Exec(ctx, gs.Regroup, o.id, g.ID)
 			if err != nil {
 				return fmt.Errorf("group dead letter %s: %w", o.id, err)

@@ -23,8 +23,8 @@ type HistorySQL struct {
 	// (id) -> at, kind, detail, uid.
 	Events string
 	// Intake reads what the intake event shows, from the live row or the
-	// archived one: (id) -> created_at, source, dlq_topic, partition,
-	// offset, original_topic, error_message, archived.
+	// archived one: (id) -> created_at, source, dlq_topic, position
+	// display, original_topic, error_message, archived.
 	Intake string
 	// Insert adds an event to a live message: (id, at, kind, detail, uid);
 	// no row when there is no such message.
@@ -50,15 +50,14 @@ func (s *Store) DLQHistory(ctx context.Context, id uuid.UUID) ([]dlq.HistoryEven
 		var (
 			created          time.Time
 			source, topic    string
-			part             int32
-			offset           int64
+			position         string
 			original, errMsg string
 			archived         bool
 		)
-		err := q.QueryRow(ctx, s.sql.History.Intake, id).Scan(&created, &source, &topic, &part, &offset, &original, &errMsg, &archived)
+		err := q.QueryRow(ctx, s.sql.History.Intake, id).Scan(&created, &source, &topic, &position, &original, &errMsg, &archived)
 		switch {
 		case err == nil:
-			detail, _ := json.Marshal(map[string]any{"source": source, "topic": topic, "partition": part, "offset": offset,
+			detail, _ := json.Marshal(map[string]any{"source": source, "topic": topic, "position": position,
 				"original_topic": original, "error": errMsg})
 			out = append(out, dlq.HistoryEvent{At: created, Kind: dlq.KindIntake, Detail: detail})
 		case !errors.Is(err, derrors.ErrNotFound):

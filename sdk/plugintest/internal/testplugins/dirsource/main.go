@@ -61,7 +61,7 @@ func (s *source) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.C
 	s.mu.Lock()
 	s.cfg, s.broker, s.fetched = c, b, committed
 	s.mu.Unlock()
-	return &sdk.ConfigureResponse{}, nil
+	return &sdk.ConfigureResponse{Source: sdk.SourceTraits{Acks: sdk.AcksCumulative, Positions: sdk.PositionsStable, HeaderOrderKept: !c.MapHeaders}}, nil
 }
 
 func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchResponse, error) {
@@ -81,7 +81,7 @@ func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchRe
 			out := &sdk.FetchResponse{}
 			for _, m := range msgs {
 				out.Messages = append(out.Messages, sdk.DeadLetter{
-					Position: sdk.Position{Topic: cfg.Topic, Offset: m.Seq},
+					Position: sdk.LogPosition(cfg.Topic, 0, m.Seq),
 					Key:      m.Key, Value: m.Value, Headers: s.headers(m.Headers),
 				})
 			}
@@ -124,7 +124,11 @@ func (s *source) Commit(_ context.Context, req *sdk.CommitRequest) (*sdk.CommitR
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range req.Positions {
-		if err := s.broker.Commit(p.Topic, p.Offset); err != nil {
+		_, seq, ok := sdk.ParseLogPosition(p.ID)
+		if !ok {
+			return nil, sdk.Permanent(fmt.Errorf("position %x is not one of this source's", p.ID))
+		}
+		if err := s.broker.Commit(p.Topic, seq); err != nil {
 			return nil, sdk.Retryable(err, time.Second)
 		}
 	}
