@@ -3,7 +3,7 @@
 -- and with it the whole migration, before anything changed. SQLite has no
 -- function from bytes to an integer: partition and offset are summed from
 -- the hex digits of the position's 4 and 8 bytes.
-CREATE TEMP TABLE dlq_down_guard (other_positions INTEGER CHECK (other_positions = 0));
+CREATE TEMP TABLE dlq_down_guard (positions_protocol_2_cannot_hold INTEGER CHECK (positions_protocol_2_cannot_hold = 0));
 INSERT INTO dlq_down_guard
 SELECT (SELECT count(*) FROM dlq_messages WHERE length(source_position) <> 12)
     + (SELECT count(*) FROM dlq_messages_archive WHERE length(source_position) <> 12)

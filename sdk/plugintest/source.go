@@ -33,19 +33,18 @@ type SourceFixture interface {
 	Consume(t testing.TB, topic string, n int) []Produced
 }
 
-// HeaderFidelity is what a source keeps of a message's headers, as it
-// declares it to the kit.
-type HeaderFidelity int
+// headerFidelity is what a source keeps of a message's headers, as its
+// SourceTraits declare it.
+type headerFidelity int
 
 const (
-	// HeadersExact: every header, keys and values as bytes, in the order
-	// the broker holds them (Kafka). The default.
-	HeadersExact HeaderFidelity = iota
-	// HeadersUnordered: every header, keys and values as bytes, in an order
-	// of the source's own, the same on every delivery: a broker whose
-	// client hands headers over as a map (AMQP's table in amqp091-go),
-	// which the source sorts.
-	HeadersUnordered
+	// headersExact: every header, keys and values as bytes, in the order
+	// the broker holds them (Kafka): SourceTraits.HeaderOrderKept.
+	headersExact headerFidelity = iota
+	// headersUnordered: every header, keys and values as bytes, in an
+	// order of the source's own: a broker whose client hands headers over
+	// as a map (AMQP's table in amqp091-go).
+	headersUnordered
 )
 
 // SourceOptions configure RunDLQSource.
@@ -54,8 +53,6 @@ type SourceOptions struct {
 	Env        []string
 	Fixture    SourceFixture
 	BadConfigs map[string]map[string]any
-	// Headers is the header fidelity the source declares.
-	Headers HeaderFidelity
 }
 
 func fetchN(t testing.TB, s sdk.DLQSource, n int, within time.Duration) []sdk.DeadLetter {
@@ -90,11 +87,21 @@ func positions(ms []sdk.DeadLetter) []sdk.Position {
 // positionKey identifies a position in a map.
 func positionKey(p sdk.Position) string { return p.Topic + "\x00" + string(p.ID) }
 
-func configure(t testing.TB, s sdk.DLQSource, cfg map[string]any) {
+func configure(t testing.TB, s sdk.DLQSource, cfg map[string]any) sdk.SourceTraits {
 	t.Helper()
-	if _, err := s.Configure(ctxFor(t, time.Minute), &sdk.ConfigureRequest{Name: "conformance", Config: cfg}); err != nil {
+	resp, err := s.Configure(ctxFor(t, time.Minute), &sdk.ConfigureRequest{Name: "conformance", Config: cfg})
+	if err != nil {
 		t.Fatalf("Configure with the fixture's config: %v", err)
 	}
+	return resp.Source
+}
+
+// TypedFixture is a SourceFixture whose broker types header values (AMQP
+// tables): TypedHeader is a header whose type is not plain text, which
+// Produce writes with that type.
+type TypedFixture interface {
+	SourceFixture
+	TypedHeader() sdk.Header
 }
 
 // RunDLQSource runs the DLQSource conformance checks.
@@ -120,7 +127,14 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 			}
 		}
 	})
-	configure(t, s, f.Config(t))
+	traits := configure(t, s, f.Config(t))
+	if err := traits.Check(); err != nil {
+		t.Fatalf("the source's traits (ConfigureResponse.Source): %v", err)
+	}
+	fidelity := headersExact
+	if !traits.HeaderOrderKept {
+		fidelity = headersUnordered
+	}
 
 	// Header keys and values are bytes: every message also carries a header
 	// whose key and value are not UTF-8.
@@ -165,25 +179,53 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 			if !bytes.Equal(got.Value, want.Value) {
 				t.Errorf("value %q, want %q", got.Value, want.Value)
 			}
-			if problem := o.Headers.differ(got.Headers, want.Headers); problem != "" {
+			if problem := fidelity.differ(got.Headers, want.Headers); problem != "" {
 				t.Errorf("fetched message %s: %s", want.Key, problem)
 			}
 		}
 	})
 
-	t.Run("uncommitted messages are fetched again after a restart", func(t *testing.T) {
+	t.Run("uncommitted messages are fetched again after a restart, as the same messages", func(t *testing.T) {
+		for _, m := range first {
+			if m.Redelivered {
+				t.Errorf("message %s flagged redelivered on its first delivery: the daemon would take it for a redelivery of an identical one", m.Key)
+			}
+		}
 		restart()
 		again := fetchN(t, s, len(sent), time.Minute)
-		if fmt.Sprint(positions(again)) != fmt.Sprint(positions(first)) {
-			t.Fatalf("after restart fetched %v, want the same uncommitted positions %v", positions(again), positions(first))
+		if traits.Positions == sdk.PositionsStable &&
+			fmt.Sprint(positions(again)) != fmt.Sprint(positions(first)) {
+			t.Fatalf("after restart fetched %v, want the same uncommitted positions %v (the source declares stable positions)",
+				positions(again), positions(first))
 		}
-		// The daemon knows a redelivery by its content, headers in the
-		// order sent: whatever the fidelity, every delivery sends them in
-		// one order.
-		for i := range again {
-			if !sameHeaders(again[i].Headers, first[i].Headers) {
-				t.Errorf("position %+v came again with headers %q, first with %q: send them in one order on every delivery (sort a map), "+
-					"or the daemon stores the redelivery as another message", again[i].Position, again[i].Headers, first[i].Headers)
+		if len(again) != len(first) {
+			t.Fatalf("after restart fetched %d messages, want the %d uncommitted", len(again), len(first))
+		}
+		firstByKey := map[string]sdk.DeadLetter{}
+		for _, m := range first {
+			firstByKey[string(m.Key)] = m
+		}
+		// The daemon knows a redelivery by its content: key, value,
+		// headers (in the order sent when the source keeps their order)
+		// and timestamp, the same on every delivery.
+		for _, m := range again {
+			was, ok := firstByKey[string(m.Key)]
+			switch {
+			case !ok:
+				t.Errorf("after restart fetched %q, which was not uncommitted", m.Key)
+			case traits.Positions == sdk.PositionsPerDelivery && !m.Redelivered:
+				t.Errorf("message %s came again without Redelivered: the daemon stores it a second time (per-delivery positions)", m.Key)
+			case traits.Positions == sdk.PositionsPerDelivery && positionKey(m.Position) == positionKey(was.Position):
+				t.Errorf("message %s came again at the position of its first delivery, %x: per-delivery positions are never reused", m.Key, m.Position.ID)
+			case !bytes.Equal(m.Value, was.Value):
+				t.Errorf("message %s came again with another value", m.Key)
+			case !m.Timestamp.Equal(was.Timestamp):
+				t.Errorf("message %s came again with timestamp %v, first with %v: report the message's own time, or none, never the time it was read, "+
+					"or the daemon stores the redelivery as another message", m.Key, m.Timestamp, was.Timestamp)
+			case traits.HeaderOrderKept && !sameHeaders(m.Headers, was.Headers):
+				t.Errorf("message %s came again with headers %q, first with %q, and the source keeps their order", m.Key, m.Headers, was.Headers)
+			case !sameHeaders(sortedHeaders(m.Headers), sortedHeaders(was.Headers)):
+				t.Errorf("message %s came again with headers %q, first with %q", m.Key, m.Headers, was.Headers)
 			}
 		}
 		if _, err := s.Commit(ctxFor(t, time.Minute), &sdk.CommitRequest{Positions: positions(again)}); err != nil {
@@ -200,6 +242,33 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 			t.Fatalf("after commit and restart fetched %d+%d messages (first key %q), want only the new one", len(got), len(extra), keyOf(got))
 		}
 		_, _ = s.Commit(ctxFor(t, time.Minute), &sdk.CommitRequest{Positions: positions(got)})
+	})
+
+	t.Run("typed headers keep their type through fetch and republish", func(t *testing.T) {
+		if !traits.TypedHeaders {
+			t.Skip("the source's header values are bytes, untyped")
+		}
+		tf, ok := f.(TypedFixture)
+		needOption(t, ok, "the source declares typed headers, and the fixture is not a TypedFixture")
+		typed := tf.TypedHeader()
+		f.Produce(t, []Produced{{Key: []byte("typed"), Value: []byte("{}"), Headers: []sdk.Header{typed}}})
+		got := fetchN(t, s, 1, time.Minute)
+		if len(got) != 1 {
+			t.Fatalf("fetched %d messages, want the typed one", len(got))
+		}
+		if !hasHeader(got[0].Headers, typed) {
+			t.Fatalf("fetched headers %+v, want %+v with its type", got[0].Headers, typed)
+		}
+		_, _ = s.Commit(ctxFor(t, time.Minute), &sdk.CommitRequest{Positions: positions(got)})
+		resp, err := s.Republish(ctxFor(t, time.Minute), &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{{
+			ID: "typed", Topic: f.RepublishTopic(), Key: []byte("typed"), Value: []byte("{}"), Headers: got[0].Headers}}})
+		if err != nil || len(resp.Results) != 1 || !resp.Results[0].Acked {
+			t.Fatalf("Republish: %v %+v", err, resp)
+		}
+		back := f.Consume(t, f.RepublishTopic(), 1)
+		if len(back) != 1 || !hasHeader(back[0].Headers, typed) {
+			t.Fatalf("republished headers %+v, want %+v with its type", back, typed)
+		}
 	})
 
 	t.Run("Republish reports per-message acknowledgement", func(t *testing.T) {
@@ -232,7 +301,7 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 		// and a broker orders only within one: match them by x-dlq-id.
 		seen := map[string]bool{}
 		for _, m := range got {
-			id, ok := dlqID(m.Headers, o.Headers)
+			id, ok := dlqID(m.Headers, fidelity)
 			if !ok {
 				t.Errorf("republished message %q has headers %q, want x-dlq-id last", m.Value, m.Headers)
 				continue
@@ -250,8 +319,8 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 				t.Errorf("message %s republished twice", id)
 			case !bytes.Equal(m.Value, want.Value) || !bytes.Equal(m.Key, want.Key):
 				t.Errorf("republished %s = %q/%q, want %q/%q", id, m.Key, m.Value, want.Key, want.Value)
-			case o.Headers.differ(m.Headers, want.Headers) != "":
-				t.Errorf("republished %s: %s", id, o.Headers.differ(m.Headers, want.Headers))
+			case fidelity.differ(m.Headers, want.Headers) != "":
+				t.Errorf("republished %s: %s", id, fidelity.differ(m.Headers, want.Headers))
 			}
 			seen[id] = true
 		}
@@ -260,44 +329,54 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 
 // differ says how got differs from want under fidelity f ("" when it
 // does not).
-func (f HeaderFidelity) differ(got, want []sdk.Header) string {
+func (f headerFidelity) differ(got, want []sdk.Header) string {
 	if sameHeaders(got, want) {
 		return ""
 	}
 	if !sameHeaders(sortedHeaders(got), sortedHeaders(want)) {
 		return fmt.Sprintf("headers %q, want %q: keep every header, its key and its value as bytes", got, want)
 	}
-	if f == HeadersUnordered {
+	if f == headersUnordered {
 		return ""
 	}
 	return fmt.Sprintf("headers %q, want %q in this order: keep the broker's order, or, when the broker's client hands headers over as a map, "+
-		"sort them (every delivery must send them in one order) and declare SourceOptions.Headers = plugintest.HeadersUnordered", got, want)
+		"declare SourceTraits.HeaderOrderKept = false", got, want)
 }
 
 // dlqID is the value of the x-dlq-id header a republished message carries:
-// the last header, or under HeadersUnordered any.
-func dlqID(hs []sdk.Header, f HeaderFidelity) (string, bool) {
+// the last header, or under headersUnordered any.
+func dlqID(hs []sdk.Header, f headerFidelity) (string, bool) {
 	for i := len(hs) - 1; i >= 0; i-- {
 		if string(hs[i].Key) == "x-dlq-id" {
 			return string(hs[i].Value), true
 		}
-		if f == HeadersExact {
+		if f == headersExact {
 			break
 		}
 	}
 	return "", false
 }
 
+// sameHeaders compares keys, values and types in order.
 func sameHeaders(a, b []sdk.Header) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) {
+		if !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) || a[i].Type != b[i].Type {
 			return false
 		}
 	}
 	return true
+}
+
+func hasHeader(hs []sdk.Header, h sdk.Header) bool {
+	for _, x := range hs {
+		if bytes.Equal(x.Key, h.Key) && bytes.Equal(x.Value, h.Value) && x.Type == h.Type {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedHeaders(hs []sdk.Header) []sdk.Header {

@@ -16,19 +16,20 @@ import (
 // driven as the broker's own tools would. Its topics have names no Kafka
 // topic can have.
 type dirFixture struct {
-	b          dirbroker.Broker
-	mapHeaders bool
+	b              dirbroker.Broker
+	mapHeaders     bool
+	claimOrderKept bool
 }
 
-func newDirFixture(t testing.TB, mapHeaders bool) *dirFixture {
-	f := &dirFixture{b: dirbroker.Broker{Dir: t.TempDir()}, mapHeaders: mapHeaders}
+func newDirFixture(t testing.TB, mapHeaders, claimOrderKept bool) *dirFixture {
+	f := &dirFixture{b: dirbroker.Broker{Dir: t.TempDir()}, mapHeaders: mapHeaders, claimOrderKept: claimOrderKept}
 	require.NoError(t, f.b.CreateTopic(f.DLQTopic()))
 	require.NoError(t, f.b.CreateTopic(f.RepublishTopic()))
 	return f
 }
 
 func (f *dirFixture) Config(testing.TB) map[string]any {
-	return map[string]any{"dir": f.b.Dir, "topic": f.DLQTopic(), "map_headers": f.mapHeaders}
+	return map[string]any{"dir": f.b.Dir, "topic": f.DLQTopic(), "map_headers": f.mapHeaders, "claim_order_kept": f.claimOrderKept}
 }
 
 func (f *dirFixture) DLQTopic() string       { return "orders:dlq" }
@@ -61,12 +62,11 @@ func (f *dirFixture) Consume(t testing.TB, topic string, n int) []plugintest.Pro
 
 // runSourceKit runs the source kit against dirsource, its headers kept in
 // order or through a map, declared as headers.
-func runSourceKit(t *testing.T, binary string, mapHeaders bool, headers plugintest.HeaderFidelity) {
-	f := newDirFixture(t, mapHeaders)
+func runSourceKit(t *testing.T, binary string, mapHeaders, claimOrderKept bool) {
+	f := newDirFixture(t, mapHeaders, claimOrderKept)
 	plugintest.RunDLQSource(t, plugintest.SourceOptions{
 		Binary:  binary,
 		Fixture: f,
-		Headers: headers,
 		BadConfigs: map[string]map[string]any{
 			"missing dir": {"topic": f.DLQTopic()},
 			"unknown key": {"dir": f.b.Dir, "topic": f.DLQTopic(), "topics": "x"},
@@ -75,15 +75,15 @@ func runSourceKit(t *testing.T, binary string, mapHeaders bool, headers pluginte
 }
 
 // TestSourceKitPassesSourcesAsTheyDeclareTheirHeaders: a source that keeps
-// headers in order passes as HeadersExact; one whose broker client hands
-// them over as a map (and sorts them) passes as HeadersUnordered, as a
+// headers in order passes declaring them kept; one whose broker client hands
+// them over as a map (and sorts them) passes declaring them not kept, as a
 // RabbitMQ source on amqp091-go must (issue 29: the kit demanded an order
 // no such plugin can keep).
 func TestSourceKitPassesSourcesAsTheyDeclareTheirHeaders(t *testing.T) {
 	t.Parallel()
 	bin := testPlugin(t, "dirsource")
-	t.Run("in order, exact", func(t *testing.T) { runSourceKit(t, bin, false, plugintest.HeadersExact) })
-	t.Run("through a map, unordered", func(t *testing.T) { runSourceKit(t, bin, true, plugintest.HeadersUnordered) })
+	t.Run("in order, declared kept", func(t *testing.T) { runSourceKit(t, bin, false, false) })
+	t.Run("through a map, declared not kept", func(t *testing.T) { runSourceKit(t, bin, true, false) })
 }
 
 // TestSourceKitHelper runs the source kit against dirsource with map
@@ -94,7 +94,7 @@ func TestSourceKitHelper(t *testing.T) {
 	if bin == "" {
 		t.Skip("run by TestSourceKitFailsAMapSourceDeclaredExact")
 	}
-	runSourceKit(t, bin, true, plugintest.HeadersExact)
+	runSourceKit(t, bin, true, true)
 }
 
 // TestSourceKitFailsAMapSourceDeclaredExact: the order check is not lost
@@ -106,5 +106,5 @@ func TestSourceKitFailsAMapSourceDeclaredExact(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "the kit passed a source that reorders headers, declared exact:\n%s", out)
 	require.Contains(t, string(out), "in this order: keep the broker's order")
-	require.Contains(t, string(out), "declare SourceOptions.Headers = plugintest.HeadersUnordered")
+	require.Contains(t, string(out), "declare SourceTraits.HeaderOrderKept = false")
 }

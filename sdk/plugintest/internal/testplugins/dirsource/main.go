@@ -23,6 +23,9 @@ type config struct {
 	Dir        string `json:"dir"`
 	Topic      string `json:"topic"`
 	MapHeaders bool   `json:"map_headers"`
+	// ClaimOrderKept declares HeaderOrderKept even with map headers: a
+	// source that says more than it does, for the kit to catch.
+	ClaimOrderKept bool `json:"claim_order_kept"`
 }
 
 type source struct {
@@ -61,7 +64,7 @@ func (s *source) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.C
 	s.mu.Lock()
 	s.cfg, s.broker, s.fetched = c, b, committed
 	s.mu.Unlock()
-	return &sdk.ConfigureResponse{Source: sdk.SourceTraits{Acks: sdk.AcksCumulative, Positions: sdk.PositionsStable, HeaderOrderKept: !c.MapHeaders}}, nil
+	return &sdk.ConfigureResponse{Source: sdk.SourceTraits{Acks: sdk.AcksCumulative, Positions: sdk.PositionsStable, HeaderOrderKept: !c.MapHeaders || c.ClaimOrderKept}}, nil
 }
 
 func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchResponse, error) {
