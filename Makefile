@@ -55,7 +55,7 @@ build: ## build the daemon and every plugin into ./bin
 run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
 	$(BIN)/lifecycled run --config config.toml
 
-test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, redis-server, node+dynalite, kcat, promtool, protoc, Python gRPC, chromium)
+test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, redis-server, RabbitMQ, node+dynalite, kcat, promtool, protoc, Python gRPC, chromium)
 	./scripts/test-deps.sh
 
 # The processes the tests start are built without -race (testsvc.Binary

@@ -8,6 +8,9 @@ need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 
 have redis-server || need_apt+=(redis-server)
+# RabbitMQ for the rabbitmq plugin: each test makes a vhost of its own
+# with rabbitmqctl, on the server at 127.0.0.1:5672 (guest/guest).
+[ -x /usr/sbin/rabbitmq-server ] || have rabbitmq-server || need_apt+=(rabbitmq-server)
 have node || need_apt+=(nodejs)
 have npm || need_apt+=(npm)
 have kcat || need_apt+=(kcat)
@@ -83,9 +86,25 @@ if [ -z "${LIFECYCLED_TEST_MYSQL:-}" ]; then
   fi
 fi
 
+# RabbitMQ: the tests connect as guest (whom RabbitMQ lets in from
+# localhost only) to 127.0.0.1:5672 and make a vhost per test.
+rabbit_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) >/dev/null 2>&1 && rabbitmqctl -q status >/dev/null 2>&1; }
+if ! rabbit_up; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "test-deps: starting RabbitMQ"
+    if have service; then service rabbitmq-server start >/dev/null 2>&1 || true; fi
+    rabbit_up || rabbitmq-server -detached >/dev/null 2>&1 || true # no init system (a container)
+    for _ in $(seq 1 240); do rabbit_up && break; sleep 0.5; done
+  fi
+  if ! rabbit_up; then
+    echo "test-deps: RabbitMQ does not answer on 127.0.0.1:5672 (rabbitmqctl status fails); start rabbitmq-server" >&2
+    exit 1
+  fi
+fi
+
 # dynalite, pinned by test/dynalite/package-lock.json.
 if [ ! -f test/dynalite/node_modules/dynalite/cli.js ] || [ test/dynalite/package-lock.json -nt test/dynalite/node_modules/.package-lock.json ]; then
   echo "test-deps: installing dynalite"
   npm ci --prefix test/dynalite --no-audit --no-fund --loglevel=error >/dev/null
 fi
-echo "test-deps: ok (PostgreSQL, MariaDB, redis-server, dynalite, kcat, promtool, protoc, Python gRPC, libseccomp's Python bindings, systemd-analyze, curl, chromium)"
+echo "test-deps: ok (PostgreSQL, MariaDB, redis-server, RabbitMQ, dynalite, kcat, promtool, protoc, Python gRPC, libseccomp's Python bindings, systemd-analyze, curl, chromium)"

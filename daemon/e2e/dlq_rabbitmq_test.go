@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
+	"github.com/lifecycled/lifecycled/internal/testsvc"
+)
+
+// rabbitTopology is a service whose consumer rejects what it cannot
+// process: exchange orders routes order.created to queue orders.created,
+// which dead-letters through dlx into orders:dlq.
+func rabbitTopology(t *testing.T, mq *testsvc.RabbitMQ) *amqp.Channel {
+	t.Helper()
+	ch := rabbitChannel(t, mq)
+	require.NoError(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
+	require.NoError(t, ch.ExchangeDeclare("dlx", "fanout", true, false, false, false, nil))
+	_, err := ch.QueueDeclare("orders.created", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "dlx"})
+	require.NoError(t, err)
+	require.NoError(t, ch.QueueBind("orders.created", "order.created", "orders", false, nil))
+	_, err = ch.QueueDeclare("orders:dlq", true, false, false, false, nil)
+	require.NoError(t, err)
+	require.NoError(t, ch.QueueBind("orders:dlq", "", "dlx", false, nil))
+	return ch
+}
+
+// rabbitChannel is a channel on a connection of its own: a test that cuts
+// the daemon's connections cuts this one too, and asks for another.
+func rabbitChannel(t *testing.T, mq *testsvc.RabbitMQ) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(mq.URL)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	return ch
+}
+
+// deadLetterAll publishes bodies to orders and rejects each from
+// orders.created, so that RabbitMQ dead-letters them with x-death.
+func deadLetterAll(t *testing.T, mq *testsvc.RabbitMQ, bodies []string) {
+	t.Helper()
+	ch := rabbitChannel(t, mq)
+	for _, b := range bodies {
+		require.NoError(t, ch.PublishWithContext(t.Context(), "orders", "order.created", true, false,
+			amqp.Publishing{Body: []byte(b), DeliveryMode: amqp.Persistent, ContentType: "application/json"}))
+	}
+	for done := 0; done < len(bodies); {
+		d, ok, err := ch.Get("orders.created", false)
+		require.NoError(t, err)
+		if !ok {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		require.NoError(t, d.Reject(false))
+		done++
+	}
+}
+
+func queueDepth(t *testing.T, mq *testsvc.RabbitMQ, queue string) int {
+	t.Helper()
+	q, err := rabbitChannel(t, mq).QueueDeclarePassive(queue, true, false, false, false, nil)
+	require.NoError(t, err)
+	return q.Messages
+}
+
+func rabbitSource(url string) string {
+	return fmt.Sprintf(`
+[[dlq_source]]
+name = "rabbitmq:orders"
+plugin = "rabbitmq"
+[dlq_source.config]
+url = %q
+queues = ["orders:dlq"]
+prefetch = 40
+heartbeat = "2s"
+
+[[dlq.topic]]
+match = "orders:dlq"
+replay_targets = ["orders/*"]
+`, url)
+}
+
+// RabbitMQ has no message id that survives a redelivery, so what protects
+// its dead letters is the broker's redelivered flag and the daemon's
+// one-for-one matching of unconfirmed deliveries. With the plugin killed
+// (-9) and the connections cut while batches are between fetch and ack,
+// every dead letter is stored exactly once, twenty identical ones stay
+// twenty, nothing is left in the queue, and a retry of the queue
+// republishes each once to the exchange and routing key it failed on.
+func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
+	t.Parallel()
+	for _, state := range []string{"sqlite", "postgres"} {
+		t.Run(state, func(t *testing.T) {
+			t.Parallel()
+			mq := testsvc.NewRabbitMQ(t)
+			rabbitTopology(t, mq)
+			var bodies []string
+			for i := 0; i < 400; i++ {
+				bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
+			}
+			for i := 0; i < 20; i++ {
+				bodies = append(bodies, `{"twin":true}`)
+			}
+			deadLetterAll(t, mq, bodies)
+
+			d := startDLQDaemon(t, state, rabbitSource(mq.URL)+retryBlock(false, "1m"))
+			// Disrupt while intake runs: kill -9 the plugin, cut the
+			// connections, alternately.
+			for i := 0; i < 6; i++ {
+				time.Sleep(150 * time.Millisecond)
+				if i%2 == 0 {
+					var plugins struct {
+						Plugins []struct {
+							PID int `json:"pid"`
+						} `json:"plugins"`
+					}
+					apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
+					if pid := plugins.Plugins[0].PID; pid > 0 {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				} else {
+					mq.CloseConnections()
+				}
+			}
+			testsvc.Eventually(t, 2*time.Minute, func() bool {
+				return queueDepth(t, mq, "orders:dlq") == 0 && list(t, d, "orders:dlq", "").Pagination.TotalCount >= len(bodies)
+			}, "every dead letter taken in and acknowledged (depth %d, stored %d)", queueDepth(t, mq, "orders:dlq"),
+				list(t, d, "orders:dlq", "").Pagination.TotalCount)
+			stored := allMessages(t, d, "orders:dlq")
+			var got []string
+			for _, m := range stored {
+				got = append(got, string(m.Payload))
+				require.Equal(t, "orders/order.created", m.OriginalTopic)
+				require.Equal(t, "dead-lettered from queue orders.created: rejected", m.ErrorMessage)
+			}
+			sort.Strings(got)
+			want := append([]string(nil), bodies...)
+			sort.Strings(want)
+			require.Equal(t, want, got, "each dead letter once: none lost, none twice, the twins twenty")
+
+			testsvc.Eventually(t, time.Minute, func() bool {
+				var plugins struct {
+					Plugins []struct {
+						State string `json:"state"`
+					} `json:"plugins"`
+				}
+				apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
+				return plugins.Plugins[0].State == "running"
+			}, "the plugin is running again")
+			var res map[string]any
+			apitest.Expect(t, d, 200, &res).RetryAll(t.Context(), "orders:dlq", false)
+			require.EqualValues(t, len(bodies), res["retried"])
+			ch := rabbitChannel(t, mq)
+			var republished []string
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			for len(republished) < len(bodies) && ctx.Err() == nil {
+				m, ok, err := ch.Get("orders.created", true)
+				require.NoError(t, err)
+				if !ok {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				republished = append(republished, string(m.Body))
+				require.Equal(t, "application/json", m.ContentType, "properties kept")
+			}
+			sort.Strings(republished)
+			require.Equal(t, want, republished, "each republished once to orders/order.created")
+			time.Sleep(500 * time.Millisecond)
+			require.Zero(t, queueDepth(t, mq, "orders.created"), "nothing more")
+		})
+	}
+}
