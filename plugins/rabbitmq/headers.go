@@ -36,12 +36,19 @@ const (
 	typeArray    = "array"
 )
 
+// deliveryHeaders are headers a broker writes on a delivery, not on the
+// message: a quorum queue counts redeliveries in x-delivery-count. Kept,
+// a redelivery would differ from the first delivery and be stored again.
+var deliveryHeaders = map[string]bool{"x-delivery-count": true}
+
 // headersOf is a delivery's headers and properties, sorted by key (an AMQP
-// table is a map: one order on every delivery).
+// table is a map: one order on every delivery), without deliveryHeaders.
 func headersOf(d amqp.Delivery) []sdk.Header {
 	keys := make([]string, 0, len(d.Headers))
 	for k := range d.Headers {
-		keys = append(keys, k)
+		if !deliveryHeaders[k] {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	out := make([]sdk.Header, 0, len(keys)+4)

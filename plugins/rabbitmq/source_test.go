@@ -128,3 +128,31 @@ func TestRepublishRefusesWhatNothingRoutes(t *testing.T) {
 	require.Equal(t, int64(7), d.Headers["n"], "an int64 stays an int64")
 	require.Equal(t, uint8(amqp.Persistent), d.DeliveryMode)
 }
+
+// A quorum queue adds x-delivery-count to a message it delivers again: a
+// header of the delivery, not of the message. Left in, a redelivery would
+// differ from what was stored, and be stored a second time.
+func TestAQuorumQueueRedeliveryHasTheFirstDeliverysContent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ch := f.channel(t)
+	_, err := ch.QueueDeclare("quorum:dlq", true, false, false, false, amqp.Table{"x-queue-type": "quorum"})
+	require.NoError(t, err)
+	require.NoError(t, ch.QueueBind("quorum:dlq", "", "dlx", false, nil))
+	f.Produce(t, []plugintest.Produced{{Key: []byte("q1"), Value: []byte("{}"),
+		Headers: []sdk.Header{{Key: []byte("trace"), Value: []byte("abc")}}}})
+	p := plugintest.Launch(t, pluginBinary(t), sdk.KindDLQSource)
+	s := p.Source(t)
+	cfg := f.Config(t)
+	cfg["queues"] = []any{"quorum:dlq"}
+	_, err = s.Configure(testsvc.Context(t, time.Minute), &sdk.ConfigureRequest{Name: "rabbitmq", Config: cfg})
+	require.NoError(t, err)
+	first := fetch(t, s, 1)
+	require.Len(t, first, 1)
+	f.mq.CloseConnections()
+	again := fetch(t, s, 1)
+	require.Len(t, again, 1)
+	require.True(t, again[0].Redelivered)
+	require.Equal(t, first[0].Headers, again[0].Headers, "the same content on every delivery")
+	require.Equal(t, first[0].Value, again[0].Value)
+}
