@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -26,7 +27,8 @@ import (
 //   - bytes (a byte array) are the bytes, Type "bytes"; void is a null
 //     value, Type "void";
 //   - a table or an array is JSON whose every value is {"type", "value"}
-//     of the same form, Type "table" or "array";
+//     of the same form, Type "table" or "array" (a string in it that is
+//     not UTF-8 is {"type": "string-bytes", "value": base64});
 //   - a property is Type "property", its key the property's name
 //     (content_type, correlation_id, ...); the message id is the dead
 //     letter's key (AMQP has no key), which search and republish use.
@@ -34,6 +36,10 @@ const (
 	typeProperty = "property"
 	typeTable    = "table"
 	typeArray    = "array"
+	// typeStringBytes is a string inside a table or an array whose bytes
+	// are not UTF-8 (the .NET client writes a byte[] so): its value is
+	// base64, as JSON cannot hold the bytes.
+	typeStringBytes = "string-bytes"
 )
 
 // deliveryHeaders are headers a broker writes on a delivery, not on the
@@ -143,6 +149,10 @@ func typedOf(v any) typed {
 	case nil:
 		return typed{"void", nil}
 	case string:
+		if !utf8.ValidString(x) {
+			// JSON would replace the bytes that are not UTF-8.
+			return typed{typeStringBytes, []byte(x)} // base64 in JSON
+		}
 		return typed{"string", x}
 	case []byte:
 		return typed{"bytes", x} // base64 in JSON
@@ -255,6 +265,10 @@ func decodeTyped(raw json.RawMessage) (any, error) {
 		var b []byte
 		err := json.Unmarshal(t.Value, &b)
 		return b, err
+	case typeStringBytes:
+		var b []byte
+		err := json.Unmarshal(t.Value, &b)
+		return string(b), err
 	case typeTable:
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(t.Value, &m); err != nil {

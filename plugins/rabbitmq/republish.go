@@ -50,6 +50,7 @@ func (s *source) exchangeExists(name string) (bool, error) {
 	if err != nil {
 		return false, classify(err)
 	}
+	defer ch.Close() // closed by the broker already when the exchange is missing
 	err = ch.ExchangeDeclarePassive(name, "direct", false, false, false, false, nil)
 	var ae *amqp.Error
 	if errors.As(err, &ae) && ae.Code == amqp.NotFound {
@@ -58,7 +59,6 @@ func (s *source) exchangeExists(name string) (bool, error) {
 	if err != nil {
 		return false, classify(err)
 	}
-	_ = ch.Close()
 	return true, nil
 }
 
@@ -119,12 +119,17 @@ func (s *source) publishOne(ctx context.Context, p *publisher, exchange, key str
 	defer cancel()
 	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, msg)
 	if err != nil {
+		_ = p.ch.Close()
 		s.publish = nil
 		return classify(fmt.Errorf("publish to %s: %w", destination(exchange, key), err))
 	}
 	acked, err := dc.WaitContext(ctx)
 	if err != nil {
-		s.publish = nil // a confirm may still come; the next message gets a channel of its own
+		// A confirm may still come, for a message reported failed: it may
+		// be delivered, and sent again by the next attempt (at least once).
+		// The next message gets a channel of its own.
+		_ = p.ch.Close()
+		s.publish = nil
 		return classify(fmt.Errorf("no confirm from the broker within %s: %w", s.confirm, err))
 	}
 	// A mandatory message no queue took is returned before it is

@@ -75,6 +75,15 @@ func (s *source) dropLocked() {
 	clear(s.pending)
 }
 
+// dropGen drops the connection of generation gen, if it is still the one.
+func (s *source) dropGen(gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == gen && s.conn != nil {
+		s.dropLocked()
+	}
+}
+
 // check dials and starts the consumers: a queue that does not exist is a
 // config error, not something to wait for.
 func (s *source) check(ctx context.Context) error {
@@ -129,6 +138,16 @@ func (s *source) connectLocked() error {
 					return
 				}
 			}
+			select {
+			case <-done:
+			default:
+				// The broker ended this consumer while the connection
+				// lives (the queue was deleted: basic.cancel), or the
+				// channel closed: start over on a new connection, so that
+				// every queue is consumed again.
+				sdk.Logger().Warn("the broker ended the consumer of a dead-letter queue; reconnecting", "queue", queue)
+				s.dropGen(gen)
+			}
 		}(s.gen, q, s.deliveries, s.done)
 	}
 	go func(out chan delivery) {
@@ -137,6 +156,9 @@ func (s *source) connectLocked() error {
 	}(s.deliveries)
 	return nil
 }
+
+// fetchLinger is how long a batch waits for the next delivery.
+const fetchLinger = 2 * time.Millisecond
 
 // Fetch hands over up to req.Max deliveries, waiting up to req.Wait for
 // the first.
@@ -150,6 +172,12 @@ func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchRe
 	}
 	timer := time.NewTimer(req.Wait)
 	defer timer.Stop()
+	// After the first delivery, a batch takes what follows within linger of
+	// the one before: the consumer hands deliveries over one at a time, and
+	// a batch cut at the first gap is a transaction and a commit per few
+	// messages.
+	linger := time.NewTimer(0)
+	defer linger.Stop()
 	var got []delivery
 	for len(got) < req.Max {
 		var (
@@ -165,13 +193,25 @@ func (s *source) Fetch(ctx context.Context, req *sdk.FetchRequest) (*sdk.FetchRe
 				return nil, ctx.Err()
 			}
 		} else {
+			if !linger.Stop() {
+				select {
+				case <-linger.C:
+				default:
+				}
+			}
+			linger.Reset(fetchLinger)
 			select {
 			case d, ok = <-in:
-			default:
+			case <-linger.C:
 				ok, in = false, nil
 			}
 		}
 		if !ok {
+			if len(got) == 0 && in != nil {
+				// The consumers ended: the connection is gone or going.
+				s.dropGen(gen)
+				return nil, sdk.Retryable(errors.New("the broker ended the consumers (a queue deleted, the connection closed); reconnecting"), time.Second)
+			}
 			break
 		}
 		if d.gen == gen {

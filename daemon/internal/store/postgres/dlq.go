@@ -126,8 +126,10 @@ var pgDLQ = sqlstore.DLQSQL{
 			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
 		KeepStored: `
 			INSERT INTO dlq.dlq_unacked (source, dlq_topic, source_position, content_digest, message_id, stored_at)
-			SELECT source, dlq_topic, source_position, content_digest, id, $5 FROM dlq.dlq_messages
-			WHERE source = $1 AND dlq_topic = $2 AND source_position = $3 AND content_digest = $4
+			SELECT m.source, m.dlq_topic, m.source_position, m.content_digest, m.id, $2
+			FROM jsonb_to_recordset($1::jsonb) AS u(s text, t text, p text, d text)
+			JOIN dlq.dlq_messages m ON m.source = u.s AND m.dlq_topic = u.t AND m.source_position = decode(u.p, 'hex')
+				AND m.content_digest = decode(u.d, 'hex')
 			ON CONFLICT DO NOTHING`,
 		Confirm: `DELETE FROM dlq.dlq_unacked WHERE source = $1 AND dlq_topic = $2 AND source_position = $3`,
 		Expire:  `DELETE FROM dlq.dlq_unacked WHERE stored_at < $1`,

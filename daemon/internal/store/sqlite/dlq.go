@@ -123,8 +123,11 @@ var sqliteDLQ = sqlstore.DLQSQL{
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING`,
 		KeepStored: `
 			INSERT INTO dlq_unacked (source, dlq_topic, source_position, content_digest, message_id, stored_at)
-			SELECT source, dlq_topic, source_position, content_digest, id, ?5 FROM dlq_messages
-			WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3 AND content_digest = ?4
+			SELECT m.source, m.dlq_topic, m.source_position, m.content_digest, m.id, ?2
+			FROM json_each(?1) AS u JOIN dlq_messages m ON m.source = json_extract(u.value, '$.s')
+				AND m.dlq_topic = json_extract(u.value, '$.t') AND m.source_position = unhex(json_extract(u.value, '$.p'))
+				AND m.content_digest = unhex(json_extract(u.value, '$.d'))
+			WHERE true
 			ON CONFLICT DO NOTHING`,
 		Confirm: `DELETE FROM dlq_unacked WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3`,
 		Expire:  `DELETE FROM dlq_unacked WHERE stored_at < ?1`,

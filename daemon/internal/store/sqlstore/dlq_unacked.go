@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -23,8 +25,9 @@ type UnackedSQL struct {
 	// Keep records a delivery of a message: (source, topic, position,
 	// digest, message id, now); nothing when the position is recorded.
 	Keep string
-	// KeepStored records the delivery at a position that intake stored:
-	// (source, topic, position, digest, now).
+	// KeepStored records the deliveries at positions intake stored, in one
+	// statement: (JSON array of {"s": source, "t": topic, "p": position in
+	// hex, "d": digest in hex}, now).
 	KeepStored string
 	// Confirm forgets a delivery the source acknowledged: (source, topic,
 	// position).
@@ -81,18 +84,36 @@ func (s *Store) takeRedeliveries(ctx context.Context, q Querier, batch []dlq.Inc
 	return rest, nil
 }
 
+// storedDelivery is one element of KeepStored's JSON array.
+type storedDelivery struct {
+	Source   string `json:"s"`
+	Topic    string `json:"t"`
+	Position string `json:"p"`
+	Digest   string `json:"d"`
+}
+
 // keepDeliveries records the deliveries of per-delivery messages of a
 // stored batch as unconfirmed.
 func (s *Store) keepDeliveries(ctx context.Context, q Querier, batch []dlq.Incoming, now time.Time) error {
+	var stored []storedDelivery
 	for _, in := range batch {
-		if !in.PerDelivery {
-			continue
+		if in.PerDelivery {
+			stored = append(stored, storedDelivery{in.Position.Source, in.Position.Topic, hex.EncodeToString(in.Position.ID),
+				hex.EncodeToString(DigestOf(in))})
 		}
-		if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.KeepStored, in.Position.Source, in.Position.Topic, in.Position.ID,
-			DigestOf(in), now); err != nil {
-			return fmt.Errorf("record a delivery: %w", err)
-		}
-		if in.FeedbackOf == nil {
+	}
+	if len(stored) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(stored)
+	if err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.KeepStored, string(b), now); err != nil {
+		return fmt.Errorf("record deliveries: %w", err)
+	}
+	for _, in := range batch {
+		if !in.PerDelivery || in.FeedbackOf == nil {
 			continue
 		}
 		// A returning replay applied to its record, not stored: its
