@@ -28,6 +28,7 @@ func TestConstructorsClassifyAndKeepTheCause(t *testing.T) {
 		"invalid":     {make: Invalid, class: ClassPermanent, code: CodeInvalidArgument, grpcCode: codes.InvalidArgument},
 		"unsupported": {make: Unsupported, class: ClassPermanent, code: CodeUnsupported, is: ErrUnsupported, grpcCode: codes.Unimplemented},
 		"unavailable": {make: Unavailable, class: ClassRetryable, code: CodeUnavailable, is: ErrUnavailable, grpcCode: codes.Unavailable},
+		"not committed": {make: NotCommitted, class: ClassRetryable, code: CodeNotCommitted, grpcCode: codes.Unavailable},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

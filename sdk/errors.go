@@ -45,6 +45,9 @@ const (
 	CodeUnavailable
 	CodeInternal
 	CodeCanceled
+	// CodeNotCommitted: a DLQSource's Commit acknowledged none of the
+	// positions, and the broker delivers those messages again (NotCommitted).
+	CodeNotCommitted
 )
 
 func (c Code) String() string {
@@ -63,6 +66,8 @@ func (c Code) String() string {
 		return "internal"
 	case CodeCanceled:
 		return "canceled"
+	case CodeNotCommitted:
+		return "not committed"
 	default:
 		return "unknown"
 	}
@@ -171,6 +176,15 @@ func NotFound(err error) error { return withCode(err, ClassPermanent, CodeNotFou
 // not fit the column type): permanent.
 func Invalid(err error) error { return withCode(err, ClassPermanent, CodeInvalidArgument) }
 
+// NotCommitted is what a DLQSource's Commit with per-message acks returns
+// when it knows that none of the positions was acknowledged and the broker
+// delivers them again (their channel closed before the acks were sent):
+// the daemon then matches their redeliveries to what it stored. Any other
+// Commit error leaves it unsure whether the acks went through, and it then
+// stores a redelivery again rather than risk taking another identical
+// message for one (retryable).
+func NotCommitted(err error) error { return withCode(err, ClassRetryable, CodeNotCommitted) }
+
 // Unsupported reports an operation this plugin or store cannot do: permanent.
 func Unsupported(err error) error { return withCode(err, ClassPermanent, CodeUnsupported) }
 
@@ -206,6 +220,15 @@ func ClassOf(err error) Class {
 		return ClassUnknown
 	}
 	return ClassRetryable
+}
+
+// CodeOf returns the code of err, CodeUnknown when it has none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeUnknown
 }
 
 // RetryAfterOf returns the retry-after hint of err, or 0.

@@ -24,6 +24,7 @@ var codeToGRPC = map[Code]codes.Code{
 	CodeUnavailable:     codes.Unavailable,
 	CodeInternal:        codes.Internal,
 	CodeCanceled:        codes.Canceled,
+	CodeNotCommitted:    codes.Unavailable,
 }
 
 var codeToPB = map[Code]pb.ErrorInfo_Code{
@@ -35,6 +36,7 @@ var codeToPB = map[Code]pb.ErrorInfo_Code{
 	CodeUnavailable:     pb.ErrorInfo_CODE_UNAVAILABLE,
 	CodeInternal:        pb.ErrorInfo_CODE_INTERNAL,
 	CodeCanceled:        pb.ErrorInfo_CODE_CANCELED,
+	CodeNotCommitted:    pb.ErrorInfo_CODE_NOT_COMMITTED,
 }
 
 var classToPB = map[Class]pb.ErrorInfo_Class{

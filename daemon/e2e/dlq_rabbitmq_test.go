@@ -18,7 +18,7 @@ import (
 // rabbitTopology is a service whose consumer rejects what it cannot
 // process: exchange orders routes order.created to queue orders.created,
 // which dead-letters through dlx into orders:dlq.
-func rabbitTopology(t *testing.T, mq *testsvc.RabbitMQ) *amqp.Channel {
+func rabbitTopology(t *testing.T, mq *testsvc.RabbitMQ, dlqArgs amqp.Table) *amqp.Channel {
 	t.Helper()
 	ch := rabbitChannel(t, mq)
 	require.NoError(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
@@ -26,7 +26,7 @@ func rabbitTopology(t *testing.T, mq *testsvc.RabbitMQ) *amqp.Channel {
 	_, err := ch.QueueDeclare("orders.created", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "dlx"})
 	require.NoError(t, err)
 	require.NoError(t, ch.QueueBind("orders.created", "order.created", "orders", false, nil))
-	_, err = ch.QueueDeclare("orders:dlq", true, false, false, false, nil)
+	_, err = ch.QueueDeclare("orders:dlq", true, false, false, false, dlqArgs)
 	require.NoError(t, err)
 	require.NoError(t, ch.QueueBind("orders:dlq", "", "dlx", false, nil))
 	return ch
@@ -93,16 +93,28 @@ replay_targets = ["orders/*"]
 // its dead letters is the broker's redelivered flag and the daemon's
 // one-for-one matching of unconfirmed deliveries. With the plugin killed
 // (-9) and the connections cut while batches are between fetch and ack,
-// every dead letter is stored exactly once, twenty identical ones stay
-// twenty, nothing is left in the queue, and a retry of the queue
-// republishes each once to the exchange and routing key it failed on.
+// every dead letter is stored, twenty identical ones stay twenty, nothing
+// is left in the queue, and a retry of the queue republishes each to the
+// exchange and routing key it failed on. Each is stored once, unless a cut
+// or a kill hit a Commit under way, whose outcome AMQP cannot tell: then a
+// redelivery of that batch is stored again rather than risk taking another
+// identical message for it (the daemon says so), never lost. A quorum
+// queue, which counts redeliveries in a header, is no different.
 func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 	t.Parallel()
-	for _, state := range []string{"sqlite", "postgres"} {
-		t.Run(state, func(t *testing.T) {
+	for _, tc := range []struct {
+		state string
+		args  amqp.Table
+	}{{"sqlite", nil}, {"postgres", nil}, {"sqlite", amqp.Table{"x-queue-type": "quorum"}}} {
+		name := tc.state
+		if tc.args != nil {
+			name += "/quorum"
+		}
+		state := tc.state
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			mq := testsvc.NewRabbitMQ(t)
-			rabbitTopology(t, mq)
+			rabbitTopology(t, mq, tc.args)
 			var bodies []string
 			for i := 0; i < 400; i++ {
 				bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
@@ -136,16 +148,33 @@ func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 			}, "every dead letter taken in and acknowledged (depth %d, stored %d)", queueDepth(t, mq, "orders:dlq"),
 				list(t, d, "orders:dlq", "").Pagination.TotalCount)
 			stored := allMessages(t, d, "orders:dlq")
-			var got []string
+			count := map[string]int{}
 			for _, m := range stored {
-				got = append(got, string(m.Payload))
+				count[string(m.Payload)]++
 				require.Equal(t, "orders/order.created", m.OriginalTopic)
 				require.Equal(t, "dead-lettered from queue orders.created: rejected", m.ErrorMessage)
 			}
+			want := map[string]int{}
+			for _, b := range bodies {
+				want[b]++
+			}
+			extra := 0
+			for b, n := range want {
+				require.GreaterOrEqual(t, count[b], n, "%s: none lost", b)
+				extra += count[b] - n
+			}
+			require.Len(t, count, len(want), "nothing that was not dead-lettered")
+			if extra > 0 {
+				require.Contains(t, d.Logs(), "the outcome is not known", "a dead letter stored twice only after a Commit whose outcome was not known")
+				t.Logf("%d stored again after a Commit whose outcome was not known", extra)
+			}
+			var got []string
+			for _, m := range stored {
+				got = append(got, string(m.Payload))
+			}
 			sort.Strings(got)
-			want := append([]string(nil), bodies...)
-			sort.Strings(want)
-			require.Equal(t, want, got, "each dead letter once: none lost, none twice, the twins twenty")
+			wantSorted := append([]string(nil), bodies...)
+			sort.Strings(wantSorted)
 
 			testsvc.Eventually(t, time.Minute, func() bool {
 				var plugins struct {
@@ -158,12 +187,12 @@ func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 			}, "the plugin is running again")
 			var res map[string]any
 			apitest.Expect(t, d, 200, &res).RetryAll(t.Context(), "orders:dlq", false)
-			require.EqualValues(t, len(bodies), res["retried"])
+			require.EqualValues(t, len(stored), res["retried"])
 			ch := rabbitChannel(t, mq)
 			var republished []string
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			for len(republished) < len(bodies) && ctx.Err() == nil {
+			for len(republished) < len(stored) && ctx.Err() == nil {
 				m, ok, err := ch.Get("orders.created", true)
 				require.NoError(t, err)
 				if !ok {
@@ -174,7 +203,7 @@ func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 				require.Equal(t, "application/json", m.ContentType, "properties kept")
 			}
 			sort.Strings(republished)
-			require.Equal(t, want, republished, "each republished once to orders/order.created")
+			require.Equal(t, got, republished, "each stored message republished once to orders/order.created")
 			time.Sleep(500 * time.Millisecond)
 			require.Zero(t, queueDepth(t, mq, "orders.created"), "nothing more")
 		})

@@ -57,6 +57,10 @@ ALTER TABLE dlq.dlq_returns ADD PRIMARY KEY (source, dlq_topic, source_position,
 -- delivers those again, flagged, and a redelivery with the same digest
 -- takes one of them instead of being stored again (one for one, so two
 -- identical messages stay two). A confirmed Commit removes its rows.
+-- committing: a Commit of it was sent and its outcome is not known (the
+-- daemon stopped, or the source could not tell): it may have been
+-- acknowledged, so no redelivery takes it (a redelivery is then stored
+-- again: a duplicate, never another identical message lost).
 CREATE TABLE IF NOT EXISTS dlq.dlq_unacked (
     source          TEXT        NOT NULL,
     dlq_topic       TEXT        NOT NULL,
@@ -64,6 +68,7 @@ CREATE TABLE IF NOT EXISTS dlq.dlq_unacked (
     content_digest  BYTEA       NOT NULL,
     message_id      UUID        NOT NULL,
     stored_at       TIMESTAMPTZ NOT NULL,
+    committing      BOOLEAN     NOT NULL DEFAULT false,
     PRIMARY KEY (source, dlq_topic, source_position)
 );
 CREATE INDEX IF NOT EXISTS idx_dlq_unacked_digest ON dlq.dlq_unacked (source, dlq_topic, content_digest);

@@ -170,6 +170,7 @@ CREATE TABLE IF NOT EXISTS dlq_unacked (
     content_digest  BLOB    NOT NULL,
     message_id      TEXT    NOT NULL,
     stored_at       INTEGER NOT NULL,
+    committing      INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (source, dlq_topic, source_position)
 );
 CREATE INDEX IF NOT EXISTS idx_dlq_unacked_digest ON dlq_unacked (source, dlq_topic, content_digest);

@@ -303,8 +303,11 @@ func (s *source) Commit(ctx context.Context, req *sdk.CommitRequest) (*sdk.Commi
 	for _, id := range acked {
 		delete(s.pending, id)
 	}
+	if stale > 0 && len(acked) == 0 {
+		return nil, sdk.NotCommitted(fmt.Errorf("the %d deliveries came on a connection that closed: none was acknowledged, and the broker delivers them again", stale))
+	}
 	if stale > 0 {
 		return nil, sdk.Retryable(fmt.Errorf("%d of %d deliveries came on a connection that closed: the broker delivers them again", stale, len(req.Positions)), 0)
 	}
-	return &sdk.CommitResponse{}, ctx.Err()
+	return &sdk.CommitResponse{}, nil
 }

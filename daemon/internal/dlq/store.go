@@ -61,6 +61,21 @@ type Incoming struct {
 	PerDelivery bool
 }
 
+// DeliveryState is what became of the Commit of a per-delivery source's
+// stored deliveries, which decides whether a redelivery may take them.
+type DeliveryState int
+
+const (
+	// DeliveriesCommitting: a Commit is under way; until its outcome is
+	// known they may be acknowledged, and no redelivery takes them.
+	DeliveriesCommitting DeliveryState = iota + 1
+	// DeliveriesConfirmed: acknowledged; forgotten.
+	DeliveriesConfirmed
+	// DeliveriesNotCommitted: the source says none was acknowledged and
+	// the broker delivers them again; a redelivery takes them.
+	DeliveriesNotCommitted
+)
+
 // IngestOptions carries the policy the store applies to a batch.
 type IngestOptions struct {
 	Now        time.Time
@@ -168,9 +183,9 @@ type Store interface {
 	PauseStore
 	SearchStore
 	IngestDLQ(ctx context.Context, batch []Incoming, opts IngestOptions) (IngestResult, error)
-	// ConfirmDLQDeliveries forgets the unconfirmed deliveries at these
-	// positions of a per-delivery source, whose Commit succeeded at now.
-	ConfirmDLQDeliveries(ctx context.Context, source string, positions []Position, now time.Time) error
+	// MarkDLQDeliveries records what became of a Commit of these positions
+	// of a per-delivery source (DeliveryState), at now.
+	MarkDLQDeliveries(ctx context.Context, source string, positions []Position, state DeliveryState, now time.Time) error
 	GetDLQ(ctx context.Context, id uuid.UUID) (*Message, error)
 	ListDLQ(ctx context.Context, f ListFilter) ([]Message, int64, error)
 	DeleteDLQ(ctx context.Context, id uuid.UUID) error

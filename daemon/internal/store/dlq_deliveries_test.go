@@ -65,24 +65,39 @@ func TestPerDeliveryRedeliveriesAreMatchedOneForOne(t *testing.T) {
 		// Confirmed: the deliveries are forgotten, and an identical
 		// redelivered message (one another consumer gave back) is a new
 		// dead letter; another content is never matched.
-		require.NoError(t, s.ConfirmDLQDeliveries(ctx, "rabbitmq", []dlq.Position{delivery(4, true, "twin").Position,
-			delivery(5, true, "twin").Position}, t0))
+		// A Commit under way whose outcome is not known: they may be
+		// acknowledged, so no redelivery takes them (stored again: a
+		// duplicate, never an identical message lost); when the source
+		// says none was acknowledged, they are taken again.
+		pending := []dlq.Position{delivery(4, true, "twin").Position, delivery(5, true, "twin").Position}
+		require.NoError(t, s.MarkDLQDeliveries(ctx, "rabbitmq", pending, dlq.DeliveriesCommitting, t0))
+		res, err := s.IngestDLQ(ctx, []dlq.Incoming{delivery(9, true, "twin")}, dlq.IngestOptions{Now: t0, MaxRetries: 3})
+		require.NoError(t, err)
+		require.Equal(t, dlq.IngestResult{Inserted: 1}, res, "committing: not taken")
+		require.NoError(t, s.MarkDLQDeliveries(ctx, "rabbitmq", pending, dlq.DeliveriesNotCommitted, t0))
+		require.Equal(t, dlq.IngestResult{Duplicates: 1}, ingest(t, s, t0, delivery(10, true, "twin")), "not committed: taken")
+		require.Equal(t, 3, rows())
+		pending = nil
+		for _, n := range []byte{4, 5, 9, 10} {
+			pending = append(pending, delivery(n, true, "twin").Position)
+		}
+		require.NoError(t, s.MarkDLQDeliveries(ctx, "rabbitmq", pending, dlq.DeliveriesConfirmed, t0))
 		require.Zero(t, unconfirmed())
 		require.Equal(t, dlq.IngestResult{Inserted: 1}, ingest(t, s, t0, delivery(6, true, "twin")))
 		require.Equal(t, dlq.IngestResult{Inserted: 1}, ingest(t, s, t0, delivery(7, true, "other")))
-		require.Equal(t, 4, rows())
+		require.Equal(t, 5, rows())
 		require.Equal(t, 2, unconfirmed())
 
 		// An unconfirmed delivery older than UnackedMaxAge matches nothing
 		// (the acknowledgement most likely went through): stored again, a
 		// duplicate rather than a loss.
 		later := t0.Add(25 * time.Hour)
-		res, err := s.IngestDLQ(ctx, []dlq.Incoming{delivery(8, true, "twin")}, dlq.IngestOptions{Now: later, MaxRetries: 3})
+		res, err = s.IngestDLQ(ctx, []dlq.Incoming{delivery(8, true, "twin")}, dlq.IngestOptions{Now: later, MaxRetries: 3})
 		require.NoError(t, err)
 		require.Equal(t, dlq.IngestResult{Inserted: 1}, res)
-		require.Equal(t, 5, rows())
+		require.Equal(t, 6, rows())
 		// A confirmation forgets the expired ones too.
-		require.NoError(t, s.ConfirmDLQDeliveries(ctx, "rabbitmq", []dlq.Position{delivery(8, true, "twin").Position}, later))
+		require.NoError(t, s.MarkDLQDeliveries(ctx, "rabbitmq", []dlq.Position{delivery(8, true, "twin").Position}, dlq.DeliveriesConfirmed, later))
 		require.Zero(t, unconfirmed())
 
 		require.Equal(t, before, stored(t, s, "orders.dlq.v1"), "the other topic's message is untouched")

@@ -344,31 +344,57 @@ func (in *Pipeline) commitStage(ctx context.Context, name string, log hclog.Logg
 // covered by the next batch's; one with per-message acknowledgements makes
 // its broker deliver the messages again (docs/plugin-protocol.md), and a
 // redelivery is stored once (by its stable position, or matched to the
-// unconfirmed delivery). Only a confirmed commit lets the store forget a
-// per-delivery message's unconfirmed delivery.
+// unconfirmed delivery). A per-delivery source's deliveries are marked
+// committing first: if the outcome is never known (the daemon stops, the
+// source cannot tell), a redelivery of them is stored again rather than
+// taken for one that may have been acknowledged.
 func (in *Pipeline) commit(ctx context.Context, name string, log hclog.Logger, f fetched) {
-	src, err := in.sources.Source(name)
-	if err == nil {
-		_, err = src.Commit(ctx, &sdk.CommitRequest{Positions: f.positions})
-	}
-	switch {
-	case err != nil && ctx.Err() == nil && f.traits.Acks == sdk.AcksPerMessage:
-		log.Warn("acknowledge stored dead letters at the source; the broker delivers them again, and each is then stored once",
-			"error", err, "messages", len(f.positions))
-	case err != nil && ctx.Err() == nil:
-		log.Warn("commit stored dead letters at the source; a later commit covers them, and if they are delivered again each is stored once",
-			"error", err, "messages", len(f.positions))
-	case err == nil && f.traits.Positions == sdk.PositionsPerDelivery:
-		stored := make([]dlq.Position, len(f.batch))
+	perDelivery := f.traits.Positions == sdk.PositionsPerDelivery
+	var stored []dlq.Position
+	if perDelivery {
+		stored = make([]dlq.Position, len(f.batch))
 		for i, m := range f.batch {
 			stored[i] = m.Position
 		}
-		// A failure leaves the deliveries recorded until they expire: a
-		// redelivery would then be matched to them, which the broker does
-		// not send for acknowledged messages.
-		if err := in.store.ConfirmDLQDeliveries(ctx, name, stored, in.cfg.Now()); err != nil && ctx.Err() == nil {
-			log.Warn("forget acknowledged deliveries", "error", err, "messages", len(stored))
+		if err := in.store.MarkDLQDeliveries(ctx, name, stored, dlq.DeliveriesCommitting, in.cfg.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("mark deliveries committing; committing them anyway", "error", err, "messages", len(stored))
 		}
+	}
+	src, err := in.sources.Source(name)
+	if err == nil && !in.sources.Running(name) {
+		// The process that handed them out is gone and took its connection
+		// with it: none of them was acknowledged, as no Commit was sent.
+		err = sdk.NotCommitted(errors.New("the source is not running"))
+	} else if err == nil {
+		_, err = src.Commit(ctx, &sdk.CommitRequest{Positions: f.positions})
+	} else {
+		err = sdk.NotCommitted(err)
+	}
+	// What became of the Commit is recorded even while the daemon stops.
+	settle := func(state dlq.DeliveryState) {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := in.store.MarkDLQDeliveries(mctx, name, stored, state, in.cfg.Now()); err != nil {
+			log.Warn("record what became of acknowledged deliveries", "error", err, "messages", len(stored))
+		}
+	}
+	switch {
+	case err == nil && perDelivery:
+		settle(dlq.DeliveriesConfirmed)
+	case err == nil:
+	case perDelivery && sdk.CodeOf(err) == sdk.CodeNotCommitted:
+		settle(dlq.DeliveriesNotCommitted)
+		log.Warn("acknowledge stored dead letters at the source: none was; the broker delivers them again, and each is then stored once",
+			"error", err, "messages", len(f.positions))
+	case perDelivery:
+		log.Warn("acknowledge stored dead letters at the source: the outcome is not known; if the broker delivers them again, each is stored again rather than risk taking another identical message for it",
+			"error", err, "messages", len(f.positions))
+	case f.traits.Acks == sdk.AcksPerMessage:
+		log.Warn("acknowledge stored dead letters at the source; the broker delivers them again, and each is then stored once",
+			"error", err, "messages", len(f.positions))
+	default:
+		log.Warn("commit stored dead letters at the source; a later commit covers them, and if they are delivered again each is stored once",
+			"error", err, "messages", len(f.positions))
 	}
 	in.metrics.passed(in.cfg.Wait)
 }

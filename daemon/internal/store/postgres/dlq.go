@@ -118,7 +118,7 @@ var pgDLQ = sqlstore.DLQSQL{
 		Take: `
 			DELETE FROM dlq.dlq_unacked WHERE (source, dlq_topic, source_position) = (
 				SELECT source, dlq_topic, source_position FROM dlq.dlq_unacked
-				WHERE source = $1 AND dlq_topic = $2 AND content_digest = $3 AND stored_at >= $4
+				WHERE source = $1 AND dlq_topic = $2 AND content_digest = $3 AND stored_at >= $4 AND NOT committing
 				ORDER BY stored_at, source_position LIMIT 1 FOR UPDATE SKIP LOCKED)
 			RETURNING message_id`,
 		Keep: `
@@ -131,7 +131,12 @@ var pgDLQ = sqlstore.DLQSQL{
 			JOIN dlq.dlq_messages m ON m.source = u.s AND m.dlq_topic = u.t AND m.source_position = decode(u.p, 'hex')
 				AND m.content_digest = decode(u.d, 'hex')
 			ON CONFLICT DO NOTHING`,
-		Confirm: `DELETE FROM dlq.dlq_unacked WHERE source = $1 AND dlq_topic = $2 AND source_position = $3`,
+		Confirm: `
+			DELETE FROM dlq.dlq_unacked u USING jsonb_to_recordset($1::jsonb) AS j(s text, t text, p text)
+			WHERE u.source = j.s AND u.dlq_topic = j.t AND u.source_position = decode(j.p, 'hex')`,
+		Mark: `
+			UPDATE dlq.dlq_unacked u SET committing = $2 FROM jsonb_to_recordset($1::jsonb) AS j(s text, t text, p text)
+			WHERE u.source = j.s AND u.dlq_topic = j.t AND u.source_position = decode(j.p, 'hex')`,
 		Expire:  `DELETE FROM dlq.dlq_unacked WHERE stored_at < $1`,
 	},
 }

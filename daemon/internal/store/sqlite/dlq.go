@@ -115,7 +115,7 @@ var sqliteDLQ = sqlstore.DLQSQL{
 	Unacked: sqlstore.UnackedSQL{
 		Take: `
 			DELETE FROM dlq_unacked WHERE rowid = (
-				SELECT rowid FROM dlq_unacked WHERE source = ?1 AND dlq_topic = ?2 AND content_digest = ?3 AND stored_at >= ?4
+				SELECT rowid FROM dlq_unacked WHERE source = ?1 AND dlq_topic = ?2 AND content_digest = ?3 AND stored_at >= ?4 AND NOT committing
 				ORDER BY stored_at, source_position LIMIT 1)
 			RETURNING message_id`,
 		Keep: `
@@ -129,7 +129,14 @@ var sqliteDLQ = sqlstore.DLQSQL{
 				AND m.content_digest = unhex(json_extract(u.value, '$.d'))
 			WHERE true
 			ON CONFLICT DO NOTHING`,
-		Confirm: `DELETE FROM dlq_unacked WHERE source = ?1 AND dlq_topic = ?2 AND source_position = ?3`,
+		Confirm: `
+			DELETE FROM dlq_unacked WHERE rowid IN (SELECT u.rowid FROM dlq_unacked u JOIN json_each(?1) AS j
+				ON u.source = json_extract(j.value, '$.s') AND u.dlq_topic = json_extract(j.value, '$.t')
+				AND u.source_position = unhex(json_extract(j.value, '$.p')))`,
+		Mark: `
+			UPDATE dlq_unacked SET committing = ?2 WHERE rowid IN (SELECT u.rowid FROM dlq_unacked u JOIN json_each(?1) AS j
+				ON u.source = json_extract(j.value, '$.s') AND u.dlq_topic = json_extract(j.value, '$.t')
+				AND u.source_position = unhex(json_extract(j.value, '$.p')))`,
 		Expire:  `DELETE FROM dlq_unacked WHERE stored_at < ?1`,
 	},
 }

@@ -29,9 +29,12 @@ type UnackedSQL struct {
 	// statement: (JSON array of {"s": source, "t": topic, "p": position in
 	// hex, "d": digest in hex}, now).
 	KeepStored string
-	// Confirm forgets a delivery the source acknowledged: (source, topic,
-	// position).
+	// Confirm forgets the deliveries the source acknowledged: (JSON array
+	// of {"s", "t", "p"} as KeepStored's).
 	Confirm string
+	// Mark sets whether a Commit of the deliveries is under way with an
+	// outcome not known: (JSON array as Confirm's, committing).
+	Mark string
 	// Expire forgets deliveries recorded before a time: (since).
 	Expire string
 }
@@ -84,12 +87,13 @@ func (s *Store) takeRedeliveries(ctx context.Context, q Querier, batch []dlq.Inc
 	return rest, nil
 }
 
-// storedDelivery is one element of KeepStored's JSON array.
+// storedDelivery is one element of KeepStored's, Confirm's and Mark's
+// JSON arrays (Digest only in KeepStored's).
 type storedDelivery struct {
 	Source   string `json:"s"`
 	Topic    string `json:"t"`
 	Position string `json:"p"`
-	Digest   string `json:"d"`
+	Digest   string `json:"d,omitempty"`
 }
 
 // keepDeliveries records the deliveries of per-delivery messages of a
@@ -127,20 +131,37 @@ func (s *Store) keepDeliveries(ctx context.Context, q Querier, batch []dlq.Incom
 	return nil
 }
 
-// ConfirmDLQDeliveries implements dlq.Store; it also forgets the
-// deliveries that expired (UnackedMaxAge), which no redelivery matches.
-func (s *Store) ConfirmDLQDeliveries(ctx context.Context, source string, positions []dlq.Position, now time.Time) error {
+// MarkDLQDeliveries implements dlq.Store. Confirmed forgets the deliveries
+// (and those that expired, which no redelivery matches); Committing makes
+// them match no redelivery until the Commit's outcome is known;
+// NotCommitted makes them match again.
+func (s *Store) MarkDLQDeliveries(ctx context.Context, source string, positions []dlq.Position, state dlq.DeliveryState, now time.Time) error {
 	if len(positions) == 0 {
 		return nil
 	}
+	ps := make([]storedDelivery, len(positions))
+	for i, p := range positions {
+		ps[i] = storedDelivery{Source: source, Topic: p.Topic, Position: hex.EncodeToString(p.ID)}
+	}
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return err
+	}
 	return s.conn.Tx(ctx, func(q Querier) error {
-		for _, p := range positions {
-			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Confirm, source, p.Topic, p.ID); err != nil {
-				return fmt.Errorf("confirm a delivery: %w", err)
+		switch state {
+		case dlq.DeliveriesConfirmed:
+			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Confirm, string(b)); err != nil {
+				return fmt.Errorf("confirm deliveries: %w", err)
 			}
-		}
-		if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Expire, now.Add(-UnackedMaxAge)); err != nil {
-			return fmt.Errorf("forget expired deliveries: %w", err)
+			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Expire, now.Add(-UnackedMaxAge)); err != nil {
+				return fmt.Errorf("forget expired deliveries: %w", err)
+			}
+		case dlq.DeliveriesCommitting, dlq.DeliveriesNotCommitted:
+			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Mark, string(b), state == dlq.DeliveriesCommitting); err != nil {
+				return fmt.Errorf("mark deliveries: %w", err)
+			}
+		default:
+			return fmt.Errorf("mark deliveries: unknown state %d", state)
 		}
 		return nil
 	})

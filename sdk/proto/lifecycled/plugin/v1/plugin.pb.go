@@ -230,6 +230,10 @@ const (
 	ErrorInfo_CODE_UNAVAILABLE      ErrorInfo_Code = 5
 	ErrorInfo_CODE_INTERNAL         ErrorInfo_Code = 6
 	ErrorInfo_CODE_CANCELED         ErrorInfo_Code = 7
+	// Protocol 3: a DLQSource's Commit acknowledged none of its positions,
+	// and the broker delivers them again. Any other Commit error leaves the
+	// daemon unsure whether they were acknowledged.
+	ErrorInfo_CODE_NOT_COMMITTED ErrorInfo_Code = 8
 )
 
 // Enum value maps for ErrorInfo_Code.
@@ -243,6 +247,7 @@ var (
 		5: "CODE_UNAVAILABLE",
 		6: "CODE_INTERNAL",
 		7: "CODE_CANCELED",
+		8: "CODE_NOT_COMMITTED",
 	}
 	ErrorInfo_Code_value = map[string]int32{
 		"CODE_UNSPECIFIED":      0,
@@ -253,6 +258,7 @@ var (
 		"CODE_UNAVAILABLE":      5,
 		"CODE_INTERNAL":         6,
 		"CODE_CANCELED":         7,
+		"CODE_NOT_COMMITTED":    8,
 	}
 )
 
@@ -2325,7 +2331,7 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\v2\x1f.lifecycled.plugin.v1.ErrorInfoR\x05error\x12#\n" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"T\n" +
 	"\x11RepublishResponse\x12?\n" +
-	"\aresults\x18\x01 \x03(\v2%.lifecycled.plugin.v1.RepublishResultR\aresults\"\xab\x04\n" +
+	"\aresults\x18\x01 \x03(\v2%.lifecycled.plugin.v1.RepublishResultR\aresults\"\xc3\x04\n" +
 	"\tErrorInfo\x12;\n" +
 	"\x05class\x18\x01 \x01(\x0e2%.lifecycled.plugin.v1.ErrorInfo.ClassR\x05class\x128\n" +
 	"\x04code\x18\x02 \x01(\x0e2$.lifecycled.plugin.v1.ErrorInfo.CodeR\x04code\x12$\n" +
@@ -2337,7 +2343,7 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05Class\x12\x15\n" +
 	"\x11CLASS_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCLASS_RETRYABLE\x10\x01\x12\x13\n" +
-	"\x0fCLASS_PERMANENT\x10\x02\"\xb6\x01\n" +
+	"\x0fCLASS_PERMANENT\x10\x02\"\xce\x01\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CODE_INVALID_CONFIG\x10\x01\x12\x19\n" +
@@ -2346,7 +2352,8 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10CODE_UNSUPPORTED\x10\x04\x12\x14\n" +
 	"\x10CODE_UNAVAILABLE\x10\x05\x12\x11\n" +
 	"\rCODE_INTERNAL\x10\x06\x12\x11\n" +
-	"\rCODE_CANCELED\x10\a\"<\n" +
+	"\rCODE_CANCELED\x10\a\x12\x16\n" +
+	"\x12CODE_NOT_COMMITTED\x10\b\"<\n" +
 	"\n" +
 	"FieldError\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x18\n" +
