@@ -24,10 +24,10 @@ func TestConstructorsClassifyAndKeepTheCause(t *testing.T) {
 		is       error // sentinel it matches, if any
 		grpcCode codes.Code
 	}{
-		"not found":   {make: NotFound, class: ClassPermanent, code: CodeNotFound, is: ErrNotFound, grpcCode: codes.NotFound},
-		"invalid":     {make: Invalid, class: ClassPermanent, code: CodeInvalidArgument, grpcCode: codes.InvalidArgument},
-		"unsupported": {make: Unsupported, class: ClassPermanent, code: CodeUnsupported, is: ErrUnsupported, grpcCode: codes.Unimplemented},
-		"unavailable": {make: Unavailable, class: ClassRetryable, code: CodeUnavailable, is: ErrUnavailable, grpcCode: codes.Unavailable},
+		"not found":     {make: NotFound, class: ClassPermanent, code: CodeNotFound, is: ErrNotFound, grpcCode: codes.NotFound},
+		"invalid":       {make: Invalid, class: ClassPermanent, code: CodeInvalidArgument, grpcCode: codes.InvalidArgument},
+		"unsupported":   {make: Unsupported, class: ClassPermanent, code: CodeUnsupported, is: ErrUnsupported, grpcCode: codes.Unimplemented},
+		"unavailable":   {make: Unavailable, class: ClassRetryable, code: CodeUnavailable, is: ErrUnavailable, grpcCode: codes.Unavailable},
 		"not committed": {make: NotCommitted, class: ClassRetryable, code: CodeNotCommitted, grpcCode: codes.Unavailable},
 	}
 	for name, tc := range tests {

@@ -182,7 +182,8 @@ type Position struct {
 // Header is one message header. Kafka header keys and values are bytes:
 // neither needs to be UTF-8, and both cross the plugin protocol unchanged.
 type Header struct {
-	Key   []byte
+	Key []byte
+	// Value nil is a null value, an empty slice an empty one.
 	Value []byte
 	// Type is the value's type in the source's own terms, for a source whose
 	// headers are typed (SourceTraits.TypedHeaders): the daemon keeps it and

@@ -71,6 +71,7 @@ func TestDestinations(t *testing.T) {
 		{"", "orders.created", "orders.created"},
 		{"a/b", "k/with/slashes", "a%2Fb/k/with/slashes"},
 		{"orders", "", "orders/"},
+		{"", "billing/invoices", "/billing/invoices"},
 	} {
 		require.Equal(t, tc.dest, destination(tc.exchange, tc.key))
 		ex, key, err := parseDestination(tc.dest)
@@ -78,16 +79,37 @@ func TestDestinations(t *testing.T) {
 		require.Equal(t, tc.exchange, ex)
 		require.Equal(t, tc.key, key)
 	}
-	_, _, err := parseDestination("/key")
-	require.Error(t, err, "an empty exchange name before /")
+	_, _, err := parseDestination("a%zz/key")
+	require.Error(t, err, "not path-escaped")
 }
 
 // Spring AMQP's RepublishMessageRecoverer names the origin in headers of
 // its own; without x-death and without those, nothing names one.
 func TestOriginOfSpringRecovererAndOfNothing(t *testing.T) {
 	o := originOf(amqp.Table{springExchange: "orders", springRoutingKey: "order.created", springMessage: "Listener threw",
-		springStack: "org.example.OrderException: bad order\n\tat org.example.Listener.on(Listener.java:42)"})
+		springStack: "org.springframework.amqp.rabbit.support.ListenerExecutionFailedException: Listener method threw\n\tat x.y(Z.java:1)\n" +
+			"Caused by: org.example.OrderException: bad order\n\tat org.example.Listener.on(Listener.java:42)"})
 	require.Equal(t, sdk.Origin{Destination: "orders/order.created", DestinationFrom: "the headers x-original-exchange and x-original-routingKey",
-		ErrorMessage: "Listener threw", ErrorClass: "org.example.OrderException"}, o)
+		ErrorMessage: "Listener threw", ErrorClass: "org.example.OrderException"}, o, "the root cause, not Spring's wrapper")
 	require.Equal(t, sdk.Origin{}, originOf(amqp.Table{"anything": "else"}))
+}
+
+// A retry loop: the work queue rejects into a wait queue, whose TTL
+// expires it back to the work exchange, three times, then the work queue
+// rejects it into the DLQ. x-death has the newest entry first. The origin
+// is where it was first published; the failure and its count are the
+// work queue's rejections, not the wait queue's expiries.
+func TestTheOriginOfARetryLoop(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	o := originOf(amqp.Table{
+		"x-death": []any{
+			amqp.Table{"queue": "orders.created", "reason": "rejected", "count": int64(4), "exchange": "orders",
+				"routing-keys": []any{"order.created"}, "time": t0},
+			amqp.Table{"queue": "orders.wait", "reason": "expired", "count": int64(3), "exchange": "retry",
+				"routing-keys": []any{"order.created"}, "time": t0.Add(time.Second)},
+		},
+		"x-first-death-queue": "orders.created", "x-first-death-reason": "rejected", "x-first-death-exchange": "orders",
+	})
+	require.Equal(t, sdk.Origin{Destination: "orders/order.created", DestinationFrom: "x-death", ErrorClass: "rejected",
+		ErrorMessage: "dead-lettered from queue orders.created: rejected", Attempts: 4, FirstFailedAt: t0}, o)
 }

@@ -12,10 +12,14 @@ import (
 )
 
 // A destination is where Republish sends a message: "<exchange>/<routing
-// key>", the exchange's name path-escaped (a '/' in it is %2F), or a bare
-// name for the default exchange, which routes to the queue of that name.
+// key>", the exchange's name path-escaped (a '/' in it is %2F); for the
+// default exchange, which routes to the queue of that name, the bare queue
+// name, or "/<queue>" when the name holds a '/'.
 func destination(exchange, routingKey string) string {
 	if exchange == "" {
+		if strings.Contains(routingKey, "/") {
+			return "/" + routingKey
+		}
 		return routingKey
 	}
 	return url.PathEscape(exchange) + "/" + routingKey
@@ -27,8 +31,8 @@ func parseDestination(d string) (exchange, routingKey string, err error) {
 		return "", d, nil
 	}
 	exchange, err = url.PathUnescape(e)
-	if err != nil || exchange == "" {
-		return "", "", fmt.Errorf("destination %q: want <exchange>/<routing key>, the exchange's name path-escaped, or a queue name", d)
+	if err != nil {
+		return "", "", fmt.Errorf("destination %q: want <exchange>/<routing key> (the exchange's name path-escaped), a queue name, or /<queue name>", d)
 	}
 	return exchange, key, nil
 }
@@ -44,8 +48,12 @@ const (
 
 // originOf reads where a message failed from its headers: x-death, which
 // RabbitMQ writes when it dead-letters a message (rejected, expired, over
-// a queue's length or delivery limit), and Spring AMQP's recoverer
-// headers. The first death is where it was published to originally.
+// a queue's length or delivery limit), newest first, and Spring AMQP's
+// recoverer headers. The first death is where it was published to
+// originally (a retry goes there, through whatever delay queue it went
+// through then); the newest is the failure that brought it here (the
+// reason, and how often it failed so: a retry loop's expiries in a wait
+// queue are not failures).
 func originOf(h amqp.Table) sdk.Origin {
 	var o sdk.Origin
 	if msg, ok := h[springMessage].(string); ok {
@@ -55,21 +63,23 @@ func originOf(h amqp.Table) sdk.Origin {
 		key, _ := h[springRoutingKey].(string)
 		o.Destination, o.DestinationFrom = destination(ex, key), "the headers "+springExchange+" and "+springRoutingKey
 		if trace, ok := h[springStack].(string); ok {
-			class, _, _ := strings.Cut(firstLine(trace), ":")
-			o.ErrorClass = strings.TrimSpace(class)
+			o.ErrorClass = rootCause(trace)
 		}
 	}
 	deaths, _ := h["x-death"].([]any)
 	firstQueue, _ := h["x-first-death-queue"].(string)
 	firstReason, _ := h["x-first-death-reason"].(string)
-	var first amqp.Table
+	var first, last amqp.Table
 	for _, d := range deaths {
 		t, ok := d.(amqp.Table)
 		if !ok {
 			continue
 		}
-		if n, ok := t["count"].(int64); ok && n > 0 {
-			o.Attempts += int(n)
+		if last == nil {
+			last = t
+			if n, ok := t["count"].(int64); ok && n > 0 {
+				o.Attempts = int(n)
+			}
 		}
 		if at, ok := t["time"].(time.Time); ok && !at.IsZero() && (o.FirstFailedAt.IsZero() || at.Before(o.FirstFailedAt)) {
 			o.FirstFailedAt = at
@@ -97,24 +107,28 @@ func originOf(h amqp.Table) sdk.Origin {
 			o.Destination = destination(ex, key)
 		}
 	}
-	reason := firstReason
-	if reason == "" && first != nil {
-		reason, _ = first["reason"].(string)
+	var reason, queue string
+	if last != nil {
+		reason, _ = last["reason"].(string)
+		queue, _ = last["queue"].(string)
 	}
 	if o.ErrorClass == "" {
 		o.ErrorClass = reason
 	}
 	if o.ErrorMessage == "" && reason != "" {
-		q := firstQueue
-		if q == "" && first != nil {
-			q, _ = first["queue"].(string)
-		}
-		o.ErrorMessage = fmt.Sprintf("dead-lettered from queue %s: %s", q, reason)
+		o.ErrorMessage = fmt.Sprintf("dead-lettered from queue %s: %s", queue, reason)
 	}
 	return o
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// rootCause is the exception class of a Java stack trace's last "Caused
+// by:" (Spring wraps the listener's exception in
+// ListenerExecutionFailedException), else of its first line.
+func rootCause(trace string) string {
+	line, _, _ := strings.Cut(trace, "\n")
+	if i := strings.LastIndex(trace, "Caused by: "); i >= 0 {
+		line, _, _ = strings.Cut(trace[i+len("Caused by: "):], "\n")
+	}
+	class, _, _ := strings.Cut(line, ":")
+	return strings.TrimSpace(class)
 }

@@ -36,7 +36,7 @@ type Process struct {
 	stderr *capture
 }
 
-// Launch starts the plugin binary with go-plugin (protocol 2, gRPC, AutoMTLS,
+// Launch starts the plugin binary with go-plugin (the protocols the daemon offers, gRPC, AutoMTLS,
 // no inherited environment except env) and dispenses kind
 // (sdk.KindTenantDeleter or sdk.KindDLQSource). It is stopped at cleanup.
 func Launch(t testing.TB, binary, kind string, env ...string) *Process {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,13 +24,20 @@ type Produced struct {
 type SourceFixture interface {
 	// Config is the plugin config block pointing at the test broker.
 	Config(t testing.TB) map[string]any
-	// DLQTopic is a dead-letter topic the plugin consumes.
+	// DLQTopic is a dead-letter topic (queue, table) the plugin consumes,
+	// empty when the kit starts.
 	DLQTopic() string
-	// RepublishTopic is an existing topic Republish may write to.
+	// RepublishTopic is a destination Republish may send to, in the
+	// source's own notation (a Kafka topic; "exchange/routing-key"), that
+	// Consume reads from.
 	RepublishTopic() string
-	// Produce writes messages to the DLQ topic.
+	// Produce writes messages to the DLQ topic as the broker's producers
+	// (and its dead-lettering) would. Produced.Key is the message's key,
+	// or what stands for one (an AMQP message id).
 	Produce(t testing.TB, msgs []Produced)
-	// Consume reads n messages from topic, from the beginning.
+	// Consume takes the next n messages sent to topic (a queue fixture
+	// acknowledges what it takes; a log fixture reads from the beginning of
+	// a topic only the kit writes to).
 	Consume(t testing.TB, topic string, n int) []Produced
 }
 
@@ -97,9 +105,10 @@ func configure(t testing.TB, s sdk.DLQSource, cfg map[string]any) sdk.SourceTrai
 }
 
 // BrokerHeadersFixture is a SourceFixture whose broker adds headers to a
-// message when it dead-letters it (RabbitMQ's x-death), or whose source
-// hands over more than the message's headers (AMQP properties): the kit
-// leaves those keys out when it compares headers with what was produced.
+// message when it dead-letters it (RabbitMQ's x-death, x-first-death-*,
+// and from 3.13 x-last-death-*), or whose source hands over more than the
+// message's headers (AMQP properties): the kit leaves those keys out when
+// it compares headers with what was produced.
 type BrokerHeadersFixture interface {
 	SourceFixture
 	HeadersAddedByBroker() []string
@@ -113,23 +122,43 @@ type TypedFixture interface {
 	TypedHeader() sdk.Header
 }
 
-// RunDLQSource runs the DLQSource conformance checks.
+// RunDLQSource runs the DLQSource conformance checks, by the traits the
+// source declares (docs/plugin-authoring.md lists them): positions on every
+// message; uncommitted messages fetched again after a restart as the same
+// messages (stable positions again, per-delivery ones flagged at new
+// positions); committed ones not; headers kept as declared; typed headers
+// through fetch and republish; per-message acknowledgement from
+// Republish; no secret of the config in an error or on stderr. The DLQ
+// topic must be empty when it starts, and Consume takes the next messages
+// of a destination (a queue fixture acknowledges what it reads).
 func RunDLQSource(t *testing.T, o SourceOptions) {
 	f := o.Fixture
 	p := Launch(t, o.Binary, sdk.KindDLQSource, o.Env...)
 	s := p.Source(t)
+	processes := []*Process{p}
 	// Processes belong to the whole run, not to the subtest that restarts them.
 	restart := func() {
 		p.Kill()
 		p = Launch(t, o.Binary, sdk.KindDLQSource, o.Env...)
+		processes = append(processes, p)
 		s = p.Source(t)
 		configure(t, s, f.Config(t))
+	}
+	secrets := &secretSet{}
+	secrets.addConfig(f.Config(t), "Config")
+	var errs []string // every error the source returned
+	noted := func(call string, err error) {
+		if err != nil {
+			errs = append(errs, call+": "+err.Error())
+		}
 	}
 
 	t.Run("Configure rejects bad config with field errors", func(t *testing.T) {
 		needOption(t, len(o.BadConfigs) > 0, "no BadConfigs given")
 		for name, cfg := range o.BadConfigs {
+			secrets.addConfig(cfg, "BadConfigs["+name+"]")
 			_, err := s.Configure(ctxFor(t, time.Minute), &sdk.ConfigureRequest{Name: "conformance", Config: cfg})
+			noted("Configure", err)
 			var e *sdk.Error
 			if err == nil || sdk.ClassOf(err) != sdk.ClassPermanent || !asError(err, &e) || len(e.Fields) == 0 {
 				t.Errorf("%s: Configure error = %v, want invalid config with field problems", name, err)
@@ -295,6 +324,7 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 		}
 		for i, want := range []bool{true, true, false} {
 			r := resp.Results[i]
+			noted("Republish", r.Err)
 			if r.ID != msgs[i].ID || r.Acked != want {
 				t.Errorf("result %d = %+v, want id %s acked=%v", i, r, msgs[i].ID, want)
 			}
@@ -332,6 +362,28 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 				t.Errorf("republished %s: %s", id, fidelity.differ(m.Headers, want.Headers))
 			}
 			seen[id] = true
+		}
+	})
+
+	t.Run("no secret leaves the plugin", func(t *testing.T) {
+		all := secrets.all()
+		if len(all) == 0 {
+			t.Skip("the fixture's Config holds no secret: put a password in it (in the URL or DSN) so that the kit can check it never leaves the plugin")
+		}
+		var texts []string
+		texts = append(texts, errs...)
+		for _, proc := range processes {
+			texts = append(texts, strings.Split(proc.Stderr(), "\n")...)
+		}
+		for _, sec := range all {
+			for _, x := range texts {
+				if strings.Contains(x, sec.value) {
+					t.Errorf("the plugin's errors or stderr hold the secret from %s (%s): %q. Log through sdk.Logger() and return "+
+						"errors through the SDK, which scrub config secrets and DSN passwords", sec.where, mask(sec.value),
+						strings.ReplaceAll(x, sec.value, mask(sec.value)))
+					break
+				}
+			}
 		}
 	})
 }

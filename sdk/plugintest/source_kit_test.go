@@ -19,6 +19,7 @@ type dirFixture struct {
 	b              dirbroker.Broker
 	mapHeaders     bool
 	claimOrderKept bool
+	leak           bool
 }
 
 func newDirFixture(t testing.TB, mapHeaders, claimOrderKept bool) *dirFixture {
@@ -29,7 +30,8 @@ func newDirFixture(t testing.TB, mapHeaders, claimOrderKept bool) *dirFixture {
 }
 
 func (f *dirFixture) Config(testing.TB) map[string]any {
-	return map[string]any{"dir": f.b.Dir, "topic": f.DLQTopic(), "map_headers": f.mapHeaders, "claim_order_kept": f.claimOrderKept}
+	return map[string]any{"dir": f.b.Dir, "topic": f.DLQTopic(), "map_headers": f.mapHeaders, "claim_order_kept": f.claimOrderKept,
+		"password": "s3cret-dir-pw", "leak_password": f.leak}
 }
 
 func (f *dirFixture) DLQTopic() string       { return "orders:dlq" }
@@ -92,9 +94,28 @@ func TestSourceKitPassesSourcesAsTheyDeclareTheirHeaders(t *testing.T) {
 func TestSourceKitHelper(t *testing.T) {
 	bin := os.Getenv("PLUGINTEST_SOURCE_KIT_PLUGIN")
 	if bin == "" {
-		t.Skip("run by TestSourceKitFailsAMapSourceDeclaredExact")
+		t.Skip("run by TestSourceKitFailsAMapSourceDeclaredExact and TestSourceKitFailsASourceThatLeaksItsPassword")
+	}
+	if os.Getenv("PLUGINTEST_SOURCE_KIT_LEAK") != "" {
+		f := newDirFixture(t, false, false)
+		f.leak = true
+		plugintest.RunDLQSource(t, plugintest.SourceOptions{Binary: bin, Fixture: f,
+			BadConfigs: map[string]map[string]any{"missing dir": {"topic": f.DLQTopic()}}})
+		return
 	}
 	runSourceKit(t, bin, true, true)
+}
+
+// TestSourceKitFailsASourceThatLeaksItsPassword: a source that writes a
+// secret of its config to stderr fails, and the failure says where.
+func TestSourceKitFailsASourceThatLeaksItsPassword(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSourceKitHelper$", "-test.v", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), "PLUGINTEST_SOURCE_KIT_PLUGIN="+testPlugin(t, "dirsource"), "PLUGINTEST_SOURCE_KIT_LEAK=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the kit passed a source that leaks its password:\n%s", out)
+	require.Contains(t, string(out), "hold the secret from Config.password")
+	require.NotContains(t, string(out), "s3cret-dir-pw", "the kit masks what it found")
 }
 
 // TestSourceKitFailsAMapSourceDeclaredExact: the order check is not lost

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -26,6 +27,10 @@ type config struct {
 	// ClaimOrderKept declares HeaderOrderKept even with map headers: a
 	// source that says more than it does, for the kit to catch.
 	ClaimOrderKept bool `json:"claim_order_kept"`
+	// Password is unused; LeakPassword writes it to stderr, past the SDK's
+	// scrubbing, for the kit to catch.
+	Password     string `json:"password"`
+	LeakPassword bool   `json:"leak_password"`
 }
 
 type source struct {
@@ -64,6 +69,11 @@ func (s *source) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.C
 	s.mu.Lock()
 	s.cfg, s.broker, s.fetched = c, b, committed
 	s.mu.Unlock()
+	if c.LeakPassword {
+		// File descriptor 2 itself: go-plugin has put a pipe in os.Stderr,
+		// but a library that logs to the descriptor reaches the daemon's log.
+		fmt.Fprintln(os.NewFile(2, "stderr"), "configured with password", c.Password)
+	}
 	return &sdk.ConfigureResponse{Source: sdk.SourceTraits{Acks: sdk.AcksCumulative, Positions: sdk.PositionsStable, HeaderOrderKept: !c.MapHeaders || c.ClaimOrderKept}}, nil
 }
 
