@@ -61,6 +61,13 @@ type SourceOptions struct {
 	Env        []string
 	Fixture    SourceFixture
 	BadConfigs map[string]map[string]any
+	// TextHeaders: the source carries header keys and values as text only
+	// (a table's columns): the kit sends no header that is not UTF-8.
+	TextHeaders bool
+	// RepublishValueOnly: Republish sends the value alone (an HTTP
+	// reprocess call, a row into a queue table): the kit checks what
+	// Consume returns by its value only.
+	RepublishValueOnly bool
 }
 
 func fetchN(t testing.TB, s sdk.DLQSource, n int, within time.Duration) []sdk.DeadLetter {
@@ -177,6 +184,9 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 	// Header keys and values are bytes: every message also carries a header
 	// whose key and value are not UTF-8.
 	binary := sdk.Header{Key: []byte("bin\xff\x00key"), Value: []byte{0xfe, 0, 0xff}}
+	if o.TextHeaders {
+		binary = sdk.Header{Key: []byte("text-key"), Value: []byte("text value")}
+	}
 	var sent []Produced
 	for i := 0; i < 20; i++ {
 		sent = append(sent, Produced{
@@ -335,6 +345,16 @@ func RunDLQSource(t *testing.T, o SourceOptions) {
 		got := f.Consume(t, f.RepublishTopic(), 2)
 		if len(got) != 2 {
 			t.Fatalf("consumed %d republished messages, want 2", len(got))
+		}
+		if o.RepublishValueOnly {
+			values := map[string]bool{string(msgs[0].Value): true, string(msgs[1].Value): true}
+			for _, m := range got {
+				if !values[string(m.Value)] {
+					t.Errorf("republished %q, sent only %q and %q", m.Value, msgs[0].Value, msgs[1].Value)
+				}
+				delete(values, string(m.Value))
+			}
+			return
 		}
 		// Messages with different keys may land on different partitions,
 		// and a broker orders only within one: match them by x-dlq-id.

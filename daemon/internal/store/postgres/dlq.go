@@ -137,7 +137,7 @@ var pgDLQ = sqlstore.DLQSQL{
 		Mark: `
 			UPDATE dlq.dlq_unacked u SET committing = $2 FROM jsonb_to_recordset($1::jsonb) AS j(s text, t text, p text)
 			WHERE u.source = j.s AND u.dlq_topic = j.t AND u.source_position = decode(j.p, 'hex')`,
-		Expire:  `DELETE FROM dlq.dlq_unacked WHERE stored_at < $1`,
+		Expire: `DELETE FROM dlq.dlq_unacked WHERE stored_at < $1`,
 	},
 }
 

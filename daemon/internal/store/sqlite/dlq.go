@@ -137,7 +137,7 @@ var sqliteDLQ = sqlstore.DLQSQL{
 			UPDATE dlq_unacked SET committing = ?2 WHERE rowid IN (SELECT u.rowid FROM dlq_unacked u JOIN json_each(?1) AS j
 				ON u.source = json_extract(j.value, '$.s') AND u.dlq_topic = json_extract(j.value, '$.t')
 				AND u.source_position = unhex(json_extract(j.value, '$.p')))`,
-		Expire:  `DELETE FROM dlq_unacked WHERE stored_at < ?1`,
+		Expire: `DELETE FROM dlq_unacked WHERE stored_at < ?1`,
 	},
 }
 
