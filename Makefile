@@ -4,7 +4,7 @@ GO ?= go
 BIN := ./bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lifecycled/lifecycled/daemon/internal/buildinfo.Version=$(VERSION)
-PLUGINS := postgres mysql dynamodb redis kafka rabbitmq
+PLUGINS := postgres mysql dynamodb redis kafka rabbitmq pgtable
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 TOOLS := $(CURDIR)/.tools/bin

@@ -15,6 +15,7 @@ var binaries = map[string]string{
 	"lifecycled-plugin-redis":    "./plugins/redis",
 	"lifecycled-plugin-dynamodb": "./plugins/dynamodb",
 	"lifecycled-plugin-kafka":    "./plugins/kafka",
+	"lifecycled-plugin-pgtable":  "./plugins/pgtable",
 	"lifecycled-plugin-rabbitmq": "./plugins/rabbitmq",
 	"lifecycled-plugin-mysql":    "./plugins/mysql",
 }
