@@ -26,6 +26,7 @@ type queries struct {
 	resolveState string
 	resolveRow   []string
 	insert       string // into the retry table: (payload)
+	columns      string // a row's columns as JSON: (id)
 	create       string
 }
 
@@ -67,6 +68,7 @@ func newQueries(c config) *queries {
 	if c.OnResolved == "delete" {
 		q.resolveRow = append(q.resolveRow, fmt.Sprintf(`DELETE FROM %s t WHERE %s::text = $1`, ident(c.Table), col(c.IDColumn)))
 	}
+	q.columns = fmt.Sprintf(`SELECT to_jsonb(t)::text FROM %s t WHERE %s::text = $1`, ident(c.Table), col(c.IDColumn))
 	if c.RetryTable != "" {
 		q.insert = fmt.Sprintf(`INSERT INTO %s (%s) VALUES ($1)`, ident(c.RetryTable), pgx.Identifier{c.RetryPayloadColumn}.Sanitize())
 	}
@@ -175,6 +177,18 @@ func (q *queries) rows(ctx context.Context, pool *pgxpool.Pool, inFlight []strin
 		out = append(out, r)
 	}
 	return out, rs.Err()
+}
+
+// rowColumns reads a row's columns again, by id.
+func (q *queries) rowColumns(ctx context.Context, pool *pgxpool.Pool, id string) (map[string]any, error) {
+	var text string
+	if err := pool.QueryRow(ctx, q.columns, id).Scan(&text); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var out map[string]any
+	return out, dec.Decode(&out)
 }
 
 // headers are a row's columns but its payload, by name: text as it is,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
@@ -34,8 +36,13 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 			if err != nil {
 				err = classify("retry_table", err)
 			}
+		case retryTo != nil && m.Topic == q.cfg.RetryURL:
+			var target string
+			if target, err = s.endpointOf(ctx, m); err == nil {
+				err = s.post(ctx, client, retryTo, target, m)
+			}
 		case retryTo != nil:
-			err = s.post(ctx, client, retryTo, m)
+			err = s.post(ctx, client, retryTo, m.Topic, m)
 		default:
 			err = sdk.Permanent(fmt.Errorf("destination %q is not this source's retry_table", m.Topic))
 		}
@@ -53,6 +60,26 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 		}
 	}
 	return resp, nil
+}
+
+// endpointOf is retry_url filled in from the message's row, read again.
+func (s *source) endpointOf(ctx context.Context, m sdk.RepublishMessage) (string, error) {
+	q, pool, _, _ := s.state()
+	if m.Key == nil {
+		return "", sdk.Permanent(errors.New("retry_url needs the message's row, and the message has no row id (key)"))
+	}
+	cols, err := q.rowColumns(ctx, pool, string(m.Key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", sdk.Permanent(fmt.Errorf("row %s of %s no longer exists: retry_url cannot be filled in", m.Key, q.cfg.Table))
+	}
+	if err != nil {
+		return "", classify("table", err)
+	}
+	target, missing := fillURL(q.cfg.RetryURL, cols)
+	if missing != "" {
+		return "", sdk.Permanent(fmt.Errorf("retry_url needs the column %s, which is null in row %s", missing, m.Key))
+	}
+	return target, nil
 }
 
 // resolve marks the row (and deletes it when the config says so).
@@ -74,10 +101,10 @@ func (s *source) resolve(ctx context.Context, id string) error {
 // classes the answer as the source design does: 2xx done; 5xx, 408 and
 // 429 (with Retry-After) and network errors retryable; any other 4xx
 // permanent.
-func (s *source) post(ctx context.Context, client *http.Client, retryTo *url.URL, m sdk.RepublishMessage) error {
-	u, err := url.Parse(m.Topic)
+func (s *source) post(ctx context.Context, client *http.Client, retryTo *url.URL, target string, m sdk.RepublishMessage) error {
+	u, err := url.Parse(target)
 	if err != nil || u.Scheme != retryTo.Scheme || u.Host != retryTo.Host {
-		return sdk.Permanent(fmt.Errorf("destination %q is not on the host of retry_url (%s://%s)", m.Topic, retryTo.Scheme, retryTo.Host))
+		return sdk.Permanent(fmt.Errorf("destination %q is not on the host of retry_url (%s://%s)", target, retryTo.Scheme, retryTo.Host))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(m.Value))
 	if err != nil {

@@ -124,20 +124,28 @@ func (s *source) deadLetter(r row) sdk.DeadLetter {
 		o.Destination, o.DestinationFrom = tableDestination+s.cfg.RetryTable, "retry_table"
 		return d
 	}
-	o.DestinationFrom = "retry_url"
-	var missing string
-	o.Destination = placeholder.ReplaceAllStringFunc(s.cfg.RetryURL, func(m string) string {
+	// The destination is the endpoint's template, the same for every row
+	// (so that failures group by endpoint); Republish fills it in from the
+	// row.
+	o.Destination, o.DestinationFrom = s.cfg.RetryURL, "retry_url"
+	if _, missing := fillURL(s.cfg.RetryURL, r.columns); missing != "" {
+		o.Destination, o.DestinationProblem = "", fmt.Sprintf("retry_url needs the column %s, which is null in row %s", missing, r.id)
+	}
+	return d
+}
+
+// fillURL replaces each {column} of template with the row's value,
+// path-escaped; missing names a column that is null.
+func fillURL(template string, columns map[string]any) (filled, missing string) {
+	filled = placeholder.ReplaceAllStringFunc(template, func(m string) string {
 		name := m[1 : len(m)-1]
-		v := columnText(r.columns[name])
+		v := columnText(columns[name])
 		if v == nil {
 			missing = name
 		}
 		return url.PathEscape(string(v))
 	})
-	if missing != "" {
-		o.Destination, o.DestinationProblem = "", fmt.Sprintf("retry_url needs the column %s, which is null in row %s", missing, r.id)
-	}
-	return d
+	return filled, missing
 }
 
 // tableDestination starts the destination of a retry into the queue table.

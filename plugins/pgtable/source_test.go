@@ -96,7 +96,7 @@ func TestTheSeedsFailedJobsRetryThroughTheReprocessEndpoint(t *testing.T) {
 	m := resp.Messages[0]
 	require.Equal(t, "failed_jobs", m.Position.Topic)
 	require.JSONEq(t, `{"bookmark_id": 1, "attempt": 3}`, string(m.Value))
-	require.Equal(t, sdk.Origin{Destination: ep.srv.URL + "/v1/bookmarks/" + bm + "/reprocess", DestinationFrom: "retry_url",
+	require.Equal(t, sdk.Origin{Destination: ep.srv.URL + "/v1/bookmarks/{bookmark_id}/reprocess", DestinationFrom: "retry_url",
 		DestinationConfigured: true, ErrorMessage: "LLM timeout after 30s", ErrorClass: "llm_processing",
 		FirstFailedAt: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}, withUTC(m.Origin))
 	_, err = s.Commit(ctx, &sdk.CommitRequest{Positions: []sdk.Position{m.Position}})
