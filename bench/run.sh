@@ -2,12 +2,12 @@
 # Runs every benchmark with its baseline in the same run and prints one
 # report (also saved under bench/out/). Needs `make build` and the test
 # services (`make test-deps`): PostgreSQL, redis-server, dynalite, kcat.
-# Select with BENCH="pluginrpc deletebench dlqbench searchbench archivebench planbench historybench reverifybench".
+# Select with BENCH="pluginrpc deletebench dlqbench rabbitbench searchbench archivebench planbench historybench reverifybench".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/out
 out="bench/out/$(date -u +%Y%m%dT%H%M%SZ).txt"
-benches=${BENCH:-"pluginrpc deletebench dlqbench searchbench archivebench planbench historybench reverifybench"}
+benches=${BENCH:-"pluginrpc deletebench dlqbench rabbitbench searchbench archivebench planbench historybench reverifybench"}
 for b in $benches; do
   go build -o "bin/bench-$b" "./bench/cmd/$b"
 done

@@ -25,6 +25,7 @@ const dlq = "orders:dlq"
 
 func main() {
 	n := flag.Int("n", 20_000, "dead letters")
+	prefetch := flag.Int("prefetch", 0, "the source's prefetch (0: its default)")
 	flag.Parse()
 	benchkit.Header(fmt.Sprintf("rabbitmq source: intake %d, retry-all %d", *n, *n))
 	vhost := fmt.Sprintf("rabbitbench-%d", time.Now().UnixNano())
@@ -67,10 +68,11 @@ plugin = "rabbitmq"
 [dlq_source.config]
 url = %q
 queues = [%q]
+%s
 [[dlq.topic]]
 match = %q
 replay_targets = ["orders/*"]
-`, amqpURL, dlq, dlq)})
+`, amqpURL, dlq, prefetchLine(*prefetch), dlq)})
 	defer func() { d.Stop() }()
 	intake := waitStored(d, *n)
 	benchkit.Report(fmt.Sprintf("intake %d into PostgreSQL (stored and acknowledged)", *n), "%v (%s); ratio to the bare consumer %.2fx",
@@ -183,4 +185,11 @@ func waitStored(d *benchkit.Daemon, n int) time.Duration {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func prefetchLine(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("prefetch = %d", n)
 }

@@ -126,17 +126,18 @@ var pgDLQ = sqlstore.DLQSQL{
 			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
 		KeepStored: `
 			INSERT INTO dlq.dlq_unacked (source, dlq_topic, source_position, content_digest, message_id, stored_at)
-			SELECT m.source, m.dlq_topic, m.source_position, m.content_digest, m.id, $2
-			FROM jsonb_to_recordset($1::jsonb) AS u(s text, t text, p text, d text)
-			JOIN dlq.dlq_messages m ON m.source = u.s AND m.dlq_topic = u.t AND m.source_position = decode(u.p, 'hex')
-				AND m.content_digest = decode(u.d, 'hex')
+			SELECT m.source, m.dlq_topic, m.source_position, m.content_digest, m.id, $5
+			FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[]) AS u(s, t, p, d)
+			JOIN dlq.dlq_messages m ON m.source = u.s AND m.dlq_topic = u.t AND m.source_position = u.p AND m.content_digest = u.d
 			ON CONFLICT DO NOTHING`,
+		// The digests ($4) are not needed to name a delivery.
 		Confirm: `
-			DELETE FROM dlq.dlq_unacked u USING jsonb_to_recordset($1::jsonb) AS j(s text, t text, p text)
-			WHERE u.source = j.s AND u.dlq_topic = j.t AND u.source_position = decode(j.p, 'hex')`,
+			DELETE FROM dlq.dlq_unacked u USING unnest($1::text[], $2::text[], $3::bytea[]) AS j(s, t, p)
+			WHERE u.source = j.s AND u.dlq_topic = j.t AND u.source_position = j.p AND cardinality($4::bytea[]) >= 0`,
 		Mark: `
-			UPDATE dlq.dlq_unacked u SET committing = $2 FROM jsonb_to_recordset($1::jsonb) AS j(s text, t text, p text)
-			WHERE u.source = j.s AND u.dlq_topic = j.t AND u.source_position = decode(j.p, 'hex')`,
+			UPDATE dlq.dlq_unacked u SET committing = $5 FROM unnest($1::text[], $2::text[], $3::bytea[]) AS j(s, t, p)
+			WHERE u.source = j.s AND u.dlq_topic = j.t AND u.source_position = j.p AND cardinality($4::bytea[]) >= 0`,
+		Arrays: true,
 		Expire: `DELETE FROM dlq.dlq_unacked WHERE stored_at < $1`,
 	},
 }

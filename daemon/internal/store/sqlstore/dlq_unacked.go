@@ -37,6 +37,10 @@ type UnackedSQL struct {
 	Mark string
 	// Expire forgets deliveries recorded before a time: (since).
 	Expire string
+	// Arrays: KeepStored, Confirm and Mark take the deliveries as arrays
+	// (sources, topics, positions, digests) in place of the JSON array, for
+	// PostgreSQL, whose planner joins typed arrays on the indexes.
+	Arrays bool
 }
 
 // UnackedMaxAge is how long a delivery whose acknowledgement was never
@@ -87,6 +91,23 @@ func (s *Store) takeRedeliveries(ctx context.Context, q Querier, batch []dlq.Inc
 	return rest, nil
 }
 
+// deliveryArgs are the parameters that name deliveries: one JSON array,
+// or (Arrays) the arrays of sources, topics, positions and digests.
+func (s *Store) deliveryArgs(ds []storedDelivery) []any {
+	if !s.sql.DLQ.Unacked.Arrays {
+		b, _ := json.Marshal(ds)
+		return []any{string(b)}
+	}
+	sources, topics := make([]string, len(ds)), make([]string, len(ds))
+	positions, digests := make([][]byte, len(ds)), make([][]byte, len(ds))
+	for i, d := range ds {
+		sources[i], topics[i] = d.Source, d.Topic
+		positions[i], _ = hex.DecodeString(d.Position)
+		digests[i], _ = hex.DecodeString(d.Digest)
+	}
+	return []any{sources, topics, positions, digests}
+}
+
 // storedDelivery is one element of KeepStored's, Confirm's and Mark's
 // JSON arrays (Digest only in KeepStored's).
 type storedDelivery struct {
@@ -109,11 +130,7 @@ func (s *Store) keepDeliveries(ctx context.Context, q Querier, batch []dlq.Incom
 	if len(stored) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(stored)
-	if err != nil {
-		return err
-	}
-	if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.KeepStored, string(b), now); err != nil {
+	if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.KeepStored, append(s.deliveryArgs(stored), now)...); err != nil {
 		return fmt.Errorf("record deliveries: %w", err)
 	}
 	for _, in := range batch {
@@ -143,21 +160,18 @@ func (s *Store) MarkDLQDeliveries(ctx context.Context, source string, positions 
 	for i, p := range positions {
 		ps[i] = storedDelivery{Source: source, Topic: p.Topic, Position: hex.EncodeToString(p.ID)}
 	}
-	b, err := json.Marshal(ps)
-	if err != nil {
-		return err
-	}
+	args := s.deliveryArgs(ps)
 	return s.conn.Tx(ctx, func(q Querier) error {
 		switch state {
 		case dlq.DeliveriesConfirmed:
-			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Confirm, string(b)); err != nil {
+			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Confirm, args...); err != nil {
 				return fmt.Errorf("confirm deliveries: %w", err)
 			}
 			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Expire, now.Add(-UnackedMaxAge)); err != nil {
 				return fmt.Errorf("forget expired deliveries: %w", err)
 			}
 		case dlq.DeliveriesCommitting, dlq.DeliveriesNotCommitted:
-			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Mark, string(b), state == dlq.DeliveriesCommitting); err != nil {
+			if _, err := q.Exec(ctx, s.sql.DLQ.Unacked.Mark, append(args, state == dlq.DeliveriesCommitting)...); err != nil {
 				return fmt.Errorf("mark deliveries: %w", err)
 			}
 		default:
