@@ -421,5 +421,5 @@ func TestAutomaticRetryResolvesThroughTheBroker(t *testing.T) {
 	require.Equal(t, "order-7", *events[0].Key)
 	id, _ := header(events[0], "x-dlq-id")
 	require.Equal(t, got["id"], id)
-	require.Contains(t, metrics(t, d), `lifecycled_dlq_retries_total{outcome="resolved",trigger="auto"} 1`)
+	require.Contains(t, metrics(t, d), `lifecycled_dlq_retries_total{outcome="resolved",source="kafka",trigger="auto"} 1`)
 }

@@ -34,11 +34,11 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, store Store, sources Sources, p *periodic.Metrics) *Metrics {
 	m := &Metrics{
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lifecycled_dlq_retries_total", Help: "Republish attempts by outcome (resolved, failed, dead, unavailable) and trigger (manual, retry_all, auto).",
-		}, []string{"outcome", "trigger"}),
+			Name: "lifecycled_dlq_retries_total", Help: "Republish attempts by source, outcome (resolved, failed, dead, unavailable) and trigger (manual, retry_all, auto).",
+		}, []string{"source", "outcome", "trigger"}),
 		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lifecycled_dlq_replays_total", Help: "Edit-and-replay sends by outcome (resolved, failed, unavailable).",
-		}, []string{"outcome"}),
+			Name: "lifecycled_dlq_replays_total", Help: "Edit-and-replay sends by source and outcome (resolved, failed, unavailable).",
+		}, []string{"source", "outcome"}),
 		periodic: p,
 		depth:    &depthCollector{store: store, sources: sources},
 	}
@@ -46,9 +46,13 @@ func NewMetrics(reg prometheus.Registerer, store Store, sources Sources, p *peri
 	if reg != nil {
 		reg.MustRegister(m.retries, m.replays, m.depth, &pausedCollector{store: store})
 	}
-	for _, o := range outcomeNames {
-		for _, t := range []Trigger{TriggerManual, TriggerRetryAll, TriggerAuto} {
-			m.retries.WithLabelValues(o, string(t))
+	if sources != nil {
+		for _, src := range sources.SourceNames() {
+			for _, o := range outcomeNames {
+				for _, t := range []Trigger{TriggerManual, TriggerRetryAll, TriggerAuto} {
+					m.retries.WithLabelValues(src, o, string(t))
+				}
+			}
 		}
 	}
 	return m

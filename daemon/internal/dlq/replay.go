@@ -135,7 +135,7 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 	if err := s.store.RecordDLQEvent(wctx, id, HistoryEvent{At: s.now(), Kind: KindReplayed, Detail: detail, UID: &uid}); err != nil {
 		s.log.Error("record a replay in the message's history", "id", id.String(), "replay_id", r.ID.String(), "error", err)
 	}
-	s.metrics.replays.WithLabelValues(outcome).Inc()
+	s.metrics.replays.WithLabelValues(m.Position.Source, outcome).Inc()
 	s.log.Info("replayed a dead letter", "id", id.String(), "replay_id", r.ID.String(), "topic", r.Topic, "outcome", outcome, "uid", uid)
 	if sendErr != nil {
 		return nil, sendErr

@@ -346,7 +346,7 @@ func (s *Service) CountOutcomes(outcomes []Outcome, recorded []Recorded, trigger
 		if recorded[i].Applied {
 			outcome = recorded[i].Record.Name
 		}
-		s.metrics.retries.WithLabelValues(outcome, string(trigger)).Inc()
+		s.metrics.retries.WithLabelValues(o.Source, outcome, string(trigger)).Inc()
 		switch {
 		case !recorded[i].Applied:
 			s.log.Warn("retry outcome not recorded: the message is no longer under this claim (its lease ran out)",

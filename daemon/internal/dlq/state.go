@@ -248,8 +248,10 @@ func (m *Message) NotRetryableReason() string {
 // makes it (Finish); the store reads the message as it is when the outcome
 // is recorded and writes what Apply decides.
 type Outcome struct {
-	ID    uuid.UUID
-	Event Event // EventAcked, EventRefused or EventReleased
+	ID uuid.UUID
+	// Source is the message's source, for the metrics.
+	Source string
+	Event  Event // EventAcked, EventRefused or EventReleased
 	// Claimed is the message's state when it was claimed, and ClaimedAt the
 	// claim's time (its last_retry_at): the outcome applies only to the
 	// message still under that claim, leased by the same owner. A return
@@ -283,7 +285,7 @@ func Finish(m Message, e Event) Outcome {
 	if _, ok := claimed.Next(e); !ok || (e != EventAcked && e != EventRefused && e != EventReleased) {
 		panic(fmt.Sprintf("dlq: %s does not finish a claim", e))
 	}
-	o := Outcome{ID: m.ID, Event: e, Claimed: claimed}
+	o := Outcome{ID: m.ID, Source: m.Position.Source, Event: e, Claimed: claimed}
 	if m.LastRetryAt != nil {
 		o.ClaimedAt = *m.LastRetryAt
 	}
