@@ -40,6 +40,15 @@ func formatTimePtr(t *time.Time) *string {
 	return &s
 }
 
+// headerJSON renders a header: text or base64, and its type.
+func headerJSON(h dlq.Header) wire.Header {
+	var hj wire.Header
+	hj.Key, hj.KeyBase64 = textOrBase64(h.Key)
+	hj.Value, hj.ValueBase64 = textOrBase64(h.Value)
+	hj.Type = h.Type
+	return hj
+}
+
 // messageJSON renders a message for the API: the payload as JSON when it
 // parses as JSON, else null with the raw bytes in payload_base64.
 // sourceConfigured says whether its source is configured now.
@@ -80,11 +89,7 @@ func messageJSON(m *dlq.Message, sourceConfigured bool) wire.Message {
 	}
 	out.Key, out.KeyBase64 = textOrBase64(m.Key)
 	for _, h := range m.Headers {
-		var hj wire.Header
-		hj.Key, hj.KeyBase64 = textOrBase64(h.Key)
-		hj.Value, hj.ValueBase64 = textOrBase64(h.Value)
-		hj.Type = h.Type
-		out.Headers = append(out.Headers, hj)
+		out.Headers = append(out.Headers, headerJSON(h))
 	}
 	if m.LastError != "" {
 		out.LastError = &m.LastError

@@ -24,10 +24,7 @@ func replayJSON(r *dlq.Replay, sourceConfigured bool) wire.ReplayResult {
 	rj := wire.Replayed{ID: r.ID.String(), Topic: r.Topic, Headers: make([]wire.Header, 0, len(r.Headers))}
 	rj.Key, rj.KeyBase64 = textOrBase64(r.Key)
 	for _, h := range r.Headers {
-		var hj wire.Header
-		hj.Key, hj.KeyBase64 = textOrBase64(h.Key)
-		hj.Value, hj.ValueBase64 = textOrBase64(h.Value)
-		rj.Headers = append(rj.Headers, hj)
+		rj.Headers = append(rj.Headers, headerJSON(h))
 	}
 	if len(r.Payload) > 0 && json.Valid(r.Payload) {
 		rj.Payload = json.RawMessage(r.Payload)

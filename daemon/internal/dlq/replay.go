@@ -110,7 +110,7 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 	}
 	sh := make([]sdk.Header, len(r.Headers))
 	for i, h := range r.Headers {
-		sh[i] = sdk.Header{Key: h.Key, Value: h.Value}
+		sh[i] = sdk.Header{Key: h.Key, Value: h.Value, Type: h.Type}
 	}
 	resp, err := src.Republish(ctx, &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{{ID: r.ID.String(), Topic: r.Topic, Key: r.Key, Headers: sh, Value: r.Payload}}})
 	if err == nil && len(resp.Results) != 1 {
@@ -174,7 +174,8 @@ func (s *Service) NotADLQTopic(ctx context.Context, topic string) error {
 }
 
 // replayHeaders are the stored headers without x-dlq-* ones, with the
-// edits applied (in name order, each replacing every header of its name),
+// edits applied (in name order, each replacing every header of its name,
+// with the type of the first of them: an edited AMQP int32 stays one),
 // then the replay's own x-dlq-replay-of and x-dlq-replay-id.
 func replayHeaders(m *Message, edits map[string]*string, replayID uuid.UUID) ([]Header, error) {
 	names := make([]string, 0, len(edits))
@@ -189,18 +190,22 @@ func replayHeaders(m *Message, edits map[string]*string, replayID uuid.UUID) ([]
 	}
 	sort.Strings(names)
 	out := make([]Header, 0, len(m.Headers)+len(edits)+2)
+	types := map[string]string{}
 	for _, h := range m.Headers {
 		if bytes.HasPrefix(bytes.ToLower(h.Key), []byte("x-dlq-")) {
 			continue
 		}
 		if _, edited := edits[string(h.Key)]; edited {
+			if _, seen := types[string(h.Key)]; !seen {
+				types[string(h.Key)] = h.Type
+			}
 			continue
 		}
 		out = append(out, h)
 	}
 	for _, name := range names {
 		if v := edits[name]; v != nil {
-			out = append(out, Header{Key: []byte(name), Value: []byte(*v)})
+			out = append(out, Header{Key: []byte(name), Value: []byte(*v), Type: types[name]})
 		}
 	}
 	return append(out,
@@ -249,7 +254,8 @@ func sameHeaders(a, b []Header) bool {
 		return false
 	}
 	for i := range a {
-		if !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) || (a[i].Value == nil) != (b[i].Value == nil) {
+		if !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) || (a[i].Value == nil) != (b[i].Value == nil) ||
+			a[i].Type != b[i].Type {
 			return false
 		}
 	}

@@ -375,3 +375,38 @@ func TestPerTopicPolicy(t *testing.T) {
 		require.True(t, got.NextRetryAt.Equal(dlqtest.T0.Add(24*time.Hour+14*time.Minute)), "7m x 2 after the first failure: %s", got.NextRetryAt)
 	})
 }
+
+// A typed header (an AMQP int32, a property) keeps its type through an
+// edit-and-replay and a plain retry: before, a replay sent every header as
+// plain bytes, so RabbitMQ got the properties as headers and x-death as a
+// string. An edited header keeps the type of the header it replaces.
+func TestReplayAndRetryKeepHeaderTypes(t *testing.T) {
+	dlqtest.Each(t, false, func(t *testing.T, f *dlqtest.Fixture) {
+		ctx := testsvc.Context(t, 30*time.Second)
+		in := dlq.Incoming{
+			Position:      dlq.Position{Source: "kafka", Topic: "orders:dlq", ID: []byte{0xd, 1}, Display: "delivery 1"},
+			OriginalTopic: "orders/order.created", ErrorMessage: "rejected", Payload: []byte(`{}`),
+			Headers: []dlq.Header{{Key: []byte("attempt"), Value: []byte("3"), Type: "int32"},
+				{Key: []byte("content_type"), Value: []byte("application/json"), Type: "property"}},
+		}
+		_, err := f.Store.IngestDLQ(ctx, []dlq.Incoming{in}, dlq.IngestOptions{Now: f.Clock.Now(), MaxRetries: 3})
+		require.NoError(t, err)
+		msgs, _, err := f.Store.ListDLQ(ctx, dlq.ListFilter{Topic: "orders:dlq", Page: 1, PageSize: 10})
+		require.NoError(t, err)
+		require.Len(t, msgs, 1)
+		id := msgs[0].ID
+		require.Equal(t, in.Headers, msgs[0].Headers, "stored with their types")
+
+		_, err = f.Svc.Replay(ctx, id, dlq.ReplayRequest{Topic: "orders/order.created", Headers: map[string]*string{"attempt": strp("4")}}, 1001)
+		require.NoError(t, err)
+		sent := f.Broker.Republished[len(f.Broker.Republished)-1]
+		require.Equal(t, []sdk.Header{{Key: []byte("content_type"), Value: []byte("application/json"), Type: "property"},
+			{Key: []byte("attempt"), Value: []byte("4"), Type: "int32"}}, sent.Headers[:2])
+
+		_, err = f.Svc.Retry(ctx, id)
+		require.NoError(t, err)
+		sent = f.Broker.Republished[len(f.Broker.Republished)-1]
+		require.Equal(t, in.Headers[0], dlq.Header{Key: sent.Headers[0].Key, Value: sent.Headers[0].Value, Type: sent.Headers[0].Type})
+		require.Equal(t, "property", sent.Headers[1].Type)
+	})
+}
