@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lifecycled/lifecycled/daemon/e2e/apitest"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
@@ -208,4 +210,61 @@ func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 			require.Zero(t, queueDepth(t, mq, "orders.created"), "nothing more")
 		})
 	}
+}
+
+// A retried message that fails again comes back through RabbitMQ's
+// dead-lettering with its x-dlq-id: it is counted on its record as a
+// returned attempt, not stored as a new dead letter; an edit-and-replay
+// keeps the message's properties and header types.
+func TestARabbitMQReplayThatFailsAgainComesBackToItsRecord(t *testing.T) {
+	t.Parallel()
+	mq := testsvc.NewRabbitMQ(t)
+	rabbitTopology(t, mq, nil)
+	deadLetterAll(t, mq, []string{`{"order":1}`})
+	d := startDLQDaemon(t, "sqlite", rabbitSource(mq.URL)+retryBlock(false, "1m"))
+	m := waitTotal(t, d, "orders:dlq", 1, time.Minute).Messages[0]
+
+	var retried map[string]any
+	apitest.Expect(t, d, 200, &retried).RetryMessage(t.Context(), m.ID)
+	require.Equal(t, "RESOLVED", retried["status"])
+	// The consumer fails it again: rejected, dead-lettered back.
+	ch := rabbitChannel(t, mq)
+	var back amqp.Delivery
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		var ok bool
+		var err error
+		back, ok, err = ch.Get("orders.created", false)
+		require.NoError(t, err)
+		return ok
+	}, "the retry reached orders.created")
+	require.Equal(t, m.ID, back.Headers["x-dlq-id"], "the daemon's id on the republished message")
+	require.Equal(t, "application/json", back.ContentType, "its properties kept")
+	require.NoError(t, back.Reject(false))
+
+	testsvc.Eventually(t, time.Minute, func() bool {
+		got := getMessage(t, d, m.ID)
+		return got.RetryCount == 1 && got.Status == "PENDING"
+	}, "the return counted on the record (%+v)", getMessage(t, d, m.ID))
+	require.Equal(t, 1, list(t, d, "orders:dlq", "").Pagination.TotalCount, "not a new dead letter")
+	got := getMessage(t, d, m.ID)
+	require.Equal(t, "returned", got.Attempts[len(got.Attempts)-1].Outcome)
+	require.Zero(t, queueDepth(t, mq, "orders:dlq"), "acknowledged")
+
+	// Edit-and-replay: the edit goes to the exchange and routing key, with
+	// the message's properties.
+	var replayed map[string]any
+	apitest.Expect(t, d, 200, &replayed).Replay(t.Context(), m.ID, &wire.ReplayRequest{Payload: json.RawMessage(`{"order":1,"fixed":true}`)}, false)
+	testsvc.Eventually(t, 30*time.Second, func() bool {
+		var ok bool
+		var err error
+		back, ok, err = ch.Get("orders.created", true)
+		require.NoError(t, err)
+		return ok
+	}, "the replay reached orders.created")
+	require.JSONEq(t, `{"order":1,"fixed":true}`, string(back.Body))
+	require.Equal(t, "application/json", back.ContentType, "a property stays a property")
+	_, isHeader := back.Headers["content_type"]
+	require.False(t, isHeader, "not a header")
+	_, ok := back.Headers["x-death"].([]any)
+	require.True(t, ok, "x-death stays an array: %T", back.Headers["x-death"])
 }
