@@ -41,7 +41,11 @@ func TestDeadLettersSearchOpenEditAndReplay(t *testing.T) {
 	do(t, ctx,
 		chromedp.Click(chromedp.CSS(`a[href="/ui/dlq/search"]`)), chromedp.WaitVisible(chromedp.CSS("#f-error")),
 		chromedp.SendKeys(chromedp.CSS("#f-error"), "DUPLICATE KEY"),
-		chromedp.Click(chromedp.CSS("#search-button")), chromedp.WaitVisible(chromedp.CSS("#results")))
+		chromedp.Click(chromedp.CSS("#search-button")))
+	// The page of the search itself, not the one before it (whose
+	// #results, unfiltered, are visible too while the next one loads).
+	waitJS(t, ctx, `new URLSearchParams(location.search).get("error") === "DUPLICATE KEY" && document.readyState === "complete" && !!document.querySelector("#results")`,
+		"the search's page")
 	want := search(t, d, url.Values{"error": {"DUPLICATE KEY"}})
 	require.EqualValues(t, 6, want.Total)
 	require.Equal(t, "6", text(t, ctx, "#result-total"))
