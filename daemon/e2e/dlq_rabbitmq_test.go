@@ -101,7 +101,9 @@ replay_targets = ["orders/*"]
 // or a kill hit a Commit under way, whose outcome AMQP cannot tell: then a
 // redelivery of that batch is stored again rather than risk taking another
 // identical message for it (the daemon says so), never lost. A quorum
-// queue, which counts redeliveries in a header, is no different.
+// queue counts redeliveries in a header (left out), and may redeliver
+// what a Commit acknowledged when the connection is lost right after it:
+// stored again there too, never lost.
 func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -166,7 +168,14 @@ func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 				extra += count[b] - n
 			}
 			require.Len(t, count, len(want), "nothing that was not dead-lettered")
-			if extra > 0 {
+			switch {
+			case extra > 0 && tc.args != nil:
+				// A quorum queue applies acknowledgements asynchronously: the
+				// round trip that confirms them on the channel does not wait
+				// for the queue, and a connection lost right after a Commit can
+				// have them redelivered (docs/plugins.md). Stored again, never lost.
+				t.Logf("%d stored again (quorum queue)", extra)
+			case extra > 0:
 				require.Contains(t, d.Logs(), "the outcome is not known", "a dead letter stored twice only after a Commit whose outcome was not known")
 				t.Logf("%d stored again after a Commit whose outcome was not known", extra)
 			}
