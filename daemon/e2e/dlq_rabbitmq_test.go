@@ -74,6 +74,31 @@ func queueDepth(t *testing.T, mq *testsvc.RabbitMQ, queue string) int {
 	return q.Messages
 }
 
+// disruptRabbit kills the rabbitmq:orders plugin (-9) and cuts the
+// vhost's connections, alternately, n times, one every interval.
+func disruptRabbit(t *testing.T, d *testsvc.Daemon, mq *testsvc.RabbitMQ, n int, interval time.Duration) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		time.Sleep(interval)
+		if i%2 == 1 {
+			mq.CloseConnections()
+			continue
+		}
+		var plugins struct {
+			Plugins []struct {
+				Name string `json:"name"`
+				PID  int    `json:"pid"`
+			} `json:"plugins"`
+		}
+		apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
+		for _, p := range plugins.Plugins {
+			if p.Name == "rabbitmq:orders" && p.PID > 0 {
+				_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
 func rabbitSource(url string) string {
 	return fmt.Sprintf(`
 [[dlq_source]]
@@ -131,22 +156,7 @@ func TestRabbitMQDeadLettersSurviveKillsAndCutsOnceEach(t *testing.T) {
 			d := startDLQDaemon(t, state, rabbitSource(mq.URL)+retryBlock(false, "1m"))
 			// Disrupt while intake runs: kill -9 the plugin, cut the
 			// connections, alternately.
-			for i := 0; i < 6; i++ {
-				time.Sleep(150 * time.Millisecond)
-				if i%2 == 0 {
-					var plugins struct {
-						Plugins []struct {
-							PID int `json:"pid"`
-						} `json:"plugins"`
-					}
-					apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
-					if pid := plugins.Plugins[0].PID; pid > 0 {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
-					}
-				} else {
-					mq.CloseConnections()
-				}
-			}
+			disruptRabbit(t, d, mq, 6, 150*time.Millisecond)
 			testsvc.Eventually(t, 2*time.Minute, func() bool {
 				return queueDepth(t, mq, "orders:dlq") == 0 && list(t, d, "orders:dlq", "").Pagination.TotalCount >= len(bodies)
 			}, "every dead letter taken in and acknowledged (depth %d, stored %d)", queueDepth(t, mq, "orders:dlq"),

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,25 +81,7 @@ poll_interval = "100ms"
 retry_url = %q
 `, jobs, endpoint.URL+"/v1/bookmarks/{bookmark_id}/reprocess"))
 	// Disrupt the RabbitMQ source while the storm comes in.
-	for i := 0; i < 4; i++ {
-		time.Sleep(200 * time.Millisecond)
-		if i%2 == 0 {
-			var plugins struct {
-				Plugins []struct {
-					Name string `json:"name"`
-					PID  int    `json:"pid"`
-				} `json:"plugins"`
-			}
-			apitest.Expect(t, d, 200, &plugins).Plugins(t.Context())
-			for _, p := range plugins.Plugins {
-				if p.Name == "rabbitmq:orders" && p.PID > 0 {
-					_ = syscall.Kill(p.PID, syscall.SIGKILL)
-				}
-			}
-		} else {
-			mq.CloseConnections()
-		}
-	}
+	disruptRabbit(t, d, mq, 4, 200*time.Millisecond)
 	for _, topic := range []string{"orders.dlq.v1", "orders:dlq", "failed_jobs"} {
 		testsvc.Eventually(t, 2*time.Minute, func() bool { return list(t, d, topic, "").Pagination.TotalCount >= n },
 			"%s taken in", topic)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/lifecycled/lifecycled/sdk"
 	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 )
 
@@ -41,11 +40,7 @@ const (
 // stored before sources reported it give, by the Kafka conventions
 // (kafkaconv), or "".
 func LegacyExceptionClass(hs []Header) string {
-	sh := make([]sdk.Header, len(hs))
-	for i, h := range hs {
-		sh[i] = sdk.Header{Key: h.Key, Value: h.Value}
-	}
-	return kafkaconv.Origin(sh, "").ErrorClass
+	return kafkaconv.Origin(sdkHeaders(hs), "").ErrorClass
 }
 
 // groupCache remembers recent groups by their inputs: a storm repeats the

@@ -225,6 +225,15 @@ func Digest(d sdk.DeadLetter, traits sdk.SourceTraits) []byte {
 	return h.Sum(nil)
 }
 
+// sdkHeaders are stored headers as a source takes them, types kept.
+func sdkHeaders(hs []Header) []sdk.Header {
+	out := make([]sdk.Header, len(hs))
+	for i, h := range hs {
+		out[i] = sdk.Header{Key: h.Key, Value: h.Value, Type: h.Type}
+	}
+	return out
+}
+
 // RepublishHeaders are the message's headers without earlier x-dlq-* values,
 // plus this attempt's x-dlq-id and x-dlq-retry-count.
 func RepublishHeaders(m *Message) []sdk.Header {

@@ -108,11 +108,8 @@ func (s *Service) Replay(ctx context.Context, id uuid.UUID, req ReplayRequest, u
 	if err != nil {
 		return nil, err
 	}
-	sh := make([]sdk.Header, len(r.Headers))
-	for i, h := range r.Headers {
-		sh[i] = sdk.Header{Key: h.Key, Value: h.Value, Type: h.Type}
-	}
-	resp, err := src.Republish(ctx, &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{{ID: r.ID.String(), Topic: r.Topic, Key: r.Key, Headers: sh, Value: r.Payload}}})
+	resp, err := src.Republish(ctx, &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{{ID: r.ID.String(), Topic: r.Topic, Key: r.Key,
+		Headers: sdkHeaders(r.Headers), Value: r.Payload}}})
 	if err == nil && len(resp.Results) != 1 {
 		err = fmt.Errorf("source %s answered %d results for 1 message", m.Position.Source, len(resp.Results))
 	}

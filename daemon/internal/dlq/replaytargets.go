@@ -5,7 +5,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/lifecycled/lifecycled/sdk"
 	"github.com/lifecycled/lifecycled/sdk/kafkaconv"
 )
 
@@ -141,11 +140,7 @@ func outsideTargets(m *Message, targets []string) string {
 // it: a Kafka message, whose original topic the daemon read from its
 // headers by the conventions (kafkaconv), else from the source's mapping.
 func legacyOrigin(m *Message) Origin {
-	hs := make([]sdk.Header, len(m.Headers))
-	for i, h := range m.Headers {
-		hs[i] = sdk.Header{Key: h.Key, Value: h.Value}
-	}
-	o := kafkaconv.Origin(hs, "")
+	o := kafkaconv.Origin(sdkHeaders(m.Headers), "")
 	switch {
 	case o.DestinationProblem != "":
 		// Stored before such names were refused: the topic is the name cut.

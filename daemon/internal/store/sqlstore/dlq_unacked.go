@@ -91,40 +91,48 @@ func (s *Store) takeRedeliveries(ctx context.Context, q Querier, batch []dlq.Inc
 	return rest, nil
 }
 
-// deliveryArgs are the parameters that name deliveries: one JSON array,
-// or (Arrays) the arrays of sources, topics, positions and digests.
-func (s *Store) deliveryArgs(ds []storedDelivery) []any {
-	if !s.sql.DLQ.Unacked.Arrays {
-		b, _ := json.Marshal(ds)
-		return []any{string(b)}
-	}
-	sources, topics := make([]string, len(ds)), make([]string, len(ds))
-	positions, digests := make([][]byte, len(ds)), make([][]byte, len(ds))
-	for i, d := range ds {
-		sources[i], topics[i] = d.Source, d.Topic
-		positions[i], _ = hex.DecodeString(d.Position)
-		digests[i], _ = hex.DecodeString(d.Digest)
-	}
-	return []any{sources, topics, positions, digests}
+// delivery names a delivery of a per-delivery source (digest: only for
+// KeepStored).
+type delivery struct {
+	source, topic    string
+	position, digest []byte
 }
 
-// storedDelivery is one element of KeepStored's, Confirm's and Mark's
-// JSON arrays (Digest only in KeepStored's).
-type storedDelivery struct {
+// jsonDelivery is one element of the JSON array of KeepStored, Confirm and
+// Mark, bytes in hex.
+type jsonDelivery struct {
 	Source   string `json:"s"`
 	Topic    string `json:"t"`
 	Position string `json:"p"`
 	Digest   string `json:"d,omitempty"`
 }
 
+// deliveryArgs are the parameters that name deliveries: one JSON array,
+// or (Arrays) the arrays of sources, topics, positions and digests.
+func (s *Store) deliveryArgs(ds []delivery) []any {
+	if !s.sql.DLQ.Unacked.Arrays {
+		js := make([]jsonDelivery, len(ds))
+		for i, d := range ds {
+			js[i] = jsonDelivery{d.source, d.topic, hex.EncodeToString(d.position), hex.EncodeToString(d.digest)}
+		}
+		b, _ := json.Marshal(js)
+		return []any{string(b)}
+	}
+	sources, topics := make([]string, len(ds)), make([]string, len(ds))
+	positions, digests := make([][]byte, len(ds)), make([][]byte, len(ds))
+	for i, d := range ds {
+		sources[i], topics[i], positions[i], digests[i] = d.source, d.topic, d.position, d.digest
+	}
+	return []any{sources, topics, positions, digests}
+}
+
 // keepDeliveries records the deliveries of per-delivery messages of a
 // stored batch as unconfirmed.
 func (s *Store) keepDeliveries(ctx context.Context, q Querier, batch []dlq.Incoming, now time.Time) error {
-	var stored []storedDelivery
+	var stored []delivery
 	for _, in := range batch {
 		if in.PerDelivery {
-			stored = append(stored, storedDelivery{in.Position.Source, in.Position.Topic, hex.EncodeToString(in.Position.ID),
-				hex.EncodeToString(DigestOf(in))})
+			stored = append(stored, delivery{in.Position.Source, in.Position.Topic, in.Position.ID, DigestOf(in)})
 		}
 	}
 	if len(stored) == 0 {
@@ -156,9 +164,9 @@ func (s *Store) MarkDLQDeliveries(ctx context.Context, source string, positions 
 	if len(positions) == 0 {
 		return nil
 	}
-	ps := make([]storedDelivery, len(positions))
+	ps := make([]delivery, len(positions))
 	for i, p := range positions {
-		ps[i] = storedDelivery{Source: source, Topic: p.Topic, Position: hex.EncodeToString(p.ID)}
+		ps[i] = delivery{source: source, topic: p.Topic, position: p.ID}
 	}
 	args := s.deliveryArgs(ps)
 	return s.conn.Tx(ctx, func(q Querier) error {
