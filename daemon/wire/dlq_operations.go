@@ -19,15 +19,16 @@ type OperationRequest struct {
 // filters of GET /api/v1/dlq/messages as JSON fields, status and header as
 // lists.
 type OperationFilter struct {
-	Topic  *string  `json:"topic,omitempty"`
-	Status []string `json:"status,omitempty"`
-	Error  *string  `json:"error,omitempty"`
-	Group  *string  `json:"group,omitempty"`
-	Key    *string  `json:"key,omitempty"`
-	Header []string `json:"header,omitempty"`
-	Q      *string  `json:"q,omitempty"`
-	Since  *string  `json:"since,omitempty"`
-	Until  *string  `json:"until,omitempty"`
+	Topic      *string  `json:"topic,omitempty"`
+	Status     []string `json:"status,omitempty"`
+	Error      *string  `json:"error,omitempty"`
+	Group      *string  `json:"group,omitempty"`
+	ErrorGroup *string  `json:"error_group,omitempty"`
+	Key        *string  `json:"key,omitempty"`
+	Header     []string `json:"header,omitempty"`
+	Q          *string  `json:"q,omitempty"`
+	Since      *string  `json:"since,omitempty"`
+	Until      *string  `json:"until,omitempty"`
 }
 
 // values is the filter as the search's query parameters, so it is checked
@@ -42,6 +43,7 @@ func (f OperationFilter) Values() url.Values {
 	set("topic", f.Topic)
 	set("error", f.Error)
 	set("group", f.Group)
+	set("error_group", f.ErrorGroup)
 	set("key", f.Key)
 	set("q", f.Q)
 	set("since", f.Since)

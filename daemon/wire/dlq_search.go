@@ -11,15 +11,18 @@ type SearchResult struct {
 
 // Group is one failure group of GET /api/v1/dlq/groups.
 type Group struct {
-	ID             string           `json:"id"`
-	Pattern        string           `json:"pattern"`
-	ExceptionClass *string          `json:"exception_class"`
-	SampleError    string           `json:"sample_error"`
-	OriginalTopics []string         `json:"original_topics"`
-	DLQTopics      []string         `json:"dlq_topics"`
-	Counts         map[string]int64 `json:"counts"`
-	FirstSeen      string           `json:"first_seen"`
-	LastSeen       string           `json:"last_seen"`
+	ID               string           `json:"id"`
+	Pattern          string           `json:"pattern"`
+	ExceptionClass   *string          `json:"exception_class"`
+	ErrorGroup       string           `json:"error_group"`
+	Groups           []string         `json:"groups"`
+	ExceptionClasses []string         `json:"exception_classes"`
+	SampleError      string           `json:"sample_error"`
+	OriginalTopics   []string         `json:"original_topics"`
+	DLQTopics        []string         `json:"dlq_topics"`
+	Counts           map[string]int64 `json:"counts"`
+	FirstSeen        string           `json:"first_seen"`
+	LastSeen         string           `json:"last_seen"`
 }
 
 // Groups is GET /api/v1/dlq/groups.

@@ -51,7 +51,10 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 			continue
 		}
 		resp.Results[i].Acked = true
-		if m.Key != nil {
+		// A replay (edit-and-replay, replay_to) is a copy sent on, not the
+		// job retried: the daemon keeps the dead letter as it was, and so
+		// does the table.
+		if m.Key != nil && !isReplay(m) {
 			if err := s.resolve(ctx, string(m.Key)); err != nil {
 				// The retry happened: reporting it failed would retry it
 				// again. The row stays unresolved, and says so in the log.
@@ -146,6 +149,17 @@ func idempotencyKey(m sdk.RepublishMessage) string {
 		return m.ID
 	}
 	return id + "-" + n
+}
+
+// isReplay reports whether m is a replay: the daemon marks one with
+// x-dlq-replay-of (docs/plugin-protocol.md), a retry with x-dlq-id.
+func isReplay(m sdk.RepublishMessage) bool {
+	for _, h := range m.Headers {
+		if string(h.Key) == "x-dlq-replay-of" {
+			return true
+		}
+	}
+	return false
 }
 
 // retryAfter reads a Retry-After header: seconds, or an HTTP date.

@@ -162,13 +162,25 @@ func TestRetryIntoAQueueTableAndDeleteWhenResolved(t *testing.T) {
 	m := resp.Messages[0]
 	require.Equal(t, "table:jobs", m.Origin.Destination)
 	other := checksum(t, pool, "id::text <> '"+string(m.Key)+"'")
-	r, err := s.Republish(ctx, &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{{ID: "d", Topic: m.Origin.Destination, Key: m.Key, Value: m.Value}}})
+	var left int
+	// A replay (an edited copy) is queued and resolves nothing: with
+	// on_resolved = "delete" it once deleted the job.
+	r, err := s.Republish(ctx, &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{{ID: "r", Topic: m.Origin.Destination, Key: m.Key,
+		Value: []byte(`{"n": 1, "edited": true}`), Headers: []sdk.Header{{Key: []byte("x-dlq-replay-of"), Value: []byte("d")},
+			{Key: []byte("x-dlq-replay-id"), Value: []byte("r")}}}}})
+	require.NoError(t, err)
+	require.True(t, r.Results[0].Acked, "%v", r.Results[0].Err)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM failed_jobs WHERE id::text = $1`, string(m.Key)).Scan(&left))
+	require.Equal(t, 1, left, "a replay does not resolve the job")
+	_, err = pool.Exec(ctx, `DELETE FROM jobs`)
+	require.NoError(t, err)
+
+	r, err = s.Republish(ctx, &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{{ID: "d", Topic: m.Origin.Destination, Key: m.Key, Value: m.Value}}})
 	require.NoError(t, err)
 	require.True(t, r.Results[0].Acked, "%v", r.Results[0].Err)
 	var queued string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT payload::text FROM jobs`).Scan(&queued))
 	require.JSONEq(t, `{"n": 1}`, queued)
-	var left int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM failed_jobs WHERE id::text = $1`, string(m.Key)).Scan(&left))
 	require.Zero(t, left, "deleted once resolved")
 	require.Equal(t, other, checksum(t, pool, "id::text <> '"+string(m.Key)+"'"), "the other row untouched")

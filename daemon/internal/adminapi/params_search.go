@@ -27,10 +27,10 @@ const (
 	maxFilterLength    = 1024
 )
 
-var searchParams = map[string]bool{"topic": true, "status": true, "error": true, "group": true, "key": true, "header": true,
+var searchParams = map[string]bool{"topic": true, "status": true, "error": true, "group": true, "error_group": true, "key": true, "header": true,
 	"q": true, "since": true, "until": true, "include_archived": true, "cursor": true, "limit": true, "order": true}
 
-var groupParams = map[string]bool{"topic": true, "status": true, "sort": true, "limit": true}
+var groupParams = map[string]bool{"topic": true, "status": true, "sort": true, "by": true, "limit": true}
 
 // query reads parameters of one request.
 type query struct{ v url.Values }
@@ -159,6 +159,14 @@ func parseSearchQuery(v url.Values) (dlq.SearchFilter, error) {
 			return f, invalidField("group", "%q is not a group id (16 lower-case hex digits, as GET /api/v1/dlq/groups gives)", truncate(g))
 		}
 		f.Group = g
+	}
+	if g, ok, err := q.one("error_group"); err != nil {
+		return f, err
+	} else if ok {
+		if !dlq.ValidGroupID(g) {
+			return f, invalidField("error_group", "%q is not an error group id (16 lower-case hex digits, as GET /api/v1/dlq/groups?by=error gives)", truncate(g))
+		}
+		f.ErrorGroup = g
 	}
 	if k, ok, err := q.one("key"); err != nil {
 		return f, err
@@ -292,6 +300,16 @@ func parseGroupsQuery(v url.Values) (dlq.GroupFilter, error) {
 			f.Sort = dlq.GroupSort(s)
 		default:
 			return f, invalidField("sort", "%q: must be count or recent", truncate(s))
+		}
+	}
+	if s, ok, err := q.one("by"); err != nil {
+		return f, err
+	} else if ok {
+		switch dlq.GroupBy(s) {
+		case dlq.GroupByFailure, dlq.GroupByError:
+			f.By = dlq.GroupBy(s)
+		default:
+			return f, invalidField("by", "%q: must be failure or error", truncate(s))
 		}
 	}
 	if f.Limit, err = q.limit(); err != nil {

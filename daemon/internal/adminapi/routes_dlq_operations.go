@@ -231,7 +231,7 @@ func parseOperationBody(r *http.Request) (bulk.Request, bool, error) {
 		dec := json.NewDecoder(bytes.NewReader(b.Filter))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&fb); err != nil {
-			return req, false, invalidField("filter", "must be an object of search filters (topic, status, error, group, key, header, q, since, until): %v", err)
+			return req, false, invalidField("filter", "must be an object of search filters (topic, status, error, group, error_group, key, header, q, since, until): %v", err)
 		}
 		if fb.Status != nil && len(fb.Status) == 0 {
 			return req, false, invalidField("status", "an empty list: name the statuses, or leave status out for every one")

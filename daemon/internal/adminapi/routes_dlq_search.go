@@ -16,8 +16,9 @@ type DLQSearch interface {
 }
 
 func groupJSON(g *dlq.GroupSummary) wire.Group {
-	out := wire.Group{ID: g.ID, Pattern: g.Pattern, SampleError: g.SampleError, OriginalTopics: g.OriginalTopics,
-		DLQTopics: g.DLQTopics, Counts: map[string]int64{}, FirstSeen: formatTime(g.FirstSeen), LastSeen: formatTime(g.LastSeen)}
+	out := wire.Group{ID: g.ID, Pattern: g.Pattern, ErrorGroup: g.ErrorGroup, Groups: g.Members, ExceptionClasses: g.ExceptionClasses,
+		SampleError: g.SampleError, OriginalTopics: g.OriginalTopics, DLQTopics: g.DLQTopics, Counts: map[string]int64{},
+		FirstSeen: formatTime(g.FirstSeen), LastSeen: formatTime(g.LastSeen)}
 	if g.ExceptionClass != "" {
 		out.ExceptionClass = &g.ExceptionClass
 	}
@@ -26,6 +27,12 @@ func groupJSON(g *dlq.GroupSummary) wire.Group {
 	}
 	if out.DLQTopics == nil {
 		out.DLQTopics = []string{}
+	}
+	if out.Groups == nil {
+		out.Groups = []string{}
+	}
+	if out.ExceptionClasses == nil {
+		out.ExceptionClasses = []string{}
 	}
 	for _, s := range dlq.Statuses {
 		out.Counts[string(s)] = g.Counts[s]

@@ -30,11 +30,11 @@ func dlqBulkCmds(g *globals) []*cobra.Command {
 
 func dlqBulkCmd(g *globals) *cobra.Command {
 	var (
-		topic, errText, group, key, text, since, until, target string
-		statuses, headers, ids                                 []string
-		rate                                                   float64
-		dryRun, wait                                           bool
-		timeout                                                time.Duration
+		topic, errText, group, errorGroup, key, text, since, until, target string
+		statuses, headers, ids                                             []string
+		rate                                                               float64
+		dryRun, wait                                                       bool
+		timeout                                                            time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bulk ACTION",
@@ -45,6 +45,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			"--dry-run shows how many messages would be acted on, with a sample, and changes nothing.\n" +
 			"With --wait, exit status 3 when the operation ends CANCELLED or FAILED or some messages failed.",
 		Example: `  lifecycled dlq bulk retry --group 9b0397dcab186145 --rate 500 --wait
+  lifecycled dlq bulk retry --error-group 5d1c0e7f9a2b4c68 --status PENDING,DEAD --rate 200 --wait
   lifecycled dlq bulk delete --topic orders.dlq.v1 --status DEAD --error "schema" --dry-run
   lifecycled dlq bulk replay_to --target-topic orders.replay.v1 --id 0190... --id 0190...`,
 		Args: cobra.ExactArgs(1),
@@ -64,6 +65,9 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			set("topic", topic)
 			set("error", errText)
 			set("group", group)
+			if cmd.Flags().Changed("error-group") {
+				filter["error_group"] = errorGroup
+			}
 			set("key", key)
 			set("q", text)
 			if cmd.Flags().Changed("since") {
@@ -96,7 +100,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			case len(ids) > 0:
 				body.IDs = ids
 			case len(filter) == 0:
-				return usageErrorf("give at least one filter (--topic, --status, --error, --group, --key, --header, --q, --since, --until) or --id")
+				return usageErrorf("give at least one filter (--topic, --status, --error, --group, --error-group, --key, --header, --q, --since, --until) or --id")
 			default:
 				// The filter as typed: unknown or malformed fields are the
 				// server's to refuse, with the same words as a search.
@@ -153,6 +157,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 	f.StringSliceVar(&statuses, "status", nil, "statuses ("+strings.Join(enum.Strings(dlq.Statuses), ", ")+"), comma-separated or repeated")
 	f.StringVar(&errText, "error", "", "text in the error, case ignored")
 	f.StringVar(&group, "group", "", "failure group id (see `dlq groups`)")
+	f.StringVar(&errorGroup, "error-group", "", "error group id: its failure groups in every source (see `dlq groups --by error`)")
 	f.StringVar(&key, "key", "", "the exact message key")
 	f.StringArrayVar(&headers, "header", nil, "header name or name=value (repeatable)")
 	f.StringVar(&text, "q", "", "text in the payload, case ignored")

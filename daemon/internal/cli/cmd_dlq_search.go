@@ -10,6 +10,7 @@ import (
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
 	"github.com/lifecycled/lifecycled/daemon/internal/enum"
+	"github.com/lifecycled/lifecycled/daemon/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -28,16 +29,17 @@ func clientTime(v string, now time.Time) string {
 
 func dlqSearchCmd(g *globals) *cobra.Command {
 	var (
-		topic, errText, group, key, text, since, until, cursor string
-		statuses, headers                                      []string
-		includeArchived, oldest, all                           bool
-		limit                                                  int
+		topic, errText, group, errorGroup, key, text, since, until, cursor string
+		statuses, headers                                                  []string
+		includeArchived, oldest, all                                       bool
+		limit                                                              int
 	)
 	cmd := &cobra.Command{
 		Use:   "search",
 		Short: "Search dead letters across topics by status, error, failure group, key, header, payload text and time",
 		Example: `  lifecycled dlq search --status PENDING --error "connection refused" --since 2h
   lifecycled dlq search --group 9b0397dcab186145 --all --format json
+  lifecycled dlq search --error-group 5d1c0e7f9a2b4c68 --status PENDING
   lifecycled dlq search --topic orders.events.v1 --header tenant=acme --q ORD-0042`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,6 +58,9 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 			set("topic", topic)
 			set("error", errText)
 			set("group", group)
+			if cmd.Flags().Changed("error-group") {
+				q.Set("error_group", errorGroup)
+			}
 			set("key", key)
 			set("q", text)
 			set("since", clientTime(since, now))
@@ -124,6 +129,7 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 	f.StringSliceVar(&statuses, "status", nil, strings.Join(enum.Strings(dlq.Statuses), ", ")+" (repeat or comma-separate)")
 	f.StringVar(&errText, "error", "", "substring of the error text, case ignored")
 	f.StringVar(&group, "group", "", "failure group id (from dlq groups)")
+	f.StringVar(&errorGroup, "error-group", "", "error group id: its failure groups in every source (from dlq groups --by error)")
 	f.StringVar(&key, "key", "", "exact message key")
 	f.StringArrayVar(&headers, "header", nil, "header NAME or NAME=VALUE (repeatable; all must match)")
 	f.StringVar(&text, "q", "", "substring of the payload, case ignored")
@@ -147,14 +153,19 @@ func orDash(s string) string {
 
 func dlqGroupsCmd(g *globals) *cobra.Command {
 	var (
-		topic, sortBy string
-		statuses      []string
-		limit         int
+		topic, sortBy, by string
+		statuses          []string
+		limit             int
 	)
 	cmd := &cobra.Command{
 		Use:   "groups",
 		Short: "List failure groups: dead letters that failed the same way, with counts per status",
-		Args:  cobra.NoArgs,
+		Long: "List failure groups: dead letters with the same original topic, exception class and error text\n" +
+			"(its variable parts left out). With --by error, error groups: the same error text in every\n" +
+			"source, original topic and exception class (one outage seen through Kafka, RabbitMQ and a table).",
+		Example: `  lifecycled dlq groups --status PENDING,DEAD
+  lifecycled dlq groups --by error --sort recent`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
 			if topic != "" {
@@ -164,6 +175,7 @@ func dlqGroupsCmd(g *globals) *cobra.Command {
 				q.Set("status", strings.Join(statuses, ","))
 			}
 			q.Set("sort", sortBy)
+			q.Set("by", by)
 			q.Set("limit", strconv.Itoa(limit))
 			body, printed, err := show(g, 30*time.Second, query(q, (*client).Groups))
 			if err != nil || printed {
@@ -174,17 +186,26 @@ func dlqGroupsCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
-			fmt.Fprintln(w, "GROUP\tPENDING\tRETRYING\tRESOLVED\tDEAD\tORIGINAL TOPICS\tLAST SEEN\tSAMPLE ERROR")
+			spans, spansOf := "ORIGINAL TOPICS", func(gr wire.Group) []string { return gr.OriginalTopics }
+			if by == string(dlq.GroupByError) {
+				spans, spansOf = "DLQ TOPICS", func(gr wire.Group) []string { return gr.DLQTopics }
+			}
+			fmt.Fprintln(w, "GROUP\tPENDING\tRETRYING\tRESOLVED\tDEAD\t"+spans+"\tLAST SEEN\tSAMPLE ERROR")
 			for _, gr := range body.Groups {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", gr.ID, gr.Counts["PENDING"], gr.Counts["RETRYING"], gr.Counts["RESOLVED"],
-					gr.Counts["DEAD"], orDash(strings.Join(gr.OriginalTopics, ",")), gr.LastSeen, oneLine(gr.SampleError))
+					gr.Counts["DEAD"], orDash(strings.Join(spansOf(gr), ",")), gr.LastSeen, oneLine(gr.SampleError))
 			}
 			w.Flush()
-			fmt.Fprintln(g.stderr, "see a group's messages: lifecycled dlq search --group GROUP")
+			if by == string(dlq.GroupByError) {
+				fmt.Fprintln(g.stderr, "see an error group's messages: lifecycled dlq search --error-group GROUP")
+			} else {
+				fmt.Fprintln(g.stderr, "see a group's messages: lifecycled dlq search --group GROUP")
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&by, "by", string(dlq.GroupByFailure), "failure (original topic, exception class and error) or error (the error alone, across sources)")
 	f.StringVar(&topic, "topic", "", "only groups with messages on this DLQ topic or original topic")
 	f.StringSliceVar(&statuses, "status", nil, "count only these statuses (repeat or comma-separate)")
 	f.StringVar(&sortBy, "sort", "count", "count (most messages first) or recent (last seen first)")

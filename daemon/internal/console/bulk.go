@@ -18,7 +18,7 @@ import (
 // cancel.
 
 // bulkFilterFields are the search filters a bulk operation takes.
-var bulkFilterFields = []string{"topic", "status", "error", "group", "key", "header", "q", "since", "until"}
+var bulkFilterFields = []string{"topic", "status", "error", "group", "error_group", "key", "header", "q", "since", "until"}
 
 // bulkActions are the API's actions, in the form's order.
 var bulkActions = enum.Strings(dlq.OperationActions)

@@ -12,7 +12,7 @@ import (
 // form has; the console passes the page's query to the API as it is (empty
 // fields left out), so a search URL is shareable and every filter of the
 // API works, also those typed into the address bar.
-var searchFields = []string{"topic", "status", "error", "group", "key", "header", "q", "since", "until", "include_archived", "order", "limit", "cursor"}
+var searchFields = []string{"topic", "status", "error", "group", "error_group", "key", "header", "q", "since", "until", "include_archived", "order", "limit", "cursor"}
 
 // apiQuery is the page's query without empty values, for the API (which
 // refuses an empty filter rather than ignoring it).
@@ -47,17 +47,20 @@ type dlqIndexData struct {
 	Groups   []wire.Group
 	Statuses []string
 	Sort     string
+	// ByError lists error groups (one error across sources) rather than
+	// failure groups.
+	ByError bool
 }
 
 // dlqIndex: topics with counts and pause/resume, and the failure groups.
 func (c *Console) dlqIndex(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Dead letters", "dlq")
-	d := dlqIndexData{Statuses: dlqStatuses, Sort: r.URL.Query().Get("sort")}
+	d := dlqIndexData{Statuses: dlqStatuses, Sort: r.URL.Query().Get("sort"), ByError: r.URL.Query().Get("by") == "error"}
 	api, ctx := c.client(w, r)
 	topics, err := api.Topics(ctx)
 	p.addErr(err)
 	d.Topics = topics.Topics
-	groups, err := api.Groups(ctx, apiQuery(r.URL.Query(), []string{"topic", "status", "sort", "limit"}))
+	groups, err := api.Groups(ctx, apiQuery(r.URL.Query(), []string{"topic", "status", "sort", "by", "limit"}))
 	p.addErr(err)
 	d.Groups = groups.Groups
 	p.Data = d

@@ -23,6 +23,9 @@ type Group struct {
 	ID             string // 16 lower-case hex digits
 	Pattern        string // the normalised error text
 	ExceptionClass string // the source's Origin.ErrorClass; "" when none
+	// ErrorGroup is ErrorGroupID(Pattern): the groups of one failure seen
+	// on several original topics, or through several sources, share it.
+	ErrorGroup string
 }
 
 // fingerprintVersion changes when the normaliser changes what it produces,
@@ -80,6 +83,7 @@ func FailureGroup(originalTopic, class, errorMessage string) Group {
 
 func failureGroup(originalTopic, errorMessage, class string) Group {
 	g := Group{Pattern: NormaliseError(errorMessage), ExceptionClass: class}
+	g.ErrorGroup = ErrorGroupID(g.Pattern)
 	h := sha256.New()
 	for _, part := range []string{fingerprintVersion, originalTopic, g.ExceptionClass, g.Pattern} {
 		h.Write([]byte(part))
@@ -87,6 +91,17 @@ func failureGroup(originalTopic, errorMessage, class string) Group {
 	}
 	g.ID = hex.EncodeToString(h.Sum(nil))[:16]
 	return g
+}
+
+// ErrorGroupID is the id of the error group of the failure groups whose
+// normalised error text is pattern: one outage seen through Kafka, RabbitMQ
+// and a failed-jobs table, each with its own original topic and exception
+// class (or none), is one error group. It has the form of a group id, from
+// a hash of its own, and depends on the pattern alone: the normaliser's
+// version is already in what the pattern looks like.
+func ErrorGroupID(pattern string) string {
+	h := sha256.Sum256([]byte("error-group\n" + pattern))
+	return hex.EncodeToString(h[:])[:16]
 }
 
 // ValidGroupID reports whether s has the form of a group id.

@@ -31,11 +31,14 @@ type SearchFilter struct {
 	Statuses []Status // any of these; empty: every status
 	Error    string   // substring of the error text, case ignored
 	Group    string   // failure group id
-	Key      *string  // the exact key (as UTF-8 bytes)
-	Headers  []HeaderFilter
-	Text     string // substring of the payload, case ignored
-	Since    *time.Time
-	Until    *time.Time // created before this
+	// ErrorGroup is an error group id (ErrorGroupID): any of its failure
+	// groups.
+	ErrorGroup string
+	Key        *string // the exact key (as UTF-8 bytes)
+	Headers    []HeaderFilter
+	Text       string // substring of the payload, case ignored
+	Since      *time.Time
+	Until      *time.Time // created before this
 	// IncludeArchived searches the archive too (Message.Archived).
 	IncludeArchived bool
 	OldestFirst     bool
@@ -63,23 +66,40 @@ const (
 	GroupsByRecent GroupSort = "recent"
 )
 
+// GroupBy is what the groups list gathers messages by.
+type GroupBy string
+
+// Failure groups (the original topic, the exception class and the
+// normalised error text), or error groups (the normalised error text alone,
+// across original topics, exception classes and sources).
+const (
+	GroupByFailure GroupBy = "failure"
+	GroupByError   GroupBy = "error"
+)
+
 // GroupFilter selects failure groups.
 type GroupFilter struct {
 	Topic    string   // DLQ topic or original topic
 	Statuses []Status // count only these; a group with none of them is left out
 	Sort     GroupSort
+	By       GroupBy // "" is GroupByFailure
 	Limit    int
 }
 
 // GroupSummary is one failure group with its live messages counted.
 type GroupSummary struct {
 	Group
-	SampleError    string
-	OriginalTopics []string
-	DLQTopics      []string
-	Counts         map[Status]int64
-	FirstSeen      time.Time
-	LastSeen       time.Time
+	// What the group spans: its failure groups (a failure group: itself),
+	// and their exception classes ("" left out). By error (GroupByError),
+	// ID and ErrorGroup are the error group's, ExceptionClass is empty.
+	Members          []string
+	ExceptionClasses []string
+	SampleError      string
+	OriginalTopics   []string
+	DLQTopics        []string
+	Counts           map[Status]int64
+	FirstSeen        time.Time
+	LastSeen         time.Time
 }
 
 // SearchStore is what search and failure groups need from the state store.

@@ -212,9 +212,10 @@ const pgIngest = `
 		SELECT failure_group, dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
 		ON CONFLICT (group_id, dlq_topic, original_topic, status) DO UPDATE SET n = c.n + EXCLUDED.n
 	), seen AS (
-		INSERT INTO dlq.dlq_failure_groups AS g (id, pattern, exception_class, sample_error, first_seen, last_seen)
-		SELECT DISTINCT ON (i.failure_group) i.failure_group, gp.pattern, gp.class, i.error_message, $14, $14
-		FROM ins i JOIN unnest($21::text[], $22::text[], $23::text[]) AS gp(id, pattern, class) ON gp.id = i.failure_group
+		INSERT INTO dlq.dlq_failure_groups AS g (id, pattern, exception_class, sample_error, first_seen, last_seen, error_group)
+		SELECT DISTINCT ON (i.failure_group) i.failure_group, gp.pattern, gp.class, i.error_message, $14, $14, gp.eg
+		FROM ins i JOIN unnest($21::text[], $22::text[], $23::text[], $30::text[]) AS gp(id, pattern, class, eg)
+			ON gp.id = i.failure_group
 		ORDER BY i.failure_group
 		ON CONFLICT (id) DO UPDATE SET last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen)
 	)
@@ -264,6 +265,7 @@ func (p *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams)
 			truncated                   = make([]bool, n)
 			known                       = map[string]bool{}
 			groupIDs, patterns, classes []string
+			errorGroups                 []string
 		)
 		for i, in := range fresh {
 			r := sqlstore.NewRowOf(in, opts)
@@ -285,13 +287,14 @@ func (p *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams)
 			if !known[r.Group.ID] {
 				known[r.Group.ID] = true
 				groupIDs, patterns, classes = append(groupIDs, r.Group.ID), append(patterns, r.Group.Pattern), append(classes, r.Group.ExceptionClass)
+				errorGroups = append(errorGroups, r.Group.ErrorGroup)
 			}
 		}
 		var inserted int64
 		if err := q.QueryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, positions, displays,
 			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs, digests, groups,
 			groupIDs, patterns, classes, truncated, errClasses, failedAttempts, firstFailed, originFrom,
-			originConfigured).Scan(&inserted); err != nil {
+			originConfigured, errorGroups).Scan(&inserted); err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		res.Inserted = int(inserted)

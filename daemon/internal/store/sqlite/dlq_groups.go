@@ -10,15 +10,17 @@ import (
 )
 
 // sqliteSeeGroup records a group seen at ?5 (upsert: the first and
-// last sightings widen): (id, pattern, exception class, sample error, at).
+// last sightings widen): (id, pattern, exception class, sample error, at,
+// error group).
 const sqliteSeeGroup = `
-		INSERT INTO dlq_failure_groups (id, pattern, exception_class, sample_error, first_seen, last_seen)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+		INSERT INTO dlq_failure_groups (id, pattern, exception_class, sample_error, first_seen, last_seen, error_group)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
 		ON CONFLICT (id) DO UPDATE SET first_seen = min(first_seen, excluded.first_seen),
 			last_seen = max(last_seen, excluded.last_seen)`
 
 var sqliteGroups = sqlstore.GroupsSQL{See: sqliteSeeGroup,
-	Regroup: `UPDATE dlq_messages SET failure_group = ?2 WHERE id = ?1 AND failure_group = ''`}
+	Regroup:       `UPDATE dlq_messages SET failure_group = ?2 WHERE id = ?1 AND failure_group = ''`,
+	SetErrorGroup: `UPDATE dlq_failure_groups SET error_group = ?2 WHERE id = ?1`}
 
 // batchGroups collects what a SQLite intake batch adds to the failure
 // groups, written once per batch: a statement per message and group cost

@@ -25,7 +25,7 @@ func SeeGroup(ctx context.Context, q Querier, stmt string, g dlq.Group, sample s
 	if len(sample) > maxSampleError {
 		sample = strings.ToValidUTF8(sample[:maxSampleError], "")
 	}
-	if _, err := q.Exec(ctx, stmt, g.ID, g.Pattern, g.ExceptionClass, sample, at); err != nil {
+	if _, err := q.Exec(ctx, stmt, g.ID, g.Pattern, g.ExceptionClass, sample, at, g.ErrorGroup); err != nil {
 		return fmt.Errorf("record failure group %s: %w", g.ID, err)
 	}
 	return nil
@@ -39,6 +39,8 @@ type GroupsSQL struct {
 	// Regroup sets an ungrouped message's group, leaving updated_at as it
 	// is (retention goes by it): (id, group).
 	Regroup string
+	// SetErrorGroup sets a failure group's error group: (id, error group).
+	SetErrorGroup string
 }
 
 // groups lists failure groups: the top ones by the filter's sort from the
@@ -63,20 +65,31 @@ func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]
 			}
 			return conds
 		}
+		// By error, the rows are error groups: each gathers the failure
+		// groups of one pattern, its sample the first seen's.
+		columns := "g.id, g.pattern, g.exception_class, g.sample_error, g.first_seen, g.last_seen, g.error_group"
+		key, groupBy := "g.id", columns
+		if f.By == dlq.GroupByError {
+			key, groupBy = "g.error_group", "g.error_group"
+			columns = `g.error_group, min(g.pattern), '', (SELECT f.sample_error FROM ` + d.Groups + ` f
+				WHERE f.error_group = g.error_group ORDER BY f.first_seen, f.id LIMIT 1), min(g.first_seen), max(g.last_seen),
+				g.error_group`
+		}
 		q := &SearchQuery{d: d}
 		conds := condsFor(q)
-		where := strings.Join(conds, " AND ")
-		order := "sum(c.n) DESC, g.last_seen DESC, g.id"
-		if f.Sort == dlq.GroupsByRecent {
-			order = "g.last_seen DESC, sum(c.n) DESC, g.id"
+		if f.By == dlq.GroupByError {
+			conds = append(conds, "g.error_group <> ''") // not backfilled yet (migration 025)
 		}
-		top := fmt.Sprintf(`SELECT g.id, g.pattern, g.exception_class, g.sample_error, g.first_seen, g.last_seen
-			FROM %s c JOIN %s g ON g.id = c.group_id WHERE %s
-			GROUP BY g.id, g.pattern, g.exception_class, g.sample_error, g.first_seen, g.last_seen
-			ORDER BY %s LIMIT %s`, d.GroupCounts, d.Groups, where, order, q.Arg(f.Limit))
+		where := strings.Join(conds, " AND ")
+		order := "sum(c.n) DESC, max(g.last_seen) DESC, " + key
+		if f.Sort == dlq.GroupsByRecent {
+			order = "max(g.last_seen) DESC, sum(c.n) DESC, " + key
+		}
+		top := fmt.Sprintf(`SELECT %s FROM %s c JOIN %s g ON g.id = c.group_id WHERE %s
+			GROUP BY %s ORDER BY %s LIMIT %s`, columns, d.GroupCounts, d.Groups, where, groupBy, order, q.Arg(f.Limit))
 		var err error
 		out, err = QueryAll(ctx, qr, func(sc Scanner) (g dlq.GroupSummary, err error) {
-			err = sc.Scan(&g.ID, &g.Pattern, &g.ExceptionClass, &g.SampleError, &g.FirstSeen, &g.LastSeen)
+			err = sc.Scan(&g.ID, &g.Pattern, &g.ExceptionClass, &g.SampleError, &g.FirstSeen, &g.LastSeen, &g.ErrorGroup)
 			return g, err
 		}, top, q.args...)
 		if err != nil {
@@ -100,19 +113,20 @@ func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]
 		for _, id := range ids {
 			in = append(in, q2.Arg(id))
 		}
-		detail := strings.Join(append([]string{"c.group_id IN (" + strings.Join(in, ", ") + ")"}, condsFor(q2)...), " AND ")
+		detail := strings.Join(append([]string{key + " IN (" + strings.Join(in, ", ") + ")"}, condsFor(q2)...), " AND ")
 		type row struct {
-			id, dlqTopic, origTopic, status string
-			n                               int64
+			key, group, class, dlqTopic, origTopic, status string
+			n                                              int64
 		}
 		rows, err := QueryAll(ctx, qr, func(sc Scanner) (r row, err error) {
-			return r, sc.Scan(&r.id, &r.dlqTopic, &r.origTopic, &r.status, &r.n)
-		}, `SELECT c.group_id, c.dlq_topic, c.original_topic, c.status, c.n FROM `+d.GroupCounts+` c WHERE `+detail, q2.args...)
+			return r, sc.Scan(&r.key, &r.group, &r.class, &r.dlqTopic, &r.origTopic, &r.status, &r.n)
+		}, `SELECT `+key+`, c.group_id, g.exception_class, c.dlq_topic, c.original_topic, c.status, c.n
+			FROM `+d.GroupCounts+` c JOIN `+d.Groups+` g ON g.id = c.group_id WHERE `+detail, q2.args...)
 		if err != nil {
 			return fmt.Errorf("count failure groups: %w", err)
 		}
 		for _, r := range rows {
-			g := &out[index[r.id]]
+			g := &out[index[r.key]]
 			g.Counts[dlq.Status(r.status)] += r.n
 			if r.origTopic != "" && !contains(g.OriginalTopics, r.origTopic) {
 				g.OriginalTopics = append(g.OriginalTopics, r.origTopic)
@@ -120,10 +134,18 @@ func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]
 			if !contains(g.DLQTopics, r.dlqTopic) {
 				g.DLQTopics = append(g.DLQTopics, r.dlqTopic)
 			}
+			if !contains(g.Members, r.group) {
+				g.Members = append(g.Members, r.group)
+			}
+			if r.class != "" && !contains(g.ExceptionClasses, r.class) {
+				g.ExceptionClasses = append(g.ExceptionClasses, r.class)
+			}
 		}
 		for i := range out {
 			sort.Strings(out[i].OriginalTopics)
 			sort.Strings(out[i].DLQTopics)
+			sort.Strings(out[i].Members)
+			sort.Strings(out[i].ExceptionClasses)
 			out[i].FirstSeen, out[i].LastSeen = out[i].FirstSeen.UTC(), out[i].LastSeen.UTC()
 		}
 		return nil
@@ -141,7 +163,8 @@ func contains(l []string, s string) bool {
 }
 
 // backfillGroups gives up to limit messages stored before failure groups
-// existed their group, in one transaction.
+// existed their group, and then failure groups recorded before error
+// groups existed their error group, in one transaction.
 func (s *Store) backfillGroups(ctx context.Context, gs GroupsSQL, limit int) (int, error) {
 	type old struct {
 		id                 uuid.UUID
@@ -177,9 +200,31 @@ func (s *Store) backfillGroups(ctx context.Context, gs GroupsSQL, limit int) (in
 			}
 			done++
 		}
-		return nil
+		return s.backfillErrorGroups(ctx, q, gs, limit-done, &done)
 	})
 	return done, err
+}
+
+// backfillErrorGroups gives up to limit failure groups recorded before
+// error groups existed (migration 025) their error group.
+func (s *Store) backfillErrorGroups(ctx context.Context, q Querier, gs GroupsSQL, limit int, done *int) error {
+	if limit <= 0 {
+		return nil
+	}
+	type old struct{ id, pattern string }
+	rows, err := QueryAll(ctx, q, func(sc Scanner) (o old, err error) {
+		return o, sc.Scan(&o.id, &o.pattern)
+	}, `SELECT id, pattern FROM `+s.sql.Search.Groups+` WHERE error_group = '' LIMIT `+s.sql.Search.Placeholder(1), limit)
+	if err != nil {
+		return fmt.Errorf("read failure groups without an error group: %w", err)
+	}
+	for _, o := range rows {
+		if _, err := q.Exec(ctx, gs.SetErrorGroup, o.id, dlq.ErrorGroupID(o.pattern)); err != nil {
+			return fmt.Errorf("give failure group %s its error group: %w", o.id, err)
+		}
+		*done++
+	}
+	return nil
 }
 
 // DLQGroups implements dlq.SearchStore.

@@ -75,6 +75,9 @@ func (q *SearchQuery) commonConds(f dlq.SearchFilter, table string) []string {
 	if f.Group != "" {
 		c = append(c, "failure_group = "+q.Arg(f.Group))
 	}
+	if f.ErrorGroup != "" {
+		c = append(c, "failure_group IN (SELECT id FROM "+q.d.Groups+" WHERE error_group = "+q.Arg(f.ErrorGroup)+")")
+	}
 	if f.Key != nil {
 		c = append(c, "message_key = "+q.Arg([]byte(*f.Key)))
 	}
@@ -250,6 +253,10 @@ func (s *Store) countersTotal(ctx context.Context, qr Querier, d *SearchDialect,
 	if f.Group != "" {
 		table = d.GroupCounts
 		conds = append(conds, "group_id = "+q.Arg(f.Group))
+	}
+	if f.ErrorGroup != "" {
+		table = d.GroupCounts
+		conds = append(conds, "group_id IN (SELECT id FROM "+d.Groups+" WHERE error_group = "+q.Arg(f.ErrorGroup)+")")
 	}
 	if f.Topic != "" {
 		t := q.Arg(f.Topic)

@@ -112,7 +112,7 @@ func (q *SearchQuery) textSource(field TextField, s string) (string, bool) {
 // dialect counts every match (CountsCandidates false), and a topic, group, key, time or header narrows the rows
 // better than the candidates do.
 func (q *SearchQuery) broadSource(f dlq.SearchFilter) string {
-	if !q.d.CountsCandidates || f.Topic != "" || f.Group != "" || f.Key != nil || f.Since != nil || f.Until != nil || len(f.Headers) > 0 {
+	if !q.d.CountsCandidates || f.Topic != "" || f.Group != "" || f.ErrorGroup != "" || f.Key != nil || f.Since != nil || f.Until != nil || len(f.Headers) > 0 {
 		return ""
 	}
 	for _, t := range []struct {
