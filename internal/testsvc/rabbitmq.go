@@ -52,3 +52,21 @@ func (r *RabbitMQ) CloseConnections() {
 	r.t.Helper()
 	r.Ctl("close_all_connections", "-p", r.VHost, "test: connection cut")
 }
+
+// CloseConnectionsNamed closes the virtual host's client connections whose
+// client properties hold name (a connection_name, say), and returns how
+// many it closed.
+func (r *RabbitMQ) CloseConnectionsNamed(name string) int {
+	r.t.Helper()
+	closed := 0
+	// The table, not JSON: close_connection takes the pid as the table
+	// prints it (<rabbit@host.1.2.3>), not as JSON does (#PID<1.2.3>).
+	for _, line := range strings.Split(r.Ctl("-s", "list_connections", "vhost", "pid", "client_properties"), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) == 3 && f[0] == r.VHost && strings.Contains(f[2], name) {
+			r.Ctl("close_connection", f[1], "test: connection cut")
+			closed++
+		}
+	}
+	return closed
+}

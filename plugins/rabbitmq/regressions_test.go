@@ -74,3 +74,32 @@ func TestNestedStringsThatAreNotUTF8KeepTheirBytes(t *testing.T) {
 	require.Equal(t, orig["meta"], d.Headers["meta"], "a nested string's bytes")
 	require.Equal(t, orig["list"], d.Headers["list"], "an array's string bytes")
 }
+
+// Republishing has a connection of its own: RabbitMQ blocks a publishing
+// connection during a memory or disk alarm, and the acknowledgements of
+// stored dead letters must not wait behind it (they shared one connection,
+// so an alarm held up intake too). Here the publishing connection is cut
+// with deliveries handed out: their Commit still acknowledges them, and
+// the next Republish connects again.
+func TestTheRepublishingConnectionIsNotTheConsumingOne(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.Produce(t, []plugintest.Produced{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}})
+	s := configured(t, f)
+	got := fetch(t, s, 2)
+	require.Len(t, got, 2)
+	send := func() sdk.RepublishResult {
+		resp, err := s.Republish(testsvc.Context(t, time.Minute), &sdk.RepublishRequest{Messages: []sdk.RepublishMessage{
+			{ID: "r", Topic: "orders/order.created", Value: []byte("again")}}})
+		require.NoError(t, err)
+		return resp.Results[0]
+	}
+	require.True(t, send().Acked)
+	require.Equal(t, 1, f.mq.CloseConnectionsNamed("lifecycled-plugin-rabbitmq (republish)"), "a connection of its own")
+
+	_, err := s.Commit(testsvc.Context(t, time.Minute), &sdk.CommitRequest{Positions: []sdk.Position{got[0].Position, got[1].Position}})
+	require.NoError(t, err, "the consuming connection lives on")
+	require.Eventually(t, func() bool { return f.depth(t, dlq) == 0 }, 30*time.Second, 100*time.Millisecond)
+	r := send()
+	require.True(t, r.Acked, "connected again: %v", r.Err)
+}

@@ -19,24 +19,46 @@ type publisher struct {
 	returns chan amqp.Return
 }
 
-// publisherLocked opens the publishing channel when there is none.
-func (s *source) publisherLocked() (*publisher, error) {
+// dialed is what the publishing side dials with, read from the config.
+type dialed struct {
+	url       string
+	heartbeat time.Duration
+	confirm   time.Duration
+}
+
+// publisherLocked opens the publishing connection and channel when there
+// are none (pubMu held).
+func (s *source) publisherLocked(d dialed) (*publisher, error) {
 	if s.publish != nil && !s.publish.ch.IsClosed() {
 		return s.publish, nil
 	}
-	if err := s.connectLocked(); err != nil {
-		return nil, err
+	if s.pubConn == nil || s.pubConn.IsClosed() {
+		conn, err := amqp.DialConfig(d.url, amqp.Config{Heartbeat: d.heartbeat,
+			Properties: amqp.Table{"connection_name": "lifecycled-plugin-rabbitmq (republish)"}})
+		if err != nil {
+			return nil, classify(fmt.Errorf("connect to RabbitMQ: %w", err))
+		}
+		s.pubConn = conn
 	}
-	ch, err := s.conn.Channel()
+	ch, err := s.pubConn.Channel()
 	if err == nil {
 		err = ch.Confirm(false)
 	}
 	if err != nil {
+		s.dropPublisherLocked()
 		return nil, classify(fmt.Errorf("open the publishing channel: %w", err))
 	}
 	p := &publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 1024))}
 	s.publish = p
 	return p, nil
+}
+
+// dropPublisherLocked closes the publishing connection (pubMu held).
+func (s *source) dropPublisherLocked() {
+	if s.pubConn != nil {
+		_ = s.pubConn.Close()
+	}
+	s.pubConn, s.publish = nil, nil
 }
 
 // exchangeExists declares the exchange passively on a channel of its own:
@@ -46,7 +68,7 @@ func (s *source) exchangeExists(name string) (bool, error) {
 	if name == "" {
 		return true, nil
 	}
-	ch, err := s.conn.Channel()
+	ch, err := s.pubConn.Channel()
 	if err != nil {
 		return false, classify(err)
 	}
@@ -69,7 +91,10 @@ func (s *source) exchangeExists(name string) (bool, error) {
 // that a returned message is told apart without adding a header of ours.
 func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk.RepublishResponse, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	d := dialed{url: s.cfg.URL, heartbeat: s.heartbeat, confirm: s.confirm}
+	s.mu.Unlock()
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
 	resp := &sdk.RepublishResponse{Results: make([]sdk.RepublishResult, len(req.Messages))}
 	exchanges := map[string]bool{}
 	attempted := false
@@ -86,7 +111,7 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 			resp.Results[i].Err = sdk.Permanent(err)
 			continue
 		}
-		p, err := s.publisherLocked()
+		p, err := s.publisherLocked(d)
 		if err != nil {
 			resp.Results[i].Err = err
 			firstErr = err
@@ -105,7 +130,7 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 			continue
 		}
 		attempted = true
-		resp.Results[i].Err = s.publishOne(ctx, p, exchange, key, msg)
+		resp.Results[i].Err = s.publishOne(ctx, p, d.confirm, exchange, key, msg)
 		resp.Results[i].Acked = resp.Results[i].Err == nil
 	}
 	if !attempted && firstErr != nil {
@@ -114,8 +139,8 @@ func (s *source) Republish(ctx context.Context, req *sdk.RepublishRequest) (*sdk
 	return resp, nil
 }
 
-func (s *source) publishOne(ctx context.Context, p *publisher, exchange, key string, msg amqp.Publishing) error {
-	ctx, cancel := context.WithTimeout(ctx, s.confirm)
+func (s *source) publishOne(ctx context.Context, p *publisher, confirm time.Duration, exchange, key string, msg amqp.Publishing) error {
+	ctx, cancel := context.WithTimeout(ctx, confirm)
 	defer cancel()
 	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, msg)
 	if err != nil {
@@ -130,7 +155,7 @@ func (s *source) publishOne(ctx context.Context, p *publisher, exchange, key str
 		// The next message gets a channel of its own.
 		_ = p.ch.Close()
 		s.publish = nil
-		return classify(fmt.Errorf("no confirm from the broker within %s: %w", s.confirm, err))
+		return classify(fmt.Errorf("no confirm from the broker within %s: %w", confirm, err))
 	}
 	// A mandatory message no queue took is returned before it is
 	// confirmed, so the return is here by now if there is one.

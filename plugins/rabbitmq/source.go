@@ -14,9 +14,12 @@ import (
 	"github.com/lifecycled/lifecycled/sdk"
 )
 
-// source reads the configured queues on one connection: a consuming
+// source reads the configured queues on one connection, a consuming
 // channel whose deliveries wait, unacknowledged, until the daemon commits
-// them, and a publishing channel in confirm mode for Republish.
+// them, and republishes on another, a channel in confirm mode. Two
+// connections, because RabbitMQ blocks a connection that publishes while a
+// memory or disk alarm lasts (it stops reading its socket): the
+// acknowledgements of messages already stored must not wait behind it.
 type source struct {
 	mu        sync.Mutex
 	cfg       config
@@ -36,6 +39,9 @@ type source struct {
 	// position id.
 	pending map[string]pendingDelivery
 
+	// pubMu guards the publishing side; it is never held while taking mu.
+	pubMu   sync.Mutex
+	pubConn *amqp.Connection
 	publish *publisher
 }
 
@@ -60,6 +66,9 @@ func (s *source) reconfigure(cfg config, confirm, heartbeat time.Duration) {
 	defer s.mu.Unlock()
 	s.dropLocked()
 	s.cfg, s.confirm, s.heartbeat = cfg, confirm, heartbeat
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.dropPublisherLocked()
 }
 
 // dropLocked closes the connection; deliveries not acknowledged go back to
@@ -71,7 +80,7 @@ func (s *source) dropLocked() {
 	if s.done != nil {
 		close(s.done)
 	}
-	s.conn, s.consume, s.publish, s.done = nil, nil, nil, nil
+	s.conn, s.consume, s.done = nil, nil, nil
 	clear(s.pending)
 }
 
