@@ -2,13 +2,25 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := ./bin
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The CHANGELOG's version, with the commit unless HEAD is its tag
+# (scripts/version.sh): what `lifecycled version` and the package say.
+VERSION ?= $(shell scripts/version.sh)
 LDFLAGS := -X github.com/lifecycled/lifecycled/daemon/internal/buildinfo.Version=$(VERSION)
+# No cgo (SQLite is modernc's Go, DNS and users Go's): the binaries need
+# no shared library, only the dynamic loader, being position-independent
+# (-buildmode=pie: ASLR, and what lintian asks of a package's binaries).
+# build, test-bins and package compile alike, so they share one compile.
+BUILD_ENV := CGO_ENABLED=0
+BUILD_FLAGS := -buildmode=pie
 PLUGINS := postgres mysql dynamodb redis kafka rabbitmq pgtable
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 TOOLS := $(CURDIR)/.tools/bin
 TEST_BIN := bin/test
+# nfpm as a library, in a module of its own (packaging/go.mod, outside the
+# workspace): the daemon's module does not take on a packager's
+# dependencies.
+PACKAGING_GO := cd packaging && GOWORK=off $(GO)
 # The sdk is a module of its own (sdk/go.mod) in the workspace (go.work):
 # ./... from the root does not reach into it. The longest packages come
 # first: go test starts packages in this order, two at a time, and one
@@ -41,7 +53,7 @@ E2E_GOTEST_FLAGS ?= -count=1 -timeout 20m
 STORE_PACKAGES = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... | \
 	awk '/\/(store\/storetest|dlq\/dlqtest)( |$$)/ && $$1 !~ /(storetest|dlqtest)$$/ {print $$1}')
 
-.PHONY: help build run test test-deps test-bins lint proto proto-python proto-check fuzz fuzz-erasure fuzz-dlq bench demo clean htmx screenshots
+.PHONY: help build run test package test-deps test-bins lint proto proto-python proto-check fuzz fuzz-erasure fuzz-dlq bench demo clean htmx screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -49,8 +61,8 @@ help: ## list the targets
 build: ## build the daemon and every plugin into ./bin
 	@echo "building lifecycled and $(words $(PLUGINS)) plugins into $(BIN) (a first build downloads and compiles the dependencies: a few minutes)"
 	@echo "  $(BIN)/lifecycled"
-	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled ./daemon
-	@for p in $(PLUGINS); do echo "  $(BIN)/lifecycled-plugin-$$p"; $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+	@$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled ./daemon
+	@for p in $(PLUGINS); do echo "  $(BIN)/lifecycled-plugin-$$p"; $(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
 run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
 	$(BIN)/lifecycled run --config config.toml
@@ -61,16 +73,18 @@ test-deps: ## install what the tests need (PostgreSQL server binaries, MariaDB, 
 # The processes the tests start are built without -race (testsvc.Binary
 # says why); the tests themselves run with it.
 test-bins: ## build the binaries the tests start, once for all packages
-	$(GO) build -o $(TEST_BIN)/lifecycled ./daemon
-	@for p in $(PLUGINS); do $(GO) build -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(TEST_BIN)/lifecycled ./daemon
+	@for p in $(PLUGINS); do $(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(TEST_BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
 
 test: test-deps lint proto-check test-bins ## run every test against real servers (a throwaway PostgreSQL, see scripts/test-pg.sh), with the race detector (the end-to-end packages and the SQLite halves without it)
 	LIFECYCLED_TEST_BIN=$(TEST_BIN) ./scripts/test-pg.sh bash -c 'LIFECYCLED_TEST_STORES=sqlite $(GO) test $(E2E_GOTEST_FLAGS) $(E2E_PACKAGES) $(STORE_PACKAGES) & e2e=$$!; \
-		LIFECYCLED_TEST_STORES=postgres $(GO) test $(GOTEST_FLAGS) $(RACE_PACKAGES); rest=$$?; wait $$e2e; e2e=$$?; \
-		if [ $$e2e -ne 0 ] || [ $$rest -ne 0 ]; then echo "FAIL: end-to-end packages and SQLite halves (no -race) exit $$e2e, the others (-race) exit $$rest"; exit 1; fi'
+		($(PACKAGING_GO) test $(E2E_GOTEST_FLAGS) ./...) & pkg=$$!; \
+		LIFECYCLED_TEST_STORES=postgres $(GO) test $(GOTEST_FLAGS) $(RACE_PACKAGES); rest=$$?; wait $$e2e; e2e=$$?; wait $$pkg; pkg=$$?; \
+		if [ $$e2e -ne 0 ] || [ $$rest -ne 0 ] || [ $$pkg -ne 0 ]; then echo "FAIL: end-to-end packages and SQLite halves (no -race) exit $$e2e, the others (-race) exit $$rest, the package install test exit $$pkg"; exit 1; fi'
 
 lint: ## go vet, gofmt and promtool on the alert rules
 	$(GO) vet $(PACKAGES)
+	$(PACKAGING_GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@if command -v promtool >/dev/null; then promtool check rules deploy/prometheus/alerts.yml && promtool test rules deploy/prometheus/alerts_test.yml; else echo "promtool missing: run make test-deps"; exit 1; fi
 
@@ -124,5 +138,16 @@ bench: build test-deps ## run the benchmarks under bench/ (baselines in the same
 demo: build test-deps ## start a daemon with real PostgreSQL, Redis, dynalite and a Kafka broker, and erase a tenant (DEMO_UI=1: then serve the web console)
 	./scripts/demo.sh
 
+DIST ?= $(CURDIR)/dist
+
+# Stripped (lintian: unstripped-binary-or-object), compiled as test-bins
+# compiles (CGO_ENABLED=0): after make test-bins only the links are new.
+package: ## build $(DIST)/lifecycled_<version>_amd64.deb: the daemon, the bundled plugins, the hardened unit, a default config (packaging/nfpm.yaml)
+	@rm -rf $(DIST)/bin && mkdir -p $(DIST)/bin
+	@echo "building lifecycled $(VERSION) and its plugins into $(DIST)/bin (minutes on 2 cores when nothing is built yet)"
+	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -ldflags "-s -w $(LDFLAGS)" -o $(DIST)/bin/lifecycled ./daemon
+	@for p in $(PLUGINS); do echo "  plugin $$p"; $(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -ldflags "-s -w $(LDFLAGS)" -o $(DIST)/bin/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+	$(PACKAGING_GO) run ./cmd/mkdeb -root .. -version "$(VERSION)" -bin $(DIST)/bin -out $(DIST)
+
 clean: ## remove build output and local state
-	rm -rf $(BIN) var .tools
+	rm -rf $(BIN) var .tools dist

@@ -17,6 +17,8 @@ have kcat || need_apt+=(kcat)
 have promtool || need_apt+=(prometheus)
 have protoc || need_apt+=(protobuf-compiler)
 have systemd-analyze || need_apt+=(systemd)
+# The package's install test checks it with Debian's package checker.
+have lintian || need_apt+=(lintian)
 have curl || need_apt+=(curl)
 have psql || need_apt+=(postgresql-client)
 # The web console's tests drive a real headless browser (chromedp).

@@ -354,6 +354,15 @@ func TestCLIConfigMigrateAndExitCodes(t *testing.T) {
 	_, errOut, code = runCLI(t, dir, "config", "validate", "--config", bad)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "bad.toml:3: retry.jitter")
+	// The file as an argument, as the package's docs write it.
+	_, errOut, code = runCLI(t, dir, "config", "validate", bad)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "bad.toml:3: retry.jitter")
+	out, errOut, code = runCLI(t, dir, "config", "validate", d.ConfigPath)
+	require.Equal(t, 0, code, "%s %s", out, errOut)
+	_, errOut, code = runCLI(t, dir, "config", "validate", "--config", d.ConfigPath, bad)
+	require.Equal(t, 1, code, "two files: %s", errOut)
+	require.Contains(t, errOut, "give the config file once")
 
 	out, _, code = runCLI(t, dir, "migrate", "status", "--config", d.ConfigPath)
 	require.Equal(t, 0, code)

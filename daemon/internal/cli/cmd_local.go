@@ -111,14 +111,21 @@ func configCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Check, print or dump the config"}
 	cmd.PersistentFlags().StringVar(&path, "config", "", "config file (default ./config.toml if present, else /etc/lifecycled/config.toml)")
 	validate := &cobra.Command{
-		Use:   "validate",
+		Use:   "validate [FILE]",
 		Short: "Check the config; print every problem with its file, line and key",
-		Long: `Check the config and print every problem, once, with its file, line and key.
+		Long: `Check the config (FILE, or --config) and print every problem, once, with its file, line and key.
 --without-secrets checks everything but the secret files (*_file keys are
 neither read nor expanded), so that a config written for systemd's
 LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Example: `  lifecycled config validate /etc/lifecycled/config.toml`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if path != "" && path != args[0] {
+					return usageErrorf("give the config file once: as FILE or as --config, not both")
+				}
+				path = args[0]
+			}
 			if path == "" {
 				path = defaultConfigPath()
 			}
