@@ -47,6 +47,13 @@ func (c *Client) Status(ctx context.Context, opts ...Option) (wire.Status, error
 	return out, c.send(ctx, call{method: http.MethodGet, path: pathStatus, out: &out}, opts)
 }
 
+// StatusProbe is GET /api/v1/status?probe: every plugin's store probed
+// first.
+func (c *Client) StatusProbe(ctx context.Context, opts ...Option) (wire.Status, error) {
+	var out wire.Status
+	return out, c.send(ctx, call{method: http.MethodGet, path: pathStatus, query: url.Values{"probe": {""}}, out: &out}, opts)
+}
+
 // Plugins is GET /api/v1/plugins.
 func (c *Client) Plugins(ctx context.Context, opts ...Option) (wire.Plugins, error) {
 	var out wire.Plugins

@@ -27,11 +27,23 @@ type StoreStatus struct {
 
 // PluginSummary is a plugin's part of the status.
 type PluginSummary struct {
-	Name      string `json:"name"`
-	Kind      string `json:"kind"`
-	State     string `json:"state"`
-	Restarts  int    `json:"restarts"`
-	LastError string `json:"last_error,omitempty"`
+	Name      string      `json:"name"`
+	Kind      string      `json:"kind"`
+	State     string      `json:"state"`
+	Restarts  int         `json:"restarts"`
+	LastError string      `json:"last_error,omitempty"`
+	Store     StoreHealth `json:"store"`
+}
+
+// StoreHealth is a plugin's store as the last probe (the plugin's Health
+// call) found it: state "up", "down" or "unknown" (not probed yet, the
+// plugin not running, probes off, or a plugin without Health), why when
+// not up, since when in that state and when last probed.
+type StoreHealth struct {
+	State     string  `json:"state"`
+	Error     string  `json:"error,omitempty"`
+	Since     *string `json:"since"`
+	CheckedAt *string `json:"checked_at"`
 }
 
 // DLQSummary totals the dead-letter queues. When the state store
@@ -52,19 +64,20 @@ type ReloadResult struct {
 
 // Plugin is one plugin in GET /api/v1/plugins.
 type Plugin struct {
-	Name       string     `json:"name"`
-	Kind       string     `json:"kind"`
-	Plugin     string     `json:"plugin"`
-	Path       string     `json:"path"`
-	SHA256     string     `json:"sha256"`
-	Version    string     `json:"version"`
-	State      string     `json:"state"`
-	Restarts   int        `json:"restarts"`
-	LastError  string     `json:"last_error"`
-	StderrTail []string   `json:"stderr_tail"`
-	PID        int        `json:"pid,omitempty"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	Warnings   []string   `json:"warnings,omitempty"`
+	Name       string      `json:"name"`
+	Kind       string      `json:"kind"`
+	Plugin     string      `json:"plugin"`
+	Path       string      `json:"path"`
+	SHA256     string      `json:"sha256"`
+	Version    string      `json:"version"`
+	State      string      `json:"state"`
+	Restarts   int         `json:"restarts"`
+	LastError  string      `json:"last_error"`
+	StderrTail []string    `json:"stderr_tail"`
+	PID        int         `json:"pid,omitempty"`
+	StartedAt  *time.Time  `json:"started_at,omitempty"`
+	Warnings   []string    `json:"warnings,omitempty"`
+	Store      StoreHealth `json:"store"`
 }
 
 // Plugins is GET /api/v1/plugins.

@@ -322,39 +322,86 @@ func waitTCP(t testing.TB, addr string, d time.Duration) {
 // Dynalite starts a dynalite server (in memory) and returns its endpoint URL.
 func Dynalite(t testing.TB) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
+	return NewDynalite(t).Endpoint
+}
+
+// DynaliteServer is a dynalite server that a test may stop and start
+// again on its port (in memory: tables do not survive a stop).
+type DynaliteServer struct {
+	Endpoint string
+	t        testing.TB
+	port     int
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan error
+	out      *SyncBuffer
+}
+
+// NewDynalite starts a dynalite server, stopped at cleanup.
+func NewDynalite(t testing.TB) *DynaliteServer {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is needed to run dynalite (Debian: apt-get install nodejs npm)")
 	}
 	if _, err := os.Stat(filepath.Join(RepoRoot(t), "test", "dynalite", "node_modules", "dynalite", "cli.js")); err != nil {
 		t.Fatalf("dynalite is not installed: run `npm ci --prefix test/dynalite` (make test does): %v", err)
 	}
-	// serve.js runs dynalite's cli.js, surviving requests a client aborts.
-	cli := filepath.Join(RepoRoot(t), "test", "dynalite", "serve.js")
-	port := FreePort(t)
-	// Tables become ACTIVE at once: SDK waiters would otherwise sleep 20 s.
-	cmd := exec.Command(node, cli, "--port", fmt.Sprint(port), "--host", "127.0.0.1",
-		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out := &SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start dynalite: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	d := &DynaliteServer{t: t, port: FreePort(t)}
+	d.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", d.port)
+	d.Start()
 	t.Cleanup(func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.cmd == nil {
+			return
+		}
 		select {
-		case err := <-exited:
+		case err := <-d.exited:
 			// It died before the test ended: say how, or a test fails later
 			// with a bare "connection refused".
-			t.Errorf("dynalite exited during the test (%v); its output:\n%s", err, tail(out.String(), 40))
+			t.Errorf("dynalite exited during the test (%v); its output:\n%s", err, tail(d.out.String(), 40))
 		default:
-			_ = cmd.Process.Kill()
-			<-exited
+			_ = d.cmd.Process.Kill()
+			<-d.exited
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitTCP(t, addr, 20*time.Second)
-	return "http://" + addr
+	return d
+}
+
+// Start starts the server (again) on its port.
+func (d *DynaliteServer) Start() {
+	d.t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd != nil {
+		return
+	}
+	node, _ := exec.LookPath("node")
+	// serve.js runs dynalite's cli.js, surviving requests a client aborts.
+	cli := filepath.Join(RepoRoot(d.t), "test", "dynalite", "serve.js")
+	// Tables become ACTIVE at once: SDK waiters would otherwise sleep 20 s.
+	cmd := exec.Command(node, cli, "--port", fmt.Sprint(d.port), "--host", "127.0.0.1",
+		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	d.out = &SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = d.out, d.out
+	if err := cmd.Start(); err != nil {
+		d.t.Fatalf("start dynalite: %v", err)
+	}
+	d.exited = make(chan error, 1)
+	go func(exited chan<- error) { exited <- cmd.Wait() }(d.exited)
+	d.cmd = cmd
+	waitTCP(d.t, fmt.Sprintf("127.0.0.1:%d", d.port), 20*time.Second)
+}
+
+// Stop kills the server; its tables are lost.
+func (d *DynaliteServer) Stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil {
+		return
+	}
+	_ = d.cmd.Process.Kill()
+	<-d.exited
+	d.cmd = nil
 }

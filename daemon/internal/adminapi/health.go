@@ -20,6 +20,9 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 // error only when detailed (see commonRoutes).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request, detailed bool) {
 	_, verbose := r.URL.Query()["verbose"]
+	if _, probe := r.URL.Query()["probe"]; probe && s.opts.ProbeStores != nil {
+		s.opts.ProbeStores(r.Context())
+	}
 	var checks []Check
 	if s.opts.Checks != nil {
 		checks = s.opts.Checks()

@@ -21,16 +21,22 @@ type StatusStore interface {
 // Plugins is what the plugin routes need from the plugin host.
 type Plugins interface {
 	Status() []pluginhost.Info
+	// ProbeStores probes every plugin's store now (?probe), each within
+	// timeout.
+	ProbeStores(ctx context.Context, timeout time.Duration) bool
 }
 
 // StatusRoutes serves /api/v1/status, /api/v1/version and /api/v1/plugins.
-func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.Time, draining func() bool) func(*http.ServeMux) {
+// probeTimeout bounds each store probe of ?probe.
+func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.Time, draining func() bool,
+	probeTimeout func() time.Duration) func(*http.ServeMux) {
 	return func(mux *http.ServeMux) {
 		g := routeGroup{mux: mux, scope: ScopeNone}
 		g.handle("GET /api/v1/version", func(r *http.Request) (any, error) {
 			return buildinfo.Get(), nil
 		})
 		g.handle("GET /api/v1/plugins", func(r *http.Request) (any, error) {
+			probeIfAsked(r, plugins, probeTimeout)
 			body := wire.Plugins{Plugins: []wire.Plugin{}}
 			for _, p := range plugins.Status() {
 				body.Plugins = append(body.Plugins, pluginJSON(p))
@@ -38,6 +44,7 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 			return body, nil
 		})
 		g.handle("GET /api/v1/status", func(r *http.Request) (any, error) {
+			probeIfAsked(r, plugins, probeTimeout)
 			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 			defer cancel()
 			body := wire.Status{
@@ -76,9 +83,14 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 				}
 			}
 			for _, p := range plugins.Status() {
-				body.Plugins = append(body.Plugins, wire.PluginSummary{Name: p.Name, Kind: p.Kind, State: string(p.State), Restarts: p.Restarts, LastError: p.LastError})
-				if p.State != pluginhost.StateRunning {
+				body.Plugins = append(body.Plugins, wire.PluginSummary{Name: p.Name, Kind: p.Kind, State: string(p.State), Restarts: p.Restarts,
+					LastError: p.LastError, Store: storeJSON(p.Store)})
+				switch {
+				case p.State != pluginhost.StateRunning:
 					body.Degraded = append(body.Degraded, fmt.Sprintf("plugin %s is %s", p.Name, p.State))
+				case p.Store.State == pluginhost.StoreDown:
+					body.Degraded = append(body.Degraded, fmt.Sprintf("plugin %s: store down since %s: %s", p.Name,
+						formatTime(*p.Store.Since), p.Store.Error))
 				}
 			}
 			if draining() {
@@ -87,5 +99,14 @@ func StatusRoutes(st StatusStore, dialect string, plugins Plugins, started time.
 			body.Ready = len(body.Degraded) == 0
 			return body, nil
 		})
+	}
+}
+
+// probeIfAsked probes every plugin's store before answering when the
+// request says ?probe: an operator checking a store just brought back need
+// not wait for the next round.
+func probeIfAsked(r *http.Request, plugins Plugins, timeout func() time.Duration) {
+	if _, ok := r.URL.Query()["probe"]; ok {
+		plugins.ProbeStores(r.Context(), timeout())
 	}
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// Checks returns the readiness checks; it is called per request so that
 	// plugins added by a reload are included.
 	Checks func() []Check
+	// ProbeStores probes every plugin's store now: /readyz?probe calls it
+	// before the checks.
+	ProbeStores func(ctx context.Context)
 	// Routes adds the API routes to the socket's mux.
 	Routes []func(mux *http.ServeMux)
 	// Idempotency enables Idempotency-Key on POST routes; nil disables it.

@@ -144,6 +144,8 @@ loop:
 			_ = notifier.Watchdog()
 		case <-statusTick.C:
 			_ = notifier.Status(rl.status(plugins))
+		case <-plugins.StoreChanges():
+			_ = notifier.Status(rl.status(plugins))
 		case reply := <-rl.requests:
 			rctx, cancel := context.WithTimeout(ctx, reloadTimeout(holder.Get()))
 			reply <- rl.apply(rctx, plugins)
@@ -220,16 +222,18 @@ func statusLine(h *pluginhost.Host, state string) string {
 	up := 0
 	var down []string
 	for _, i := range infos {
+		if i.State == pluginhost.StateRunning && i.Store.State == pluginhost.StoreDown {
+			up++
+			down = append(down, fmt.Sprintf("%s: store down since %s: %s", i.Name, i.Store.Since.Format(time.RFC3339), clip(i.Store.Error)))
+			continue
+		}
 		if i.State == pluginhost.StateRunning {
 			up++
 			continue
 		}
 		reason := string(i.State)
 		if i.LastError != "" {
-			reason = strings.TrimPrefix(i.LastError, "plugin "+i.Name+": ")
-			if len(reason) > 200 {
-				reason = reason[:197] + "..."
-			}
+			reason = clip(strings.TrimPrefix(i.LastError, "plugin "+i.Name+": "))
 		}
 		down = append(down, fmt.Sprintf("%s: %s", i.Name, reason))
 	}
@@ -241,6 +245,14 @@ func statusLine(h *pluginhost.Host, state string) string {
 		line += "; " + strings.Join(down, "; ")
 	}
 	return line
+}
+
+// clip keeps a status line's reason short: systemd shows one line.
+func clip(reason string) string {
+	if len(reason) > 200 {
+		return reason[:197] + "..."
+	}
+	return reason
 }
 
 func restartOnlyChanges(a, b *config.Config) []string {
@@ -300,7 +312,29 @@ func newStore(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger) (store.S
 
 func newPluginHost(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg prometheus.Registerer) *pluginhost.Host {
 	h := pluginhost.New(PluginOptions(holder.Get()), log, reg)
-	lc.Append(fx.Hook{OnStart: h.Start, OnStop: h.Stop})
+	health := func() (time.Duration, time.Duration) {
+		p := holder.Get().Plugins
+		return p.HealthInterval.Duration, p.HealthTimeout.Duration
+	}
+	watch, stopWatch := context.WithCancel(context.Background())
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := h.Start(ctx); err != nil {
+				return err
+			}
+			// The first probe before the daemon says it is ready, so that
+			// a store down at start is in the first status line.
+			if interval, timeout := health(); interval > 0 {
+				h.ProbeStores(ctx, timeout)
+			}
+			go h.WatchStores(watch, health)
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			stopWatch()
+			return h.Stop(ctx)
+		},
+	})
 	return h
 }
 
@@ -325,7 +359,8 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 	started := time.Now()
 	var srv *adminapi.Server
 	routes := []func(*http.ServeMux){
-		adminapi.StatusRoutes(st, string(st.Dialect()), plugins, started, func() bool { return srv.Draining() }),
+		adminapi.StatusRoutes(st, string(st.Dialect()), plugins, started, func() bool { return srv.Draining() },
+			func() time.Duration { return holder.Get().Plugins.HealthTimeout.Duration }),
 		adminapi.ReloadRoutes(rl.request),
 	}
 	routes = append(routes, extra.Routes...)
@@ -355,7 +390,8 @@ func newAdminServer(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, re
 			}
 			return append(checks, extra.Checks...)
 		},
-		Routes: routes,
+		ProbeStores: func(ctx context.Context) { plugins.ProbeStores(ctx, holder.Get().Plugins.HealthTimeout.Duration) },
+		Routes:      routes,
 		Idempotency: &adminapi.IdempotencyOptions{
 			Store:          st,
 			TTL:            func() time.Duration { return holder.Get().Idempotency.TTL.Duration },

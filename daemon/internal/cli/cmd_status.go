@@ -13,12 +13,20 @@ import (
 )
 
 func statusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var probe bool
+	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the daemon, its plugins, state store and queue depths (exit 3 when degraded)",
-		Args:  cobra.NoArgs,
+		Short: "Show the daemon, its plugins and their stores, state store and queue depths (exit 3 when degraded)",
+		Long: "Show the daemon, its plugins and their stores, state store and queue depths. Exit 3 when degraded:\n" +
+			"the state store failing, a plugin not running, or a plugin's store down at its last probe\n" +
+			"(every plugins.health_interval; --probe probes every store first).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, printed, err := show(g, 15*time.Second, (*client).Status)
+			get := (*client).Status
+			if probe {
+				get = (*client).StatusProbe
+			}
+			st, printed, err := show(g, 15*time.Second, get)
 			if err != nil {
 				return err
 			}
@@ -31,6 +39,8 @@ func statusCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&probe, "probe", false, "probe every plugin's store now, rather than show the last probe's answer")
+	return cmd
 }
 
 func printStatus(g *globals, st *wire.Status) {
@@ -59,15 +69,27 @@ func printStatus(g *globals, st *wire.Status) {
 	if len(st.Plugins) > 0 {
 		fmt.Fprintln(g.stdout)
 		w = tabwriter.NewWriter(g.stdout, 0, 2, 2, ' ', 0)
-		fmt.Fprintln(w, "PLUGIN\tKIND\tSTATE\tRESTARTS\tLAST ERROR")
+		fmt.Fprintln(w, "PLUGIN\tKIND\tSTATE\tSTORE\tRESTARTS\tLAST ERROR")
 		for _, p := range st.Plugins {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", p.Name, p.Kind, p.State, p.Restarts, oneLine(p.LastError))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", p.Name, p.Kind, p.State, storeCell(p.Store), p.Restarts, oneLine(p.LastError))
 		}
 		w.Flush()
 	}
 	for _, d := range st.Degraded {
 		fmt.Fprintln(g.stderr, "degraded:", d)
 	}
+}
+
+// storeCell is a plugin's store in the status table: up, DOWN since when
+// (the degraded lines say why), or unknown.
+func storeCell(h wire.StoreHealth) string {
+	if h.State == string(pluginhost.StoreDown) && h.Since != nil {
+		return "DOWN since " + *h.Since
+	}
+	if h.State == string(pluginhost.StoreDown) {
+		return "DOWN"
+	}
+	return h.State
 }
 
 // oneLine fits s in a table cell; a cut says where the rest is.

@@ -133,6 +133,11 @@ type PluginDefaults struct {
 	ShutdownTimeout     Duration `toml:"shutdown_timeout"`
 	RestartInitialDelay Duration `toml:"restart_initial_delay"`
 	RestartMaxDelay     Duration `toml:"restart_max_delay"`
+	// HealthInterval is how often each running plugin's store is probed
+	// (the Health call); 0 turns the probes off (every store "unknown").
+	// HealthTimeout bounds one probe: a store slower than that is down.
+	HealthInterval Duration `toml:"health_interval"`
+	HealthTimeout  Duration `toml:"health_timeout"`
 	// Env lists host environment variables passed to plugins; nothing else is.
 	Env []string `toml:"env"`
 	// GOMAXPROCS for plugin processes; 0 leaves Go's default (all CPUs).
@@ -285,6 +290,8 @@ func Defaults() Config {
 			ShutdownTimeout:     D(5 * time.Second),
 			RestartInitialDelay: D(time.Second),
 			RestartMaxDelay:     D(time.Minute),
+			HealthInterval:      D(15 * time.Second),
+			HealthTimeout:       D(5 * time.Second),
 			GOMAXPROCS:          1,
 			MaxMessageBytes:     host.DefaultMaxMessageBytes,
 		},

@@ -130,6 +130,12 @@ func (c *Config) validate(r *reporter) {
 	positive(r, "plugins.shutdown_timeout", c.Plugins.ShutdownTimeout)
 	positive(r, "plugins.restart_initial_delay", c.Plugins.RestartInitialDelay)
 	positive(r, "plugins.restart_max_delay", c.Plugins.RestartMaxDelay)
+	if d := c.Plugins.HealthInterval.Duration; d != 0 && (d < time.Second || d > time.Hour) {
+		r.at("plugins.health_interval", "must be \"0s\" (no probes) or between \"1s\" and \"1h\"; got %q", c.Plugins.HealthInterval.raw)
+	}
+	if d := c.Plugins.HealthTimeout.Duration; d < 100*time.Millisecond || d > time.Minute {
+		r.at("plugins.health_timeout", "must be between \"100ms\" and \"1m\"; got %q", c.Plugins.HealthTimeout.raw)
+	}
 	if c.Plugins.GOMAXPROCS < 0 || c.Plugins.GOMAXPROCS > 1024 {
 		r.at("plugins.gomaxprocs", "must be between 0 (Go's default) and 1024; got %d", c.Plugins.GOMAXPROCS)
 	}

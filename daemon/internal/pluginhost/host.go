@@ -20,6 +20,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,11 +41,14 @@ type Host struct {
 	instances map[string]*instance
 	order     []string
 	stopped   bool
+	// storeChanges signals a probe round that changed a store's state.
+	storeChanges chan struct{}
 }
 
 // New returns a host for opts; Start launches the plugins.
 func New(opts Options, log hclog.Logger, reg prometheus.Registerer) *Host {
-	return &Host{log: log.Named("plugin"), metrics: newMetrics(reg), opts: opts, instances: map[string]*instance{}}
+	return &Host{log: log.Named("plugin"), metrics: newMetrics(reg), opts: opts, instances: map[string]*instance{},
+		storeChanges: make(chan struct{}, 1)}
 }
 
 // Start launches every configured plugin and waits until each finished its
@@ -273,7 +277,8 @@ func (h *Host) Status() []Info {
 	return out
 }
 
-// Check reports an error naming every plugin that is not running.
+// Check reports why the named plugin is not ready: its process is not
+// running, or the last probe found its store down.
 func (h *Host) Check(name string) error {
 	h.mu.Lock()
 	in := h.instances[name]
@@ -287,6 +292,9 @@ func (h *Host) Check(name string) error {
 			return fmt.Errorf("%s: %s", st.State, st.LastError)
 		}
 		return errors.New(string(st.State))
+	}
+	if st.Store.State == StoreDown {
+		return fmt.Errorf("store down since %s: %s", st.Store.Since.Format(time.RFC3339), st.Store.Error)
 	}
 	return nil
 }

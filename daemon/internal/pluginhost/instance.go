@@ -42,6 +42,8 @@ type Info struct {
 	PID        int
 	StartedAt  *time.Time
 	Warnings   []string
+	// Store is the plugin's store as the last probe found it.
+	Store StoreHealth
 }
 
 // stableAfter is how long a plugin must run before a later crash starts the
@@ -68,6 +70,7 @@ type instance struct {
 	sum       string
 	pid       int
 	startedAt *time.Time
+	store     StoreHealth
 
 	// refused is the permanent error Configure answered at the last start
 	// (an invalid config, a schema no deletion can work with); nil after a
@@ -88,7 +91,7 @@ func newInstance(cfg Plugin, log hclog.Logger, m *metrics) *instance {
 	m.restarts.WithLabelValues(cfg.Name)
 	return &instance{
 		cfg: cfg, log: log, metrics: m, stderr: newTailBuffer(20),
-		state: StateStarting, kick: make(chan struct{}, 1), stopCh: make(chan struct{}),
+		state: StateStarting, store: StoreHealth{State: StoreUnknown, Error: "not probed yet"}, kick: make(chan struct{}, 1), stopCh: make(chan struct{}),
 		done: make(chan struct{}), firstAttempt: make(chan struct{}),
 	}
 }
@@ -99,7 +102,7 @@ func (in *instance) status() Info {
 	info := Info{
 		Name: in.cfg.Name, Kind: string(in.cfg.Kind), Plugin: in.cfg.Plugin, Path: in.cfg.Path, SHA256: in.sum,
 		Version: in.version, State: in.state, Restarts: in.restarts, LastError: in.lastErr,
-		StderrTail: in.stderr.Lines(), StartedAt: in.startedAt, Warnings: in.warnings,
+		StderrTail: in.stderr.Lines(), StartedAt: in.startedAt, Warnings: in.warnings, Store: in.store,
 	}
 	if in.state == StateRunning {
 		info.PID = in.pid

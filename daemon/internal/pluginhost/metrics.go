@@ -4,6 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	up       *prometheus.GaugeVec
+	storeUp  *prometheus.GaugeVec
 	restarts *prometheus.CounterVec
 	rpc      *prometheus.HistogramVec
 }
@@ -13,6 +14,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lifecycled_plugin_up",
 			Help: "1 when the plugin process is running and configured, else 0.",
+		}, []string{"plugin", "kind"}),
+		storeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lifecycled_plugin_store_up",
+			Help: "1 when the plugin's last probe of its store (the Health call) succeeded, 0 when it failed; no sample while unknown (not probed, plugin not running, or a plugin without Health).",
 		}, []string{"plugin", "kind"}),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lifecycled_plugin_restarts_total",
@@ -25,7 +30,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"plugin", "method", "outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.up, m.restarts, m.rpc)
+		reg.MustRegister(m.up, m.storeUp, m.restarts, m.rpc)
 	}
 	return m
 }

@@ -112,7 +112,7 @@ func (x SourceTraits_Acks) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SourceTraits_Acks.Descriptor instead.
 func (SourceTraits_Acks) EnumDescriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{2, 0}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type SourceTraits_Positions int32
@@ -167,7 +167,7 @@ func (x SourceTraits_Positions) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SourceTraits_Positions.Descriptor instead.
 func (SourceTraits_Positions) EnumDescriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{2, 1}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{4, 1}
 }
 
 type ErrorInfo_Class int32
@@ -216,7 +216,7 @@ func (x ErrorInfo_Class) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorInfo_Class.Descriptor instead.
 func (ErrorInfo_Class) EnumDescriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{27, 0}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{29, 0}
 }
 
 type ErrorInfo_Code int32
@@ -286,7 +286,81 @@ func (x ErrorInfo_Code) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorInfo_Code.Descriptor instead.
 func (ErrorInfo_Code) EnumDescriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{27, 1}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{29, 1}
+}
+
+type HealthRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthRequest) Reset() {
+	*x = HealthRequest{}
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthRequest) ProtoMessage() {}
+
+func (x *HealthRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
+func (*HealthRequest) Descriptor() ([]byte, []int) {
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+}
+
+// HealthResponse is empty: the store answered. A store that does not
+// answer is an error status, with the plugin's error detail like any call's.
+type HealthResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthResponse) Reset() {
+	*x = HealthResponse{}
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthResponse) ProtoMessage() {}
+
+func (x *HealthResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
+func (*HealthResponse) Descriptor() ([]byte, []int) {
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
 }
 
 type ConfigureRequest struct {
@@ -305,7 +379,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[0]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +391,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[0]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +404,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ConfigureRequest) GetName() string {
@@ -367,7 +441,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +453,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +466,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ConfigureResponse) GetPluginVersion() string {
@@ -434,7 +508,7 @@ type SourceTraits struct {
 
 func (x *SourceTraits) Reset() {
 	*x = SourceTraits{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +520,7 @@ func (x *SourceTraits) String() string {
 func (*SourceTraits) ProtoMessage() {}
 
 func (x *SourceTraits) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +533,7 @@ func (x *SourceTraits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceTraits.ProtoReflect.Descriptor instead.
 func (*SourceTraits) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SourceTraits) GetAcks() SourceTraits_Acks {
@@ -499,7 +573,7 @@ type CountRequest struct {
 
 func (x *CountRequest) Reset() {
 	*x = CountRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +585,7 @@ func (x *CountRequest) String() string {
 func (*CountRequest) ProtoMessage() {}
 
 func (x *CountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +598,7 @@ func (x *CountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountRequest.ProtoReflect.Descriptor instead.
 func (*CountRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CountRequest) GetTenantId() string {
@@ -545,7 +619,7 @@ type CountResponse struct {
 
 func (x *CountResponse) Reset() {
 	*x = CountResponse{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +631,7 @@ func (x *CountResponse) String() string {
 func (*CountResponse) ProtoMessage() {}
 
 func (x *CountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[4]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +644,7 @@ func (x *CountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountResponse.ProtoReflect.Descriptor instead.
 func (*CountResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CountResponse) GetCount() int64 {
@@ -604,7 +678,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +690,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +703,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteRequest) GetTenantId() string {
@@ -659,7 +733,7 @@ type DeleteEvent struct {
 
 func (x *DeleteEvent) Reset() {
 	*x = DeleteEvent{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +745,7 @@ func (x *DeleteEvent) String() string {
 func (*DeleteEvent) ProtoMessage() {}
 
 func (x *DeleteEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +758,7 @@ func (x *DeleteEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEvent.ProtoReflect.Descriptor instead.
 func (*DeleteEvent) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteEvent) GetEvent() isDeleteEvent_Event {
@@ -737,7 +811,7 @@ type DeleteProgress struct {
 
 func (x *DeleteProgress) Reset() {
 	*x = DeleteProgress{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +823,7 @@ func (x *DeleteProgress) String() string {
 func (*DeleteProgress) ProtoMessage() {}
 
 func (x *DeleteProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +836,7 @@ func (x *DeleteProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteProgress.ProtoReflect.Descriptor instead.
 func (*DeleteProgress) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteProgress) GetDeletedSoFar() int64 {
@@ -786,7 +860,7 @@ type DeleteResult struct {
 
 func (x *DeleteResult) Reset() {
 	*x = DeleteResult{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +872,7 @@ func (x *DeleteResult) String() string {
 func (*DeleteResult) ProtoMessage() {}
 
 func (x *DeleteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +885,7 @@ func (x *DeleteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResult.ProtoReflect.Descriptor instead.
 func (*DeleteResult) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteResult) GetDeletedCount() int64 {
@@ -844,7 +918,7 @@ type VerifyRequest struct {
 
 func (x *VerifyRequest) Reset() {
 	*x = VerifyRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +930,7 @@ func (x *VerifyRequest) String() string {
 func (*VerifyRequest) ProtoMessage() {}
 
 func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +943,7 @@ func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyRequest.ProtoReflect.Descriptor instead.
 func (*VerifyRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *VerifyRequest) GetTenantId() string {
@@ -901,7 +975,7 @@ type ProofCheck struct {
 
 func (x *ProofCheck) Reset() {
 	*x = ProofCheck{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +987,7 @@ func (x *ProofCheck) String() string {
 func (*ProofCheck) ProtoMessage() {}
 
 func (x *ProofCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1000,7 @@ func (x *ProofCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProofCheck.ProtoReflect.Descriptor instead.
 func (*ProofCheck) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ProofCheck) GetKind() string {
@@ -973,7 +1047,7 @@ type VerifyResponse struct {
 
 func (x *VerifyResponse) Reset() {
 	*x = VerifyResponse{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1059,7 @@ func (x *VerifyResponse) String() string {
 func (*VerifyResponse) ProtoMessage() {}
 
 func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1072,7 @@ func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyResponse.ProtoReflect.Descriptor instead.
 func (*VerifyResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VerifyResponse) GetChecks() []*ProofCheck {
@@ -1017,7 +1091,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1103,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1116,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PlanRequest) GetTenantId() string {
@@ -1070,7 +1144,7 @@ type PlanStep struct {
 
 func (x *PlanStep) Reset() {
 	*x = PlanStep{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1156,7 @@ func (x *PlanStep) String() string {
 func (*PlanStep) ProtoMessage() {}
 
 func (x *PlanStep) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1169,7 @@ func (x *PlanStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanStep.ProtoReflect.Descriptor instead.
 func (*PlanStep) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PlanStep) GetTarget() string {
@@ -1135,7 +1209,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1221,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1234,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PlanResponse) GetSteps() []*PlanStep {
@@ -1201,7 +1275,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1287,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1300,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FetchRequest) GetMaxMessages() int32 {
@@ -1268,7 +1342,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1354,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1367,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchResponse) GetMessages() []*DeadLetter {
@@ -1330,7 +1404,7 @@ type Position struct {
 
 func (x *Position) Reset() {
 	*x = Position{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1416,7 @@ func (x *Position) String() string {
 func (*Position) ProtoMessage() {}
 
 func (x *Position) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1429,7 @@ func (x *Position) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Position.ProtoReflect.Descriptor instead.
 func (*Position) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Position) GetTopic() string {
@@ -1426,7 +1500,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1512,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1525,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Origin) GetDestination() string {
@@ -1527,7 +1601,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1613,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1626,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Header) GetKey() []byte {
@@ -1612,7 +1686,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1698,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1711,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeadLetter) GetPosition() *Position {
@@ -1733,7 +1807,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1819,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1832,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CommitRequest) GetPositions() []*Position {
@@ -1776,7 +1850,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +1862,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +1875,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 type RepublishMessage struct {
@@ -1820,7 +1894,7 @@ type RepublishMessage struct {
 
 func (x *RepublishMessage) Reset() {
 	*x = RepublishMessage{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1906,7 @@ func (x *RepublishMessage) String() string {
 func (*RepublishMessage) ProtoMessage() {}
 
 func (x *RepublishMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1919,7 @@ func (x *RepublishMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishMessage.ProtoReflect.Descriptor instead.
 func (*RepublishMessage) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RepublishMessage) GetId() string {
@@ -1906,7 +1980,7 @@ type RepublishRequest struct {
 
 func (x *RepublishRequest) Reset() {
 	*x = RepublishRequest{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +1992,7 @@ func (x *RepublishRequest) String() string {
 func (*RepublishRequest) ProtoMessage() {}
 
 func (x *RepublishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2005,7 @@ func (x *RepublishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishRequest.ProtoReflect.Descriptor instead.
 func (*RepublishRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RepublishRequest) GetMessages() []*RepublishMessage {
@@ -1954,7 +2028,7 @@ type RepublishResult struct {
 
 func (x *RepublishResult) Reset() {
 	*x = RepublishResult{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2040,7 @@ func (x *RepublishResult) String() string {
 func (*RepublishResult) ProtoMessage() {}
 
 func (x *RepublishResult) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2053,7 @@ func (x *RepublishResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishResult.ProtoReflect.Descriptor instead.
 func (*RepublishResult) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RepublishResult) GetId() string {
@@ -2019,7 +2093,7 @@ type RepublishResponse struct {
 
 func (x *RepublishResponse) Reset() {
 	*x = RepublishResponse{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2105,7 @@ func (x *RepublishResponse) String() string {
 func (*RepublishResponse) ProtoMessage() {}
 
 func (x *RepublishResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2118,7 @@ func (x *RepublishResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepublishResponse.ProtoReflect.Descriptor instead.
 func (*RepublishResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RepublishResponse) GetResults() []*RepublishResult {
@@ -2071,7 +2145,7 @@ type ErrorInfo struct {
 
 func (x *ErrorInfo) Reset() {
 	*x = ErrorInfo{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2157,7 @@ func (x *ErrorInfo) String() string {
 func (*ErrorInfo) ProtoMessage() {}
 
 func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2170,7 @@ func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorInfo.ProtoReflect.Descriptor instead.
 func (*ErrorInfo) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ErrorInfo) GetClass() ErrorInfo_Class {
@@ -2151,7 +2225,7 @@ type FieldError struct {
 
 func (x *FieldError) Reset() {
 	*x = FieldError{}
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2237,7 @@ func (x *FieldError) String() string {
 func (*FieldError) ProtoMessage() {}
 
 func (x *FieldError) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_lifecycled_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2250,7 @@ func (x *FieldError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldError.ProtoReflect.Descriptor instead.
 func (*FieldError) Descriptor() ([]byte, []int) {
-	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *FieldError) GetField() string {
@@ -2197,7 +2271,9 @@ var File_lifecycled_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	"!lifecycled/plugin/v1/plugin.proto\x12\x14lifecycled.plugin.v1\"\x84\x01\n" +
+	"!lifecycled/plugin/v1/plugin.proto\x12\x14lifecycled.plugin.v1\"\x0f\n" +
+	"\rHealthRequest\"\x10\n" +
+	"\x0eHealthResponse\"\x84\x01\n" +
 	"\x10ConfigureRequest\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1f\n" +
 	"\vconfig_json\x18\x03 \x01(\fR\n" +
@@ -2357,18 +2433,20 @@ const file_lifecycled_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"FieldError\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x18\n" +
-	"\aproblem\x18\x02 \x01(\tR\aproblem2\xb7\x03\n" +
+	"\aproblem\x18\x02 \x01(\tR\aproblem2\x8c\x04\n" +
 	"\rTenantDeleter\x12\\\n" +
 	"\tConfigure\x12&.lifecycled.plugin.v1.ConfigureRequest\x1a'.lifecycled.plugin.v1.ConfigureResponse\x12P\n" +
 	"\x05Count\x12\".lifecycled.plugin.v1.CountRequest\x1a#.lifecycled.plugin.v1.CountResponse\x12R\n" +
 	"\x06Delete\x12#.lifecycled.plugin.v1.DeleteRequest\x1a!.lifecycled.plugin.v1.DeleteEvent0\x01\x12M\n" +
 	"\x04Plan\x12!.lifecycled.plugin.v1.PlanRequest\x1a\".lifecycled.plugin.v1.PlanResponse\x12S\n" +
-	"\x06Verify\x12#.lifecycled.plugin.v1.VerifyRequest\x1a$.lifecycled.plugin.v1.VerifyResponse2\xee\x02\n" +
+	"\x06Verify\x12#.lifecycled.plugin.v1.VerifyRequest\x1a$.lifecycled.plugin.v1.VerifyResponse\x12S\n" +
+	"\x06Health\x12#.lifecycled.plugin.v1.HealthRequest\x1a$.lifecycled.plugin.v1.HealthResponse2\xc3\x03\n" +
 	"\tDLQSource\x12\\\n" +
 	"\tConfigure\x12&.lifecycled.plugin.v1.ConfigureRequest\x1a'.lifecycled.plugin.v1.ConfigureResponse\x12P\n" +
 	"\x05Fetch\x12\".lifecycled.plugin.v1.FetchRequest\x1a#.lifecycled.plugin.v1.FetchResponse\x12S\n" +
 	"\x06Commit\x12#.lifecycled.plugin.v1.CommitRequest\x1a$.lifecycled.plugin.v1.CommitResponse\x12\\\n" +
-	"\tRepublish\x12&.lifecycled.plugin.v1.RepublishRequest\x1a'.lifecycled.plugin.v1.RepublishResponseBJZHgithub.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1;pluginv1b\x06proto3"
+	"\tRepublish\x12&.lifecycled.plugin.v1.RepublishRequest\x1a'.lifecycled.plugin.v1.RepublishResponse\x12S\n" +
+	"\x06Health\x12#.lifecycled.plugin.v1.HealthRequest\x1a$.lifecycled.plugin.v1.HealthResponseBJZHgithub.com/lifecycled/lifecycled/sdk/proto/lifecycled/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_lifecycled_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -2383,87 +2461,93 @@ func file_lifecycled_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_lifecycled_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_lifecycled_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_lifecycled_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_lifecycled_plugin_v1_plugin_proto_goTypes = []any{
 	(SourceTraits_Acks)(0),      // 0: lifecycled.plugin.v1.SourceTraits.Acks
 	(SourceTraits_Positions)(0), // 1: lifecycled.plugin.v1.SourceTraits.Positions
 	(ErrorInfo_Class)(0),        // 2: lifecycled.plugin.v1.ErrorInfo.Class
 	(ErrorInfo_Code)(0),         // 3: lifecycled.plugin.v1.ErrorInfo.Code
-	(*ConfigureRequest)(nil),    // 4: lifecycled.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),   // 5: lifecycled.plugin.v1.ConfigureResponse
-	(*SourceTraits)(nil),        // 6: lifecycled.plugin.v1.SourceTraits
-	(*CountRequest)(nil),        // 7: lifecycled.plugin.v1.CountRequest
-	(*CountResponse)(nil),       // 8: lifecycled.plugin.v1.CountResponse
-	(*DeleteRequest)(nil),       // 9: lifecycled.plugin.v1.DeleteRequest
-	(*DeleteEvent)(nil),         // 10: lifecycled.plugin.v1.DeleteEvent
-	(*DeleteProgress)(nil),      // 11: lifecycled.plugin.v1.DeleteProgress
-	(*DeleteResult)(nil),        // 12: lifecycled.plugin.v1.DeleteResult
-	(*VerifyRequest)(nil),       // 13: lifecycled.plugin.v1.VerifyRequest
-	(*ProofCheck)(nil),          // 14: lifecycled.plugin.v1.ProofCheck
-	(*VerifyResponse)(nil),      // 15: lifecycled.plugin.v1.VerifyResponse
-	(*PlanRequest)(nil),         // 16: lifecycled.plugin.v1.PlanRequest
-	(*PlanStep)(nil),            // 17: lifecycled.plugin.v1.PlanStep
-	(*PlanResponse)(nil),        // 18: lifecycled.plugin.v1.PlanResponse
-	(*FetchRequest)(nil),        // 19: lifecycled.plugin.v1.FetchRequest
-	(*FetchResponse)(nil),       // 20: lifecycled.plugin.v1.FetchResponse
-	(*Position)(nil),            // 21: lifecycled.plugin.v1.Position
-	(*Origin)(nil),              // 22: lifecycled.plugin.v1.Origin
-	(*Header)(nil),              // 23: lifecycled.plugin.v1.Header
-	(*DeadLetter)(nil),          // 24: lifecycled.plugin.v1.DeadLetter
-	(*CommitRequest)(nil),       // 25: lifecycled.plugin.v1.CommitRequest
-	(*CommitResponse)(nil),      // 26: lifecycled.plugin.v1.CommitResponse
-	(*RepublishMessage)(nil),    // 27: lifecycled.plugin.v1.RepublishMessage
-	(*RepublishRequest)(nil),    // 28: lifecycled.plugin.v1.RepublishRequest
-	(*RepublishResult)(nil),     // 29: lifecycled.plugin.v1.RepublishResult
-	(*RepublishResponse)(nil),   // 30: lifecycled.plugin.v1.RepublishResponse
-	(*ErrorInfo)(nil),           // 31: lifecycled.plugin.v1.ErrorInfo
-	(*FieldError)(nil),          // 32: lifecycled.plugin.v1.FieldError
-	nil,                         // 33: lifecycled.plugin.v1.CountResponse.BreakdownEntry
-	nil,                         // 34: lifecycled.plugin.v1.DeleteResult.BreakdownEntry
+	(*HealthRequest)(nil),       // 4: lifecycled.plugin.v1.HealthRequest
+	(*HealthResponse)(nil),      // 5: lifecycled.plugin.v1.HealthResponse
+	(*ConfigureRequest)(nil),    // 6: lifecycled.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),   // 7: lifecycled.plugin.v1.ConfigureResponse
+	(*SourceTraits)(nil),        // 8: lifecycled.plugin.v1.SourceTraits
+	(*CountRequest)(nil),        // 9: lifecycled.plugin.v1.CountRequest
+	(*CountResponse)(nil),       // 10: lifecycled.plugin.v1.CountResponse
+	(*DeleteRequest)(nil),       // 11: lifecycled.plugin.v1.DeleteRequest
+	(*DeleteEvent)(nil),         // 12: lifecycled.plugin.v1.DeleteEvent
+	(*DeleteProgress)(nil),      // 13: lifecycled.plugin.v1.DeleteProgress
+	(*DeleteResult)(nil),        // 14: lifecycled.plugin.v1.DeleteResult
+	(*VerifyRequest)(nil),       // 15: lifecycled.plugin.v1.VerifyRequest
+	(*ProofCheck)(nil),          // 16: lifecycled.plugin.v1.ProofCheck
+	(*VerifyResponse)(nil),      // 17: lifecycled.plugin.v1.VerifyResponse
+	(*PlanRequest)(nil),         // 18: lifecycled.plugin.v1.PlanRequest
+	(*PlanStep)(nil),            // 19: lifecycled.plugin.v1.PlanStep
+	(*PlanResponse)(nil),        // 20: lifecycled.plugin.v1.PlanResponse
+	(*FetchRequest)(nil),        // 21: lifecycled.plugin.v1.FetchRequest
+	(*FetchResponse)(nil),       // 22: lifecycled.plugin.v1.FetchResponse
+	(*Position)(nil),            // 23: lifecycled.plugin.v1.Position
+	(*Origin)(nil),              // 24: lifecycled.plugin.v1.Origin
+	(*Header)(nil),              // 25: lifecycled.plugin.v1.Header
+	(*DeadLetter)(nil),          // 26: lifecycled.plugin.v1.DeadLetter
+	(*CommitRequest)(nil),       // 27: lifecycled.plugin.v1.CommitRequest
+	(*CommitResponse)(nil),      // 28: lifecycled.plugin.v1.CommitResponse
+	(*RepublishMessage)(nil),    // 29: lifecycled.plugin.v1.RepublishMessage
+	(*RepublishRequest)(nil),    // 30: lifecycled.plugin.v1.RepublishRequest
+	(*RepublishResult)(nil),     // 31: lifecycled.plugin.v1.RepublishResult
+	(*RepublishResponse)(nil),   // 32: lifecycled.plugin.v1.RepublishResponse
+	(*ErrorInfo)(nil),           // 33: lifecycled.plugin.v1.ErrorInfo
+	(*FieldError)(nil),          // 34: lifecycled.plugin.v1.FieldError
+	nil,                         // 35: lifecycled.plugin.v1.CountResponse.BreakdownEntry
+	nil,                         // 36: lifecycled.plugin.v1.DeleteResult.BreakdownEntry
 }
 var file_lifecycled_plugin_v1_plugin_proto_depIdxs = []int32{
-	6,  // 0: lifecycled.plugin.v1.ConfigureResponse.source:type_name -> lifecycled.plugin.v1.SourceTraits
+	8,  // 0: lifecycled.plugin.v1.ConfigureResponse.source:type_name -> lifecycled.plugin.v1.SourceTraits
 	0,  // 1: lifecycled.plugin.v1.SourceTraits.acks:type_name -> lifecycled.plugin.v1.SourceTraits.Acks
 	1,  // 2: lifecycled.plugin.v1.SourceTraits.positions:type_name -> lifecycled.plugin.v1.SourceTraits.Positions
-	33, // 3: lifecycled.plugin.v1.CountResponse.breakdown:type_name -> lifecycled.plugin.v1.CountResponse.BreakdownEntry
-	11, // 4: lifecycled.plugin.v1.DeleteEvent.progress:type_name -> lifecycled.plugin.v1.DeleteProgress
-	12, // 5: lifecycled.plugin.v1.DeleteEvent.result:type_name -> lifecycled.plugin.v1.DeleteResult
-	34, // 6: lifecycled.plugin.v1.DeleteResult.breakdown:type_name -> lifecycled.plugin.v1.DeleteResult.BreakdownEntry
-	14, // 7: lifecycled.plugin.v1.DeleteResult.proof:type_name -> lifecycled.plugin.v1.ProofCheck
-	14, // 8: lifecycled.plugin.v1.VerifyResponse.checks:type_name -> lifecycled.plugin.v1.ProofCheck
-	17, // 9: lifecycled.plugin.v1.PlanResponse.steps:type_name -> lifecycled.plugin.v1.PlanStep
-	24, // 10: lifecycled.plugin.v1.FetchResponse.messages:type_name -> lifecycled.plugin.v1.DeadLetter
-	21, // 11: lifecycled.plugin.v1.DeadLetter.position:type_name -> lifecycled.plugin.v1.Position
-	23, // 12: lifecycled.plugin.v1.DeadLetter.headers:type_name -> lifecycled.plugin.v1.Header
-	22, // 13: lifecycled.plugin.v1.DeadLetter.origin:type_name -> lifecycled.plugin.v1.Origin
-	21, // 14: lifecycled.plugin.v1.CommitRequest.positions:type_name -> lifecycled.plugin.v1.Position
-	23, // 15: lifecycled.plugin.v1.RepublishMessage.headers:type_name -> lifecycled.plugin.v1.Header
-	27, // 16: lifecycled.plugin.v1.RepublishRequest.messages:type_name -> lifecycled.plugin.v1.RepublishMessage
-	31, // 17: lifecycled.plugin.v1.RepublishResult.error:type_name -> lifecycled.plugin.v1.ErrorInfo
-	29, // 18: lifecycled.plugin.v1.RepublishResponse.results:type_name -> lifecycled.plugin.v1.RepublishResult
+	35, // 3: lifecycled.plugin.v1.CountResponse.breakdown:type_name -> lifecycled.plugin.v1.CountResponse.BreakdownEntry
+	13, // 4: lifecycled.plugin.v1.DeleteEvent.progress:type_name -> lifecycled.plugin.v1.DeleteProgress
+	14, // 5: lifecycled.plugin.v1.DeleteEvent.result:type_name -> lifecycled.plugin.v1.DeleteResult
+	36, // 6: lifecycled.plugin.v1.DeleteResult.breakdown:type_name -> lifecycled.plugin.v1.DeleteResult.BreakdownEntry
+	16, // 7: lifecycled.plugin.v1.DeleteResult.proof:type_name -> lifecycled.plugin.v1.ProofCheck
+	16, // 8: lifecycled.plugin.v1.VerifyResponse.checks:type_name -> lifecycled.plugin.v1.ProofCheck
+	19, // 9: lifecycled.plugin.v1.PlanResponse.steps:type_name -> lifecycled.plugin.v1.PlanStep
+	26, // 10: lifecycled.plugin.v1.FetchResponse.messages:type_name -> lifecycled.plugin.v1.DeadLetter
+	23, // 11: lifecycled.plugin.v1.DeadLetter.position:type_name -> lifecycled.plugin.v1.Position
+	25, // 12: lifecycled.plugin.v1.DeadLetter.headers:type_name -> lifecycled.plugin.v1.Header
+	24, // 13: lifecycled.plugin.v1.DeadLetter.origin:type_name -> lifecycled.plugin.v1.Origin
+	23, // 14: lifecycled.plugin.v1.CommitRequest.positions:type_name -> lifecycled.plugin.v1.Position
+	25, // 15: lifecycled.plugin.v1.RepublishMessage.headers:type_name -> lifecycled.plugin.v1.Header
+	29, // 16: lifecycled.plugin.v1.RepublishRequest.messages:type_name -> lifecycled.plugin.v1.RepublishMessage
+	33, // 17: lifecycled.plugin.v1.RepublishResult.error:type_name -> lifecycled.plugin.v1.ErrorInfo
+	31, // 18: lifecycled.plugin.v1.RepublishResponse.results:type_name -> lifecycled.plugin.v1.RepublishResult
 	2,  // 19: lifecycled.plugin.v1.ErrorInfo.class:type_name -> lifecycled.plugin.v1.ErrorInfo.Class
 	3,  // 20: lifecycled.plugin.v1.ErrorInfo.code:type_name -> lifecycled.plugin.v1.ErrorInfo.Code
-	32, // 21: lifecycled.plugin.v1.ErrorInfo.field_errors:type_name -> lifecycled.plugin.v1.FieldError
-	4,  // 22: lifecycled.plugin.v1.TenantDeleter.Configure:input_type -> lifecycled.plugin.v1.ConfigureRequest
-	7,  // 23: lifecycled.plugin.v1.TenantDeleter.Count:input_type -> lifecycled.plugin.v1.CountRequest
-	9,  // 24: lifecycled.plugin.v1.TenantDeleter.Delete:input_type -> lifecycled.plugin.v1.DeleteRequest
-	16, // 25: lifecycled.plugin.v1.TenantDeleter.Plan:input_type -> lifecycled.plugin.v1.PlanRequest
-	13, // 26: lifecycled.plugin.v1.TenantDeleter.Verify:input_type -> lifecycled.plugin.v1.VerifyRequest
-	4,  // 27: lifecycled.plugin.v1.DLQSource.Configure:input_type -> lifecycled.plugin.v1.ConfigureRequest
-	19, // 28: lifecycled.plugin.v1.DLQSource.Fetch:input_type -> lifecycled.plugin.v1.FetchRequest
-	25, // 29: lifecycled.plugin.v1.DLQSource.Commit:input_type -> lifecycled.plugin.v1.CommitRequest
-	28, // 30: lifecycled.plugin.v1.DLQSource.Republish:input_type -> lifecycled.plugin.v1.RepublishRequest
-	5,  // 31: lifecycled.plugin.v1.TenantDeleter.Configure:output_type -> lifecycled.plugin.v1.ConfigureResponse
-	8,  // 32: lifecycled.plugin.v1.TenantDeleter.Count:output_type -> lifecycled.plugin.v1.CountResponse
-	10, // 33: lifecycled.plugin.v1.TenantDeleter.Delete:output_type -> lifecycled.plugin.v1.DeleteEvent
-	18, // 34: lifecycled.plugin.v1.TenantDeleter.Plan:output_type -> lifecycled.plugin.v1.PlanResponse
-	15, // 35: lifecycled.plugin.v1.TenantDeleter.Verify:output_type -> lifecycled.plugin.v1.VerifyResponse
-	5,  // 36: lifecycled.plugin.v1.DLQSource.Configure:output_type -> lifecycled.plugin.v1.ConfigureResponse
-	20, // 37: lifecycled.plugin.v1.DLQSource.Fetch:output_type -> lifecycled.plugin.v1.FetchResponse
-	26, // 38: lifecycled.plugin.v1.DLQSource.Commit:output_type -> lifecycled.plugin.v1.CommitResponse
-	30, // 39: lifecycled.plugin.v1.DLQSource.Republish:output_type -> lifecycled.plugin.v1.RepublishResponse
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
+	34, // 21: lifecycled.plugin.v1.ErrorInfo.field_errors:type_name -> lifecycled.plugin.v1.FieldError
+	6,  // 22: lifecycled.plugin.v1.TenantDeleter.Configure:input_type -> lifecycled.plugin.v1.ConfigureRequest
+	9,  // 23: lifecycled.plugin.v1.TenantDeleter.Count:input_type -> lifecycled.plugin.v1.CountRequest
+	11, // 24: lifecycled.plugin.v1.TenantDeleter.Delete:input_type -> lifecycled.plugin.v1.DeleteRequest
+	18, // 25: lifecycled.plugin.v1.TenantDeleter.Plan:input_type -> lifecycled.plugin.v1.PlanRequest
+	15, // 26: lifecycled.plugin.v1.TenantDeleter.Verify:input_type -> lifecycled.plugin.v1.VerifyRequest
+	4,  // 27: lifecycled.plugin.v1.TenantDeleter.Health:input_type -> lifecycled.plugin.v1.HealthRequest
+	6,  // 28: lifecycled.plugin.v1.DLQSource.Configure:input_type -> lifecycled.plugin.v1.ConfigureRequest
+	21, // 29: lifecycled.plugin.v1.DLQSource.Fetch:input_type -> lifecycled.plugin.v1.FetchRequest
+	27, // 30: lifecycled.plugin.v1.DLQSource.Commit:input_type -> lifecycled.plugin.v1.CommitRequest
+	30, // 31: lifecycled.plugin.v1.DLQSource.Republish:input_type -> lifecycled.plugin.v1.RepublishRequest
+	4,  // 32: lifecycled.plugin.v1.DLQSource.Health:input_type -> lifecycled.plugin.v1.HealthRequest
+	7,  // 33: lifecycled.plugin.v1.TenantDeleter.Configure:output_type -> lifecycled.plugin.v1.ConfigureResponse
+	10, // 34: lifecycled.plugin.v1.TenantDeleter.Count:output_type -> lifecycled.plugin.v1.CountResponse
+	12, // 35: lifecycled.plugin.v1.TenantDeleter.Delete:output_type -> lifecycled.plugin.v1.DeleteEvent
+	20, // 36: lifecycled.plugin.v1.TenantDeleter.Plan:output_type -> lifecycled.plugin.v1.PlanResponse
+	17, // 37: lifecycled.plugin.v1.TenantDeleter.Verify:output_type -> lifecycled.plugin.v1.VerifyResponse
+	5,  // 38: lifecycled.plugin.v1.TenantDeleter.Health:output_type -> lifecycled.plugin.v1.HealthResponse
+	7,  // 39: lifecycled.plugin.v1.DLQSource.Configure:output_type -> lifecycled.plugin.v1.ConfigureResponse
+	22, // 40: lifecycled.plugin.v1.DLQSource.Fetch:output_type -> lifecycled.plugin.v1.FetchResponse
+	28, // 41: lifecycled.plugin.v1.DLQSource.Commit:output_type -> lifecycled.plugin.v1.CommitResponse
+	32, // 42: lifecycled.plugin.v1.DLQSource.Republish:output_type -> lifecycled.plugin.v1.RepublishResponse
+	5,  // 43: lifecycled.plugin.v1.DLQSource.Health:output_type -> lifecycled.plugin.v1.HealthResponse
+	33, // [33:44] is the sub-list for method output_type
+	22, // [22:33] is the sub-list for method input_type
 	22, // [22:22] is the sub-list for extension type_name
 	22, // [22:22] is the sub-list for extension extendee
 	0,  // [0:22] is the sub-list for field type_name
@@ -2474,7 +2558,7 @@ func file_lifecycled_plugin_v1_plugin_proto_init() {
 	if File_lifecycled_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_lifecycled_plugin_v1_plugin_proto_msgTypes[6].OneofWrappers = []any{
+	file_lifecycled_plugin_v1_plugin_proto_msgTypes[8].OneofWrappers = []any{
 		(*DeleteEvent_Progress)(nil),
 		(*DeleteEvent_Result)(nil),
 	}
@@ -2484,7 +2568,7 @@ func file_lifecycled_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lifecycled_plugin_v1_plugin_proto_rawDesc), len(file_lifecycled_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -65,6 +65,7 @@ const (
 	TenantDeleter_Delete_FullMethodName    = "/lifecycled.plugin.v1.TenantDeleter/Delete"
 	TenantDeleter_Plan_FullMethodName      = "/lifecycled.plugin.v1.TenantDeleter/Plan"
 	TenantDeleter_Verify_FullMethodName    = "/lifecycled.plugin.v1.TenantDeleter/Verify"
+	TenantDeleter_Health_FullMethodName    = "/lifecycled.plugin.v1.TenantDeleter/Health"
 )
 
 // TenantDeleterClient is the client API for TenantDeleter service.
@@ -86,6 +87,12 @@ type TenantDeleterClient interface {
 	// the tenant's items wherever they could be. Optional: UNIMPLEMENTED when
 	// the plugin cannot.
 	Verify(ctx context.Context, in *VerifyRequest, opts ...grpc.CallOption) (*VerifyResponse, error)
+	// Health is a cheap probe of the plugin's store (a ping, a metadata
+	// call): OK when the store answers, the store's error otherwise. The
+	// daemon calls it on an interval and on demand. Optional: UNIMPLEMENTED
+	// when the plugin predates it (the daemon then reports the store's
+	// health as unknown, not as ok).
+	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
 }
 
 type tenantDeleterClient struct {
@@ -155,6 +162,16 @@ func (c *tenantDeleterClient) Verify(ctx context.Context, in *VerifyRequest, opt
 	return out, nil
 }
 
+func (c *tenantDeleterClient) Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HealthResponse)
+	err := c.cc.Invoke(ctx, TenantDeleter_Health_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TenantDeleterServer is the server API for TenantDeleter service.
 // All implementations must embed UnimplementedTenantDeleterServer
 // for forward compatibility.
@@ -174,6 +191,12 @@ type TenantDeleterServer interface {
 	// the tenant's items wherever they could be. Optional: UNIMPLEMENTED when
 	// the plugin cannot.
 	Verify(context.Context, *VerifyRequest) (*VerifyResponse, error)
+	// Health is a cheap probe of the plugin's store (a ping, a metadata
+	// call): OK when the store answers, the store's error otherwise. The
+	// daemon calls it on an interval and on demand. Optional: UNIMPLEMENTED
+	// when the plugin predates it (the daemon then reports the store's
+	// health as unknown, not as ok).
+	Health(context.Context, *HealthRequest) (*HealthResponse, error)
 	mustEmbedUnimplementedTenantDeleterServer()
 }
 
@@ -198,6 +221,9 @@ func (UnimplementedTenantDeleterServer) Plan(context.Context, *PlanRequest) (*Pl
 }
 func (UnimplementedTenantDeleterServer) Verify(context.Context, *VerifyRequest) (*VerifyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Verify not implemented")
+}
+func (UnimplementedTenantDeleterServer) Health(context.Context, *HealthRequest) (*HealthResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Health not implemented")
 }
 func (UnimplementedTenantDeleterServer) mustEmbedUnimplementedTenantDeleterServer() {}
 func (UnimplementedTenantDeleterServer) testEmbeddedByValue()                       {}
@@ -303,6 +329,24 @@ func _TenantDeleter_Verify_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TenantDeleter_Health_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HealthRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TenantDeleterServer).Health(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TenantDeleter_Health_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TenantDeleterServer).Health(ctx, req.(*HealthRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TenantDeleter_ServiceDesc is the grpc.ServiceDesc for TenantDeleter service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -326,6 +370,10 @@ var TenantDeleter_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Verify",
 			Handler:    _TenantDeleter_Verify_Handler,
 		},
+		{
+			MethodName: "Health",
+			Handler:    _TenantDeleter_Health_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -342,6 +390,7 @@ const (
 	DLQSource_Fetch_FullMethodName     = "/lifecycled.plugin.v1.DLQSource/Fetch"
 	DLQSource_Commit_FullMethodName    = "/lifecycled.plugin.v1.DLQSource/Commit"
 	DLQSource_Republish_FullMethodName = "/lifecycled.plugin.v1.DLQSource/Republish"
+	DLQSource_Health_FullMethodName    = "/lifecycled.plugin.v1.DLQSource/Health"
 )
 
 // DLQSourceClient is the client API for DLQSource service.
@@ -354,6 +403,8 @@ type DLQSourceClient interface {
 	Fetch(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (*FetchResponse, error)
 	Commit(ctx context.Context, in *CommitRequest, opts ...grpc.CallOption) (*CommitResponse, error)
 	Republish(ctx context.Context, in *RepublishRequest, opts ...grpc.CallOption) (*RepublishResponse, error)
+	// Health: as TenantDeleter's, for the broker or table the source reads.
+	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
 }
 
 type dLQSourceClient struct {
@@ -404,6 +455,16 @@ func (c *dLQSourceClient) Republish(ctx context.Context, in *RepublishRequest, o
 	return out, nil
 }
 
+func (c *dLQSourceClient) Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HealthResponse)
+	err := c.cc.Invoke(ctx, DLQSource_Health_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DLQSourceServer is the server API for DLQSource service.
 // All implementations must embed UnimplementedDLQSourceServer
 // for forward compatibility.
@@ -414,6 +475,8 @@ type DLQSourceServer interface {
 	Fetch(context.Context, *FetchRequest) (*FetchResponse, error)
 	Commit(context.Context, *CommitRequest) (*CommitResponse, error)
 	Republish(context.Context, *RepublishRequest) (*RepublishResponse, error)
+	// Health: as TenantDeleter's, for the broker or table the source reads.
+	Health(context.Context, *HealthRequest) (*HealthResponse, error)
 	mustEmbedUnimplementedDLQSourceServer()
 }
 
@@ -435,6 +498,9 @@ func (UnimplementedDLQSourceServer) Commit(context.Context, *CommitRequest) (*Co
 }
 func (UnimplementedDLQSourceServer) Republish(context.Context, *RepublishRequest) (*RepublishResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Republish not implemented")
+}
+func (UnimplementedDLQSourceServer) Health(context.Context, *HealthRequest) (*HealthResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Health not implemented")
 }
 func (UnimplementedDLQSourceServer) mustEmbedUnimplementedDLQSourceServer() {}
 func (UnimplementedDLQSourceServer) testEmbeddedByValue()                   {}
@@ -529,6 +595,24 @@ func _DLQSource_Republish_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DLQSource_Health_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HealthRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DLQSourceServer).Health(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DLQSource_Health_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DLQSourceServer).Health(ctx, req.(*HealthRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DLQSource_ServiceDesc is the grpc.ServiceDesc for DLQSource service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -551,6 +635,10 @@ var DLQSource_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Republish",
 			Handler:    _DLQSource_Republish_Handler,
+		},
+		{
+			MethodName: "Health",
+			Handler:    _DLQSource_Health_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -39,6 +39,11 @@ class TenantDeleterStub(object):
         request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyRequest.SerializeToString,
         response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyResponse.FromString,
         )
+    self.Health = channel.unary_unary(
+        '/lifecycled.plugin.v1.TenantDeleter/Health',
+        request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthRequest.SerializeToString,
+        response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthResponse.FromString,
+        )
 
 
 class TenantDeleterServicer(object):
@@ -85,6 +90,17 @@ class TenantDeleterServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def Health(self, request, context):
+    """Health is a cheap probe of the plugin's store (a ping, a metadata
+    call): OK when the store answers, the store's error otherwise. The
+    daemon calls it on an interval and on demand. Optional: UNIMPLEMENTED
+    when the plugin predates it (the daemon then reports the store's
+    health as unknown, not as ok).
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_TenantDeleterServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -112,6 +128,11 @@ def add_TenantDeleterServicer_to_server(servicer, server):
           servicer.Verify,
           request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyRequest.FromString,
           response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.VerifyResponse.SerializeToString,
+      ),
+      'Health': grpc.unary_unary_rpc_method_handler(
+          servicer.Health,
+          request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthRequest.FromString,
+          response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(
@@ -149,6 +170,11 @@ class DLQSourceStub(object):
         request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.RepublishRequest.SerializeToString,
         response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.RepublishResponse.FromString,
         )
+    self.Health = channel.unary_unary(
+        '/lifecycled.plugin.v1.DLQSource/Health',
+        request_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthRequest.SerializeToString,
+        response_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthResponse.FromString,
+        )
 
 
 class DLQSourceServicer(object):
@@ -183,6 +209,13 @@ class DLQSourceServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def Health(self, request, context):
+    """Health: as TenantDeleter's, for the broker or table the source reads.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_DLQSourceServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -205,6 +238,11 @@ def add_DLQSourceServicer_to_server(servicer, server):
           servicer.Republish,
           request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.RepublishRequest.FromString,
           response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.RepublishResponse.SerializeToString,
+      ),
+      'Health': grpc.unary_unary_rpc_method_handler(
+          servicer.Health,
+          request_deserializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthRequest.FromString,
+          response_serializer=lifecycled_dot_plugin_dot_v1_dot_plugin__pb2.HealthResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(
