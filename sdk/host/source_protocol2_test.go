@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -76,6 +77,10 @@ func TestAProtocol2SourceIsReadAsProtocol2MeantIt(t *testing.T) {
 	}
 	if cfg.Source != sdk.Protocol2Traits {
 		t.Errorf("traits %+v, want Kafka's %+v", cfg.Source, sdk.Protocol2Traits)
+	}
+	// It predates the Health call: its store's health is unknown, not ok.
+	if err := src.(sdk.HealthChecker).Health(ctx); !errors.Is(err, sdk.ErrUnsupported) {
+		t.Errorf("Health of a plugin without it: %v, want Unsupported", err)
 	}
 	resp, err := src.Fetch(ctx, &sdk.FetchRequest{Max: 10, Wait: time.Millisecond})
 	if err != nil || len(resp.Messages) != 1 {

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,6 +114,16 @@ func (k *kit) outage(t *testing.T) {
 	id := k.o.NewTenantID()
 	seeded := k.o.Fixture.Seed(t, id, k.o.Seed)
 	before := k.w.take(t, id)
+	// Health (sdk.HealthChecker), when the plugin probes its store: ok now,
+	// failing while the store is down, ok again once it is back.
+	health, probes := sdk.HealthChecker(k.d), true
+	switch err := health.Health(ctxFor(t, time.Minute)); {
+	case errors.Is(err, sdk.ErrUnsupported):
+		probes = false
+		t.Log("the plugin does not implement Health: the daemon reports its store as unknown")
+	case err != nil:
+		t.Errorf("Health with the store up: %v", err)
+	}
 	so.StopStore(t)
 	up := false
 	defer func() {
@@ -141,6 +152,13 @@ func (k *kit) outage(t *testing.T) {
 			t.Errorf("Delete reported %d deleted while the store was down", n)
 		}
 	}
+	if probes {
+		if err := health.Health(ctxFor(t, 2*time.Minute)); err == nil {
+			t.Error("Health answered ok while the store was down: probe the store itself (a ping, a metadata call), not the plugin")
+		} else if sdk.ClassOf(err) != sdk.ClassRetryable {
+			t.Errorf("Health while the store was down failed with a %s error: %v; class it sdk.Unavailable", sdk.ClassOf(err), err)
+		}
+	}
 	so.StartStore(t)
 	up = true
 	// The plugin must recover without a restart: the daemon keeps it.
@@ -160,6 +178,11 @@ func (k *kit) outage(t *testing.T) {
 				"(the daemon does not restart a plugin for a store outage)", last)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+	if probes {
+		if err := health.Health(ctxFor(t, time.Minute)); err != nil {
+			t.Errorf("Health after the store came back (and Count worked): %v", err)
+		}
 	}
 	if now := k.w.take(t, id); now.sum != before.sum {
 		t.Errorf("the calls while the store was down changed the tenant's data (%d items before, %d now)", before.items, now.items)

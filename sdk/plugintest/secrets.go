@@ -158,6 +158,19 @@ func (r *recorder) Configure(ctx context.Context, req *sdk.ConfigureRequest) (*s
 	return resp, err
 }
 
+// Health calls the plugin's Health (Unsupported when its client has none).
+func (r *recorder) Health(ctx context.Context) error {
+	hc, ok := r.d.(sdk.HealthChecker)
+	if !ok {
+		return sdk.Unsupported(errors.New("the client has no Health"))
+	}
+	err := hc.Health(ctx)
+	if !errors.Is(err, sdk.ErrUnsupported) {
+		r.note("Health", err)
+	}
+	return err
+}
+
 func (r *recorder) Count(ctx context.Context, req *sdk.CountRequest) (*sdk.CountResponse, error) {
 	resp, err := r.d.Count(ctx, req)
 	r.note(fmt.Sprintf("Count(%q)", req.TenantID), err)

@@ -44,7 +44,10 @@ type page struct {
 	RequestID string
 	Errors    []*APIError
 	Notice    string
-	Data      any
+	// Alerts are what every page shows in a red banner: plugins that are
+	// not running, and stores their last probe found down.
+	Alerts []string
+	Data   any
 }
 
 func (c *Console) parseTemplates() {
@@ -65,8 +68,34 @@ func (c *Console) parseTemplates() {
 // newPage starts the data of a page for r.
 func (c *Console) newPage(w http.ResponseWriter, r *http.Request, title, nav string) *page {
 	once, _ := randomToken()
-	return &page{Title: title, Nav: nav, CSRF: formTokens{CSRF: r.Header.Get(CSRFHeader), Once: once}, CanMutate: c.opts.MayMutate == nil || c.opts.MayMutate(r),
+	p := &page{Title: title, Nav: nav, CSRF: formTokens{CSRF: r.Header.Get(CSRFHeader), Once: once}, CanMutate: c.opts.MayMutate == nil || c.opts.MayMutate(r),
 		RequestID: w.Header().Get("X-Request-Id"), Notice: notices[r.URL.Query().Get("done")]}
+	p.Alerts = c.alerts(w, r)
+	return p
+}
+
+// alerts are the plugins that are not running and the stores found down,
+// from the plugin list (held in memory: no store is read for it).
+func (c *Console) alerts(w http.ResponseWriter, r *http.Request) []string {
+	api, ctx := c.client(w, r)
+	ps, err := api.Plugins(ctx)
+	if err != nil {
+		return nil // the page's own calls say what is wrong with the API
+	}
+	var out []string
+	for _, p := range ps.Plugins {
+		switch {
+		case p.State != "running":
+			why := p.LastError
+			if why == "" {
+				why = "no error recorded"
+			}
+			out = append(out, fmt.Sprintf("Plugin %s is %s: %s", p.Name, p.State, why))
+		case p.Store.State == "down" && p.Store.Since != nil:
+			out = append(out, fmt.Sprintf("The store of %s is down since %s: %s", p.Name, *p.Store.Since, p.Store.Error))
+		}
+	}
+	return out
 }
 
 // addErr records a failed API call for the page's error box; other errors

@@ -65,7 +65,7 @@ call_timeout = "10s"
 restart_initial_delay = "100ms"
 restart_max_delay = "500ms"
 shutdown_timeout = "2s"
-env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE"]
+env = ["TESTPLUGIN_MODE", "TESTPLUGIN_PIDFILE", "TESTPLUGIN_HEALTH"]
 %s`, pluginDir, daemon, blocks)
 	cfg, err := config.Parse(text, filepath.Join(t.TempDir(), "config.toml"), os.LookupEnv)
 	require.NoError(t, err)

@@ -38,6 +38,27 @@ func (d *deleter) mode(m string) bool {
 	return false
 }
 
+// Health answers as the file TESTPLUGIN_HEALTH says, read at each call so
+// that a test can change the store's health under a running plugin:
+// missing or "up" is up, "down" a store error, "slow" no answer for 10 s,
+// "unsupported" a plugin that cannot probe.
+func (d *deleter) Health(ctx context.Context) error {
+	b, _ := os.ReadFile(os.Getenv("TESTPLUGIN_HEALTH"))
+	switch strings.TrimSpace(string(b)) {
+	case "down":
+		return sdk.Unavailable(errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
+	case "slow":
+		select {
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+		}
+		return ctx.Err()
+	case "unsupported":
+		return sdk.Unsupported(errors.New("no probe"))
+	}
+	return nil
+}
+
 func (d *deleter) Configure(_ context.Context, req *sdk.ConfigureRequest) (*sdk.ConfigureResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
