@@ -68,15 +68,15 @@ func TestAStoreDownUnderARunningDaemonShowsEverywhere(t *testing.T) {
 	dir := testsvc.ShortTempDir(t)
 	notify, next := notifyListener(t, dir)
 	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Dir: dir, Env: []string{"NOTIFY_SOCKET=" + notify},
-		Plugins: "health_interval = \"1s\"\nhealth_timeout = \"2s\"\n", Extra: postgresBlock("postgres:workflows", pgDSN, "workflow_steps", "workflow_instances", "workflow_definitions")+
-		redisBlock(rd.Addr, "session:{tenant}:*")+dynamoBlock("dynamodb:audit_logs", "audit_logs", dyn.Endpoint)+fmt.Sprintf(`
+		Plugins: "health_interval = \"1s\"\nhealth_timeout = \"2s\"\n", Extra: postgresBlock("postgres:workflows", pgDSN, "workflow_steps", "workflow_instances", "workflow_definitions") +
+			redisBlock(rd.Addr, "session:{tenant}:*") + dynamoBlock("dynamodb:audit_logs", "audit_logs", dyn.Endpoint) + fmt.Sprintf(`
 [[deleter]]
 name = "mysql:customers"
 plugin = "mysql"
 [deleter.config]
 dsn = %q
 tables = ["customers"]
-`, myDSN)+kafkaSource(k.Addr)+rabbitSource(mq.URL)})
+`, myDSN) + kafkaSource(k.Addr) + rabbitSource(mq.URL)})
 	require.Contains(t, next("READY=1"), "STATUS=ready; 6/6 plugins running")
 
 	storeOf := func(name string) wire.StoreHealth {
