@@ -15,9 +15,12 @@ import (
 // acknowledgement go unrecorded and the messages go out again. A daemon
 // that dies stops renewing, so the lease still hands its messages back.
 //
-// A renewal that fails is logged and tried at the next tick; a message
-// whose claim was lost meanwhile is simply not renewed, and its outcome
-// is not recorded (FinishDLQ).
+// The hold lasts until the outcomes are recorded, not only sent: until
+// release, this daemon counts the messages as being sent (Sending), so a
+// recording that waits past the lease does not let it take them over and
+// send them again. A renewal that fails is logged and tried at the next
+// tick; a message whose claim was lost meanwhile is simply not renewed,
+// and its outcome is not recorded (FinishDLQ).
 func (s *Service) HoldClaims(ctx context.Context, msgs []Message, c Claim) (release func()) {
 	lease := c.LeaseUntil.Sub(c.Now)
 	if len(msgs) == 0 || lease <= 0 {
@@ -57,8 +60,9 @@ func (s *Service) HoldClaims(ctx context.Context, msgs []Message, c Claim) (rele
 			case err != nil:
 				s.log.Warn("could not renew the lease of messages being sent; trying again", "count", len(ids), "error", err)
 			case n < int64(len(ids)):
-				s.log.Warn("some messages being sent are no longer under this claim: their outcome will not be recorded",
-					"count", int64(len(ids))-n)
+				// Their outcomes were recorded already (the hold lasts until
+				// then), or another claim took them: recording says which.
+				s.log.Debug("some messages held are no longer under this claim", "count", int64(len(ids))-n)
 			}
 			if s.claimRenewed != nil && err == nil {
 				s.claimRenewed()

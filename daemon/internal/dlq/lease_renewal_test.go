@@ -122,3 +122,48 @@ func TestASendSlowerThanTheLeaseKeepsItsClaim(t *testing.T) {
 		})
 	})
 }
+
+// slowRecord is a state store whose recording of send outcomes (FinishDLQ)
+// runs before first, as a write that waited behind others would: the
+// outcome of a send is recorded after its lease ran out.
+type slowRecord struct {
+	dlq.Store
+	before func()
+}
+
+func (s *slowRecord) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) ([]dlq.Recorded, error) {
+	if before := s.before; before != nil {
+		s.before = nil
+		before()
+	}
+	return s.Store.FinishDLQ(ctx, owner, now, outcomes)
+}
+
+// Found by the contention test in one CI run on a loaded machine (attempt
+// 1 of many messages sent twice): the claim of a sent message stopped
+// counting as "being sent" once the broker answered, before its outcome
+// was recorded. When that recording waited past the lease, this same
+// daemon's retry loop released the expired lease and sent the message a
+// second time. A message counts as being sent until its outcome is
+// recorded.
+func TestAnOutcomeRecordedAfterTheLeaseIsNotSentAgain(t *testing.T) {
+	dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.Ingest(t, 2)
+		st := &slowRecord{Store: f.Store}
+		svc, _ := f.Daemon(t, "daemon-a", st, f.Sources)
+		loop := dlq.NewRetryLoop(svc, func() time.Duration { return time.Hour })
+		st.before = func() {
+			// The lease (30 s) is over, and every message is due: the loop
+			// releases expired leases and retries what is due.
+			f.Clock.Set(f.Clock.Now().Add(2 * time.Minute))
+			require.NoError(t, loop.RunOnce(ctx))
+		}
+		m, err := svc.Retry(ctx, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, dlq.StatusResolved, m.Status)
+		require.Equal(t, map[string]int{ids[0].String(): 1, ids[1].String(): 1}, dlqtest.RepublishCounts(f.Broker),
+			"each sent once: the one being recorded was not taken by the loop")
+		require.Equal(t, dlq.StatusResolved, f.Get(t, ids[1]).Status)
+	})
+}

@@ -260,7 +260,7 @@ type RetryPage struct {
 	// Hold is called before Send by a store whose claim is a lease
 	// written before the send (not a row lock held over it): it renews
 	// the lease of the claimed messages until the release it returns is
-	// called, after Send.
+	// called, once their outcomes are recorded.
 	Hold func(claimed []Message) (release func())
 	// Now is the time the outcomes are recorded at.
 	Now func() time.Time

@@ -243,9 +243,12 @@ type Result struct {
 // still under this claim when that is recorded. uid names the operator
 // who asked, if one did.
 func (s *Service) republish(ctx context.Context, msgs []Message, claim Claim, trigger Trigger, uid *uint32) ([]Result, error) {
+	// Held until the outcomes are recorded, not only sent: a recording
+	// that waits past the lease must not let this daemon take the
+	// messages over and send them again.
 	release := s.HoldClaims(ctx, msgs, claim)
+	defer release()
 	outcomes, _ := s.Send(ctx, msgs, trigger, uid, nil)
-	release()
 	return s.recordOutcomes(ctx, outcomes, trigger, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
 		return s.store.FinishDLQ(ctx, s.owner, s.now(), outcomes)
 	})

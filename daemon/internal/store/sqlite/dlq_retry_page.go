@@ -53,12 +53,13 @@ func (s *driver) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 			}
 		}
 	}
-	release := func() {}
+	// Held until the outcomes are recorded (FinishOutcomes below), not only
+	// sent: a recording that waits past the lease must not let this daemon
+	// take the messages over and send them again.
 	if p.Hold != nil {
-		release = p.Hold(claimed)
+		defer p.Hold(claimed)()
 	}
 	outcomes, progress := p.Send(claimed, skipped)
-	release()
 	if len(outcomes) == 0 {
 		// Nothing was sent: the page's progress is all there is to record.
 		if progress == nil {
