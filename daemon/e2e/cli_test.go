@@ -82,3 +82,15 @@ func TestCLIExitCodesAndJSONErrors(t *testing.T) {
 		require.Equal(t, 400, a.Code, "query and body disagree")
 	})
 }
+
+// `tenant count` on a daemon without any deleter counted nothing: a total
+// of 0 there is no answer, so it exits 3 and says why (it exited 0).
+func TestTenantCountWithoutDeletersIsNoAnswer(t *testing.T) {
+	t.Parallel()
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{})
+	out, errOut, code := d.CLI("tenant", "count", "550e8400-e29b-41d4-a716-446655440000")
+	require.Equal(t, 3, code, "%s %s", out, errOut)
+	require.Contains(t, errOut, "no deleter is configured: nothing was counted")
+	_, _, code = d.CLI("--format", "json", "tenant", "count", "550e8400-e29b-41d4-a716-446655440000")
+	require.Equal(t, 3, code)
+}

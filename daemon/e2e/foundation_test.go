@@ -339,7 +339,7 @@ func TestCLIConfigMigrateAndExitCodes(t *testing.T) {
 	dir := testsvc.ShortTempDir(t)
 	d := testsvc.NewDaemon(t, testsvc.DaemonOptions{Dir: dir, Extra: "[[dlq_source]]\nname = \"kafka\"\nplugin = \"kafka\"\n[dlq_source.config]\nbrokers = [\"127.0.0.1:1\"]\nsasl_password = \"hunter2-secret\"\n"})
 
-	out, errOut, code := runCLI(t, dir, "config", "validate", "--config", d.ConfigPath)
+	out, errOut, code := runCLI(t, dir, "config", "validate", "--no-plugins", "--config", d.ConfigPath)
 	require.Equal(t, 0, code, "%s %s", out, errOut)
 	out, _, code = runCLI(t, dir, "config", "dump", "--config", d.ConfigPath)
 	require.Equal(t, 0, code)
@@ -358,7 +358,7 @@ func TestCLIConfigMigrateAndExitCodes(t *testing.T) {
 	_, errOut, code = runCLI(t, dir, "config", "validate", bad)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "bad.toml:3: retry.jitter")
-	out, errOut, code = runCLI(t, dir, "config", "validate", d.ConfigPath)
+	out, errOut, code = runCLI(t, dir, "config", "validate", "--no-plugins", d.ConfigPath)
 	require.Equal(t, 0, code, "%s %s", out, errOut)
 	_, errOut, code = runCLI(t, dir, "config", "validate", "--config", d.ConfigPath, bad)
 	require.Equal(t, 1, code, "two files: %s", errOut)

@@ -12,9 +12,10 @@ import (
 	"github.com/lifecycled/lifecycled/internal/testsvc"
 )
 
-// `config validate --plugins` starts each plugin and lets it check its
-// config: a typo in a plugin's block, a missing binary and a wrong checksum
-// are caught before the daemon runs, each named.
+// `config validate` starts each plugin and lets it check its config (by
+// default; --no-plugins checks the file alone): a typo in a plugin's block,
+// a missing binary and a wrong checksum are caught before the daemon runs,
+// each named once ("failed: ...", not "FAILED: failed: ...").
 func TestConfigValidateWithPlugins(t *testing.T) {
 	t.Parallel()
 	redis := testsvc.Redis(t)
@@ -25,19 +26,23 @@ func TestConfigValidateWithPlugins(t *testing.T) {
 		"[[deleter]]\nname = \"nosuch\"\nplugin = \"nosuch\"\n[deleter.config]\n" +
 		"[[deleter]]\nname = \"redis:pinned\"\nplugin = \"redis\"\nsha256 = \"" + fmt.Sprintf("%064d", 0) + "\"\n[deleter.config]\naddr = \"x:1\"\npatterns = [\"s:{tenant}\"]\n"})
 
-	out, errOut, code := runCLI(t, dir, "config", "validate", "--config", d.ConfigPath)
-	require.Equal(t, 0, code, "without --plugins only the daemon's part is checked: %s %s", out, errOut)
+	out, errOut, code := runCLI(t, dir, "config", "validate", "--no-plugins", "--config", d.ConfigPath)
+	require.Equal(t, 0, code, "with --no-plugins only the daemon's part is checked: %s %s", out, errOut)
+	require.Contains(t, out, "plugins not started (--no-plugins)")
 
-	out, errOut, code = runCLI(t, dir, "config", "validate", "--plugins", "--config", d.ConfigPath)
-	require.Equal(t, 1, code, "%s\n%s", out, errOut)
-	require.Contains(t, out, "plugin redis:sessions (redis): ok")
-	require.Contains(t, out, "plugin redis:typo (redis): FAILED")
-	require.Contains(t, out, "paterns")
-	require.Contains(t, out, "plugin nosuch (nosuch): FAILED")
-	require.Contains(t, out, "not found")
-	require.Contains(t, out, "plugin redis:pinned (redis): FAILED")
-	require.Contains(t, out, "checksum mismatch")
-	require.Contains(t, errOut, "3 plugins failed: redis:typo, nosuch, redis:pinned")
+	for _, args := range [][]string{{"config", "validate", d.ConfigPath}, {"config", "validate", "--plugins", "--config", d.ConfigPath}} {
+		out, errOut, code = runCLI(t, dir, args...)
+		require.Equal(t, 1, code, "%v: %s\n%s", args, out, errOut)
+		require.Contains(t, out, "plugin redis:sessions (redis): ok")
+		require.Contains(t, out, "plugin redis:typo (redis): failed: ")
+		require.Contains(t, out, "paterns")
+		require.Contains(t, out, "plugin nosuch (nosuch): failed: ")
+		require.Contains(t, out, "not found")
+		require.Contains(t, out, "plugin redis:pinned (redis): failed: ")
+		require.Contains(t, out, "checksum mismatch")
+		require.NotRegexp(t, `(?i)failed: failed`, out, "no doubled words")
+		require.Contains(t, errOut, "3 plugins failed: redis:typo, nosuch, redis:pinned")
+	}
 }
 
 // A daemon whose plugin cannot start is ready (the others serve) but says

@@ -70,11 +70,15 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			}
 			set("key", key)
 			set("q", text)
-			if cmd.Flags().Changed("since") {
-				filter["since"] = clientTime(since, now)
-			}
-			if cmd.Flags().Changed("until") {
-				filter["until"] = clientTime(until, now)
+			for _, tf := range []struct{ name, v string }{{"since", since}, {"until", until}} {
+				if !cmd.Flags().Changed(tf.name) {
+					continue
+				}
+				at, err := clientTime(tf.name, tf.v, now)
+				if err != nil {
+					return err
+				}
+				filter[tf.name] = at
 			}
 			if len(statuses) > 0 {
 				filter["status"] = splitList(statuses)

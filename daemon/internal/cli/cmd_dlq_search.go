@@ -19,12 +19,16 @@ import (
 // turns relative times (--since 2h) into RFC 3339.
 
 // clientTime turns a flag's time into RFC 3339: a duration means that long
-// ago, anything else is passed on as written (the server names it if bad).
-func clientTime(v string, now time.Time) string {
+// ago, an RFC 3339 time is passed on as written; anything else is refused
+// here, naming both forms (the server knows only the second).
+func clientTime(flag, v string, now time.Time) (string, error) {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return now.Add(-d).UTC().Format(time.RFC3339Nano)
+		return now.Add(-d).UTC().Format(time.RFC3339Nano), nil
 	}
-	return v
+	if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return v, nil
+	}
+	return "", usageErrorf("--%s %q: give a duration ago (2h, 30m, 90s) or an RFC 3339 time (2026-11-26T10:00:00Z)", flag, v)
 }
 
 func dlqSearchCmd(g *globals) *cobra.Command {
@@ -63,8 +67,16 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 			}
 			set("key", key)
 			set("q", text)
-			set("since", clientTime(since, now))
-			set("until", clientTime(until, now))
+			for _, tf := range []struct{ name, v string }{{"since", since}, {"until", until}} {
+				if !cmd.Flags().Changed(tf.name) {
+					continue
+				}
+				at, err := clientTime(tf.name, tf.v, now)
+				if err != nil {
+					return err
+				}
+				q.Set(tf.name, at)
+			}
 			if len(statuses) > 0 {
 				q.Set("status", strings.Join(statuses, ","))
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -218,7 +219,11 @@ func dlqShowCmd(g *globals) *cobra.Command {
 // error may be 64 KiB; --format json has it whole).
 func eventSummary(e wire.Event) string {
 	var d map[string]any
-	if json.Unmarshal(e.Detail, &d) != nil || len(d) == 0 {
+	// Numbers as they were written: an offset above 2^53 read as a float
+	// printed rounded (or as 1e+21).
+	dec := json.NewDecoder(bytes.NewReader(e.Detail))
+	dec.UseNumber()
+	if dec.Decode(&d) != nil || len(d) == 0 {
 		return ""
 	}
 	keys := make([]string, 0, len(d))

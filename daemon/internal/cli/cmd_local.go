@@ -71,7 +71,8 @@ func validatePlugins(g *globals, cfg *config.Config) error {
 	var failed []string
 	for _, info := range host.Status() {
 		if err := host.Check(info.Name); err != nil {
-			fmt.Fprintf(g.stdout, "plugin %s (%s): FAILED: %v\n", info.Name, info.Plugin, err)
+			// err starts with what is wrong ("failed: ...", "store down since ...").
+			fmt.Fprintf(g.stdout, "plugin %s (%s): %v\n", info.Name, info.Plugin, err)
 			failed = append(failed, info.Name)
 			continue
 		}
@@ -107,15 +108,17 @@ func loadConfig(path string) (*config.Config, error) {
 
 func configCmd(g *globals) *cobra.Command {
 	var path string
-	var withoutSecrets, withPlugins bool
+	var withoutSecrets, withPlugins, noPlugins bool
 	cmd := &cobra.Command{Use: "config", Short: "Check, print or dump the config"}
 	cmd.PersistentFlags().StringVar(&path, "config", "", "config file (default ./config.toml if present, else /etc/lifecycled/config.toml)")
 	validate := &cobra.Command{
 		Use:   "validate [FILE]",
 		Short: "Check the config; print every problem with its file, line and key",
 		Long: `Check the config (FILE, or --config) and print every problem, once, with its file, line and key.
---without-secrets checks everything but the secret files (*_file keys are
-neither read nor expanded), so that a config written for systemd's
+Then start every plugin it names, as the daemon would (binary, checksum, permissions, handshake,
+Configure against its store), print each one's outcome, and stop them: exit 1 if any failed.
+--no-plugins checks the file alone. --without-secrets checks everything but the secret files
+(*_file keys are neither read nor expanded), so that a config written for systemd's
 LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed.`,
 		Example: `  lifecycled config validate /etc/lifecycled/config.toml`,
 		Args:    cobra.MaximumNArgs(1),
@@ -137,7 +140,10 @@ LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed
 			if withoutSecrets {
 				note = "; secret files not checked"
 			}
-			if withPlugins {
+			switch {
+			case noPlugins:
+				note += "; plugins not started (--no-plugins)"
+			case len(cfg.Instances()) > 0:
 				if err := validatePlugins(g, cfg); err != nil {
 					return err
 				}
@@ -148,7 +154,9 @@ LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed
 		},
 	}
 	validate.Flags().BoolVar(&withoutSecrets, "without-secrets", false, "check everything but the secret files (*_file keys)")
-	validate.Flags().BoolVar(&withPlugins, "plugins", false, "also start each plugin and let it check its config (and reach its store), then stop it")
+	validate.Flags().BoolVar(&noPlugins, "no-plugins", false, "check the file alone: do not start each plugin to let it check its config and reach its store")
+	validate.Flags().BoolVar(&withPlugins, "plugins", true, "start each plugin and let it check its config (and reach its store), then stop it: the default")
+	_ = validate.Flags().MarkDeprecated("plugins", "it is the default now (--no-plugins skips it)")
 	cmd.AddCommand(validate, &cobra.Command{
 		Use:   "default",
 		Short: "Print the default config for a packaged install",

@@ -38,9 +38,15 @@ func tenantCountCmd(g *globals) *cobra.Command {
 			// Scripts use this as the check before an erasure: a total
 			// that leaves a store out must not look like an answer.
 			var incomplete error
-			if !body.Complete {
+			switch {
+			case !body.Complete:
 				incomplete = &exitError{code: ExitAttention, silent: g.json(),
 					err: fmt.Errorf("incomplete: %s could not count, so the total leaves them out", plural(len(body.Failed), "deleter"))}
+			case len(body.Counts) == 0 && len(body.Failed) == 0:
+				// A total of 0 from no store at all is no answer: the
+				// tenant's data is wherever no deleter looks.
+				incomplete = &exitError{code: ExitAttention, silent: g.json(),
+					err: errors.New("no deleter is configured: nothing was counted (add [[deleter]] blocks to the config, then lifecycled reload)")}
 			}
 			if printed {
 				return incomplete

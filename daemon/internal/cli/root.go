@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -146,6 +147,7 @@ or ` + DefaultAddr + `), or works on local files.`,
 		ledgerCmd(g),
 		uiCmd(g),
 	)
+	refuseUnknownSubcommands(root)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err != nil {
@@ -164,6 +166,32 @@ or ` + DefaultAddr + `), or works on local files.`,
 		}
 	}
 	return err
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (dlq, tenant, config, ...) refuse a word that is none of them, with
+// cobra's suggestions: cobra runs such a command's help for any
+// arguments and exits 0, so a typo (`dlq lst`) looked like success to a
+// script. Without arguments it still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErrorf("%s (%s --help lists its commands)", msg, c.CommandPath())
+	}
 }
 
 // printErrorJSON puts the error on stdout in --format json, so that a script

@@ -103,8 +103,9 @@ func (h *Host) Stop(ctx context.Context) error {
 }
 
 // Reconcile applies a reloaded config, or refuses it: plugins that are new
-// or changed (binary, checksum, timeouts, config, or the daemon's
-// tenant_id_format, which every plugin is configured with) are started as
+// or changed (binary path, checksum, timeouts, config, or the daemon's
+// tenant_id_format, which every plugin is configured with), and those whose
+// binary on disk changed since they started, are started as
 // new instances first, while the running ones keep serving. Only when every
 // one of them started and accepted its config are the changed and removed
 // instances stopped and the new ones put in their place; otherwise the new
@@ -123,10 +124,12 @@ func (h *Host) Reconcile(ctx context.Context, opts Options) error {
 		order = append(order, p.Name)
 	}
 	var candidates []*instance
+	replaced := map[string]bool{}
 	for _, name := range order {
-		if in, ok := h.instances[name]; ok && !changed(in.cfg, want[name]) {
+		if in, ok := h.instances[name]; ok && !changed(in.cfg, want[name]) && !binaryChanged(in) {
 			continue
 		}
+		replaced[name] = true
 		candidates = append(candidates, h.newInstance(want[name]))
 	}
 	h.mu.Unlock()
@@ -166,7 +169,7 @@ func (h *Host) Reconcile(ctx context.Context, opts Options) error {
 	}
 	var toStop []*instance
 	for name, in := range h.instances {
-		if p, keep := want[name]; !keep || changed(in.cfg, p) {
+		if _, keep := want[name]; !keep || replaced[name] {
 			toStop = append(toStop, in)
 			delete(h.instances, name)
 		}
@@ -181,6 +184,21 @@ func (h *Host) Reconcile(ctx context.Context, opts Options) error {
 		in.stop(ctx)
 	}
 	return nil
+}
+
+// binaryChanged reports whether the running instance's binary on disk is no
+// longer the one it was started from (an upgraded package, a rebuilt
+// plugin): a reload then restarts it, as it does for a changed config. A
+// binary that cannot be read is left to the new instance's start to report.
+func binaryChanged(in *instance) bool {
+	in.mu.Lock()
+	started := in.sum
+	in.mu.Unlock()
+	if started == "" {
+		return false
+	}
+	now, err := fileSHA256(in.cfg.Path)
+	return err != nil || now != started
 }
 
 // ErrReloadRefused means a reload's new or changed plugins did not all start

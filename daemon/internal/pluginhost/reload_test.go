@@ -3,6 +3,7 @@ package pluginhost_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -71,4 +72,34 @@ func TestTenantIDFormatIsSentAndReloaded(t *testing.T) {
 		return status(t, h, "test:a").Version == "format=^[a-z0-9-]{3,64}$"
 	}, "the plugin was configured with the new tenant_id_format")
 	require.NotEqual(t, pid, status(t, h, "test:a").PID)
+}
+
+// A reload notices a plugin binary replaced on disk since the plugin
+// started (an upgraded package, a rebuilt plugin) and restarts that plugin
+// from it, leaving the others running; with the binary unchanged, a reload
+// restarts nothing.
+func TestReloadRestartsAPluginWhoseBinaryChanged(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "lifecycled-plugin-misbehave")
+	original, err := os.ReadFile(misbehave(t))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, original, 0o755))
+	blocks := basic + "\n[[deleter]]\nname = \"test:b\"\nplugin = \"misbehave\"\n"
+	h, _ := newHostIn(t, "", dir, blocks)
+	opts := app.PluginOptions(parseConfig(t, dir, "", blocks))
+	before := status(t, h, "test:a")
+
+	require.NoError(t, h.Reconcile(testsvc.Context(t, time.Minute), opts))
+	require.Equal(t, before.PID, status(t, h, "test:a").PID, "same binary: kept")
+
+	// A new build of the plugin: another file put in place, as dpkg does.
+	next := filepath.Join(dir, "next")
+	require.NoError(t, os.WriteFile(next, append(original, []byte("rebuilt")...), 0o755))
+	require.NoError(t, os.Rename(next, bin))
+	require.NoError(t, h.Reconcile(testsvc.Context(t, time.Minute), opts))
+	after := status(t, h, "test:a")
+	require.Equal(t, pluginhost.StateRunning, after.State)
+	require.NotEqual(t, before.PID, after.PID, "restarted from the new binary")
+	require.NotEqual(t, before.SHA256, after.SHA256)
+	require.Equal(t, pluginhost.StateRunning, status(t, h, "test:b").State)
 }

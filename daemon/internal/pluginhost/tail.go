@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 )
 
@@ -27,7 +28,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		}
 		line := string(bytes.TrimRight(t.part[:i], "\r"))
 		t.part = t.part[i+1:]
-		if line == "" {
+		if line == "" || handshakeNoise(line) {
 			continue
 		}
 		if len(line) > 2048 {
@@ -59,4 +60,18 @@ func (t *tailBuffer) Tail(n int) []string {
 	out := make([]string, n)
 	copy(out, t.lines[len(t.lines)-n:])
 	return out
+}
+
+// handshakeLines are what go-plugin's server logs at every start (at debug,
+// whatever the plugin's own level): in a crash's last lines they pushed out
+// the plugin's own, and told an operator nothing.
+var handshakeLines = []string{`"@message":"configuring server automatic mTLS"`, `"@message":"plugin address"`}
+
+func handshakeNoise(line string) bool {
+	for _, h := range handshakeLines {
+		if strings.Contains(line, h) {
+			return true
+		}
+	}
+	return false
 }
