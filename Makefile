@@ -58,11 +58,16 @@ STORE_PACKAGES = $(shell $(GO) list -f '{{.ImportPath}}{{range .TestImports}} {{
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# go build -v names each package it compiles (none when cached): counted
+# aloud, so that a first build on 2 cores is not minutes of silence;
+# anything else it prints (an error) passes through.
+PROGRESS := awk '/^[^ :]+$$/ { if (++n % 25 == 0) { print "    ... " n " packages compiled"; fflush() } next } { print; fflush() }'
+
 build: ## build the daemon and every plugin into ./bin
 	@echo "building lifecycled and $(words $(PLUGINS)) plugins into $(BIN) (a first build downloads and compiles the dependencies: a few minutes)"
 	@echo "  $(BIN)/lifecycled"
-	@$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled ./daemon
-	@for p in $(PLUGINS); do echo "  $(BIN)/lifecycled-plugin-$$p"; $(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled-plugin-$$p ./plugins/$$p || exit 1; done
+	@set -o pipefail; $(BUILD_ENV) $(GO) build -v $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled ./daemon 2>&1 | $(PROGRESS)
+	@set -o pipefail; for p in $(PLUGINS); do echo "  $(BIN)/lifecycled-plugin-$$p"; $(BUILD_ENV) $(GO) build -v $(BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/lifecycled-plugin-$$p ./plugins/$$p 2>&1 | $(PROGRESS) || exit 1; done
 
 run: build ## build and run the daemon on the embedded default (./config.toml: SQLite, ./var/lifecycled.sock)
 	$(BIN)/lifecycled run --config config.toml

@@ -7,12 +7,22 @@
 # console (`lifecycled ui`) until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PostgreSQL is a throwaway cluster of its own (make demo runs this under
+# scripts/test-pg.sh, which sets LIFECYCLED_TEST_PG and removes the cluster
+# after): the machine's own is neither needed nor touched.
+if [ -z "${LIFECYCLED_TEST_PG:-}" ]; then
+  exec "$(dirname "$0")/test-pg.sh" "$0" "$@"
+fi
 work=$(mktemp -d /tmp/lcd-demo.XXXX)
 pids=()
 db="lcd_demo_$$"
+pg_admin=$LIFECYCLED_TEST_PG
+pg_port=$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$pg_admin")
+psql_admin() { psql "$pg_admin" "$@"; }
+psql_demo() { psql "postgres://postgres@127.0.0.1:$pg_port/$db?sslmode=disable" "$@"; }
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  psql_admin -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -23,8 +33,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "starting PostgreSQL database, Redis, dynalite and a Kafka broker"
-psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $db"
-psql -h 127.0.0.1 -U postgres -d "$db" -q <<'SQL'
+psql_admin -qc "CREATE DATABASE $db"
+psql_demo -q <<'SQL'
 CREATE TABLE workflow_definitions (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, name text);
 CREATE TABLE workflow_instances (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, definition_id bigint NOT NULL REFERENCES workflow_definitions (id));
 CREATE TABLE workflow_steps (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, instance_id bigint NOT NULL REFERENCES workflow_instances (id));
@@ -41,7 +51,7 @@ sleep 3
 tenant=8a1f4c2e-5b7d-4e0a-9c3f-2d6e8b1a4f70
 other=3c9e7a1b-2f4d-4b6e-8a0c-5d1f3e7b9a26
 for t in $tenant $other; do
-  psql -h 127.0.0.1 -U postgres -d "$db" -q -c "
+  psql_demo -q -c "
     WITH d AS (INSERT INTO workflow_definitions (tenant_id, name) SELECT '$t', 'd' FROM generate_series(1, 10) RETURNING id),
          i AS (INSERT INTO workflow_instances (tenant_id, definition_id) SELECT '$t', (SELECT min(id) FROM d) FROM generate_series(1, 100) RETURNING id)
     INSERT INTO workflow_steps (tenant_id, instance_id) SELECT '$t', id FROM i, generate_series(1, 5)"
@@ -64,7 +74,7 @@ poll_interval = "200ms"
 name = "postgres:workflows"
 plugin = "postgres"
 [deleter.config]
-dsn = "postgres://postgres@127.0.0.1:5432/$db"
+dsn = "postgres://postgres@127.0.0.1:$pg_port/$db?sslmode=disable"
 tables = ["workflow_steps", "workflow_instances", "workflow_definitions"]
 [[deleter]]
 name = "redis:sessions"
@@ -128,6 +138,9 @@ if [ "${DEMO_UI:-}" = 1 ]; then
       -H kafka_dlt-original-topic=payments.events.v1 -H "kafka_dlt-exception-message=payment provider timeout after 30000 ms (request $i)"
   done
   say "the web console: open the URL below in a browser on this machine; Ctrl-C ends the demo"
-  ./bin/lifecycled ui
+  # In the background and waited for: a SIGTERM to this script then ends
+  # it at once (a foreground child would hold the signal until it ended).
+  ./bin/lifecycled ui & pids+=($!)
+  wait "${pids[-1]}"
 fi
 say "done; daemon log in $work/daemon.log (removed on exit)"

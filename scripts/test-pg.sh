@@ -62,7 +62,16 @@ if [ -z "$started" ]; then
 fi
 export LIFECYCLED_TEST_PG="postgres://postgres@127.0.0.1:$started/postgres?sslmode=disable"
 echo "test-pg: throwaway PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$started ($dir)"
+# The command runs in the background so that a SIGTERM or Ctrl-C reaching
+# this script (make demo stopped) is passed on to it and the cluster still
+# goes (the EXIT trap); a foreground child would hold the signal until it
+# ended by itself.
 set +e
-"$@"
+"$@" &
+child=$!
+# TERM for Ctrl-C too: a background child of a script ignores SIGINT.
+trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
+trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 130' INT
+wait "$child"
 rc=$?
 exit $rc
