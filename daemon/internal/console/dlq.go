@@ -37,6 +37,8 @@ func (c *Console) dlqRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /ui/dlq/messages/{id}/{action}", c.mutation(c.messageAction))
 	mux.Handle("GET /ui/dlq/bulk", c.secure(c.bulkForm))
 	mux.Handle("POST /ui/dlq/bulk", c.mutation(c.bulkSubmit))
+	mux.Handle("GET /ui/dlq/operations", c.secure(c.operations))
+	mux.Handle("GET /ui/dlq/operations/table", c.secure(c.operationsTable))
 	mux.Handle("GET /ui/dlq/operations/{id}", c.secure(c.operation))
 	mux.Handle("GET /ui/dlq/operations/{id}/progress", c.secure(c.operationProgress))
 	mux.Handle("POST /ui/dlq/operations/{id}/cancel", c.mutation(c.operationCancel))

@@ -103,7 +103,7 @@ func TestPagesRenderEmpty(t *testing.T) {
 	for name, data := range map[string]any{
 		"overview": overviewData{}, "dlq": dlqIndexData{}, "search": searchData{Form: url.Values{}, URL: &url.URL{}},
 		"message": messageData{}, "bulk": bulkData{}, "operation": operationData{}, "tenants": tenantsData{},
-		"tenant": tenantData{}, "retention": retentionData{}, "error": nil,
+		"tenant": tenantData{}, "retention": retentionData{}, "operations": operationsData{}, "error": nil,
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
@@ -112,5 +112,5 @@ func TestPagesRenderEmpty(t *testing.T) {
 			require.Contains(t, rec.Body.String(), "<title>"+name+" · lifecycled</title>")
 		})
 	}
-	require.Len(t, c.pages, 10, "a test case for every page")
+	require.Len(t, c.pages, 11, "a test case for every page")
 }
