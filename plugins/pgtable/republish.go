@@ -127,6 +127,9 @@ func (s *source) post(ctx context.Context, client *http.Client, retryTo *url.URL
 	switch {
 	case res.StatusCode >= 200 && res.StatusCode < 300:
 		return nil
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		return sdk.Permanent(fmt.Errorf("POST %s: %s: redirected to %s, which is not followed (an auth proxy's login page, a moved endpoint): "+
+			"the job was not reprocessed; point retry_url at the endpoint itself", u.Redacted(), res.Status, res.Header.Get("Location")))
 	case res.StatusCode >= 500 || res.StatusCode == http.StatusRequestTimeout || res.StatusCode == http.StatusTooManyRequests:
 		return sdk.Retryable(fmt.Errorf("POST %s: %s: %s", u.Redacted(), res.Status, strings.TrimSpace(string(body))), retryAfter(res.Header.Get("Retry-After")))
 	}

@@ -41,7 +41,10 @@ func (s *source) reconfigure(cfg config, q *queries, pool *pgxpool.Pool, poll, t
 		s.pool.Close()
 	}
 	s.cfg, s.q, s.pool, s.poll = cfg, q, pool, poll
-	s.http = &http.Client{Timeout: timeout}
+	// Redirects are not followed: Go's client turns a redirected POST into
+	// a GET without the body, and an auth proxy's login page answering it
+	// 200 would count as the job reprocessed (and resolve or delete it).
+	s.http = &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	s.retryTo = nil
 	if cfg.RetryURL != "" {
 		s.retryTo, _ = url.Parse(placeholder.ReplaceAllString(cfg.RetryURL, "x"))
