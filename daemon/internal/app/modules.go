@@ -98,6 +98,7 @@ func newDLQ(lc fx.Lifecycle, holder *config.Holder, log hclog.Logger, reg promet
 		r := holder.Get().Retry
 		return bulk.Config{PollInterval: r.PollInterval.Duration, Lease: r.Lease.Duration, MaxRunning: maxBulkOperations}
 	}, pm)
+	lc.Append(fx.Hook{OnStop: svc.Stop})
 	lc.Append(fx.Hook{OnStart: intake.Start, OnStop: intake.Stop})
 	lc.Append(fx.Hook{OnStart: loop.Start, OnStop: loop.Stop})
 	lc.Append(fx.Hook{OnStart: runner.Start, OnStop: runner.Stop})

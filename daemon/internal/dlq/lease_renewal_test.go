@@ -3,6 +3,7 @@ package dlq_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,5 +166,48 @@ func TestAnOutcomeRecordedAfterTheLeaseIsNotSentAgain(t *testing.T) {
 		require.Equal(t, map[string]int{ids[0].String(): 1, ids[1].String(): 1}, dlqtest.RepublishCounts(f.Broker),
 			"each sent once: the one being recorded was not taken by the loop")
 		require.Equal(t, dlq.StatusResolved, f.Get(t, ids[1]).Status)
+	})
+}
+
+// stalledRecord is a state store whose first recording of send outcomes
+// waits until its context ends (a lock held past the recording's budget),
+// as if the store were down; later ones go through.
+type stalledRecord struct {
+	dlq.Store
+	mu      sync.Mutex
+	stalled bool
+}
+
+func (s *stalledRecord) FinishDLQ(ctx context.Context, owner string, now time.Time, outcomes []dlq.Outcome) ([]dlq.Recorded, error) {
+	s.mu.Lock()
+	first := !s.stalled
+	s.stalled = true
+	s.mu.Unlock()
+	if first {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Store.FinishDLQ(ctx, owner, now, outcomes)
+}
+
+// Found by an outside review: a recording that failed (it waited past its
+// 30 s budget) ended the hold, and once the lease ran out this daemon's
+// retry loop sent the acknowledged message again. The hold now lasts
+// while the recording is tried again in the background: the message is
+// sent once, and RESOLVED once the store answers.
+func TestAnOutcomeWhoseRecordingFailedIsNotSentAgain(t *testing.T) {
+	dlqtest.Each(t, true, func(t *testing.T, f *dlqtest.Fixture) {
+		ctx := testsvc.Context(t, time.Minute)
+		ids := f.Ingest(t, 1)
+		st := &stalledRecord{Store: f.Store}
+		svc, _ := f.Daemon(t, "daemon-a", st, f.Sources, dlq.WithRecordTimeout(200*time.Millisecond))
+		_, err := svc.Retry(ctx, ids[0])
+		require.Error(t, err, "the recording failed")
+		f.Clock.Set(f.Clock.Now().Add(2 * time.Minute)) // the lease is over, the message due
+		require.NoError(t, dlq.NewRetryLoop(svc, func() time.Duration { return time.Hour }).RunOnce(ctx))
+		require.Equal(t, map[string]int{ids[0].String(): 1}, dlqtest.RepublishCounts(f.Broker), "sent once")
+		require.Eventually(t, func() bool { return f.Get(t, ids[0]).Status == dlq.StatusResolved }, 30*time.Second, 50*time.Millisecond,
+			"recorded once the store answered")
+		require.Equal(t, map[string]int{ids[0].String(): 1}, dlqtest.RepublishCounts(f.Broker), "and still sent once")
 	})
 }

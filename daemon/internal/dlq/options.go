@@ -34,3 +34,7 @@ func WithClaimHeartbeat(every time.Duration, renewed func()) Option {
 		s.claimRenewed = renewed
 	}
 }
+
+// WithRecordTimeout bounds one recording of send outcomes (30 s by
+// default); tests shorten it.
+func WithRecordTimeout(d time.Duration) Option { return func(s *Service) { s.recordTimeout = d } }

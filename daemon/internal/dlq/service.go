@@ -81,16 +81,30 @@ type Service struct {
 	// both (WithClaimPace), to renew as their clock moves.
 	claimPace    func(lease time.Duration) (ticks <-chan time.Time, stop func())
 	claimRenewed func()
+	// recordTimeout bounds one recording of send outcomes; a recording
+	// that fails is tried again in the background (recordLater) until it
+	// succeeds or the service stops.
+	recordTimeout time.Duration
+	stopping      chan struct{}
+	stopOnce      sync.Once
 }
 
 // NewService returns the manager. owner names this daemon in leases.
 func NewService(store Store, sources Sources, policy func() Policy, owner string, log hclog.Logger, m *Metrics, opts ...Option) *Service {
 	s := &Service{store: store, sources: sources, policy: policy, owner: owner, log: log.Named("dlq"), metrics: m,
-		now: time.Now, rnd: rand.Float64}
+		now: time.Now, rnd: rand.Float64, recordTimeout: 30 * time.Second, stopping: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
+}
+
+// Stop ends the background recordings of send outcomes (recordLater):
+// their messages' leases then run out, and another daemon may send them
+// again (at least once).
+func (s *Service) Stop(context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	return nil
 }
 
 // Owner names this daemon in leases.
@@ -247,11 +261,44 @@ func (s *Service) republish(ctx context.Context, msgs []Message, claim Claim, tr
 	// that waits past the lease must not let this daemon take the
 	// messages over and send them again.
 	release := s.HoldClaims(ctx, msgs, claim)
-	defer release()
 	outcomes, _ := s.Send(ctx, msgs, trigger, uid, nil)
-	return s.recordOutcomes(ctx, outcomes, trigger, func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
+	record := func(ctx context.Context, outcomes []Outcome) ([]Recorded, error) {
 		return s.store.FinishDLQ(ctx, s.owner, s.now(), outcomes)
-	})
+	}
+	results, err := s.recordOutcomes(ctx, outcomes, trigger, record)
+	if err != nil {
+		// The sends happened: until their outcomes are recorded, this
+		// daemon must not send the messages again (a recording past the
+		// lease let its retry loop do so), so the hold stays while the
+		// recording is tried again in the background.
+		go s.recordLater(outcomes, trigger, record, release)
+		return nil, err
+	}
+	release()
+	return results, nil
+}
+
+// recordLater records send outcomes whose recording failed (the state
+// store down or slow), trying again with a growing pause, then releases
+// their hold. It gives up when the service stops.
+func (s *Service) recordLater(outcomes []Outcome, trigger Trigger, record func(context.Context, []Outcome) ([]Recorded, error), release func()) {
+	defer release()
+	pause := time.Second
+	for {
+		select {
+		case <-s.stopping:
+			s.log.Warn("stopping with retry outcomes not recorded: their messages may be sent again once their lease ends", "count", len(outcomes))
+			return
+		case <-time.After(pause):
+		}
+		_, err := s.recordOutcomes(context.Background(), outcomes, trigger, record)
+		if err == nil {
+			s.log.Info("recorded retry outcomes once the state store answered", "count", len(outcomes))
+			return
+		}
+		s.log.Warn("could not record retry outcomes; trying again (the messages are held meanwhile)", "count", len(outcomes), "error", err)
+		pause = min(2*pause, 30*time.Second)
+	}
 }
 
 // Send republishes claimed messages through their sources and returns the
@@ -330,7 +377,7 @@ func (s *Service) recordOutcomes(ctx context.Context, outcomes []Outcome, trigge
 	record func(ctx context.Context, outcomes []Outcome) ([]Recorded, error)) ([]Result, error) {
 	// Record with a context of its own: a cancelled request must not leave
 	// acknowledged messages looking unresolved until their lease ends.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.recordTimeout)
 	defer cancel()
 	recorded, err := record(wctx, outcomes)
 	if err != nil {
