@@ -23,6 +23,11 @@ type Group struct {
 	Counts           map[string]int64 `json:"counts"`
 	FirstSeen        string           `json:"first_seen"`
 	LastSeen         string           `json:"last_seen"`
+	// ArrivalsPerHour are its live messages taken in per hour, oldest
+	// first, over the 24 hours that end with the current one, the first
+	// starting at ArrivalsSince.
+	ArrivalsSince   string  `json:"arrivals_since"`
+	ArrivalsPerHour []int64 `json:"arrivals_per_hour"`
 }
 
 // Groups is GET /api/v1/dlq/groups.

@@ -118,6 +118,10 @@ retry_url = %q
 	}
 	require.Contains(t, text(t, ctx, row), "Connection refused")
 	require.Contains(t, text(t, ctx, row), "java.net.ConnectException")
+	// Since when and how fast: the arrivals of the last 24 hours, drawn.
+	label, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#groups tbody tr:first-child .arrivals svg").getAttribute("aria-label")`))
+	require.NoError(t, err)
+	require.Equal(t, "12 in the last 24 hours, per hour", label)
 	shot(t, ctx, "error-groups")
 
 	do(t, ctx, chromedp.Click(chromedp.CSS(row+" a.bulk-link")), chromedp.WaitVisible(chromedp.CSS("#bulk-form")),

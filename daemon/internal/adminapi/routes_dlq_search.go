@@ -37,6 +37,12 @@ func groupJSON(g *dlq.GroupSummary) wire.Group {
 	for _, s := range dlq.Statuses {
 		out.Counts[string(s)] = g.Counts[s]
 	}
+	out.ArrivalsPerHour = g.Arrivals
+	if out.ArrivalsPerHour == nil {
+		out.ArrivalsPerHour = []int64{}
+	} else {
+		out.ArrivalsSince = formatTime(g.ArrivalsFrom)
+	}
 	return out
 }
 

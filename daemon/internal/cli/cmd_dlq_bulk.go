@@ -45,7 +45,7 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			"--dry-run shows how many messages would be acted on, with a sample, and changes nothing.\n" +
 			"With --wait, exit status 3 when the operation ends CANCELLED or FAILED or some messages failed.",
 		Example: `  lifecycled dlq bulk retry --group 9b0397dcab186145 --rate 500 --wait
-  lifecycled dlq bulk retry --error-group 5d1c0e7f9a2b4c68 --status PENDING,DEAD --rate 200 --wait
+  lifecycled dlq bulk retry --error-group 5d1c0e7f9a2b4c68 --status PENDING --rate 200 --wait
   lifecycled dlq bulk delete --topic orders.dlq.v1 --status DEAD --error "schema" --dry-run
   lifecycled dlq bulk replay_to --target-topic orders.replay.v1 --id 0190... --id 0190...`,
 		Args: cobra.ExactArgs(1),
@@ -160,8 +160,8 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 	f.StringVar(&topic, "topic", "", "DLQ topic or original topic")
 	f.StringSliceVar(&statuses, "status", nil, "statuses ("+strings.Join(enum.Strings(dlq.Statuses), ", ")+"), comma-separated or repeated")
 	f.StringVar(&errText, "error", "", "text in the error, case ignored")
-	f.StringVar(&group, "group", "", "failure group id (see `dlq groups`)")
-	f.StringVar(&errorGroup, "error-group", "", "error group id: its failure groups in every source (see `dlq groups --by error`)")
+	f.StringVar(&group, "group", "", "failure group id (see: lifecycled dlq groups)")
+	f.StringVar(&errorGroup, "error-group", "", "error group id: its failure groups in every source (see: lifecycled dlq groups --by error)")
 	f.StringVar(&key, "key", "", "the exact message key")
 	f.StringArrayVar(&headers, "header", nil, "header name or name=value (repeatable)")
 	f.StringVar(&text, "q", "", "text in the payload, case ignored")

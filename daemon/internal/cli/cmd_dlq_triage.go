@@ -260,7 +260,7 @@ func dlqPauseCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for `dlq topics` and the logs")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, shown by lifecycled dlq topics and in the logs")
 	return cmd
 }
 

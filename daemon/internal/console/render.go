@@ -178,6 +178,7 @@ func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, cod
 }
 
 var funcs = template.FuncMap{
+	"sparkline": sparkline,
 	"ago":       ago,
 	"pretty":    prettyJSON,
 	"join":      strings.Join,

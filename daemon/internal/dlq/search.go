@@ -84,6 +84,18 @@ type GroupFilter struct {
 	Sort     GroupSort
 	By       GroupBy // "" is GroupByFailure
 	Limit    int
+	// Now ends the arrivals window (ArrivalHours hourly buckets, the last
+	// one the current hour); zero: no arrivals are counted.
+	Now time.Time
+}
+
+// ArrivalHours is how many hours of arrivals a group summary counts.
+const ArrivalHours = 24
+
+// ArrivalsSince is where the arrivals window of now starts: the start of
+// the hour ArrivalHours-1 hours before now's.
+func ArrivalsSince(now time.Time) time.Time {
+	return now.UTC().Truncate(time.Hour).Add(-(ArrivalHours - 1) * time.Hour)
 }
 
 // GroupSummary is one failure group with its live messages counted.
@@ -94,12 +106,18 @@ type GroupSummary struct {
 	// ID and ErrorGroup are the error group's, ExceptionClass is empty.
 	Members          []string
 	ExceptionClasses []string
-	SampleError      string
-	OriginalTopics   []string
-	DLQTopics        []string
-	Counts           map[Status]int64
-	FirstSeen        time.Time
-	LastSeen         time.Time
+	// Arrivals are its live messages taken in per hour, oldest first, over
+	// the ArrivalHours hours that end with the current one
+	// (from ArrivalsFrom, ArrivalsSince(GroupFilter.Now)); nil without
+	// GroupFilter.Now.
+	Arrivals       []int64
+	ArrivalsFrom   time.Time
+	SampleError    string
+	OriginalTopics []string
+	DLQTopics      []string
+	Counts         map[Status]int64
+	FirstSeen      time.Time
+	LastSeen       time.Time
 }
 
 // SearchStore is what search and failure groups need from the state store.
@@ -118,6 +136,7 @@ func (s *Service) Search(ctx context.Context, f SearchFilter) (SearchPage, error
 
 // Groups lists failure groups.
 func (s *Service) Groups(ctx context.Context, f GroupFilter) ([]GroupSummary, error) {
+	f.Now = s.now()
 	return s.store.DLQGroups(ctx, f)
 }
 

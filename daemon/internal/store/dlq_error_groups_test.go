@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -144,5 +145,51 @@ func TestErrorGroupsBackfillOldFailureGroups(t *testing.T) {
 			require.Equal(t, before[i].Group, after[i].Group)
 			require.Equal(t, before[i].UpdatedAt, after[i].UpdatedAt)
 		}
+	})
+}
+
+// Each group counts its live messages per hour over the last 24 hours
+// (the current one last); an error group adds up its failure groups'.
+// What came before the window is not counted.
+func TestGroupsCountArrivalsPerHour(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, ctx context.Context, s store.Store) {
+		now := t0.Add(36*time.Hour + 40*time.Minute)
+		at := func(d time.Duration, base int, errText string) {
+			var batch []dlq.Incoming
+			for i := 0; i < 3; i++ {
+				in := incoming("orders.dlq.v1", int64(base+i), `{}`)
+				in.ErrorMessage = errText
+				batch = append(batch, in)
+			}
+			ingest(t, s, now.Add(-d), batch...)
+		}
+		at(10*time.Minute, 0, "Connection refused: db-1:5432") // the current hour
+		at(5*time.Hour, 10, "Connection refused: db-2:5432")   // 5 hours back
+		at(30*time.Hour, 20, "Connection refused: db-3:5432")  // before the window
+		in := incoming("payments.dlq.v1", 0, `{}`)
+		in.OriginalTopic, in.ErrorMessage = "payments.events.v1", "Connection refused: db-1:5432"
+		ingest(t, s, now.Add(-time.Hour), in)
+
+		gs, err := s.DLQGroups(ctx, dlq.GroupFilter{Sort: dlq.GroupsByCount, Limit: 50, Now: now})
+		require.NoError(t, err)
+		require.Len(t, gs, 2)
+		want := make([]int64, dlq.ArrivalHours)
+		want[23], want[18] = 3, 3
+		require.Equal(t, want, gs[0].Arrivals, "orders: 9 stored, 6 within the window")
+		require.True(t, gs[0].ArrivalsFrom.Equal(now.Truncate(time.Hour).Add(-23*time.Hour)))
+		want = make([]int64, dlq.ArrivalHours)
+		want[22] = 1
+		require.Equal(t, want, gs[1].Arrivals)
+
+		es, err := s.DLQGroups(ctx, dlq.GroupFilter{By: dlq.GroupByError, Sort: dlq.GroupsByCount, Limit: 50, Now: now})
+		require.NoError(t, err)
+		require.Len(t, es, 1)
+		want = make([]int64, dlq.ArrivalHours)
+		want[23], want[22], want[18] = 3, 1, 3
+		require.Equal(t, want, es[0].Arrivals, "the error group adds up both topics")
+
+		none, err := s.DLQGroups(ctx, dlq.GroupFilter{Sort: dlq.GroupsByCount, Limit: 50})
+		require.NoError(t, err)
+		require.Nil(t, none[0].Arrivals, "no window asked for, none counted")
 	})
 }

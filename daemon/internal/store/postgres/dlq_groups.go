@@ -17,4 +17,5 @@ var pgGroups = sqlstore.GroupsSQL{See: pgSeeGroup,
 	// postpone the message's archiving by a whole retention period.
 	Regroup: `UPDATE dlq.dlq_messages SET failure_group = $2, updated_at = updated_at + interval '1 microsecond'
 			WHERE id = $1 AND failure_group = ''`,
-	SetErrorGroup: `UPDATE dlq.dlq_failure_groups SET error_group = $2 WHERE id = $1`}
+	SetErrorGroup: `UPDATE dlq.dlq_failure_groups SET error_group = $2 WHERE id = $1`,
+	HourBucket:    `floor(extract(epoch FROM (%[1]s - %[2]s::timestamptz)) / 3600)::int`}

@@ -20,7 +20,9 @@ const sqliteSeeGroup = `
 
 var sqliteGroups = sqlstore.GroupsSQL{See: sqliteSeeGroup,
 	Regroup:       `UPDATE dlq_messages SET failure_group = ?2 WHERE id = ?1 AND failure_group = ''`,
-	SetErrorGroup: `UPDATE dlq_failure_groups SET error_group = ?2 WHERE id = ?1`}
+	SetErrorGroup: `UPDATE dlq_failure_groups SET error_group = ?2 WHERE id = ?1`,
+	// Times are microseconds since the epoch.
+	HourBucket: `(%[1]s - %[2]s) / 3600000000`}
 
 // batchGroups collects what a SQLite intake batch adds to the failure
 // groups, written once per batch: a statement per message and group cost

@@ -41,6 +41,9 @@ type GroupsSQL struct {
 	Regroup string
 	// SetErrorGroup sets a failure group's error group: (id, error group).
 	SetErrorGroup string
+	// HourBucket is the expression of the hour a created_at (%[1]s) falls
+	// in, counted from the start of the window (the placeholder %[2]s).
+	HourBucket string
 }
 
 // groups lists failure groups: the top ones by the filter's sort from the
@@ -141,6 +144,11 @@ func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]
 				g.ExceptionClasses = append(g.ExceptionClasses, r.class)
 			}
 		}
+		if !f.Now.IsZero() {
+			if err := s.arrivals(ctx, qr, gs, f, out); err != nil {
+				return err
+			}
+		}
 		for i := range out {
 			sort.Strings(out[i].OriginalTopics)
 			sort.Strings(out[i].DLQTopics)
@@ -151,6 +159,55 @@ func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]
 		return nil
 	})
 	return out, err
+}
+
+// arrivals counts the live messages of each summary's failure groups taken
+// in per hour of the window. Every status is named so that the query walks
+// the (failure_group, status, created_at) index from the window's start
+// rather than every message a group ever had.
+func (s *Store) arrivals(ctx context.Context, qr Querier, gs GroupsSQL, f dlq.GroupFilter, out []dlq.GroupSummary) error {
+	since := dlq.ArrivalsSince(f.Now)
+	owner := map[string][]int{}
+	q := &SearchQuery{d: s.sql.Search}
+	var groups, statuses []string
+	for i := range out {
+		out[i].Arrivals, out[i].ArrivalsFrom = make([]int64, dlq.ArrivalHours), since
+		for _, g := range out[i].Members {
+			if _, ok := owner[g]; !ok {
+				groups = append(groups, q.Arg(g))
+			}
+			owner[g] = append(owner[g], i)
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	for _, st := range dlq.Statuses {
+		statuses = append(statuses, q.Arg(string(st)))
+	}
+	from := q.Arg(since)
+	bucket := fmt.Sprintf(gs.HourBucket, "created_at", from)
+	type row struct {
+		group string
+		hour  int
+		n     int64
+	}
+	rows, err := QueryAll(ctx, qr, func(sc Scanner) (r row, err error) {
+		return r, sc.Scan(&r.group, &r.hour, &r.n)
+	}, `SELECT failure_group, `+bucket+`, count(*) FROM `+s.sql.Search.Live+` WHERE failure_group IN (`+strings.Join(groups, ", ")+
+		`) AND status IN (`+strings.Join(statuses, ", ")+`) AND created_at >= `+from+` GROUP BY 1, 2`, q.args...)
+	if err != nil {
+		return fmt.Errorf("count failure groups' arrivals: %w", err)
+	}
+	for _, r := range rows {
+		if r.hour < 0 || r.hour >= dlq.ArrivalHours {
+			continue // taken in after now (another daemon's clock)
+		}
+		for _, i := range owner[r.group] {
+			out[i].Arrivals[r.hour] += r.n
+		}
+	}
+	return nil
 }
 
 func contains(l []string, s string) bool {
