@@ -118,8 +118,8 @@ func configCmd(g *globals) *cobra.Command {
 Then start every plugin it names, as the daemon would (binary, checksum, permissions, handshake,
 Configure against its store), print each one's outcome, and stop them: exit 1 if any failed.
 --no-plugins checks the file alone. --without-secrets checks everything but the secret files
-(*_file keys are neither read nor expanded), so that a config written for systemd's
-LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed.`,
+(*_file keys are neither read nor expanded, and no plugin is started), so that a config written
+for systemd's LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed.`,
 		Example: `  lifecycled config validate /etc/lifecycled/config.toml`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -143,6 +143,10 @@ LoadCredential= (${CREDENTIALS_DIRECTORY}) can be checked before it is installed
 			switch {
 			case noPlugins:
 				note += "; plugins not started (--no-plugins)"
+			case withoutSecrets:
+				// Their configs hold the secrets that were not read: a plugin
+				// could only fail to reach its store.
+				note += "; plugins not started (their secrets were not read)"
 			case len(cfg.Instances()) > 0:
 				if err := validatePlugins(g, cfg); err != nil {
 					return err
