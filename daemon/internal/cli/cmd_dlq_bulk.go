@@ -70,15 +70,8 @@ func dlqBulkCmd(g *globals) *cobra.Command {
 			}
 			set("key", key)
 			set("q", text)
-			for _, tf := range []struct{ name, v string }{{"since", since}, {"until", until}} {
-				if !cmd.Flags().Changed(tf.name) {
-					continue
-				}
-				at, err := clientTime(tf.name, tf.v, now)
-				if err != nil {
-					return err
-				}
-				filter[tf.name] = at
+			if err := timeFlags(cmd, now, since, until, func(name, at string) { filter[name] = at }); err != nil {
+				return err
 			}
 			if len(statuses) > 0 {
 				filter["status"] = splitList(statuses)

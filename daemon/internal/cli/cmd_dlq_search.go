@@ -18,6 +18,21 @@ import (
 // GET /api/v1/dlq/groups. The server checks every filter; the CLI only
 // turns relative times (--since 2h) into RFC 3339.
 
+// timeFlags passes --since and --until, when given, to set as RFC 3339.
+func timeFlags(cmd *cobra.Command, now time.Time, since, until string, set func(name, value string)) error {
+	for _, tf := range []struct{ name, v string }{{"since", since}, {"until", until}} {
+		if !cmd.Flags().Changed(tf.name) {
+			continue
+		}
+		at, err := clientTime(tf.name, tf.v, now)
+		if err != nil {
+			return err
+		}
+		set(tf.name, at)
+	}
+	return nil
+}
+
 // clientTime turns a flag's time into RFC 3339: a duration means that long
 // ago, an RFC 3339 time is passed on as written; anything else is refused
 // here, naming both forms (the server knows only the second).
@@ -67,15 +82,8 @@ func dlqSearchCmd(g *globals) *cobra.Command {
 			}
 			set("key", key)
 			set("q", text)
-			for _, tf := range []struct{ name, v string }{{"since", since}, {"until", until}} {
-				if !cmd.Flags().Changed(tf.name) {
-					continue
-				}
-				at, err := clientTime(tf.name, tf.v, now)
-				if err != nil {
-					return err
-				}
-				q.Set(tf.name, at)
+			if err := timeFlags(cmd, now, since, until, q.Set); err != nil {
+				return err
 			}
 			if len(statuses) > 0 {
 				q.Set("status", strings.Join(statuses, ","))
