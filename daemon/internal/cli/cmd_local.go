@@ -71,8 +71,14 @@ func validatePlugins(g *globals, cfg *config.Config) error {
 	var failed []string
 	for _, info := range host.Status() {
 		if err := host.Check(info.Name); err != nil {
-			// err starts with what is wrong ("failed: ...", "store down since ...").
-			fmt.Fprintf(g.stdout, "plugin %s (%s): %v\n", info.Name, info.Plugin, err)
+			// Why, once: the plugin's last error when it did not start (its
+			// state, starting again or failed, depends on the moment), else
+			// what Check says (a store down).
+			why := info.LastError
+			if why == "" {
+				why = err.Error()
+			}
+			fmt.Fprintf(g.stdout, "plugin %s (%s): failed: %s\n", info.Name, info.Plugin, why)
 			failed = append(failed, info.Name)
 			continue
 		}

@@ -57,8 +57,11 @@ func (in *instance) probe(ctx context.Context, timeout time.Duration) bool {
 	state, why := StoreUnknown, "the plugin is not running"
 	if hp, ok := p.(healthProber); ok && running {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
+		start := time.Now()
 		err := hp.Health(pctx)
-		late := pctx.Err() == context.DeadlineExceeded
+		// The plugin may end the call first, as its end of the deadline
+		// passes (gRPC's CANCEL): late all the same.
+		late := pctx.Err() == context.DeadlineExceeded || time.Since(start) >= timeout
 		cancel()
 		switch {
 		case err == nil:
