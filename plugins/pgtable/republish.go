@@ -142,9 +142,9 @@ func idempotencyKey(m sdk.RepublishMessage) string {
 	var id, n string
 	for _, h := range m.Headers {
 		switch string(h.Key) {
-		case "x-dlq-id":
+		case sdk.HeaderDLQID:
 			id = string(h.Value)
-		case "x-dlq-retry-count":
+		case sdk.HeaderRetryCount:
 			n = string(h.Value)
 		}
 	}
@@ -155,10 +155,10 @@ func idempotencyKey(m sdk.RepublishMessage) string {
 }
 
 // isReplay reports whether m is a replay: the daemon marks one with
-// x-dlq-replay-of (docs/plugin-protocol.md), a retry with x-dlq-id.
+// sdk.HeaderReplayOf, a retry with sdk.HeaderDLQID.
 func isReplay(m sdk.RepublishMessage) bool {
 	for _, h := range m.Headers {
-		if string(h.Key) == "x-dlq-replay-of" {
+		if string(h.Key) == sdk.HeaderReplayOf {
 			return true
 		}
 	}

@@ -45,7 +45,7 @@ func (f headerFidelity) differ(got, want []sdk.Header) string {
 // the last header, or under headersUnordered any.
 func dlqID(hs []sdk.Header, f headerFidelity) (string, bool) {
 	for i := len(hs) - 1; i >= 0; i-- {
-		if string(hs[i].Key) == "x-dlq-id" {
+		if string(hs[i].Key) == sdk.HeaderDLQID {
 			return string(hs[i].Value), true
 		}
 		if f == headersExact {

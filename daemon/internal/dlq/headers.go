@@ -22,8 +22,8 @@ import (
 const (
 	// HeaderID and HeaderRetryCount are added to every republished message,
 	// so that a replay that fails again and comes back is matched to its record.
-	HeaderID         = "x-dlq-id"
-	HeaderRetryCount = "x-dlq-retry-count"
+	HeaderID         = sdk.HeaderDLQID
+	HeaderRetryCount = sdk.HeaderRetryCount
 )
 
 const (

@@ -22,8 +22,8 @@ import (
 // replay that fails and lands on a DLQ again is traced back to the record
 // it came from (its history has the replay, with this id).
 const (
-	HeaderReplayOf = "x-dlq-replay-of"
-	HeaderReplayID = "x-dlq-replay-id"
+	HeaderReplayOf = sdk.HeaderReplayOf
+	HeaderReplayID = sdk.HeaderReplayID
 )
 
 // ReplayRequest is an edit-and-replay: each field left nil (or "") is
