@@ -152,6 +152,10 @@ func TestSearchRouteBadFiltersAre400NamingTheField(t *testing.T) {
 			"groups limit":           {"/api/v1/dlq/groups?limit=0", "limit"},
 			"groups status":          {"/api/v1/dlq/groups?status=GONE", "status"},
 			"groups topic":           {"/api/v1/dlq/groups?topic=..", "topic"},
+			"groups by":              {"/api/v1/dlq/groups?by=source", "by"},
+			"groups by twice":        {"/api/v1/dlq/groups?by=error&by=failure", "by"},
+			"bad error group":        {"/api/v1/dlq/messages?error_group=outage", "error_group"},
+			"error group upper":      {"/api/v1/dlq/messages?error_group=0123456789ABCDEF", "error_group"},
 		}
 		for name, tc := range cases {
 			status, body := do(h, "GET", tc.path)
