@@ -37,6 +37,14 @@ type Topic struct {
 	// Paused is the topic's pause when its automatic retries are paused
 	// (by an operator or by the auto-pause); absent when they run.
 	Paused *Pause `json:"paused,omitempty"`
+	// FirstSeen and LastSeen are when its oldest and newest live messages
+	// were taken in (null when it has none). ArrivalsPerHour are its live
+	// messages taken in per hour, oldest first, over the 24 hours that end
+	// with the current one, the first starting at ArrivalsSince.
+	FirstSeen       *string `json:"first_seen"`
+	LastSeen        *string `json:"last_seen"`
+	ArrivalsSince   string  `json:"arrivals_since"`
+	ArrivalsPerHour []int64 `json:"arrivals_per_hour"`
 }
 
 // RetryAllResult is POST /api/v1/dlq/{topic}/retry-all.

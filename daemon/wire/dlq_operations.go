@@ -85,6 +85,9 @@ type Operation struct {
 	RequestedByUID    *uint32  `json:"requested_by_uid"`
 	CancelRequestedAt *string  `json:"cancel_requested_at"`
 	CancelledByUID    *uint32  `json:"cancelled_by_uid"`
+	// InFlightAtMost is how many messages a run may have under way at once
+	// (sent, their outcomes not yet recorded): a cancel waits for those.
+	InFlightAtMost int `json:"in_flight_at_most"`
 	// Daemon is the daemon that holds the operation now; "" when none.
 	Daemon    string `json:"daemon"`
 	LastError string `json:"last_error,omitempty"`

@@ -101,3 +101,32 @@ func messageJSON(m *dlq.Message, sourceConfigured bool) wire.Message {
 	}
 	return out
 }
+
+// topicJSON renders a topic with when its live messages were taken in (a
+// topic the activity did not see, because its messages left in between,
+// has none: null times and no arrivals).
+func topicJSON(t dlq.TopicSummary, a dlq.TopicActivity) wire.Topic {
+	tj := wire.Topic{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources, Paused: pauseJSON(t.Paused),
+		FirstSeen: optionalTime(a.FirstSeen), LastSeen: optionalTime(a.LastSeen), ArrivalsPerHour: a.Arrivals}
+	for _, s := range dlq.Statuses {
+		tj.Counts[string(s)] = t.Counts[s]
+	}
+	if t.OldestPendingAt != nil {
+		tj.OldestPendingAt = optionalTime(*t.OldestPendingAt)
+	}
+	if tj.ArrivalsPerHour == nil {
+		tj.ArrivalsPerHour = []int64{}
+	} else {
+		tj.ArrivalsSince = formatTime(a.ArrivalsFrom)
+	}
+	return tj
+}
+
+// optionalTime is t in the API's format, or nil for the zero time.
+func optionalTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(wire.TimeFormat)
+	return &s
+}

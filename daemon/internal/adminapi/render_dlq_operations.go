@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
+	"github.com/lifecycled/lifecycled/daemon/internal/dlq/bulk"
 	"github.com/lifecycled/lifecycled/daemon/wire"
 )
 
@@ -15,7 +16,7 @@ func operationJSON(op *dlq.Operation, now time.Time) wire.Operation {
 		TargetTopic: op.TargetTopic, Rate: op.Rate, Matched: op.Matched, Done: op.Done, Succeeded: op.Succeeded, Failed: op.Failed,
 		Outcomes: op.Outcomes, CreatedAt: formatTime(op.CreatedAt), StartedAt: formatTimePtr(op.StartedAt),
 		FinishedAt: formatTimePtr(op.FinishedAt), RequestedByUID: op.RequestedByUID, CancelRequestedAt: formatTimePtr(op.CancelRequestedAt),
-		CancelledByUID: op.CancelledByUID, LastError: op.LastError}
+		CancelledByUID: op.CancelledByUID, LastError: op.LastError, InFlightAtMost: bulk.InFlightAtMost(op)}
 	if len(out.Filter) == 0 {
 		out.Filter = json.RawMessage("{}")
 	}

@@ -22,6 +22,7 @@ type DLQ interface {
 	Revive(ctx context.Context, id uuid.UUID, uid uint32) (*dlq.Message, error)
 	CountRetryable(ctx context.Context, topic string) (int64, error)
 	Topics(ctx context.Context) ([]dlq.TopicSummary, error)
+	TopicActivity(ctx context.Context) (map[string]dlq.TopicActivity, error)
 	SourceConfigured(name string) bool
 }
 
@@ -39,17 +40,13 @@ func DLQRoutes(svc DLQ, all RetryAller) func(*http.ServeMux) {
 			if err != nil {
 				return nil, err
 			}
+			activity, err := svc.TopicActivity(r.Context())
+			if err != nil {
+				return nil, err
+			}
 			out := make([]wire.Topic, 0, len(topics))
 			for _, t := range topics {
-				tj := wire.Topic{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources, Paused: pauseJSON(t.Paused)}
-				for _, s := range dlq.Statuses {
-					tj.Counts[string(s)] = t.Counts[s]
-				}
-				if t.OldestPendingAt != nil {
-					s := t.OldestPendingAt.UTC().Format(wire.TimeFormat)
-					tj.OldestPendingAt = &s
-				}
-				out = append(out, tj)
+				out = append(out, topicJSON(t, activity[t.Topic]))
 			}
 			return wire.Topics{Topics: out}, nil
 		})

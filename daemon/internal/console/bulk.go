@@ -24,7 +24,10 @@ var bulkFilterFields = []string{"topic", "status", "error", "group", "error_grou
 var bulkActions = enum.Strings(dlq.OperationActions)
 
 type bulkData struct {
-	Filter  url.Values // the filter, as the search page's query
+	Filter url.Values // the filter, as the search page's query
+	// IDs are messages selected one by one on the search page: the
+	// operation takes them instead of a filter.
+	IDs     []string
 	Action  string
 	Rate    string
 	Target  string
@@ -37,6 +40,19 @@ type bulkData struct {
 func (d bulkData) FilterQuery() string { return d.Filter.Encode() }
 
 type bulkPreview = wire.OperationDryRun
+
+// selectedIDs are the non-empty ids of a selection, each once, in order.
+func selectedIDs(vs []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if v = strings.TrimSpace(v); v != "" && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 // filterJSON is the filter as the operation's body has it: the search
 // filters as JSON fields, status and header as lists.
@@ -70,7 +86,10 @@ func filterJSON(f url.Values) map[string]any {
 func (c *Console) bulkForm(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Bulk operation", "dlq")
 	q := r.URL.Query()
-	d := bulkData{Filter: apiQuery(q, bulkFilterFields), Action: q.Get("action"), Rate: q.Get("rate"), Actions: bulkActions}
+	d := bulkData{Filter: apiQuery(q, bulkFilterFields), IDs: selectedIDs(q["id"]), Action: q.Get("action"), Rate: q.Get("rate"), Actions: bulkActions}
+	if len(d.IDs) > 0 {
+		d.Filter = url.Values{}
+	}
 	if d.Action == "" {
 		d.Action = "retry"
 	}
@@ -85,13 +104,19 @@ func (c *Console) bulkSubmit(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		p.addErr(&APIError{Status: http.StatusBadRequest, Code: "SYS_CONSOLE_VALIDATION_ERROR", Message: "the filter is not a query string: " + err.Error()})
 	}
-	d := bulkData{Filter: apiQuery(filter, bulkFilterFields), Action: r.PostFormValue("action"), Rate: strings.TrimSpace(r.PostFormValue("rate")),
-		Target: strings.TrimSpace(r.PostFormValue("target_topic")), Actions: bulkActions}
-	filterBody, err := json.Marshal(filterJSON(d.Filter))
-	if err != nil {
-		p.addErr(err)
+	d := bulkData{Filter: apiQuery(filter, bulkFilterFields), IDs: selectedIDs(r.PostForm["id"]), Action: r.PostFormValue("action"),
+		Rate: strings.TrimSpace(r.PostFormValue("rate")), Target: strings.TrimSpace(r.PostFormValue("target_topic")), Actions: bulkActions}
+	body := wire.OperationRequest{Action: d.Action}
+	if len(d.IDs) > 0 {
+		// The API checks each id (and refuses a filter beside them).
+		d.Filter, body.IDs = url.Values{}, d.IDs
+	} else {
+		filterBody, err := json.Marshal(filterJSON(d.Filter))
+		if err != nil {
+			p.addErr(err)
+		}
+		body.Filter = filterBody
 	}
-	body := wire.OperationRequest{Action: d.Action, Filter: filterBody}
 	if d.Rate != "" {
 		rate, err := strconv.ParseFloat(d.Rate, 64)
 		if err != nil || rate < 0 {

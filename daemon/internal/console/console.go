@@ -84,6 +84,7 @@ func (c *Console) Routes(mux *http.ServeMux) {
 	mux.Handle("GET /ui/progress", c.secure(c.progress))
 	c.dlqRoutes(mux)
 	c.tenantRoutes(mux)
+	c.erasureActionRoutes(mux)
 	c.retentionRoutes(mux)
 }
 

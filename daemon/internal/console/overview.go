@@ -19,6 +19,36 @@ type overviewData struct {
 	Topics   []wire.Topic
 	Statuses []string
 	Progress progressData
+	Intake   intakeRate
+}
+
+// intakeRate is every topic's arrivals added up: how fast dead letters
+// come in now, and whether that is more than before.
+type intakeRate struct {
+	PerHour  []int64
+	LastHour int64
+	Day      int64
+}
+
+func intakeOf(topics []wire.Topic) intakeRate {
+	var r intakeRate
+	for _, t := range topics {
+		if r.PerHour == nil && len(t.ArrivalsPerHour) > 0 {
+			r.PerHour = make([]int64, len(t.ArrivalsPerHour))
+		}
+		for i, n := range t.ArrivalsPerHour {
+			if i < len(r.PerHour) {
+				r.PerHour[i] += n
+			}
+		}
+	}
+	for _, n := range r.PerHour {
+		r.Day += n
+	}
+	if len(r.PerHour) > 0 {
+		r.LastHour = r.PerHour[len(r.PerHour)-1]
+	}
+	return r
 }
 
 // dlqStatuses are the columns of the depth tables, in the order of the
@@ -42,6 +72,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	topics, err := api.Topics(ctx)
 	p.addErr(err)
 	d.Topics = topics.Topics
+	d.Intake = intakeOf(d.Topics)
 	d.Progress = c.loadProgress(w, r, p)
 	p.Data = d
 	c.render(w, http.StatusOK, "overview", p)
@@ -52,6 +83,10 @@ type operationJSON struct{ wire.Operation }
 
 // Running reports whether the operation may still change.
 func (o operationJSON) Running() bool { return o.State == "RUNNING" }
+
+// Cancelling reports whether a cancel was asked of an operation still
+// running: it stops once the pages under way are sent and recorded.
+func (o operationJSON) Cancelling() bool { return o.Running() && o.CancelRequestedAt != nil }
 
 // ETA is the time left, rounded, or "".
 func (o operationJSON) ETA() string {

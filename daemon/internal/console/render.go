@@ -48,6 +48,9 @@ type page struct {
 	// not running, and stores their last probe found down.
 	Alerts []string
 	Data   any
+	// Self is the page's own address without its one-time notice: what
+	// its live regions fetch again to refresh themselves.
+	Self string
 }
 
 func (c *Console) parseTemplates() {
@@ -71,6 +74,11 @@ func (c *Console) newPage(w http.ResponseWriter, r *http.Request, title, nav str
 	p := &page{Title: title, Nav: nav, CSRF: formTokens{CSRF: r.Header.Get(CSRFHeader), Once: once}, CanMutate: c.opts.MayMutate == nil || c.opts.MayMutate(r),
 		RequestID: w.Header().Get("X-Request-Id"), Notice: notices[r.URL.Query().Get("done")]}
 	p.Alerts = c.alerts(w, r)
+	self := *r.URL
+	q := self.Query()
+	q.Del("done")
+	self.RawQuery = q.Encode()
+	p.Self = self.RequestURI()
 	return p
 }
 
@@ -138,14 +146,18 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, p *page
 // notices are the fixed messages a redirect after an action may show
 // (?done=...): fixed, so a crafted link cannot put words on the page.
 var notices = map[string]string{
-	"retried":  "The message was republished.",
-	"revived":  "The message was given another chance (PENDING).",
-	"deleted":  "The message was deleted.",
-	"paused":   "Automatic retries of the topic are paused.",
-	"resumed":  "Automatic retries of the topic are resumed.",
-	"started":  "The erasure was started.",
-	"cancel":   "Cancel requested.",
-	"replayed": "The message was replayed; the stored original is unchanged.",
+	"retried":     "The message was republished.",
+	"revived":     "The message was given another chance (PENDING).",
+	"deleted":     "The message was deleted.",
+	"paused":      "Automatic retries of the topic are paused.",
+	"resumed":     "Automatic retries of the topic are resumed.",
+	"started":     "The erasure was started.",
+	"cancel":      "Cancel requested.",
+	"retried-now": "The erasure runs again now: its failed and blocked deleters are due at once.",
+	"approved":    "The plan was approved: the erasure is queued, held to that plan.",
+	"held":        "The tenant is on legal hold: its erasure waits, and a new one is refused.",
+	"released":    "The hold was released: a waiting erasure is due at once.",
+	"replayed":    "The message was replayed; the stored original is unchanged.",
 }
 
 // mutation guards a POST handler of the console: the caller must be

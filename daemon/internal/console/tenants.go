@@ -52,9 +52,16 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 }
 
 type tenantData struct {
-	Tenant string
-	Counts *wire.Counts
-	Live   jobLive
+	Tenant   string
+	Counts   *wire.Counts
+	Live     jobLive
+	Controls erasureControls
+}
+
+// Retryable reports whether the job may be run now: a PARTIAL one waits
+// for its backoff, a BLOCKED one for an operator.
+func (d tenantData) Retryable() bool {
+	return d.Live.Job != nil && (d.Live.Job.Status == "PARTIAL" || d.Live.Job.Status == "BLOCKED")
 }
 
 // jobLive is the part of the tenant page that refreshes itself while the
@@ -75,6 +82,21 @@ type jobView struct {
 
 // Finished reports whether the job can no longer change by itself.
 func (j jobView) Finished() bool { return j.Status == "COMPLETED" || j.Status == "CANCELLED" }
+
+// Cancelling reports whether a cancel was asked of a job that has not
+// ended yet: its runner stops it at its deleters' next batch.
+func (j jobView) Cancelling() bool { return j.CancelRequestedAt != nil && !j.Finished() }
+
+// InFlight names the deleters still deleting: what a cancel waits for.
+func (j jobView) InFlight() []string {
+	var names []string
+	for _, d := range j.Deleters {
+		if d.Status == deletion.DeleterRunning {
+			names = append(names, d.Name)
+		}
+	}
+	return names
+}
 
 // Active reports whether an erasure of the tenant is under way (a new
 // one would be the same job).
@@ -108,18 +130,27 @@ func (c *Console) loadJob(w http.ResponseWriter, r *http.Request, p *page, tenan
 func (c *Console) tenant(w http.ResponseWriter, r *http.Request) {
 	tenant := r.PathValue("tenant")
 	p := c.newPage(w, r, "Tenant "+tenant, "tenants")
+	p.Data = c.loadTenant(w, r, p, tenant, true)
+	c.render(w, http.StatusOK, "tenant", p)
+}
+
+// loadTenant reads what the tenant's page shows; withCounts asks every
+// deleter's store for the tenant's items too.
+func (c *Console) loadTenant(w http.ResponseWriter, r *http.Request, p *page, tenant string, withCounts bool) tenantData {
 	d := tenantData{Tenant: tenant}
-	api, ctx := c.client(w, r)
-	counts, err := api.Counts(ctx, tenant)
-	if err != nil {
-		p.addErr(err)
-	} else {
-		d.Counts = &counts
-		d.Tenant = counts.TenantID
+	if withCounts {
+		api, ctx := c.client(w, r)
+		counts, err := api.Counts(ctx, tenant)
+		if err != nil {
+			p.addErr(err)
+		} else {
+			d.Counts = &counts
+			d.Tenant = counts.TenantID
+		}
 	}
 	d.Live = c.loadLive(w, r, p, d.Tenant)
-	p.Data = d
-	c.render(w, http.StatusOK, "tenant", p)
+	d.Controls = c.loadControls(w, r, p, d.Tenant, d.Live.Job)
+	return d
 }
 
 // tenantJob is the job fragment htmx polls while the job runs.
@@ -161,7 +192,7 @@ func (c *Console) tenantCancel(w http.ResponseWriter, r *http.Request) {
 	if _, err := api.CancelDeletion(ctx, tenant, once(r)); err != nil {
 		p := c.newPage(w, r, "Tenant "+tenant, "tenants")
 		p.addErr(err)
-		p.Data = tenantData{Tenant: tenant, Live: c.loadLive(w, r, p, tenant)}
+		p.Data = c.loadTenant(w, r, p, tenant, false)
 		c.render(w, statusOf(err), "tenant", p)
 		return
 	}

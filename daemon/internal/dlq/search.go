@@ -127,6 +127,24 @@ type SearchStore interface {
 	// BackfillDLQGroups gives up to limit messages stored before failure
 	// groups existed their group; it returns how many it did (0: none left).
 	BackfillDLQGroups(ctx context.Context, limit int) (int, error)
+	// DLQTopicActivity says when each DLQ topic's live messages were taken
+	// in: the window of arrivals ends with now's hour.
+	DLQTopicActivity(ctx context.Context, now time.Time) (map[string]TopicActivity, error)
+}
+
+// TopicActivity is when a DLQ topic's live messages were taken in: the
+// oldest and newest of them, and how many per hour over the ArrivalHours
+// hours that end with the current one (from ArrivalsFrom), oldest first.
+type TopicActivity struct {
+	FirstSeen    time.Time
+	LastSeen     time.Time
+	Arrivals     []int64
+	ArrivalsFrom time.Time
+}
+
+// TopicActivity says when each DLQ topic's live messages were taken in.
+func (s *Service) TopicActivity(ctx context.Context) (map[string]TopicActivity, error) {
+	return s.store.DLQTopicActivity(ctx, s.now())
 }
 
 // Search finds dead letters across topics.

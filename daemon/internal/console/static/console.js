@@ -7,3 +7,67 @@
     if (btn) btn.disabled = el.value !== el.dataset.confirm;
   });
 })();
+
+// Live mode: regions marked data-live refresh themselves (htmx polls the
+// page's own address) unless the operator paused them; the choice is kept
+// for the browser. A region is left alone while the operator types in it
+// or has messages selected in it, so a refresh never takes their work.
+(function () {
+  var KEY = "lifecycled.live";
+  function paused() {
+    try { return localStorage.getItem(KEY) === "paused"; } catch (e) { return false; }
+  }
+  function show() {
+    var b = document.getElementById("live-toggle");
+    if (!b) return;
+    var p = paused();
+    b.setAttribute("aria-pressed", p ? "false" : "true");
+    b.textContent = p ? "Live: paused" : "Live: on";
+  }
+  function busy(region) {
+    var a = document.activeElement;
+    if (a && region.contains(a) && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName) && a.type !== "checkbox") return true;
+    return region.querySelector("input.select-msg:checked") !== null;
+  }
+  document.addEventListener("click", function (e) {
+    if (!e.target || e.target.id !== "live-toggle") return;
+    try { localStorage.setItem(KEY, paused() ? "on" : "paused"); } catch (err) { /* private mode: stays on */ }
+    show();
+  });
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var el = e.detail && e.detail.elt;
+    if (!el || !el.hasAttribute || !el.hasAttribute("data-live")) return;
+    if (paused() || busy(el)) e.preventDefault();
+  });
+  document.addEventListener("DOMContentLoaded", show);
+  document.addEventListener("htmx:afterSettle", show);
+})();
+
+// Selecting messages on the search page: the button says how many are
+// selected and is enabled when some are; the header box selects the page.
+(function () {
+  function update() {
+    var boxes = document.querySelectorAll("input.select-msg");
+    var n = 0;
+    boxes.forEach(function (b) { if (b.checked) n++; });
+    var count = document.getElementById("selected-count");
+    if (count) count.textContent = String(n);
+    var btn = document.getElementById("bulk-selected-button");
+    if (btn) btn.disabled = n === 0;
+    var all = document.getElementById("select-page");
+    if (all) {
+      all.checked = boxes.length > 0 && n === boxes.length;
+      all.indeterminate = n > 0 && n < boxes.length;
+    }
+  }
+  document.addEventListener("change", function (e) {
+    var el = e.target;
+    if (!el || !el.classList) return;
+    if (el.classList.contains("select-page")) {
+      document.querySelectorAll("input.select-msg").forEach(function (b) { b.checked = el.checked; });
+    }
+    if (el.classList.contains("select-page") || el.classList.contains("select-msg")) update();
+  });
+  document.addEventListener("DOMContentLoaded", update);
+  document.addEventListener("htmx:afterSettle", update);
+})();

@@ -164,6 +164,17 @@ func (s *Service) operationHeartbeat(life context.Context, id uuid.UUID, lease t
 	}
 }
 
+// InFlightAtMost is how many of op's messages a run may have under way
+// at once (sent or being sent, their outcomes not yet recorded): what a
+// cancel waits for, since a run stops only after the pages under way are
+// recorded. It leaves out the pageCap tests set.
+func InFlightAtMost(op *dlq.Operation) int {
+	if op.Action == dlq.ActionRetry {
+		return retryWorkers * pageSize(op)
+	}
+	return pageSize(op)
+}
+
 // pageSize is how many messages a page takes: large when nothing limits
 // the rate (fewer round trips), about a fifth of a second's worth when
 // something does, so the rate is even and a cancel soon felt.
