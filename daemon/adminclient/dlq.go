@@ -85,7 +85,7 @@ func (c *Client) Resume(ctx context.Context, topic string, opts ...Option) (wire
 }
 
 // Search is GET /api/v1/dlq/messages (query: the search filters of
-// docs/operations.md, checked by the server).
+// docs/reference.md, checked by the server).
 func (c *Client) Search(ctx context.Context, query url.Values, opts ...Option) (wire.SearchResult, error) {
 	var out wire.SearchResult
 	return out, c.send(ctx, call{method: http.MethodGet, path: pathSearch, query: query, out: &out}, opts)

@@ -72,7 +72,7 @@ func resurrectionCount(t *testing.T, d *testsvc.Daemon) string {
 	return m[1]
 }
 
-// TestRestoreDrill is the restore drill of docs/operations.md against a
+// TestRestoreDrill is the restore drill of docs/runbooks/restore-drill.md against a
 // real PostgreSQL deleter store, on both state stores: a pg_dump taken
 // before tenant A's erasure is restored after it; re-verification finds A
 // (resurrection shown on the tenant, metric incremented once) and, with

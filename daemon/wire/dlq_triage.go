@@ -8,7 +8,7 @@ type History struct {
 }
 
 // Event is one history event. Detail is an object whose fields depend
-// on kind (docs/operations.md); uid is the operator's, null for the daemon.
+// on kind (docs/reference.md, History); uid is the operator's, null for the daemon.
 type Event struct {
 	At     string          `json:"at"`
 	Kind   string          `json:"kind"`

@@ -79,7 +79,7 @@ DROP INDEX IF EXISTS dlq.idx_dlq_messages_created_at;
 -- trigram indexes when pg_trgm can be installed (it ships with PostgreSQL's
 -- contrib and is a trusted extension: a database owner may create it).
 -- Without it the same queries run, scanning instead: the warning says so,
--- and docs/operations.md says how to check (\dx pg_trgm).
+-- and docs/reference.md says how to check (\dx pg_trgm).
 DO $$
 BEGIN
     CREATE EXTENSION IF NOT EXISTS pg_trgm;
@@ -93,7 +93,7 @@ BEGIN
         EXECUTE 'CREATE INDEX IF NOT EXISTS idx_dlq_messages_error_trgm ON dlq.dlq_messages USING gin (error_message gin_trgm_ops)';
         -- No trigram index of the payload by default: it doubled the time
         -- of intake (bench/results/*-intake-ab.txt), and intake keeps up
-        -- with a storm first. docs/operations.md gives the statement for
+        -- with a storm first. docs/reference.md gives the statement for
         -- operators who want q= fast more than intake.
     END IF;
 END

@@ -27,7 +27,7 @@ type errorRow struct {
 
 // errorTable is the one place where meaning becomes an HTTP status and a
 // code, first match wins: derrors sentinels, and the dead-letter errors
-// that wrap them or mean something of their own. docs/operations.md lists
+// that wrap them or mean something of their own. docs/reference.md lists
 // every code; TestEveryCodeIsDocumented keeps the two in step.
 var errorTable = []errorRow{
 	{err: derrors.ErrStoreUnavailable, status: http.StatusServiceUnavailable, code: "SYS_STATE_STORE_UNAVAILABLE",

@@ -111,7 +111,7 @@ max_retries = 5
 }
 
 // A queue's name may hold "/" (RabbitMQ): a block's glob matches it as
-// docs/operations.md says, "*" stopping at "/".
+// docs/reference.md says (Per-topic policy and pause), "*" stopping at "/".
 func TestDLQTopicGlobsStopAtASlash(t *testing.T) {
 	c, err := loadTOML(t, "[[dlq.topic]]\nmatch = \"orders/*\"\nmax_retries = 7\n[[dlq.topic]]\nmatch = \"orders*\"\nmax_retries = 2\n")
 	require.NoError(t, err)

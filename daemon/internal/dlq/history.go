@@ -32,7 +32,7 @@ const (
 )
 
 // HistoryEvent is one entry of a message's history. Detail is a JSON
-// object whose fields depend on Kind (docs/operations.md lists them).
+// object whose fields depend on Kind (docs/reference.md lists them).
 type HistoryEvent struct {
 	At     time.Time
 	Kind   string

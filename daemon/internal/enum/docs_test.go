@@ -90,7 +90,7 @@ var backticked = regexp.MustCompile("`([A-Za-z_]+)`")
 // transition, the final states).
 func TestDocsThatListValuesListThemAll(t *testing.T) {
 	checked := 0
-	for _, doc := range []string{"docs/operations.md", "docs/console.md", "README.md"} {
+	for _, doc := range []string{"docs/reference.md", "docs/operations.md", "docs/console.md", "README.md"} {
 		data, err := os.ReadFile(repoFile(t, doc))
 		require.NoError(t, err)
 		for _, row := range strings.Split(string(data), "\n") {
