@@ -57,9 +57,9 @@ func TestReadOnlyUIDSeesNoControlsAndIsRefused(t *testing.T) {
 	for _, page := range []string{"/ui/", "/ui/dlq", "/ui/dlq/search?topic=orders.dlq.v1", "/ui/dlq/messages/" + id,
 		"/ui/dlq/bulk?group=" + one.Messages[0].Group, "/ui/tenants", "/ui/tenants/" + leaving, "/ui/retention"} {
 		do(t, ctx, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS("#readonly")))
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button:not([type=submit][form]), textarea").length - document.querySelectorAll("form[method=get] button").length`))
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post], button:not([type=submit][form]):not(#live-toggle), textarea").length - document.querySelectorAll("form[method=get] button").length`))
 		require.NoError(t, err)
-		require.Zero(t, n, "%s shows no mutating control to a read-only uid", page)
+		require.Zero(t, n, "%s shows no mutating control to a read-only uid (the Live button changes nothing on the daemon)", page)
 		if page == "/ui/dlq/messages/"+id {
 			shot(t, ctx, "read-only")
 		}

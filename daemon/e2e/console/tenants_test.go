@@ -28,6 +28,12 @@ const (
 func redisTenants(t *testing.T) (*testsvc.RedisServer, *redis.Client) {
 	t.Helper()
 	r := testsvc.Redis(t)
+	return r, fillTenants(t, r)
+}
+
+// fillTenants puts redisTenants' keys into r.
+func fillTenants(t *testing.T, r *testsvc.RedisServer) *redis.Client {
+	t.Helper()
 	rc := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { rc.Close() })
 	ctx := testsvc.Context(t, time.Minute)
@@ -38,7 +44,7 @@ func redisTenants(t *testing.T) (*testsvc.RedisServer, *redis.Client) {
 		require.NoError(t, rc.Set(ctx, fmt.Sprintf("s:%s:%d", staying, i), fmt.Sprint("kept-", i), 0).Err())
 	}
 	require.NoError(t, rc.Set(ctx, "config:global", "x", 0).Err())
-	return r, rc
+	return rc
 }
 
 // redisDigest checksums every key but the leaving tenant's, with values:

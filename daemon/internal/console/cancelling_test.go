@@ -22,7 +22,7 @@ func renderPage(t *testing.T, name string, data any) string {
 // A cancel asked of a running erasure says what it waits for: the
 // deleters still in their batch; none: it ends at the next pass.
 func TestACancellingErasureSaysWhatItWaitsFor(t *testing.T) {
-	job := wire.Job{Status: "RUNNING", CancelRequestedAt: ptr("2026-11-29T10:00:00Z"), CancelledByUID: ptr(int64(1002)),
+	job := wire.Job{Status: "RUNNING", PlanHash: ptr("sha256:9f2c51ab0000"), CancelRequestedAt: ptr("2026-11-29T10:00:00Z"), CancelledByUID: ptr(int64(1002)),
 		Deleters: []wire.DeleterProgress{{Name: "postgres:orders", Status: "RUNNING"}, {Name: "redis:sessions", Status: "SUCCEEDED"}}}
 	body := renderPage(t, "tenant", tenantData{Tenant: "t1", Live: jobLive{Tenant: "t1", Job: &jobView{Job: job, Tenant: "t1"}, CanMutate: true}})
 	require.Contains(t, body, `id="cancel-pending"`)
@@ -30,6 +30,8 @@ func TestACancellingErasureSaysWhatItWaitsFor(t *testing.T) {
 	require.Contains(t, body, "Waiting for postgres:orders to reach the end of the batch it is deleting")
 	require.NotContains(t, body, "redis:sessions to reach")
 	require.Contains(t, body, "(uid 1002)")
+	require.Contains(t, body, "held to plan <code>sha256:9f2c51ab0000…</code>")
+	require.NotContains(t, body, "%!", "no value printed with a wrong verb")
 
 	job.Deleters[0].Status = "PENDING"
 	body = renderPage(t, "tenant", tenantData{Tenant: "t1", Live: jobLive{Tenant: "t1", Job: &jobView{Job: job, Tenant: "t1"}}})
