@@ -103,8 +103,8 @@ func messageJSON(m *dlq.Message, sourceConfigured bool) wire.Message {
 }
 
 // topicJSON renders a topic with when its live messages were taken in (a
-// topic the activity did not see, because its messages left in between,
-// has none: null times and no arrivals).
+// topic without live messages, listed for its pause or read before its
+// messages left: null times and 24 empty hours).
 func topicJSON(t dlq.TopicSummary, a dlq.TopicActivity) wire.Topic {
 	tj := wire.Topic{Topic: t.Topic, Counts: map[string]int64{}, UnconfiguredSources: t.UnconfiguredSources, Paused: pauseJSON(t.Paused),
 		FirstSeen: optionalTime(a.FirstSeen), LastSeen: optionalTime(a.LastSeen), ArrivalsPerHour: a.Arrivals}

@@ -22,7 +22,7 @@ type DLQ interface {
 	Revive(ctx context.Context, id uuid.UUID, uid uint32) (*dlq.Message, error)
 	CountRetryable(ctx context.Context, topic string) (int64, error)
 	Topics(ctx context.Context) ([]dlq.TopicSummary, error)
-	TopicActivity(ctx context.Context) (map[string]dlq.TopicActivity, error)
+	TopicActivity(ctx context.Context) (dlq.TopicActivities, error)
 	SourceConfigured(name string) bool
 }
 
@@ -46,7 +46,7 @@ func DLQRoutes(svc DLQ, all RetryAller) func(*http.ServeMux) {
 			}
 			out := make([]wire.Topic, 0, len(topics))
 			for _, t := range topics {
-				out = append(out, topicJSON(t, activity[t.Topic]))
+				out = append(out, topicJSON(t, activity.Of(t.Topic)))
 			}
 			return wire.Topics{Topics: out}, nil
 		})

@@ -41,6 +41,12 @@ func (d bulkData) FilterQuery() string { return d.Filter.Encode() }
 
 type bulkPreview = wire.OperationDryRun
 
+// bothRefused is the error of a bulk form given messages and a filter.
+func bothRefused(p *page) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Code: "SYS_CONSOLE_VALIDATION_ERROR", RequestID: p.RequestID,
+		Message: "give selected messages (id) or a filter, not both: an operation acts on one or the other"}
+}
+
 // selectedIDs are the non-empty ids of a selection, each once, in order.
 func selectedIDs(vs []string) []string {
 	var out []string
@@ -87,8 +93,9 @@ func (c *Console) bulkForm(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(w, r, "Bulk operation", "dlq")
 	q := r.URL.Query()
 	d := bulkData{Filter: apiQuery(q, bulkFilterFields), IDs: selectedIDs(q["id"]), Action: q.Get("action"), Rate: q.Get("rate"), Actions: bulkActions}
-	if len(d.IDs) > 0 {
-		d.Filter = url.Values{}
+	if len(d.IDs) > 0 && len(d.Filter) > 0 {
+		// Both kept, so that the operation is refused by the API too.
+		p.addErr(bothRefused(p))
 	}
 	if d.Action == "" {
 		d.Action = "retry"
@@ -106,11 +113,10 @@ func (c *Console) bulkSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	d := bulkData{Filter: apiQuery(filter, bulkFilterFields), IDs: selectedIDs(r.PostForm["id"]), Action: r.PostFormValue("action"),
 		Rate: strings.TrimSpace(r.PostFormValue("rate")), Target: strings.TrimSpace(r.PostFormValue("target_topic")), Actions: bulkActions}
-	body := wire.OperationRequest{Action: d.Action}
-	if len(d.IDs) > 0 {
-		// The API checks each id (and refuses a filter beside them).
-		d.Filter, body.IDs = url.Values{}, d.IDs
-	} else {
+	body := wire.OperationRequest{Action: d.Action, IDs: d.IDs}
+	if len(d.IDs) == 0 || len(d.Filter) > 0 {
+		// Ids beside a filter are sent both: the API refuses them, and
+		// nothing the operator did not choose is acted on.
 		filterBody, err := json.Marshal(filterJSON(d.Filter))
 		if err != nil {
 			p.addErr(err)

@@ -74,11 +74,13 @@ func (c *Console) newPage(w http.ResponseWriter, r *http.Request, title, nav str
 	p := &page{Title: title, Nav: nav, CSRF: formTokens{CSRF: r.Header.Get(CSRFHeader), Once: once}, CanMutate: c.opts.MayMutate == nil || c.opts.MayMutate(r),
 		RequestID: w.Header().Get("X-Request-Id"), Notice: notices[r.URL.Query().Get("done")]}
 	p.Alerts = c.alerts(w, r)
-	self := *r.URL
-	q := self.Query()
-	q.Del("done")
-	self.RawQuery = q.Encode()
-	p.Self = self.RequestURI()
+	if r.Method == http.MethodGet {
+		self := *r.URL
+		q := self.Query()
+		q.Del("done")
+		self.RawQuery = q.Encode()
+		p.Self = self.RequestURI()
+	}
 	return p
 }
 
@@ -168,6 +170,14 @@ func (c *Console) mutation(h http.HandlerFunc) http.Handler {
 	return c.secure(func(w http.ResponseWriter, r *http.Request) {
 		if c.opts.MayMutate != nil && !c.opts.MayMutate(r) {
 			c.refuse(w, r, http.StatusForbidden, "SYS_CONSOLE_FORBIDDEN", "your uid has read-only access: the console does not change anything for it")
+			return
+		}
+		// A form the server cannot read (more fields than Go reads, 10,000:
+		// a selection too large for a form) is refused as such, rather
+		// than as a form without its token or its action.
+		if err := r.ParseForm(); err != nil {
+			c.refuse(w, r, http.StatusBadRequest, "SYS_CONSOLE_VALIDATION_ERROR",
+				"the form could not be read ("+err.Error()+"); nothing was changed. To act on more than a few thousand messages, use a filter rather than a selection")
 			return
 		}
 		want := r.Header.Get(CSRFHeader)

@@ -142,9 +142,28 @@ type TopicActivity struct {
 	ArrivalsFrom time.Time
 }
 
+// TopicActivities are the topics' activity over one window: From is its
+// first hour, which a topic without live messages has too (its hours are
+// all zero).
+type TopicActivities struct {
+	From    time.Time
+	ByTopic map[string]TopicActivity
+}
+
+// Of is topic's activity: none taken in over the window when the store
+// saw no live message of it.
+func (a TopicActivities) Of(topic string) TopicActivity {
+	if t, ok := a.ByTopic[topic]; ok {
+		return t
+	}
+	return TopicActivity{Arrivals: make([]int64, ArrivalHours), ArrivalsFrom: a.From}
+}
+
 // TopicActivity says when each DLQ topic's live messages were taken in.
-func (s *Service) TopicActivity(ctx context.Context) (map[string]TopicActivity, error) {
-	return s.store.DLQTopicActivity(ctx, s.now())
+func (s *Service) TopicActivity(ctx context.Context) (TopicActivities, error) {
+	now := s.now()
+	by, err := s.store.DLQTopicActivity(ctx, now)
+	return TopicActivities{From: ArrivalsSince(now), ByTopic: by}, err
 }
 
 // Search finds dead letters across topics.

@@ -9,8 +9,8 @@
 })();
 
 // Live mode: regions marked data-live refresh themselves (htmx polls the
-// page's own address) unless the operator paused them; the choice is kept
-// for the browser. A region is left alone while the operator types in it
+// page's own address, or a fragment for progress) unless the operator
+// paused them; the choice is kept for the browser. A region is left alone while the operator types in it
 // or has messages selected in it, so a refresh never takes their work.
 (function () {
   var KEY = "lifecycled.live";
@@ -24,9 +24,16 @@
     b.setAttribute("aria-pressed", p ? "false" : "true");
     b.textContent = p ? "Live: paused" : "Live: on";
   }
+  // busy: the operator has work in the region that a refresh would
+  // replace: a field with focus, a field whose text differs from what the
+  // page came with (typed, then left), or messages selected.
   function busy(region) {
     var a = document.activeElement;
     if (a && region.contains(a) && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName) && a.type !== "checkbox") return true;
+    var fields = region.querySelectorAll("input:not([type=hidden]):not([type=checkbox]), textarea");
+    for (var i = 0; i < fields.length; i++) {
+      if (fields[i].value !== fields[i].defaultValue) return true;
+    }
     return region.querySelector("input.select-msg:checked") !== null;
   }
   document.addEventListener("click", function (e) {
@@ -34,10 +41,16 @@
     try { localStorage.setItem(KEY, paused() ? "on" : "paused"); } catch (err) { /* private mode: stays on */ }
     show();
   });
+  function live(el) { return el && el.hasAttribute && el.hasAttribute("data-live"); }
   document.addEventListener("htmx:beforeRequest", function (e) {
     var el = e.detail && e.detail.elt;
-    if (!el || !el.hasAttribute || !el.hasAttribute("data-live")) return;
-    if (paused() || busy(el)) e.preventDefault();
+    if (live(el) && (paused() || busy(el))) e.preventDefault();
+  });
+  // Checked again when the answer comes: the operator may have started
+  // typing or selecting while the request was in flight.
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var el = e.detail && e.detail.elt;
+    if (live(el) && (paused() || busy(el))) e.detail.shouldSwap = false;
   });
   document.addEventListener("DOMContentLoaded", show);
   document.addEventListener("htmx:afterSettle", show);
