@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -20,7 +21,7 @@ func printCounts(g *globals, body *wire.Counts) {
 	fmt.Fprintln(w, "DELETER\tITEMS")
 	for _, n := range sortedKeys(body.Counts) {
 		fmt.Fprintf(w, "%s\t%d\n", n, body.Counts[n])
-		printBreakdown(w, body.Breakdown[n], "")
+		printBreakdown(w, body.Breakdown[n], "", "")
 	}
 	for _, f := range body.Failed {
 		fmt.Fprintf(w, "%s\tFAILED (below)\n", f.Deleter)
@@ -64,11 +65,29 @@ func wrap(s string, width int) []string {
 	return lines
 }
 
+// writeTrimmed writes text without the spaces tabwriter leaves at the end
+// of a line whose last cells are empty.
+func writeTrimmed(out io.Writer, text string) {
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if line == "" {
+			continue
+		}
+		end := ""
+		if strings.HasSuffix(line, "\n") {
+			end = "\n"
+		}
+		fmt.Fprint(out, strings.TrimRight(line, " \n")+end)
+	}
+}
+
 // printBreakdown writes one indented line per key of b, in key order; cols
-// are the tab-separated columns between the key and the count.
-func printBreakdown(w io.Writer, b map[string]int64, cols string) {
+// are the tab-separated columns between the key and the count, after the
+// cells after it. A sub-row must have as many cells as the rows around it:
+// tabwriter aligns a column only over consecutive lines that have it, so
+// a shorter sub-row would cut the table into blocks aligned each alone.
+func printBreakdown(w io.Writer, b map[string]int64, cols, after string) {
 	for _, k := range sortedKeys(b) {
-		fmt.Fprintf(w, "  %s\t%s%d\n", oneLine(k), cols, b[k])
+		fmt.Fprintf(w, "  %s\t%s%d%s\n", oneLine(k), cols, b[k], after)
 	}
 }
 
@@ -135,7 +154,8 @@ func printJob(g *globals, job *wire.Job) {
 	}
 	w.Flush()
 	fmt.Fprintln(out)
-	w = tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	var table bytes.Buffer
+	w = tabwriter.NewWriter(&table, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(w, "DELETER\tSTATUS\tDELETED\tTOTAL\tATTEMPTS\tERROR")
 	for _, d := range job.Deleters {
 		total := "-"
@@ -143,9 +163,10 @@ func printJob(g *globals, job *wire.Job) {
 			total = fmt.Sprint(*d.Total)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\n", d.Name, d.Status, d.DeletedCount, total, d.Attempts, oneLine(d.Error))
-		printBreakdown(w, d.Breakdown, "\t")
+		printBreakdown(w, d.Breakdown, "\t", "\t\t\t") // TOTAL and ATTEMPTS empty
 	}
 	w.Flush()
+	writeTrimmed(out, table.String())
 	if len(job.Report.Verification) == 0 {
 		return
 	}
@@ -160,7 +181,7 @@ func printJob(g *globals, job *wire.Job) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\n", n, method, v.Count)
 		if len(v.Checks) == 0 {
-			printBreakdown(w, v.Breakdown, "\t")
+			printBreakdown(w, v.Breakdown, "\t", "")
 		}
 		for _, c := range v.Checks {
 			fmt.Fprintf(w, "  %s\t%s\t%d\n", c.Kind, proofTarget(c), c.Found)

@@ -77,7 +77,7 @@ func TestPrintJobShowsBreakdownAndVerification(t *testing.T) {
 	printJob(&globals{stdout: &out, format: "table"}, &job)
 	got := out.String()
 	want := `DELETER             STATUS     DELETED  TOTAL  ATTEMPTS  ERROR
-postgres:app        SUCCEEDED  12       12     2         
+postgres:app        SUCCEEDED  12       12     2
   public.instances             4
   public.steps                 8
 
@@ -96,4 +96,39 @@ postgres:app        count   0
 	require.NoError(t, json.Unmarshal(out.Bytes(), &back))
 	require.NoError(t, json.Unmarshal([]byte(raw), &orig))
 	require.Equal(t, orig, back)
+}
+
+// The deleters table stays one table with each deleter's breakdown under
+// it: the sub-rows carry every column, so the columns after DELETED line
+// up for every deleter (a sub-row with fewer cells used to cut the
+// columns into blocks aligned each on its own).
+func TestPrintJobKeepsColumnsAlignedAcrossSubRows(t *testing.T) {
+	raw := `{"id":"0195","tenant_id":"t","status":"PARTIAL","attempts":2,"created_at":"c","updated_at":"u","verified":false,
+		"report":{"succeeded":{},"failed":[]},
+		"deleters":[{"name":"postgres:app","status":"SUCCEEDED","deleted_count":12,"total":12,
+			"breakdown":{"public.steps":8,"public.instances":4},"attempts":2,"updated_at":"u"},
+			{"name":"redis:sessions","status":"FAILED","deleted_count":1234567,"total":2345678,
+			"breakdown":{"session:{tenant}:*":1234567},"attempts":11,"error":"dial tcp: connection refused","updated_at":"u"}]}`
+	var job wire.Job
+	require.NoError(t, json.Unmarshal([]byte(raw), &job))
+	var out bytes.Buffer
+	printJob(&globals{stdout: &out, format: "table"}, &job)
+	var header string
+	rows := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "DELETER"):
+			header = line
+		case strings.HasPrefix(line, "postgres:app"), strings.HasPrefix(line, "redis:sessions"):
+			rows[strings.Fields(line)[0]] = line
+		}
+	}
+	require.NotEmpty(t, header, out.String())
+	for _, col := range []struct{ name, pg, redis string }{{"TOTAL", "12", "2345678"}, {"ATTEMPTS", "2", "11"}, {"ERROR", "", "dial tcp"}} {
+		at := strings.Index(header, col.name)
+		if col.pg != "" {
+			require.Equal(t, col.pg, strings.Fields(rows["postgres:app"][at:])[0], "%s of postgres:app under its header\n%s", col.name, out.String())
+		}
+		require.True(t, strings.HasPrefix(rows["redis:sessions"][at:], col.redis), "%s of redis:sessions under its header\n%s", col.name, out.String())
+	}
 }
