@@ -169,6 +169,11 @@ func (s *Schema) Script() []string {
 	out := []string{s.DDL(), s.Data()}
 	out = append(out, s.Triggers...)
 	out = append(out, s.Alter...)
+	if s.Analyzed {
+		for _, t := range s.Tables {
+			out = append(out, "ANALYZE "+s.qual(t))
+		}
+	}
 	return out
 }
 

@@ -30,13 +30,14 @@ func (x *eraser) run(ctx context.Context) error {
 		// tables with the tenant column is counted from the tenant's rows
 		// of each before and after (MySQL reports no per-table figures).
 		var watched []*logicalTable
-		var before []int64
+		var before, tallied []int64
 		if len(t.cat.deleteTriggers) > 0 {
 			watched = x.m.watchedBy(t)
 			var err error
 			if before, err = x.tenantCounts(ctx, watched); err != nil {
 				return err
 			}
+			tallied = x.tallied(watched)
 		}
 		var err error
 		if len(t.self) == 0 && len(t.cascades) == 0 {
@@ -52,8 +53,11 @@ func (x *eraser) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			// What t's own batches already counted in u (the rows its
+			// cascades removed) is not the triggers' work: counted once.
+			counted := x.tallied(watched)
 			for i, u := range watched {
-				if n := before[i] - after[i]; n > 0 {
+				if n := before[i] - after[i] - (counted[i] - tallied[i]); n > 0 {
 					x.tally.Add(u.name(), n)
 				}
 			}
@@ -72,6 +76,15 @@ func (x *eraser) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// tallied is what the tally has counted so far in each table.
+func (x *eraser) tallied(tables []*logicalTable) []int64 {
+	out := make([]int64, len(tables))
+	for i, t := range tables {
+		out[i] = x.tally.ByTable[t.name()]
+	}
+	return out
 }
 
 // tenantCounts counts the tenant's rows of each table: by the tenant
