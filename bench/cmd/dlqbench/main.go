@@ -39,6 +39,7 @@ func main() {
 	listCalls := flag.Int("list-calls", 2000, "GET page 1 calls")
 	rated := flag.Int("rated", 20_000, "dead letters for the bulk retry at -rate (0: skip)")
 	bulkRate := flag.Float64("rate", 2000, "messages/s of the rate-limited bulk retry")
+	rounds := flag.Int("rounds", 0, "issue 32's form: this many rounds of intake and retry-all of -n against their floors, medians and spreads (the other measurements are skipped)")
 	flag.Parse()
 
 	benchkit.Header(fmt.Sprintf("dead letters: intake %d, retry-all %d, list page 1 at %d", *first, *first, *total))
@@ -54,6 +55,10 @@ func main() {
 	benchkit.Must(err, "create topics")
 
 	produce(kc, 0, *first)
+	if *rounds > 0 {
+		floorRounds(addr, *first, *rounds)
+		return
+	}
 
 	// Baseline: kcat reading the topic to /dev/null. It takes 0.56 s or
 	// 1.1 to 1.6 s on the bench VM from one run to the next: the median of
@@ -154,8 +159,22 @@ func main() {
 		benchkit.Percentile(lat, 50).Round(10*time.Microsecond), p99.Round(10*time.Microsecond), verdict(p99 <= 10*time.Millisecond))
 
 	// Last: the copies' triggers move the daemon's counters.
-	storeFloor(d, *first, kcatRead, kcatWrite)
+	fl := storeFloor(d, *first)
+	benchkit.Report(fmt.Sprintf("floor: PostgreSQL alone inserts the %d rows (one statement)", *first), "%v; ratio to kcat -C %.2fx",
+		fl.insert.Round(time.Millisecond), fl.insert.Seconds()/kcatRead.Seconds())
+	benchkit.Report(fmt.Sprintf("floor: PostgreSQL alone updates them to RESOLVED (pages of 250, %s)", "no triggers"), "%v; ratio to kcat -P %.2fx",
+		fl.update.Round(time.Millisecond), fl.update.Seconds()/kcatWrite.Seconds())
+	benchkit.Report(fmt.Sprintf("floor: PostgreSQL alone updates them to RESOLVED (pages of 250, %s)", "with the table's triggers: history, counters"), "%v; ratio to kcat -P %.2fx",
+		fl.updateTriggered.Round(time.Millisecond), fl.updateTriggered.Seconds()/kcatWrite.Seconds())
+	benchkit.Ratio(fmt.Sprintf("intake %d against PostgreSQL inserting the rows alone", *first), "floor",
+		[]time.Duration{intake1}, []time.Duration{fl.insert}, 1.3)
+	benchkit.Ratio(fmt.Sprintf("retry-all %d against PostgreSQL updating them with the table's triggers", *first), "floor",
+		[]time.Duration{retryAll}, []time.Duration{fl.updateTriggered}, 1.2)
 }
+
+// floors are what PostgreSQL alone takes to write the stored messages
+// (storeFloor).
+type floors struct{ insert, update, updateTriggered time.Duration }
 
 // storeFloor measures what PostgreSQL alone takes to write n stored
 // messages as the intake and a retry write them, with no daemon, plugin or
@@ -167,7 +186,8 @@ func main() {
 // retry, and their ratios to kcat say how far the targets can be met on
 // this machine with this table. The triggers move the daemon's counters:
 // it runs last.
-func storeFloor(d *daemon, n int, kcatRead, kcatWrite time.Duration) {
+func storeFloor(d *daemon, n int) floors {
+	var out floors
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, d.DSN)
 	benchkit.Must(err, "connect to the bench database")
@@ -209,8 +229,7 @@ func storeFloor(d *daemon, n int, kcatRead, kcatWrite time.Duration) {
 		exec("floor: copy of the table", `CREATE TABLE `+table+` (LIKE dlq.dlq_messages INCLUDING ALL)`)
 		insert := exec("floor: insert", `INSERT INTO `+table+` SELECT * FROM floor_source ORDER BY id`)
 		if !withTriggers {
-			benchkit.Report(fmt.Sprintf("floor: PostgreSQL alone inserts the %d rows (one statement)", n), "%v; ratio to kcat -C %.2fx",
-				insert.Round(time.Millisecond), insert.Seconds()/kcatRead.Seconds())
+			out.insert = insert
 		} else {
 			for _, def := range triggers {
 				exec("floor: a trigger", strings.Replace(def, " ON dlq.dlq_messages ", " ON "+table+" ", 1))
@@ -229,14 +248,14 @@ func storeFloor(d *daemon, n int, kcatRead, kcatWrite time.Duration) {
 			}
 			benchkit.Must(tx.Commit(ctx), "floor: commit")
 		})
-		what := "no triggers"
 		if withTriggers {
-			what = "with the table's triggers: history, counters"
+			out.updateTriggered = took
+		} else {
+			out.update = took
 		}
-		benchkit.Report(fmt.Sprintf("floor: PostgreSQL alone updates them to RESOLVED (pages of 250, %s)", what), "%v; ratio to kcat -P %.2fx",
-			took.Round(time.Millisecond), took.Seconds()/kcatWrite.Seconds())
 		exec("floor: drop the copy", `DROP TABLE `+table)
 	}
+	return out
 }
 
 func verdict(ok bool) string {
