@@ -30,6 +30,21 @@ func (s *driver) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 	for _, it := range p.Items {
 		if m, ok := byID[it.ID]; ok {
 			claimed = append(claimed, m)
+		}
+	}
+	// Held from the claim on, before any other round trip to the store,
+	// until the outcomes are recorded (FinishOutcomes below), not only
+	// sent. Reading the skipped items takes a statement each, and on a
+	// busy store they took longer than the lease: the release of expired
+	// leases then gave the claimed messages back to PENDING before the
+	// hold counted them as being sent, the automatic retries took them,
+	// and both sent attempt 1. Held, a recording that waits past the lease
+	// cannot let this daemon take them over either.
+	if p.Hold != nil {
+		defer p.Hold(claimed)()
+	}
+	for _, it := range p.Items {
+		if _, ok := byID[it.ID]; ok {
 			continue
 		}
 		r, err := s.store.SkippedItem(ctx, it)
@@ -52,12 +67,6 @@ func (s *driver) RetryDLQPage(ctx context.Context, p dlq.RetryPage) ([]dlq.Recor
 				skipped[i] = a
 			}
 		}
-	}
-	// Held until the outcomes are recorded (FinishOutcomes below), not only
-	// sent: a recording that waits past the lease must not let this daemon
-	// take the messages over and send them again.
-	if p.Hold != nil {
-		defer p.Hold(claimed)()
 	}
 	outcomes, progress := p.Send(claimed, skipped)
 	if len(outcomes) == 0 {
