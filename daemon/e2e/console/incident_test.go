@@ -142,21 +142,7 @@ func TestAnErasureIsApprovedHeldReleasedAndRetriedFromTheConsole(t *testing.T) {
 	t.Parallel()
 	rd := testsvc.RedisPersistent(t)
 	rc := fillTenants(t, rd)
-	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: fmt.Sprintf(`
-[deletion]
-poll_interval = "100ms"
-retry_initial_delay = "1h"
-retry_max_delay = "1h"
-lease = "2s"
-require_approval = true
-
-[[deleter]]
-name = "redis:sessions"
-plugin = "redis"
-[deleter.config]
-addr = %q
-patterns = ["s:{tenant}:*"]
-`, rd.Addr)})
+	d := testsvc.StartDaemon(t, testsvc.DaemonOptions{Extra: approvalConfig(rd.Addr, "", `["s:{tenant}:*"]`)})
 	others := redisDigest(t, rc)
 	api := apitest.Client(d)
 	job := func() wire.Job {
