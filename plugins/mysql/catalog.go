@@ -84,6 +84,9 @@ type catTable struct {
 	identity []string
 	// columns are all its columns in order (for a whole-row identity).
 	columns []string
+	// nullable and notNull hold its columns by lower-case name, as the
+	// columns' read found them: one in neither was not read.
+	nullable, notNull map[string]bool
 }
 
 // col returns the candidate tenant column named name, in any case.
@@ -153,7 +156,7 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		return nil, classify(fmt.Errorf("read tables: %w", err))
 	}
 	for rows.Next() {
-		t := &catTable{cols: map[string]catColumn{}, indexedFirst: map[string]bool{}}
+		t := &catTable{cols: map[string]catColumn{}, indexedFirst: map[string]bool{}, nullable: map[string]bool{}, notNull: map[string]bool{}}
 		if err := rows.Scan(&t.key[0], &t.key[1], &t.engine, &t.versioned); err != nil {
 			rows.Close()
 			return nil, classify(err)
@@ -174,7 +177,7 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		// the server compares column names), and the list a whole-row
 		// identity is made of.
 		q := `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE,
-				COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, '')
+				COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), IS_NULLABLE = 'YES'
 			FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN ` + systemSchemas + `
 			ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`
 		rows, err = db.QueryContext(ctx, q)
@@ -184,7 +187,8 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		for rows.Next() {
 			var k tkey
 			var col catColumn
-			if err := rows.Scan(&k[0], &k[1], &col.name, &col.dataType, &col.columnType, &col.maxChars, &col.charset, &col.collation); err != nil {
+			var nullable bool
+			if err := rows.Scan(&k[0], &k[1], &col.name, &col.dataType, &col.columnType, &col.maxChars, &col.charset, &col.collation, &nullable); err != nil {
 				rows.Close()
 				return nil, classify(err)
 			}
@@ -193,6 +197,11 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 				continue
 			}
 			t.columns = append(t.columns, col.name)
+			if nullable {
+				t.nullable[strings.ToLower(col.name)] = true
+			} else {
+				t.notNull[strings.ToLower(col.name)] = true
+			}
 			if wanted[strings.ToLower(col.name)] {
 				t.cols[strings.ToLower(col.name)] = col
 			}
@@ -203,12 +212,15 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		}
 	}
 
-	rows, err = db.QueryContext(ctx, `SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX, s.COLUMN_NAME, s.NON_UNIQUE = 0,
-			s.SUB_PART IS NULL AND c.IS_NULLABLE = 'NO'
-		FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c
-			ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
-		WHERE s.TABLE_SCHEMA NOT IN `+systemSchemas+`
-		ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX`)
+	// Each view is read alone and the nullability taken from the columns
+	// read above: MariaDB fills a join of two information_schema views by
+	// opening every table for each (21 ms against 0.5 ms with three
+	// tables on the server), and the catalogue is read at every call.
+	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE = 0,
+			SUB_PART IS NULL
+		FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA NOT IN `+systemSchemas+`
+		ORDER BY TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read indexes: %w", err))
 	}
@@ -232,6 +244,9 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		if t == nil {
 			continue
 		}
+		// A column not among those read (altered in between) is not known
+		// to be NOT NULL: its key tells no rows apart.
+		whole = whole && t.notNull[strings.ToLower(col)]
 		if seq == 1 {
 			t.indexedFirst[col] = true
 		}
@@ -277,29 +292,57 @@ func loadCatalog(ctx context.Context, db *sql.DB, tenantColumns []string) (*cata
 		return nil, classify(fmt.Errorf("read indexes: %w", err))
 	}
 
-	rows, err = db.QueryContext(ctx, `SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME,
-			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, rc.DELETE_RULE,
-			(SELECT c.IS_NULLABLE FROM information_schema.COLUMNS c
-				WHERE c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME) = 'YES'
-		FROM information_schema.KEY_COLUMN_USAGE k
-		JOIN information_schema.REFERENTIAL_CONSTRAINTS rc
-			ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND rc.TABLE_NAME = k.TABLE_NAME
-		WHERE k.REFERENCED_TABLE_NAME IS NOT NULL
-		ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION`)
+	// The delete rules, then the keys' columns, each view alone (see the
+	// indexes above); a key whose rule is not read (dropped in between) is
+	// left out, as the join of the two views left it out.
+	rules := map[[3]string]string{}
+	rows, err = db.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, CONSTRAINT_NAME, TABLE_NAME, DELETE_RULE
+		FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA NOT IN `+systemSchemas)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read foreign keys: %w", err))
+	}
+	for rows.Next() {
+		var k [3]string
+		var rule string
+		if err := rows.Scan(&k[0], &k[1], &k[2], &rule); err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		rules[k] = rule
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("read foreign keys: %w", err))
+	}
+	// A key's constraint is in its table's schema; one in a system schema
+	// references no table the deleter reads.
+	rows, err = db.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, CONSTRAINT_NAME, TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME,
+			REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME
+		FROM information_schema.KEY_COLUMN_USAGE
+		WHERE REFERENCED_TABLE_NAME IS NOT NULL AND TABLE_SCHEMA NOT IN `+systemSchemas+`
+		ORDER BY TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read foreign keys: %w", err))
 	}
 	var last *catFK
 	for rows.Next() {
 		var f catFK
-		var col, refCol, rule string
-		// NULL when the column is gone by the time the subquery reads it: a
-		// table dropped while the catalogue is read (another schema's, as a
-		// rule); taken as not nullable, the cautious reading.
-		var nullable sql.NullBool
-		if err := rows.Scan(&f.name, &f.child[0], &f.child[1], &col, &f.parent[0], &f.parent[1], &refCol, &rule, &nullable); err != nil {
+		var constraintSchema, col, refCol string
+		if err := rows.Scan(&constraintSchema, &f.name, &f.child[0], &f.child[1], &col, &f.parent[0], &f.parent[1], &refCol); err != nil {
 			rows.Close()
 			return nil, classify(err)
+		}
+		rule, ok := rules[[3]string{constraintSchema, f.name, f.child[1]}]
+		if !ok {
+			continue
+		}
+		// A column not among those read (its table dropped while the
+		// catalogue is read, another schema's as a rule) is taken as not
+		// nullable, the cautious reading.
+		var nullable sql.NullBool
+		if t := c.tables[f.child]; t != nil {
+			lc := strings.ToLower(col)
+			nullable = sql.NullBool{Bool: t.nullable[lc], Valid: t.nullable[lc] || t.notNull[lc]}
 		}
 		if last == nil || last.name != f.name || last.child != f.child {
 			f.action = map[string]byte{"CASCADE": 'c', "SET NULL": 'n', "SET DEFAULT": 'd', "RESTRICT": 'r'}[rule]
