@@ -49,20 +49,21 @@ batch_size = %d
 		// and the two deadlocked.
 		_, err = pool.Exec(ctx, `
 			INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, payload, status,
-				created_at, updated_at, source, dlq_topic, source_partition, source_offset, headers, raw_payload, failure_group)
+				created_at, updated_at, source, dlq_topic, source_position, position_display, headers, raw_payload, failure_group)
 			SELECT gen_random_uuid(), 'orders.events.v1', 'java.lang.IllegalStateException: payment provider timeout', 0, 3,
 				jsonb_build_object('order_id', g), CASE WHEN g % 2 = 0 THEN 'RESOLVED' ELSE 'DEAD' END,
 				now() - interval '60 days', now() - interval '40 days' + (g % 1000) * interval '1 second',
-				'kafka', 'orders.dlq.v1', g % 3, g, '\x5b5d', convert_to('{"order_id":' || g || '}', 'UTF8'), 'archbench0000001'
+				'kafka', 'orders.dlq.v1', int4send(g % 3) || int8send(g), 'p' || g % 3 || '@' || g, '\x5b5d',
+				convert_to('{"order_id":' || g || '}', 'UTF8'), 'archbench0000001'
 			FROM generate_series(1, $1) g`, *rows)
 		benchkit.Must(err, "load eligible rows")
 		// Rows that must stay: younger than the retention, and still pending.
 		_, err = pool.Exec(ctx, `
 			INSERT INTO dlq.dlq_messages (id, original_topic, error_message, payload, status, created_at, updated_at,
-				source, dlq_topic, source_partition, source_offset, failure_group)
+				source, dlq_topic, source_position, position_display, failure_group)
 			SELECT gen_random_uuid(), 'orders.events.v1', 'e', '{}', CASE WHEN g % 2 = 0 THEN 'RESOLVED' ELSE 'PENDING' END,
 				now() - interval '90 days', CASE WHEN g % 2 = 0 THEN now() - interval '10 days' ELSE now() - interval '90 days' END,
-				'kafka', 'orders.dlq.v1', 9, g, 'archbench0000002'
+				'kafka', 'orders.dlq.v1', int4send(9) || int8send(g), 'p9@' || g, 'archbench0000002'
 			FROM generate_series(1, 20000) g`)
 		benchkit.Must(err, "load rows that stay")
 		_, err = pool.Exec(ctx, `INSERT INTO dlq.dlq_topic_counts SELECT dlq_topic, original_topic, status, count(*)

@@ -243,23 +243,25 @@ func (d *daemon) fill(n int) {
 		`CREATE TEMP TABLE seed AS SELECT row_number() OVER (ORDER BY id) AS rn, original_topic, error_message, source, dlq_topic,
 			headers, failure_group FROM dlq.dlq_messages`,
 		fmt.Sprintf(`INSERT INTO dlq.dlq_messages (id, original_topic, error_message, retry_count, max_retries, status, created_at,
-			updated_at, source, dlq_topic, source_partition, source_offset, message_key, headers, raw_payload, content_digest,
+			updated_at, source, dlq_topic, source_position, position_display, message_key, headers, raw_payload, content_digest,
 			failure_group, attempt_log)
 		SELECT gen_random_uuid(), s.original_topic, s.error_message, 0, 3,
 			CASE WHEN g %% 10 < 6 THEN 'PENDING' WHEN g %% 10 < 8 THEN 'RESOLVED' ELSE 'DEAD' END,
 			now() - (g::float8 / %d * interval '7 days'), now() - (g::float8 / %d * interval '7 days'),
-			s.source, s.dlq_topic, 9, g, convert_to('key-' || (g + 100000), 'UTF8'), s.headers,
+			s.source, s.dlq_topic, int4send(9) || int8send(g), 'p9@' || g, convert_to('key-' || (g + 100000), 'UTF8'), s.headers,
 			convert_to(format('{"order_id":"ORD-%%s","amount":%%s,"currency":"EUR","note":"dead-lettered by the consumer"}',
 				lpad((g + 100000)::text, 7, '0'), g %% 10000), 'UTF8'),
-			'\x'::bytea, s.failure_group, '[]'::jsonb
+			decode(md5('fill-' || g), 'hex'), s.failure_group, '[]'::jsonb
 		FROM generate_series(1, %d) g JOIN seed s ON s.rn = (g %% (SELECT count(*) FROM seed)) + 1`, n, n, n),
-		`TRUNCATE dlq.dlq_topic_counts, dlq.dlq_group_counts`,
+		`TRUNCATE dlq.dlq_topic_counts, dlq.dlq_group_counts, dlq.dlq_arrivals`,
+		`INSERT INTO dlq.dlq_arrivals SELECT to_timestamp(floor(extract(epoch FROM created_at) / 3600) * 3600), dlq_topic, failure_group, count(*)
+			FROM dlq.dlq_messages WHERE created_at >= now() - interval '2 days' GROUP BY 1, 2, 3`,
 		`INSERT INTO dlq.dlq_topic_counts SELECT dlq_topic, original_topic, status, count(*) FROM dlq.dlq_messages GROUP BY 1, 2, 3`,
 		`INSERT INTO dlq.dlq_group_counts SELECT failure_group, dlq_topic, original_topic, status, count(*) FROM dlq.dlq_messages GROUP BY 1, 2, 3, 4`,
 		`UPDATE dlq.dlq_failure_groups g SET first_seen = m.first FROM (SELECT failure_group, min(created_at) AS first
 			FROM dlq.dlq_messages GROUP BY 1) m WHERE m.failure_group = g.id`,
 		`DO $$ BEGIN IF to_regclass('dlq.dlq_search_pending') IS NOT NULL THEN
-			INSERT INTO dlq.dlq_search_pending (id) SELECT id FROM dlq.dlq_messages WHERE source_partition = 9; END IF; END $$`,
+			INSERT INTO dlq.dlq_search_pending (id) SELECT id FROM dlq.dlq_messages WHERE position_display LIKE 'p9@%'; END IF; END $$`,
 		`VACUUM ANALYZE dlq.dlq_messages`,
 	} {
 		_, err := c.Exec(ctx, q)

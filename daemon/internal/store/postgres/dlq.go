@@ -181,7 +181,8 @@ func pgSafeJSON(b []byte) bool {
 // an archived position stays known, so a consumer group that reads it
 // again does not make it a new dead letter; the same position with another
 // digest is a new dead letter (its topic was deleted and created again).
-// The new ids are queued for the search indexer (dlq_search_index.go).
+// The new ids are queued for the search indexer (dlq_search_index.go), and
+// counted in the arrivals of their hour ($31, created_at's UTC hour).
 const pgIngest = `
 	WITH ins AS (
 		INSERT INTO dlq.dlq_messages (` + sqlstore.DLQInsertColumns + `)
@@ -211,6 +212,10 @@ const pgIngest = `
 		INSERT INTO dlq.dlq_group_counts AS c (group_id, dlq_topic, original_topic, status, n)
 		SELECT failure_group, dlq_topic, original_topic, status, count(*) FROM ins GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
 		ON CONFLICT (group_id, dlq_topic, original_topic, status) DO UPDATE SET n = c.n + EXCLUDED.n
+	), arrived AS (
+		INSERT INTO dlq.dlq_arrivals AS a (hour, dlq_topic, failure_group, n)
+		SELECT $31::timestamptz, dlq_topic, failure_group, count(*) FROM ins GROUP BY 2, 3 ORDER BY 2, 3
+		ON CONFLICT (hour, dlq_topic, failure_group) DO UPDATE SET n = a.n + EXCLUDED.n
 	), seen AS (
 		INSERT INTO dlq.dlq_failure_groups AS g (id, pattern, exception_class, sample_error, first_seen, last_seen, error_group)
 		SELECT DISTINCT ON (i.failure_group) i.failure_group, gp.pattern, gp.class, i.error_message, $14, $14, gp.eg
@@ -294,7 +299,7 @@ func (p *driver) IngestDLQ(ctx context.Context, params sqlstore.IngestDLQParams)
 		if err := q.QueryRow(ctx, pgIngest, ids, origTopics, errMsgs, payloads, raws, sources, topics, positions, displays,
 			keys, headers, produced, opts.MaxRetries, opts.Now, statuses, nexts, lastErrs, logs, digests, groups,
 			groupIDs, patterns, classes, truncated, errClasses, failedAttempts, firstFailed, originFrom,
-			originConfigured, errorGroups).Scan(&inserted); err != nil {
+			originConfigured, errorGroups, opts.Now.UTC().Truncate(time.Hour)).Scan(&inserted); err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
 		res.Inserted = int(inserted)

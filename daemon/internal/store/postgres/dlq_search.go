@@ -15,7 +15,7 @@ import (
 
 var pgSearch = sqlstore.SearchDialect{
 	Live: "dlq.dlq_messages", Archive: "dlq.dlq_messages_archive",
-	Groups: "dlq.dlq_failure_groups", GroupCounts: "dlq.dlq_group_counts", TopicCounts: "dlq.dlq_topic_counts",
+	Groups: "dlq.dlq_failure_groups", GroupCounts: "dlq.dlq_group_counts", TopicCounts: "dlq.dlq_topic_counts", Arrivals: "dlq.dlq_arrivals",
 	Placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
 	// Checked on each row (the text index narrows the rows to check) with
 	// strpos on lower(): what ILIKE does in a UTF-8 database, but the

@@ -32,10 +32,13 @@ type batchGroups struct {
 	order  []dlq.Group
 	sample map[string]string
 	counts map[[4]string]int64 // group, DLQ topic, original topic, status
+	// arrivals: DLQ topic, group
+	arrivals map[[2]string]int64
 }
 
 func newBatchGroups() *batchGroups {
-	return &batchGroups{seen: map[string]bool{}, sample: map[string]string{}, counts: map[[4]string]int64{}}
+	return &batchGroups{seen: map[string]bool{}, sample: map[string]string{}, counts: map[[4]string]int64{},
+		arrivals: map[[2]string]int64{}}
 }
 
 func (b *batchGroups) add(g dlq.Group, in dlq.Incoming, status string) {
@@ -45,6 +48,7 @@ func (b *batchGroups) add(g dlq.Group, in dlq.Incoming, status string) {
 		b.sample[g.ID] = in.ErrorMessage
 	}
 	b.counts[[4]string{g.ID, in.Position.Topic, in.OriginalTopic, status}]++
+	b.arrivals[[2]string{in.Position.Topic, g.ID}]++
 }
 
 func (b *batchGroups) flush(ctx context.Context, q sqlstore.Querier, now time.Time) error {
@@ -59,6 +63,14 @@ func (b *batchGroups) flush(ctx context.Context, q sqlstore.Querier, now time.Ti
 			ON CONFLICT (group_id, dlq_topic, original_topic, status) DO UPDATE SET n = n + excluded.n`,
 			k[0], k[1], k[2], k[3], n); err != nil {
 			return fmt.Errorf("count failure group %s: %w", k[0], err)
+		}
+	}
+	// Every message of the batch is created at now: one hour.
+	hour := now.UTC().Truncate(time.Hour)
+	for k, n := range b.arrivals {
+		if _, err := q.Exec(ctx, `INSERT INTO dlq_arrivals (hour, dlq_topic, failure_group, n) VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT (hour, dlq_topic, failure_group) DO UPDATE SET n = n + excluded.n`, hour, k[0], k[1], n); err != nil {
+			return fmt.Errorf("count arrivals of %s: %w", k[0], err)
 		}
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 
 var sqliteSearch = sqlstore.SearchDialect{
 	Live: "dlq_messages", Archive: "dlq_messages_archive",
-	Groups: "dlq_failure_groups", GroupCounts: "dlq_group_counts", TopicCounts: "dlq_topic_counts",
+	Groups: "dlq_failure_groups", GroupCounts: "dlq_group_counts", TopicCounts: "dlq_topic_counts", Arrivals: "dlq_arrivals",
 	Placeholder: func(n int) string { return "?" + strconv.Itoa(n) },
 	ErrorMatch: func(q *sqlstore.SearchQuery, _ string, s string) string {
 		if !likeSafe(s) {

@@ -161,15 +161,13 @@ func (s *Store) groups(ctx context.Context, gs GroupsSQL, f dlq.GroupFilter) ([]
 	return out, err
 }
 
-// arrivals counts the live messages of each summary's failure groups taken
-// in per hour of the window. Every status is named so that the query walks
-// the (failure_group, status, created_at) index from the window's start
-// rather than every message a group ever had.
+// arrivals reads the live messages of each summary's failure groups taken
+// in per hour of the window from the arrivals counters (see topicArrivals).
 func (s *Store) arrivals(ctx context.Context, qr Querier, gs GroupsSQL, f dlq.GroupFilter, out []dlq.GroupSummary) error {
 	since := dlq.ArrivalsSince(f.Now)
 	owner := map[string][]int{}
 	q := &SearchQuery{d: s.sql.Search}
-	var groups, statuses []string
+	var groups []string
 	for i := range out {
 		out[i].Arrivals, out[i].ArrivalsFrom = make([]int64, dlq.ArrivalHours), since
 		for _, g := range out[i].Members {
@@ -182,11 +180,8 @@ func (s *Store) arrivals(ctx context.Context, qr Querier, gs GroupsSQL, f dlq.Gr
 	if len(groups) == 0 {
 		return nil
 	}
-	for _, st := range dlq.Statuses {
-		statuses = append(statuses, q.Arg(string(st)))
-	}
 	from := q.Arg(since)
-	bucket := fmt.Sprintf(gs.HourBucket, "created_at", from)
+	bucket := fmt.Sprintf(gs.HourBucket, "hour", from)
 	type row struct {
 		group string
 		hour  int
@@ -194,8 +189,8 @@ func (s *Store) arrivals(ctx context.Context, qr Querier, gs GroupsSQL, f dlq.Gr
 	}
 	rows, err := QueryAll(ctx, qr, func(sc Scanner) (r row, err error) {
 		return r, sc.Scan(&r.group, &r.hour, &r.n)
-	}, `SELECT failure_group, `+bucket+`, count(*) FROM `+s.sql.Search.Live+` WHERE failure_group IN (`+strings.Join(groups, ", ")+
-		`) AND status IN (`+strings.Join(statuses, ", ")+`) AND created_at >= `+from+` GROUP BY 1, 2`, q.args...)
+	}, `SELECT failure_group, `+bucket+`, CAST(sum(n) AS BIGINT) FROM `+s.sql.Search.Arrivals+` WHERE failure_group IN (`+strings.Join(groups, ", ")+
+		`) AND hour >= `+from+` GROUP BY 1, 2`, q.args...)
 	if err != nil {
 		return fmt.Errorf("count failure groups' arrivals: %w", err)
 	}

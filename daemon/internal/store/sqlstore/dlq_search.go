@@ -18,9 +18,12 @@ import (
 
 // SearchDialect is what differs between the dialects' search SQL.
 type SearchDialect struct {
-	Live, Archive         string
-	Groups, GroupCounts   string
-	TopicCounts           string
+	Live, Archive       string
+	Groups, GroupCounts string
+	TopicCounts         string
+	// Arrivals are the live messages taken in per UTC hour, DLQ topic
+	// and failure group (migration 026).
+	Arrivals              string
 	Placeholder           func(n int) string
 	ErrorMatch, TextMatch func(d *SearchQuery, table, substr string) string
 	HeaderMatch           func(d *SearchQuery, h dlq.HeaderFilter) string

@@ -11,6 +11,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lifecycled/lifecycled/daemon/internal/dlq"
@@ -92,8 +93,13 @@ func (s *Store) IndexDLQSearch(ctx context.Context) (int, int64, error) {
 	return done, queued, err
 }
 
-// ArchiveDLQBatch implements archive.Store.
+// ArchiveDLQBatch implements archive.Store. The arrivals counters of the
+// hours before cutoff go first: they are kept as long as the messages
+// they count stay live at most, and the windows read are a day long.
 func (s *Store) ArchiveDLQBatch(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	if _, err := s.conn.Exec(ctx, `DELETE FROM `+s.sql.Search.Arrivals+` WHERE hour < `+s.sql.Search.Placeholder(1), cutoff); err != nil {
+		return 0, fmt.Errorf("drop old arrivals counters: %w", err)
+	}
 	return s.drv.ArchiveDLQBatch(ctx, ArchiveDLQBatchParams{Cutoff: cutoff, Limit: limit})
 }
 
