@@ -56,16 +56,25 @@ func readDeleteHooks(ctx context.Context, q pgx.Tx, c *catalog) error {
 // readIdentities reads, for every table, the columns that tell its rows
 // apart (catRel.identity): the primary key, else the unique key of NOT
 // NULL plain columns with the fewest columns (then by name).
+//
+// Only the keys of the tables read are read: the system catalogues' unique
+// indexes were three quarters of the query's time (4 ms against 1 ms), at
+// every catalogue read, several per erasure.
 func readIdentities(ctx context.Context, q pgx.Tx, c *catalog) error {
+	oids := make([]uint32, 0, len(c.rels))
+	for oid := range c.rels {
+		oids = append(oids, oid)
+	}
 	rows, err := q.Query(ctx, `
 		SELECT i.indrelid::int8, array_agg(a.attname::text ORDER BY k.ord)
 		FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
 			CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
 			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 		WHERE (i.indisprimary OR i.indisunique) AND i.indpred IS NULL AND i.indexprs IS NULL AND i.indisvalid
+			AND i.indrelid = ANY($1::text::oid[])
 		GROUP BY i.indrelid, i.indexrelid, i.indisprimary, ic.relname
 		HAVING bool_and(a.attnotnull)
-		ORDER BY i.indrelid, i.indisprimary DESC, count(*), ic.relname`)
+		ORDER BY i.indrelid, i.indisprimary DESC, count(*), ic.relname`, oidArray(oids))
 	if err != nil {
 		return classify(fmt.Errorf("read unique keys: %w", err))
 	}
