@@ -38,13 +38,7 @@ type stores struct {
 
 func newStores(t *testing.T, persistentRedis bool) *stores {
 	ctx := testsvc.Context(t, 2*time.Minute)
-	s := &stores{pgDSN: testsvc.PGDatabase(t), pgBatch: 1000}
-	var err error
-	s.pg, err = pgxpool.New(ctx, s.pgDSN)
-	require.NoError(t, err)
-	t.Cleanup(s.pg.Close)
-	_, err = s.pg.Exec(ctx, seed001.WorkflowSchema("uuid"))
-	require.NoError(t, err)
+	s := newPGStore(t)
 	if persistentRedis {
 		s.redis = testsvc.RedisPersistent(t)
 	} else {
@@ -56,6 +50,21 @@ func newStores(t *testing.T, persistentRedis bool) *stores {
 	s.dc = dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.dynamo),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	require.NoError(t, seed001.CreateAuditLogTable(ctx, s.dc, "audit_logs"))
+	return s
+}
+
+// newPGStore is the PostgreSQL store alone, for the tests of the postgres
+// deleter alone (pgOnly): no Redis server or dynalite is started, and seed
+// and remaining leave them out.
+func newPGStore(t *testing.T) *stores {
+	ctx := testsvc.Context(t, 2*time.Minute)
+	s := &stores{pgDSN: testsvc.PGDatabase(t), pgBatch: 1000}
+	var err error
+	s.pg, err = pgxpool.New(ctx, s.pgDSN)
+	require.NoError(t, err)
+	t.Cleanup(s.pg.Close)
+	_, err = s.pg.Exec(ctx, seed001.WorkflowSchema("uuid"))
+	require.NoError(t, err)
 	return s
 }
 
@@ -106,6 +115,9 @@ func (s *stores) seed(t *testing.T, tenant string, n int) seeded {
 	ctx := testsvc.Context(t, 2*time.Minute)
 	pgRows, err := seed001.SeedWorkflows(ctx, s.pg, tenant, n)
 	require.NoError(t, err)
+	if s.rc == nil {
+		return seeded{pg: pgRows}
+	}
 	pipe := s.rc.Pipeline()
 	for i := 0; i < n; i++ {
 		pipe.Set(ctx, fmt.Sprintf("session:%s:%d", tenant, i), "s", 0)
@@ -125,6 +137,9 @@ func (s *stores) remaining(t *testing.T, tenant string) seeded {
 		(SELECT count(*) FROM workflow_steps WHERE tenant_id = $1) +
 		(SELECT count(*) FROM workflow_instances WHERE tenant_id = $1) +
 		(SELECT count(*) FROM workflow_definitions WHERE tenant_id = $1)`, tenant).Scan(&out.pg))
+	if s.rc == nil {
+		return out
+	}
 	for _, p := range []string{"session:%s:*", "csrf:%s:*"} {
 		keys, err := s.rc.Keys(ctx, fmt.Sprintf(p, tenant)).Result()
 		require.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 // the other tenant's rows are byte for byte what they were.
 func TestSchemaChangeBlocksTheJobUntilRetried(t *testing.T) {
 	t.Parallel()
-	s := newStores(t, false)
+	s := newPGStore(t)
 	a, b := uuid.NewString(), uuid.NewString()
 	seedA := s.seed(t, a, 120).pg
 	s.seed(t, b, 80)

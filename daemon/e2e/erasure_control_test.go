@@ -132,7 +132,7 @@ func TestCancelInTheMiddleOfALargePostgresDeletion(t *testing.T) {
 	t.Parallel()
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
-			s := newStores(t, false)
+			s := newPGStore(t)
 			s.pgBatch = 200
 			a, b := uuid.NewString(), uuid.NewString()
 			seedA := s.seed(t, a, 60000).pg
@@ -199,7 +199,7 @@ func waitJobStatus(t *testing.T, d *testsvc.Daemon, tenant, status string, withi
 func TestScheduledDeletionSurvivesARestartAndStartsOnTime(t *testing.T) {
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
-			s := newStores(t, false)
+			s := newPGStore(t)
 			a := uuid.NewString()
 			seedA := s.seed(t, a, 300).pg
 			d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state(), Extra: s.pgOnly(`grace_period = "6s"`)})
@@ -235,7 +235,7 @@ func TestHoldBlocksAScheduledJobAndReleaseLetsItRun(t *testing.T) {
 	t.Parallel()
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
-			s := newStores(t, false)
+			s := newPGStore(t)
 			a := uuid.NewString()
 			seedA := s.seed(t, a, 200).pg
 			d := testsvc.StartDaemon(t, testsvc.DaemonOptions{State: state(), Extra: s.pgOnly(`grace_period = "5s"`)})

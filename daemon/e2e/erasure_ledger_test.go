@@ -85,7 +85,7 @@ func TestRestoreDrill(t *testing.T) {
 	t.Parallel()
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
-			s := newStores(t, false)
+			s := newPGStore(t)
 			a, b := uuid.NewString(), uuid.NewString()
 			s.seed(t, a, 40)
 			s.seed(t, b, 30)

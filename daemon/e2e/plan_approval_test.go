@@ -110,7 +110,7 @@ func TestPlanDriftAndTwoPersonApprovalOnRealPostgres(t *testing.T) {
 	testsvc.Need(t, os.Getuid() == 0, "needs root to approve as another user (the two-person rule)")
 	for name, state := range stateStores(t) {
 		t.Run(name, func(t *testing.T) {
-			s := newStores(t, false)
+			s := newPGStore(t)
 			ctx := testsvc.Context(t, 3*time.Minute)
 			a, b := uuid.NewString(), uuid.NewString()
 			s.seed(t, a, 60)
@@ -243,7 +243,7 @@ tenant_column = "tenant_id"
 // configured; after the operator lists the table (a reload) and approves
 // the new plan, the tenant is erased everywhere and the bystander is not.
 func TestUnlistedTableStopsAJobOnRealPostgres(t *testing.T) {
-	s := newStores(t, false)
+	s := newPGStore(t)
 	ctx := testsvc.Context(t, 3*time.Minute)
 	a, b := uuid.NewString(), uuid.NewString()
 	s.seed(t, a, 50)
