@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -185,38 +184,7 @@ func (dl *deadLetters) searches(calls int) {
 		return func(o ...adminclient.Option) error { _, err := api.Search(ctx, q, o...); return err }
 	}
 	measure := func(name string, c call, target time.Duration, calls int) {
-		lat := make([]time.Duration, calls)
-		var body struct {
-			Messages   []json.RawMessage `json:"messages"`
-			Total      int64             `json:"total"`
-			Estimate   bool              `json:"total_is_estimate"`
-			Pagination *struct {
-				TotalCount int64 `json:"total_count"`
-			} `json:"pagination"`
-		}
-		for i := range lat {
-			var b []byte
-			benchkit.Must(c(adminclient.Raw(&b)), name)
-			lat[i] = dl.d.Exchange.Took
-			if i == 0 {
-				_ = json.Unmarshal(b, &body)
-			}
-		}
-		benchkit.Sort(lat)
-		p99 := benchkit.Percentile(lat, 99)
-		if body.Pagination != nil {
-			body.Total = body.Pagination.TotalCount
-		}
-		extra := ""
-		if body.Messages != nil {
-			est := ""
-			if body.Estimate {
-				est = " (estimate)"
-			}
-			extra = fmt.Sprintf(", %d on the page, total %d%s", len(body.Messages), body.Total, est)
-		}
-		benchkit.Report("  "+name, "p50 %v / p99 %v %s (target p99 <= %v)%s", benchkit.Percentile(lat, 50).Round(10*time.Microsecond),
-			p99.Round(10*time.Microsecond), verdict(p99 <= target), target, extra)
+		benchkit.Latency(dl.d.Exchange, "  "+name, benchkit.Call(c), target, calls)
 	}
 	measure("list page 1 (20) of a topic", func(o ...adminclient.Option) error {
 		_, err := api.ListMessages(ctx, topic, url.Values{"page": {"1"}, "page_size": {"20"}}, o...)

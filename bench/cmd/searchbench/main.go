@@ -125,39 +125,7 @@ func main() {
 		return func(o ...adminclient.Option) error { _, err := d.API.Groups(ctx, q, o...); return err }
 	}
 	measure := func(name string, c call, target time.Duration, calls int) {
-		lat := make([]time.Duration, calls)
-		var body struct {
-			Messages []json.RawMessage `json:"messages"`
-			Total    int64             `json:"total"`
-			Estimate bool              `json:"total_is_estimate"`
-			// The seed's list route gives its total here.
-			Pagination *struct {
-				TotalCount int64 `json:"total_count"`
-			} `json:"pagination"`
-		}
-		for i := range lat {
-			var b []byte
-			benchkit.Must(c(adminclient.Raw(&b)), name)
-			lat[i] = d.Exchange.Took
-			if i == 0 {
-				_ = json.Unmarshal(b, &body)
-			}
-		}
-		benchkit.Sort(lat)
-		p99 := benchkit.Percentile(lat, 99)
-		extra := ""
-		if body.Pagination != nil {
-			body.Total = body.Pagination.TotalCount
-		}
-		if body.Messages != nil {
-			est := ""
-			if body.Estimate {
-				est = " (estimate)"
-			}
-			extra = fmt.Sprintf(", %d on the page, total %d%s", len(body.Messages), body.Total, est)
-		}
-		benchkit.Report(name, "p50 %v / p99 %v %s (target p99 <= %v)%s", benchkit.Percentile(lat, 50).Round(10*time.Microsecond),
-			p99.Round(10*time.Microsecond), verdict(p99 <= target), target, extra)
+		benchkit.Latency(d.Exchange, name, benchkit.Call(c), target, calls)
 	}
 	measure("baseline: seed list page 1 (20) of a topic", list("orders.dlq.v1", url.Values{"page": {"1"}, "page_size": {"20"}}), 10*time.Millisecond, *calls)
 	measure("search first page: topic+status", search(url.Values{"topic": {"orders.events.v1"}, "status": {"PENDING"}}), 20*time.Millisecond, *calls)
